@@ -1,0 +1,62 @@
+import { Construct } from 'constructs';
+import { k8s } from 'cdk8s-plus-28';
+
+/** A choice of PodDisruptionBudget. */
+export class DisruptionBudget {
+  /** At most `n` pods may be evicted voluntarily at once; survives replica changes. */
+  static maxUnavailable(n: number): DisruptionBudget {
+    return new DisruptionBudget('maxUnavailable', n);
+  }
+
+  /** At least `n` pods must stay available. */
+  static minAvailable(n: number): DisruptionBudget {
+    return new DisruptionBudget('minAvailable', n);
+  }
+
+  /**
+   * No voluntary eviction of a healthy pod: node drains and autoscaler scale-downs wait until the
+   * pods are deleted by hand. Right for a gang-scheduled job, where losing one rank kills the run.
+   */
+  static blockVoluntaryEvictions(): DisruptionBudget {
+    return new DisruptionBudget('maxUnavailable', 0);
+  }
+
+  /** No PodDisruptionBudget at all. */
+  static none(): DisruptionBudget {
+    return new DisruptionBudget(undefined, 0);
+  }
+
+  private constructor(
+    /** @internal */ readonly _field: 'maxUnavailable' | 'minAvailable' | undefined,
+    /** @internal */ readonly _count: number,
+  ) {}
+
+  /** @internal */
+  _describe(): string {
+    return this._field === undefined ? 'none' : `${this._field}: ${this._count}`;
+  }
+}
+
+export interface PodDisruptionBudgetOptions {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly selector: Record<string, string>;
+  readonly budget: DisruptionBudget;
+}
+
+/**
+ * A policy/v1 PodDisruptionBudget. `unhealthyPodEvictionPolicy: AlwaysAllow` lets drains evict
+ * pods that are not Ready anyway, so a crash-looping pod never blocks a node upgrade.
+ */
+export function podDisruptionBudget(scope: Construct, id: string, o: PodDisruptionBudgetOptions): k8s.KubePodDisruptionBudget | undefined {
+  const field = o.budget._field;
+  if (field === undefined) return undefined;
+  return new k8s.KubePodDisruptionBudget(scope, id, {
+    metadata: { name: o.name, labels: o.labels },
+    spec: {
+      [field]: k8s.IntOrString.fromNumber(o.budget._count),
+      selector: { matchLabels: o.selector },
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+    },
+  });
+}

@@ -1,0 +1,50 @@
+import { Size } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-28';
+import { sizeQuantity } from './quantity';
+
+/** The extended resource the NVIDIA device plugin advertises. */
+export const GPU_RESOURCE = 'nvidia.com/gpu';
+
+/**
+ * GPU node pools are commonly tainted `nvidia.com/gpu:NoSchedule` (GKE and AKS do it, EKS
+ * examples do); tolerating it with `Exists` works whatever value the taint carries.
+ */
+export function gpuTolerations(): k8s.Toleration[] {
+  return [{ key: GPU_RESOURCE, operator: 'Exists', effect: 'NoSchedule' }];
+}
+
+/** What a GPU container asks for. */
+export interface GpuResourceOptions {
+  readonly gpus: number;
+  readonly cpu: k8s.Quantity;
+  readonly memory: Size;
+  /** A CPU limit; none by default, because CFS throttling stalls data loaders and NCCL threads. */
+  readonly cpuLimit?: k8s.Quantity;
+}
+
+/**
+ * Requests and limits for a GPU container. GPUs are set in both (extended resources must match);
+ * memory limit equals the request so a node never overcommits the memory that `/dev/shm` also
+ * draws on.
+ */
+export function gpuResources(o: GpuResourceOptions): k8s.ResourceRequirements {
+  const gpus = k8s.Quantity.fromNumber(o.gpus);
+  const memory = sizeQuantity(o.memory);
+  return {
+    requests: { 'cpu': o.cpu, 'memory': memory, [GPU_RESOURCE]: gpus },
+    limits: { ...(o.cpuLimit ? { cpu: o.cpuLimit } : {}), 'memory': memory, [GPU_RESOURCE]: gpus },
+  };
+}
+
+export const SHM_VOLUME = 'dshm';
+
+/**
+ * `/dev/shm` as a memory-backed emptyDir: the container runtime's default is 64 MiB, which NCCL
+ * and PyTorch data loaders exhaust ("Bus error"). Its usage counts against the memory limit.
+ */
+export function shmVolume(size: Size): { volume: k8s.Volume; mount: k8s.VolumeMount } {
+  return {
+    volume: { name: SHM_VOLUME, emptyDir: { medium: 'Memory', sizeLimit: sizeQuantity(size) } },
+    mount: { name: SHM_VOLUME, mountPath: '/dev/shm' },
+  };
+}

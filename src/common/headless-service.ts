@@ -1,0 +1,26 @@
+import { Construct } from 'constructs';
+import { k8s } from 'cdk8s-plus-28';
+
+export interface HeadlessServiceOptions {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly selector: Record<string, string>;
+  readonly ports: k8s.ServicePort[];
+}
+
+/**
+ * The governing Service of a StatefulSet: it gives each pod the stable DNS name
+ * `<pod>.<service>.<namespace>.svc.<domain>`. `publishNotReadyAddresses` publishes those names
+ * before the pods are Ready, so peers can find each other during start-up (rendezvous, sharding).
+ */
+export function headlessService(scope: Construct, id: string, o: HeadlessServiceOptions): k8s.KubeService {
+  return new k8s.KubeService(scope, id, {
+    metadata: { name: o.name, labels: o.labels },
+    spec: {
+      clusterIp: 'None',
+      publishNotReadyAddresses: true,
+      selector: o.selector,
+      ports: o.ports,
+    },
+  });
+}

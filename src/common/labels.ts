@@ -1,0 +1,34 @@
+/** The value of `app.kubernetes.io/managed-by` on everything this library creates. */
+export const MANAGED_BY = 'cdk8s-gpu';
+
+export const LABEL_NAME = 'app.kubernetes.io/name';
+export const LABEL_INSTANCE = 'app.kubernetes.io/instance';
+export const LABEL_COMPONENT = 'app.kubernetes.io/component';
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+
+/** What a workload's labels are made of. */
+export interface WorkloadIdentity {
+  /** The base name shared by every version, e.g. `onnx-trainer`. */
+  readonly name: string;
+  /** The versioned name, e.g. `onnx-trainer-v2`: one per StatefulSet. */
+  readonly instance: string;
+  /** What the workload does, e.g. `training` or `inference`. */
+  readonly component: string;
+}
+
+/**
+ * The selector of a workload: explicit labels only, never one derived from a construct path
+ * (cdk8s-plus's `cdk8s.io/metadata.addr`), so renaming a construct id changes no immutable field.
+ */
+export function selectorLabels(id: WorkloadIdentity): Record<string, string> {
+  return {
+    [LABEL_NAME]: id.name,
+    [LABEL_INSTANCE]: id.instance,
+    [LABEL_COMPONENT]: id.component,
+  };
+}
+
+/** The labels every object of a workload carries: the selector plus `managed-by`. */
+export function workloadLabels(id: WorkloadIdentity): Record<string, string> {
+  return { ...selectorLabels(id), [LABEL_MANAGED_BY]: MANAGED_BY };
+}

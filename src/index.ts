@@ -1,0 +1,7 @@
+export { ConfigurationError } from './common/validate';
+export { DisruptionBudget } from './common/disruption';
+export { PodSecurityLevel } from './common/security';
+export {
+  GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, CheckpointStorage, TrainingUpdateStrategy,
+} from './training/gpu-training-stateful-set';
+export { AdoptedVolumes } from './training/adopt-volumes';

@@ -1,0 +1,148 @@
+import * as fs from 'fs';
+import * as path from 'path';
+
+/**
+ * A strict validator for Kubernetes objects against the official OpenAPI definitions, acting like
+ * an API server with `fieldValidation=Strict`: unknown fields, wrong types, nulls and missing
+ * required fields are errors. The definitions are vendored in ./schemas (scripts/vendor-k8s-schemas.js).
+ */
+type Schema = {
+  $ref?: string;
+  type?: string;
+  format?: string;
+  items?: Schema;
+  properties?: Record<string, Schema>;
+  additionalProperties?: Schema | boolean;
+  required?: string[];
+  oneOf?: Schema[];
+  'x-kubernetes-group-version-kind'?: Array<{ group: string; version: string; kind: string }>;
+};
+
+export type KubeVersion = '1.28.0' | '1.36.0';
+
+const cache = new Map<KubeVersion, { defs: Record<string, Schema>; byGvk: Map<string, string> }>();
+
+function load(version: KubeVersion) {
+  let entry = cache.get(version);
+  if (!entry) {
+    const file = path.join(__dirname, 'schemas', `k8s-v${version}.json`);
+    const defs: Record<string, Schema> = JSON.parse(fs.readFileSync(file, 'utf8')).definitions;
+    const byGvk = new Map<string, string>();
+    for (const [name, def] of Object.entries(defs)) {
+      for (const gvk of def['x-kubernetes-group-version-kind'] ?? []) {
+        // Prefer the concrete type over the generic meta.v1 ones (DeleteOptions, WatchEvent...).
+        const key = gvkKey(gvk.group, gvk.version, gvk.kind);
+        if (!byGvk.has(key) || !name.startsWith('io.k8s.apimachinery')) byGvk.set(key, name);
+      }
+    }
+    entry = { defs, byGvk };
+    cache.set(version, entry);
+  }
+  return entry;
+}
+
+function gvkKey(group: string, version: string, kind: string) {
+  return `${group}/${version}/${kind}`;
+}
+
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/** Kinds outside the core API that the library may emit; checked only for metadata. */
+const KNOWN_CUSTOM_KINDS = new Set(['monitoring.coreos.com/v1/ServiceMonitor']);
+
+/** Returns the list of errors for one object; empty when valid. */
+export function strictErrors(obj: any, version: KubeVersion = '1.28.0'): string[] {
+  const errors: string[] = [];
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return ['object: not a Kubernetes object'];
+  const { apiVersion, kind } = obj;
+  if (typeof apiVersion !== 'string' || typeof kind !== 'string') return ['object: apiVersion and kind are required'];
+  const [group, ver] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
+  const who = `${kind}/${obj.metadata?.name ?? '?'}`;
+  checkMetadata(obj.metadata, who, errors);
+  if (KNOWN_CUSTOM_KINDS.has(gvkKey(group, ver, kind))) return errors;
+  const { defs, byGvk } = load(version);
+  const defName = byGvk.get(gvkKey(group, ver, kind));
+  if (!defName) return [...errors, `${who}: ${apiVersion} ${kind} does not exist in Kubernetes ${version}`];
+  walk(obj, { $ref: `#/definitions/${defName}` }, who, defs, errors);
+  return errors;
+}
+
+function checkMetadata(meta: any, who: string, errors: string[]) {
+  if (!meta || typeof meta.name !== 'string' || !DNS1123_SUBDOMAIN.test(meta.name) || meta.name.length > 253) {
+    errors.push(`${who}: metadata.name must be a DNS-1123 subdomain`);
+  }
+  for (const [k, v] of Object.entries<any>(meta?.labels ?? {})) {
+    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) errors.push(`${who}: label ${k}=${v} is not a valid label value`);
+  }
+}
+
+function resolveRef(schema: Schema, defs: Record<string, Schema>): Schema {
+  let s = schema;
+  while (s.$ref) {
+    const name = s.$ref.replace('#/definitions/', '');
+    const next = defs[name];
+    if (!next) throw new Error(`schema reference ${s.$ref} not found`);
+    s = next;
+  }
+  return s;
+}
+
+function typeOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+function matchesType(value: unknown, type: string): boolean {
+  const t = typeOf(value);
+  return t === type || (type === 'number' && t === 'integer');
+}
+
+function walk(value: unknown, schema: Schema, at: string, defs: Record<string, Schema>, errors: string[]): void {
+  const s = resolveRef(schema, defs);
+  if (value === null) {
+    errors.push(`${at}: null is not allowed`);
+    return;
+  }
+  if (s.oneOf) {
+    if (!s.oneOf.some(alt => alt.type && matchesType(value, alt.type))) {
+      errors.push(`${at}: expected ${s.oneOf.map(a => a.type).join(' or ')}, got ${typeOf(value)}`);
+    }
+    return;
+  }
+  const type = s.type ?? (s.properties ? 'object' : undefined);
+  if (!type) return; // free-form (RawExtension, JSON)
+  if (!matchesType(value, type)) {
+    errors.push(`${at}: expected ${type}, got ${typeOf(value)} ${JSON.stringify(value)}`);
+    return;
+  }
+  if (type === 'array' && s.items) {
+    (value as unknown[]).forEach((item, i) => walk(item, s.items!, `${at}[${i}]`, defs, errors));
+    return;
+  }
+  if (type !== 'object') return;
+  const obj = value as Record<string, unknown>;
+  if (s.properties) {
+    for (const req of s.required ?? []) {
+      if (!(req in obj)) errors.push(`${at}: missing required field "${req}"`);
+    }
+    for (const [key, child] of Object.entries(obj)) {
+      const prop = s.properties[key];
+      if (!prop) {
+        errors.push(`${at}: unknown field "${key}"`);
+        continue;
+      }
+      walk(child, prop, `${at}.${key}`, defs, errors);
+    }
+  } else if (s.additionalProperties && typeof s.additionalProperties === 'object') {
+    for (const [key, child] of Object.entries(obj)) walk(child, s.additionalProperties, `${at}.${key}`, defs, errors);
+  }
+}
+
+/** Throws with every error when any object is invalid for any of the given versions. */
+export function expectStrictlyValid(objects: any[], versions: KubeVersion[] = ['1.28.0', '1.36.0']): void {
+  const errors = versions.flatMap(v => objects.flatMap(o => strictErrors(o, v).map(e => `[${v}] ${e}`)));
+  if (errors.length > 0) throw new Error(`strict validation failed:\n  ${errors.join('\n  ')}`);
+}

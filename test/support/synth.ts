@@ -1,0 +1,27 @@
+import { App, Chart, Testing } from 'cdk8s';
+import { expectStrictlyValid } from './strict-schema';
+
+/**
+ * Synthesizes a chart and checks every object strictly against the Kubernetes 1.28 and 1.36
+ * schemas, so no test can pass on an object a strict API server would reject.
+ */
+export function synthValid(chart: Chart): any[] {
+  const objects = Testing.synth(chart);
+  expectStrictlyValid(objects);
+  return objects;
+}
+
+/** A fresh chart in a test app. */
+export function testChart(): Chart {
+  return new Chart(Testing.app() as App, 'test');
+}
+
+export function findOne(objects: any[], kind: string, name?: string): any {
+  const found = objects.filter(o => o.kind === kind && (name === undefined || o.metadata.name === name));
+  if (found.length !== 1) throw new Error(`expected one ${kind}${name ? ` named ${name}` : ''}, found ${found.length}`);
+  return found[0];
+}
+
+export function envOf(container: any): Record<string, any> {
+  return Object.fromEntries((container.env ?? []).map((e: any) => [e.name, e.value ?? e.valueFrom]));
+}
