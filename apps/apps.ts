@@ -1,7 +1,9 @@
 import { App } from 'cdk8s';
+import { addInference } from './inference';
 import { addTraining } from './training';
 
 /** Every example app, one chart (and one snapshot file) per seed scenario. */
 export function buildApps(app: App): void {
   addTraining(app);
+  addInference(app);
 }

@@ -5,3 +5,8 @@ export {
   GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, CheckpointStorage, TrainingUpdateStrategy,
 } from './training/gpu-training-stateful-set';
 export { AdoptedVolumes } from './training/adopt-volumes';
+export {
+  TgiInferenceService, TgiInferenceServiceProps, SecretKeyRef, TGI_DEFAULT_IMAGE,
+} from './inference/tgi-inference-service';
+export { ModelCache } from './inference/model-cache';
+export { TgiQuantization } from './inference/quantization';

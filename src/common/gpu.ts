@@ -13,6 +13,16 @@ export function gpuTolerations(): k8s.Toleration[] {
   return [{ key: GPU_RESOURCE, operator: 'Exists', effect: 'NoSchedule' }];
 }
 
+/** CPU cores requested per GPU: enough for data loaders or tokenizers without starving small GPU nodes. */
+export const DEFAULT_CPU_PER_GPU = 4;
+/** Memory per GPU: fits 1-GPU cloud nodes (e.g. 32 GB hosts) and scales with the GPU count. */
+export const DEFAULT_MEMORY_GIB_PER_GPU = 16;
+
+/** The host CPU and memory defaults of a pod with `gpus` GPUs. */
+export function defaultHostResources(gpus: number): { cpu: number; memory: Size } {
+  return { cpu: DEFAULT_CPU_PER_GPU * gpus, memory: Size.gibibytes(DEFAULT_MEMORY_GIB_PER_GPU * gpus) };
+}
+
 /** What a GPU container asks for. */
 export interface GpuResourceOptions {
   readonly gpus: number;

@@ -102,6 +102,20 @@ export class Validator {
     return value;
   }
 
+  positive(prop: string, value: number): number {
+    if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) this.fail(prop, 'must be a positive number', value);
+    return value;
+  }
+
+  /** The /dev/shm size: positive and below the memory limit it counts against. */
+  sharedMemory(value: Size, memory: Size): Size {
+    this.positiveSize('sharedMemory', value);
+    if (value.toKibibytes() >= memory.toKibibytes()) {
+      this.fail('sharedMemory', `must be smaller than memory (${memory.asString()}), because /dev/shm usage counts against the memory limit`, value);
+    }
+    return value;
+  }
+
   envName(prop: string, value: string): string {
     if (!ENV_VAR_NAME.test(value)) this.fail(prop, 'must be a valid environment variable name', value);
     return value;

@@ -2,23 +2,20 @@ import { Duration, Size } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
-import { gpuResources, gpuTolerations, shmVolume } from '../common/gpu';
+import { defaultHostResources, gpuResources, gpuTolerations, shmVolume } from '../common/gpu';
 import { contentHash } from '../common/hash';
 import { headlessService } from '../common/headless-service';
 import { selectorLabels, workloadLabels } from '../common/labels';
 import { statefulSetName } from '../common/names';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { sizeQuantity } from '../common/quantity';
+import { scratchSpace } from '../common/scratch';
 import { containerSecurityContext, DEFAULT_NON_ROOT_UID, podSecurityContext, POD_HARDENING, PodSecurityLevel, ProcessIdentity, securityLevel } from '../common/security';
 import { Validator } from '../common/validate';
 import { AdoptedVolumes, adoptVolumes } from './adopt-volumes';
 
 /** PyTorch's conventional rendezvous port (torch.distributed and torchrun default). */
 export const DEFAULT_MASTER_PORT = 29500;
-/** CPU cores requested per GPU: enough for data-loader workers without starving small GPU nodes. */
-export const DEFAULT_CPU_PER_GPU = 4;
-/** Memory per GPU: fits 1-GPU cloud nodes (e.g. 32 GB hosts) and scales with the GPU count. */
-export const DEFAULT_MEMORY_GIB_PER_GPU = 16;
 /** /dev/shm per GPU: a quarter of the memory default; shm counts against the memory limit. */
 export const DEFAULT_SHM_GIB_PER_GPU = 4;
 /** Time to write a checkpoint of a multi-GB model to network storage after SIGTERM. */
@@ -212,15 +209,10 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this.worldSize = this.replicas * this.gpusPerPod;
     v.nonEmpty('image', props.image);
     this.masterPort = v.wholeNumber('masterPort', props.masterPort ?? DEFAULT_MASTER_PORT, 1024, 65535);
-    const cpu = props.cpu ?? DEFAULT_CPU_PER_GPU * this.gpusPerPod;
-    if (!(cpu > 0)) v.fail('cpu', 'must be a positive number of cores', cpu);
-    const memory = props.memory ?? Size.gibibytes(DEFAULT_MEMORY_GIB_PER_GPU * this.gpusPerPod);
-    v.positiveSize('memory', memory);
-    const shm = props.sharedMemory ?? Size.gibibytes(DEFAULT_SHM_GIB_PER_GPU * this.gpusPerPod);
-    v.positiveSize('sharedMemory', shm);
-    if (shm.toKibibytes() >= memory.toKibibytes()) {
-      v.fail('sharedMemory', `must be smaller than memory (${memory.asString()}), because /dev/shm usage counts against the memory limit`, shm);
-    }
+    const host = defaultHostResources(this.gpusPerPod);
+    const cpu = v.positive('cpu', props.cpu ?? host.cpu);
+    const memory = v.positiveSize('memory', props.memory ?? host.memory);
+    const shm = v.sharedMemory(props.sharedMemory ?? Size.gibibytes(DEFAULT_SHM_GIB_PER_GPU * this.gpusPerPod), memory);
     const grace = v.seconds('terminationGracePeriod', props.terminationGracePeriod ?? Duration.seconds(DEFAULT_TRAINING_GRACE_SECONDS), 0);
     const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
     const uid = v.wholeNumber('runAsUser', props.runAsUser ?? DEFAULT_NON_ROOT_UID, 1);
@@ -265,17 +257,11 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     const mounts: k8s.VolumeMount[] = [shmParts.mount];
     const homeEnv: k8s.EnvVar[] = [];
     if (!runAsRoot) {
-      // Training images (NGC PyTorch and friends) assume root and write caches under $HOME; a
-      // non-root UID has no writable home, so give it one with the caches inside.
-      volumes.push({ name: 'home', emptyDir: {} }, { name: 'tmp', emptyDir: {} });
-      mounts.push({ name: 'home', mountPath: TRAINING_HOME }, { name: 'tmp', mountPath: '/tmp' });
-      homeEnv.push(
-        { name: 'HOME', value: TRAINING_HOME },
-        { name: 'XDG_CACHE_HOME', value: `${TRAINING_HOME}/.cache` },
-        { name: 'TORCH_HOME', value: `${TRAINING_HOME}/.cache/torch` },
-        { name: 'HF_HOME', value: `${TRAINING_HOME}/.cache/huggingface` },
-        { name: 'TRITON_CACHE_DIR', value: `${TRAINING_HOME}/.cache/triton` },
-      );
+      // A non-root UID has no writable home in images built for root (NGC PyTorch and friends).
+      const scratch = scratchSpace(TRAINING_HOME);
+      volumes.push(...scratch.volumes);
+      mounts.push(...scratch.mounts);
+      homeEnv.push(...scratch.env, { name: 'HF_HOME', value: `${TRAINING_HOME}/.cache/huggingface` });
     }
 
     let volumeClaimTemplates: k8s.KubePersistentVolumeClaimProps[] | undefined;
