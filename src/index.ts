@@ -10,3 +10,8 @@ export {
 } from './inference/tgi-inference-service';
 export { ModelCache } from './inference/model-cache';
 export { TgiQuantization } from './inference/quantization';
+export {
+  RotatingGpuSecret, RotatingGpuSecretProps, SecretRotation, MountOptions,
+} from './secrets/rotating-gpu-secret';
+export { Reload, ReloadExecOptions, ReloadSignalOptions, DEFAULT_RELOAD_IMAGE } from './secrets/reload';
+export { IGpuWorkload } from './common/pod-template';

@@ -1,3 +1,4 @@
+import { ApiObject } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 
 /**
@@ -40,6 +41,17 @@ export class PodTemplate {
     this.spec.containers.push(container);
   }
 
+  addInitContainer(container: k8s.Container): void {
+    const spec = this.spec as { initContainers?: k8s.Container[] };
+    (spec.initContainers ??= []).push(container);
+  }
+
+  /** Sets a pod fsGroup if there is none, so that non-root sidecars can read group-readable volumes. */
+  ensureFsGroup(gid: number): void {
+    const spec = this.spec as { securityContext?: k8s.PodSecurityContext };
+    if (spec.securityContext?.fsGroup === undefined) spec.securityContext = { ...spec.securityContext, fsGroup: gid };
+  }
+
   /** Lets containers see and signal each other's processes (needed for Reload.signal). */
   shareProcessNamespace(): void {
     (this.spec as { shareProcessNamespace?: boolean }).shareProcessNamespace = true;
@@ -55,6 +67,8 @@ export class PodTemplate {
 export interface IGpuWorkload {
   /** The name the workload's objects are derived from (the versioned StatefulSet name). */
   readonly statefulSetName: string;
+  /** The StatefulSet, e.g. for annotations. */
+  readonly statefulSet: ApiObject;
   /** @internal */
   readonly _podTemplate: PodTemplate;
   /** @internal */

@@ -1,0 +1,40 @@
+import { App, Chart, ChartProps, Duration, Size } from 'cdk8s';
+import { Construct } from 'constructs';
+import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret } from '../src';
+
+/**
+ * Seed 004 after the fix: GPU-provider credentials rotate daily into a Secret that the manifests
+ * create empty; the training pods mount the whole directory read-only, and a driver sidecar
+ * re-reads the credential after each kubelet update, without restarting the job.
+ */
+export class SecretsChart extends Chart {
+  constructor(scope: Construct, id: string, props: ChartProps = {}) {
+    super(scope, id, props);
+    const trainer = new GpuTrainingStatefulSet(this, 'trainer', {
+      name: 'llm-trainer',
+      image: 'myorg/trainer:2.4.0',
+      replicas: 2,
+      gpusPerPod: 4,
+      storage: { size: Size.gibibytes(200) },
+    });
+    const creds = new RotatingGpuSecret(this, 'creds', {
+      name: 'gpu-credentials',
+      rotation: {
+        image: 'myorg/gpu-cred-rotator:1.4.2',
+        command: ['/rotate'],
+        every: Duration.hours(24),
+        credentialTtl: Duration.hours(48),
+      },
+    });
+    creds.mountInto(trainer, {
+      path: '/etc/gpu',
+      onRotation: Reload.exec(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json'], {
+        image: 'myorg/gpu-driver:2.1.0',
+      }),
+    });
+  }
+}
+
+export function addSecrets(app: App): SecretsChart {
+  return new SecretsChart(app, 'gpu-credentials');
+}
