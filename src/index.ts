@@ -15,3 +15,9 @@ export {
 } from './secrets/rotating-gpu-secret';
 export { Reload, ReloadExecOptions, ReloadSignalOptions, DEFAULT_RELOAD_IMAGE } from './secrets/reload';
 export { IGpuWorkload } from './common/pod-template';
+export { guard, Finding, GuardResult, Severity } from './guard/diff';
+export { loadObjects, parseObjects, GuardInputError } from './guard/load';
+export { formatReport } from './guard/report';
+export { KubeObject } from './guard/normalize';
+export { IMMUTABLE_FIELDS, FieldRule, KindRules } from './guard/rules';
+export { GuardValidation, GuardValidationProps, GuardValidationContext } from './guard/validation-plugin';

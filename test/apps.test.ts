@@ -2,6 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { parseAllDocuments } from 'yaml';
 import { buildApps } from '../apps/apps';
+import { formatReport, guard } from '../src';
 import { podSecurityLevel, podSpecsOf } from './support/pod-security';
 import { lineDiff, readDir, synthApps } from './support/snapshots';
 import { expectStrictlyValid } from './support/strict-schema';
@@ -25,6 +26,13 @@ describe('example apps', () => {
     if (diffs.length > 0) {
       throw new Error(`the example apps no longer match snapshots/. If the change is intended, run \`npm run snapshots\` and commit the YAML.\n\n${diffs.join('\n\n')}`);
     }
+  });
+
+  test('the upgrade guard finds no immutable-field change against the committed snapshots', () => {
+    const committed = Object.values(readDir(SNAPSHOTS)).flatMap(objectsOf);
+    const fresh = Object.values(synthesized.files).flatMap(objectsOf);
+    const result = guard(committed, fresh);
+    if (result.errors > 0) throw new Error(`a change to an immutable field would be rejected by the API server:\n\n${formatReport(result)}`);
   });
 
   test.each(Object.keys(synthesized.files))('%s is strictly valid for Kubernetes 1.28 and 1.36', file => {

@@ -237,3 +237,31 @@ describe('GpuTrainingStatefulSet', () => {
     });
   });
 });
+
+describe('adopting existing volumes across a version bump', () => {
+  const storage = { claimName: 'gpu-pvc', size: Size.gibibytes(100), storageClassName: 'fast-ssd' };
+
+  test('emits one bound claim per ordinal, named as the claim template will look for it', () => {
+    const { objects, sts } = synth({ version: 2, replicas: 3, storage, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b', 'pv-c'] } });
+    const claims = objects.filter(o => o.kind === 'PersistentVolumeClaim');
+    const template = sts.spec.volumeClaimTemplates[0];
+    expect(claims.map(c => c.metadata.name)).toEqual([0, 1, 2].map(i => `${template.metadata.name}-${sts.metadata.name}-${i}`));
+    expect(claims.map(c => c.metadata.name)).toEqual(['gpu-pvc-onnx-trainer-v2-0', 'gpu-pvc-onnx-trainer-v2-1', 'gpu-pvc-onnx-trainer-v2-2']);
+    claims.forEach((c, i) => {
+      expect(c.spec.volumeName).toBe(['pv-a', 'pv-b', 'pv-c'][i]);
+      expect(c.spec.accessModes).toEqual(template.spec.accessModes);
+      expect(c.spec.resources).toEqual(template.spec.resources);
+      expect(c.spec.storageClassName).toBe(template.spec.storageClassName);
+      expect(c.metadata.labels).toEqual(sts.metadata.labels);
+    });
+  });
+
+  test.each<[string, Partial<GpuTrainingStatefulSetProps>, string | RegExp]>([
+    ['count differs from replicas', { replicas: 3, storage, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } },
+      `GpuTrainingStatefulSet 'trainer': adoptVolumes.persistentVolumes must name exactly one PersistentVolume per replica (3) (got ["pv-a","pv-b"])`],
+    ['a volume named twice', { replicas: 2, storage, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-a'] } }, /must not name a volume twice.*\(got "pv-a"\)/],
+    ['no storage', { adoptVolumes: { persistentVolumes: ['pv-a'] } }, "GpuTrainingStatefulSet 'trainer': adoptVolumes needs storage: adopted volumes are bound to the checkpoint claims"],
+  ])('%s is an error', (_label, props, message) => {
+    expect(() => synth(props)).toThrow(message);
+  });
+});

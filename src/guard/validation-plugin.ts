@@ -1,0 +1,62 @@
+import * as fs from 'fs';
+import { guard } from './diff';
+import { loadObjects } from './load';
+import { formatReport } from './report';
+
+/** The parts of cdk8s-cli's ValidationContext the plugin uses (cdk8s-cli is not a runtime dependency). */
+export interface GuardValidationContext {
+  readonly manifests: readonly string[];
+  readonly report: {
+    addViolation(v: { ruleName: string; recommendation: string; fix: string; violatingResources: Array<{ resourceName: string; locations: string[]; manifestPath: string }> }): void;
+    submit(status: 'success' | 'failure', metadata?: Record<string, string>): void;
+  };
+  readonly logger: { log(message: string): void };
+}
+
+export interface GuardValidationProps {
+  /** A folder (or file) of the previously synthesized or live YAML to compare against. */
+  readonly baseline: string;
+}
+
+/**
+ * The guard as a cdk8s-cli validation plugin. In cdk8s.yaml:
+ *
+ *   validations:
+ *     - package: ./node_modules/cdk8s-gpu
+ *       version: <installed version>
+ *       class: GuardValidation
+ *       properties: { baseline: snapshots }
+ *
+ * `cdk8s synth` then fails with the guard's findings.
+ */
+export class GuardValidation {
+  private readonly baseline: string;
+
+  constructor(props: GuardValidationProps) {
+    if (!props || typeof props.baseline !== 'string') throw new Error('GuardValidation: the `baseline` property (a folder of YAML) is required');
+    this.baseline = props.baseline;
+  }
+
+  async validate(context: GuardValidationContext): Promise<void> {
+    if (!fs.existsSync(this.baseline)) {
+      context.logger.log(`cdk8s-gpu guard: no baseline at ${this.baseline}; nothing to compare`);
+      context.report.submit('success');
+      return;
+    }
+    const after = context.manifests.flatMap(m => loadObjects(m).map(o => ({ o, m })));
+    const result = guard(loadObjects(this.baseline), after.map(x => x.o));
+    for (const f of result.findings) {
+      if (f.severity === 'warning') continue;
+      const name = f.object.split('/').pop()!;
+      const manifestPath = after.find(x => x.o.metadata.name === name)?.m ?? '';
+      context.report.addViolation({
+        ruleName: 'cdk8s-gpu/immutable-field',
+        recommendation: `${f.object} ${f.path}: ${f.message}`,
+        fix: f.remedy,
+        violatingResources: [{ resourceName: name, locations: [f.path], manifestPath }],
+      });
+    }
+    context.logger.log(formatReport(result));
+    context.report.submit(result.errors > 0 ? 'failure' : 'success', { errors: String(result.errors), warnings: String(result.warnings) });
+  }
+}
