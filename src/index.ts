@@ -1,23 +1,29 @@
+// The public API of cdk8s-gpu, and nothing else. test/index.test.ts pins this list.
 export { ConfigurationError } from './common/validate';
 export { DisruptionBudget } from './common/disruption';
 export { PodSecurityLevel } from './common/security';
-export {
-  GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, CheckpointStorage, TrainingUpdateStrategy,
-} from './training/gpu-training-stateful-set';
-export { AdoptedVolumes } from './training/adopt-volumes';
-export {
-  TgiInferenceService, TgiInferenceServiceProps, SecretKeyRef, TGI_DEFAULT_IMAGE,
-} from './inference/tgi-inference-service';
+export type { IGpuWorkload } from './common/pod-template';
+
+export { GpuTrainingStatefulSet, TrainingUpdateStrategy } from './training/gpu-training-stateful-set';
+export type { GpuTrainingStatefulSetProps, CheckpointStorage } from './training/gpu-training-stateful-set';
+export type { AdoptedVolumes } from './training/adopt-volumes';
+
+export { TgiInferenceService, TGI_DEFAULT_IMAGE } from './inference/tgi-inference-service';
+export type { TgiInferenceServiceProps, SecretKeyRef } from './inference/tgi-inference-service';
 export { ModelCache } from './inference/model-cache';
 export { TgiQuantization } from './inference/quantization';
-export {
-  RotatingGpuSecret, RotatingGpuSecretProps, SecretRotation, MountOptions,
-} from './secrets/rotating-gpu-secret';
-export { Reload, ReloadExecOptions, ReloadSignalOptions, DEFAULT_RELOAD_IMAGE } from './secrets/reload';
-export { IGpuWorkload } from './common/pod-template';
-export { guard, Finding, GuardResult, Severity } from './guard/diff';
+
+export { RotatingGpuSecret } from './secrets/rotating-gpu-secret';
+export type { RotatingGpuSecretProps, SecretRotation, MountOptions } from './secrets/rotating-gpu-secret';
+export { Reload, DEFAULT_RELOAD_IMAGE } from './secrets/reload';
+export type { ReloadExecOptions, ReloadSignalOptions } from './secrets/reload';
+
+export { guard } from './guard/diff';
+export type { Finding, GuardResult, Severity } from './guard/diff';
 export { loadObjects, parseObjects, GuardInputError } from './guard/load';
 export { formatReport } from './guard/report';
-export { KubeObject } from './guard/normalize';
-export { IMMUTABLE_FIELDS, FieldRule, KindRules } from './guard/rules';
-export { GuardValidation, GuardValidationProps, GuardValidationContext } from './guard/validation-plugin';
+export type { KubeObject } from './guard/normalize';
+export { IMMUTABLE_FIELDS } from './guard/rules';
+export type { FieldRule, KindRules } from './guard/rules';
+export { GuardValidation } from './guard/validation-plugin';
+export type { GuardValidationProps, GuardValidationContext } from './guard/validation-plugin';
