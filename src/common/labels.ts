@@ -28,6 +28,11 @@ export function selectorLabels(id: WorkloadIdentity): Record<string, string> {
   };
 }
 
+/** A workload's labels and the selector built from them. */
+export function labelSet(id: WorkloadIdentity): { labels: Record<string, string>; selector: Record<string, string> } {
+  return { labels: workloadLabels(id), selector: selectorLabels(id) };
+}
+
 /** The labels every object of a workload carries: the selector plus `managed-by`. */
 export function workloadLabels(id: WorkloadIdentity): Record<string, string> {
   return { ...selectorLabels(id), [LABEL_MANAGED_BY]: MANAGED_BY };

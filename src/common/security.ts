@@ -1,4 +1,5 @@
 import { k8s } from 'cdk8s-plus-28';
+import { Validator } from './validate';
 
 /**
  * The UID and GID a non-root pod runs as. 1000 is the first regular user on Debian and Ubuntu
@@ -26,6 +27,17 @@ export interface ProcessIdentity {
   readonly addCapabilities: readonly string[];
   /** Mount the image's root filesystem read-only. */
   readonly readOnlyRootFilesystem?: boolean;
+}
+
+/**
+ * Resolves the `runAsRoot` / `runAsUser` props every workload takes into the identity its pods run
+ * with, the Pod Security level that gives, and the UID sidecars must share (undefined for root).
+ */
+export function resolveProcessIdentity(v: Validator, o: { runAsRoot: boolean; runAsUser?: number; addCapabilities?: string[] }):
+{ identity: ProcessIdentity; level: PodSecurityLevel; uid: number | undefined } {
+  const uid = v.wholeNumber('runAsUser', o.runAsUser ?? DEFAULT_NON_ROOT_UID, 1);
+  const identity: ProcessIdentity = { runAsRoot: o.runAsRoot, uid, addCapabilities: o.addCapabilities ?? [] };
+  return { identity, level: securityLevel(identity), uid: o.runAsRoot ? undefined : uid };
 }
 
 /** Capabilities the baseline profile allows to be added. IPC_LOCK is not among them. */

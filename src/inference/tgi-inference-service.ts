@@ -4,11 +4,11 @@ import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { defaultHostResources, gpuResources, gpuTolerations, shmVolume } from '../common/gpu';
 import { headlessService } from '../common/headless-service';
-import { LABEL_COMPONENT, LABEL_NAME, selectorLabels, workloadLabels } from '../common/labels';
+import { LABEL_COMPONENT, LABEL_NAME, labelSet, workloadLabels } from '../common/labels';
 import { statefulSetName } from '../common/names';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { scratchSpace } from '../common/scratch';
-import { containerSecurityContext, DEFAULT_NON_ROOT_UID, podSecurityContext, POD_HARDENING, PodSecurityLevel, ProcessIdentity, securityLevel } from '../common/security';
+import { containerSecurityContext, podSecurityContext, POD_HARDENING, PodSecurityLevel, resolveProcessIdentity } from '../common/security';
 import { Validator } from '../common/validate';
 import { ModelCache } from './model-cache';
 import { TgiQuantization } from './quantization';
@@ -226,15 +226,11 @@ export class TgiInferenceService extends Construct implements IGpuWorkload {
       tgiEnv.push({ name: 'HF_TOKEN', valueFrom: { secretKeyRef: { name: props.hfTokenSecret.name, key: props.hfTokenSecret.key } } });
     }
 
-    const runAsRoot = props.runAsRoot ?? true;
-    const uid = v.wholeNumber('runAsUser', props.runAsUser ?? DEFAULT_NON_ROOT_UID, 1);
-    const identity: ProcessIdentity = { runAsRoot, uid, addCapabilities: [] };
-    this.podSecurityLevel = securityLevel(identity);
-    this._securityUid = runAsRoot ? undefined : uid;
+    const { identity, level, uid } = resolveProcessIdentity(v, { runAsRoot: props.runAsRoot ?? true, runAsUser: props.runAsUser });
+    this.podSecurityLevel = level;
+    this._securityUid = uid;
 
-    const identityLabels = { name: props.name, instance: name, component: COMPONENT };
-    const labels = workloadLabels(identityLabels);
-    const selector = selectorLabels(identityLabels);
+    const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
 
     const shmParts = shmVolume(shm);
     const scratch = scratchSpace(TGI_HOME);
@@ -287,7 +283,7 @@ export class TgiInferenceService extends Construct implements IGpuWorkload {
     // Clients use one Service across versions: it selects every version of this name, so during
     // a version bump both StatefulSets serve until the old one is deleted.
     const clientSelector = { [LABEL_NAME]: props.name, [LABEL_COMPONENT]: COMPONENT };
-    const clientLabels = { ...workloadLabels({ name: props.name, instance: props.name, component: COMPONENT }) };
+    const clientLabels = workloadLabels({ name: props.name, instance: props.name, component: COMPONENT });
     new k8s.KubeService(this, 'Service', {
       metadata: { name: this.serviceName, labels: clientLabels },
       spec: {

@@ -295,7 +295,7 @@ export class RotatingGpuSecret extends Construct {
     // The first rotation, so pods do not wait a whole period. A Job's template is immutable, so
     // its name carries a hash of its content: a changed rotator is a new Job, never an update.
     const initial = jobSpec(24 * 3600);
-    const hash = contentHash({ spec: JSON.stringify(ApiObjectJson(initial)) }).slice(0, 8);
+    const hash = contentHash({ spec: JSON.stringify(plainJson(initial)) }).slice(0, 8);
     new k8s.KubeJob(this, 'InitialRotation', { metadata: { name: `${account}-initial-${hash}`, labels }, spec: initial });
   }
 
@@ -336,7 +336,7 @@ function envConsumers(containers: Array<{ name: string; env?: any[]; envFrom?: a
 }
 
 /** Plain JSON of typed props, for hashing (Quantity and friends serialize to their values). */
-function ApiObjectJson(x: unknown): unknown {
+function plainJson(x: unknown): unknown {
   return JSON.parse(JSON.stringify(x, (_k, val) => (val instanceof k8s.Quantity ? val.value : val)));
 }
 

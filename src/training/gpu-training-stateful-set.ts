@@ -5,12 +5,12 @@ import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { defaultHostResources, gpuResources, gpuTolerations, shmVolume } from '../common/gpu';
 import { contentHash } from '../common/hash';
 import { headlessService } from '../common/headless-service';
-import { selectorLabels, workloadLabels } from '../common/labels';
+import { labelSet } from '../common/labels';
 import { statefulSetName } from '../common/names';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { sizeQuantity } from '../common/quantity';
 import { scratchSpace } from '../common/scratch';
-import { containerSecurityContext, DEFAULT_NON_ROOT_UID, podSecurityContext, POD_HARDENING, PodSecurityLevel, ProcessIdentity, securityLevel } from '../common/security';
+import { containerSecurityContext, podSecurityContext, POD_HARDENING, PodSecurityLevel, resolveProcessIdentity } from '../common/security';
 import { Validator } from '../common/validate';
 import { AdoptedVolumes, adoptVolumes } from './adopt-volumes';
 
@@ -215,11 +215,10 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     const shm = v.sharedMemory(props.sharedMemory ?? Size.gibibytes(DEFAULT_SHM_GIB_PER_GPU * this.gpusPerPod), memory);
     const grace = v.seconds('terminationGracePeriod', props.terminationGracePeriod ?? Duration.seconds(DEFAULT_TRAINING_GRACE_SECONDS), 0);
     const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
-    const uid = v.wholeNumber('runAsUser', props.runAsUser ?? DEFAULT_NON_ROOT_UID, 1);
     const runAsRoot = props.runAsRoot ?? false;
-    const identity: ProcessIdentity = { runAsRoot, uid, addCapabilities: props.rdma ? ['IPC_LOCK'] : [] };
-    this.podSecurityLevel = securityLevel(identity);
-    this._securityUid = runAsRoot ? undefined : uid;
+    const { identity, level, uid } = resolveProcessIdentity(v, { runAsRoot, runAsUser: props.runAsUser, addCapabilities: props.rdma ? ['IPC_LOCK'] : [] });
+    this.podSecurityLevel = level;
+    this._securityUid = uid;
 
     const userEnv = props.env ?? {};
     for (const key of Object.keys(userEnv)) {
@@ -229,9 +228,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       }
     }
 
-    const identityLabels = { name: props.name, instance: name, component: COMPONENT };
-    const labels = workloadLabels(identityLabels);
-    const selector = selectorLabels(identityLabels);
+    const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
 
     this.masterAddress = `${name}-0.${this.serviceName}.$(POD_NAMESPACE).svc.${clusterDomain}`;
     const nodeRank: k8s.EnvVarSource = { fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } };
