@@ -37,7 +37,10 @@ export function parseObjects(text: string, source: string): KubeObject[] {
   return out;
 }
 
-/** Reads a YAML file, every .yaml/.yml/.json file in a folder (sorted), or `-` for stdin. */
+/**
+ * Reads a YAML or JSON file, every .yaml/.yml file in a folder (sorted), or `-` for stdin. Folders
+ * skip JSON: `cdk8s synth` writes its construct-metadata.json beside the manifests.
+ */
 export function loadObjects(input: string, stdin: () => string = () => fs.readFileSync(0, 'utf8')): KubeObject[] {
   if (input === '-') return parseObjects(stdin(), '<stdin>');
   let stat: fs.Stats;
@@ -47,7 +50,7 @@ export function loadObjects(input: string, stdin: () => string = () => fs.readFi
     throw new GuardInputError(`${input}: no such file or directory`);
   }
   const files = stat.isDirectory()
-    ? fs.readdirSync(input).filter(f => /\.(ya?ml|json)$/.test(f)).sort().map(f => path.join(input, f))
+    ? fs.readdirSync(input).filter(f => /\.ya?ml$/.test(f)).sort().map(f => path.join(input, f))
     : [input];
   return files.flatMap(f => {
     let text: string;

@@ -1,6 +1,7 @@
 import * as fs from 'fs';
 import { guard } from './diff';
-import { loadObjects } from './load';
+import { GuardInputError, loadObjects } from './load';
+import type { KubeObject } from './normalize';
 import { formatReport } from './report';
 
 /** The parts of cdk8s-cli's ValidationContext the plugin uses (cdk8s-cli is not a runtime dependency). */
@@ -43,8 +44,18 @@ export class GuardValidation {
       context.report.submit('success');
       return;
     }
-    const after = context.manifests.flatMap(m => loadObjects(m).map(o => ({ o, m })));
-    const result = guard(loadObjects(this.baseline), after.map(x => x.o));
+    let after: Array<{ o: KubeObject; m: string }>;
+    let before: KubeObject[];
+    try {
+      after = context.manifests.flatMap(m => loadObjects(m).map(o => ({ o, m })));
+      before = loadObjects(this.baseline);
+    } catch (e) {
+      if (!(e instanceof GuardInputError)) throw e;
+      context.logger.log(`cdk8s-gpu guard: ${e.message}`);
+      context.report.submit('failure', { error: e.message });
+      return;
+    }
+    const result = guard(before, after.map(x => x.o));
     for (const f of result.findings) {
       if (f.severity === 'warning') continue;
       const name = f.object.split('/').pop()!;

@@ -46,6 +46,8 @@ describe('cdk8s-gpu guard CLI', () => {
     const folder = path.join(dir, 'after');
     fs.mkdirSync(folder, { recursive: true });
     fs.copyFileSync(forbidden, path.join(folder, 'a.k8s.yaml'));
+    // cdk8s synth writes this beside the manifests when validations run; it is not an object.
+    fs.writeFileSync(path.join(folder, 'construct-metadata.json'), '{"version":"1.0.0","resources":{}}');
     const r = run(['guard', '--before', '-', '--after', folder], fs.readFileSync(before, 'utf8'));
     expect(r.status).toBe(1);
   });
