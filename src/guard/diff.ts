@@ -2,6 +2,7 @@ import { LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY } from '../common/labels';
 import { KubeObject, normalize, SERVER_FILLED } from './normalize';
 import { FieldRule, IMMUTABLE_FIELDS, KindRules } from './rules';
 
+/** Errors are changes the API server rejects; warnings need attention but apply. */
 export type Severity = 'error' | 'warning';
 
 /** One thing the guard found. */

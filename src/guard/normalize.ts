@@ -1,8 +1,8 @@
-/**
- * Makes a live export and a manifest comparable: drops what the server adds (status,
- * managedFields, resourceVersion, uid, ...) and fills the defaults it applies, so that an
- * unchanged object reports nothing.
- */
+// Makes a live export and a manifest comparable: drops what the server adds (status,
+// managedFields, resourceVersion, uid, ...) and fills the defaults it applies, so that an
+// unchanged object reports nothing.
+
+/** A Kubernetes object as parsed from YAML or JSON. */
 export type KubeObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; [k: string]: unknown }; [k: string]: any };
 
 const SERVER_METADATA = ['managedFields', 'resourceVersion', 'uid', 'generation', 'creationTimestamp', 'selfLink', 'ownerReferences', 'finalizers', 'deletionTimestamp', 'deletionGracePeriodSeconds'];

@@ -20,15 +20,9 @@ export interface GuardValidationProps {
 }
 
 /**
- * The guard as a cdk8s-cli validation plugin. In cdk8s.yaml:
- *
- *   validations:
- *     - package: ./node_modules/cdk8s-gpu
- *       version: <installed version>
- *       class: GuardValidation
- *       properties: { baseline: snapshots }
- *
- * `cdk8s synth` then fails with the guard's findings.
+ * The guard as a cdk8s-cli validation plugin: declared under `validations:` in cdk8s.yaml with
+ * `package: ./node_modules/cdk8s-gpu`, the installed `version`, `class: GuardValidation` and
+ * `properties: { baseline: <folder> }`, it makes `cdk8s synth` fail with the guard's findings.
  */
 export class GuardValidation {
   private readonly baseline: string;
@@ -38,6 +32,7 @@ export class GuardValidation {
     this.baseline = props.baseline;
   }
 
+  /** Compares the synthesized manifests with the baseline and reports forbidden changes to cdk8s-cli. */
   async validate(context: GuardValidationContext): Promise<void> {
     if (!fs.existsSync(this.baseline)) {
       context.logger.log(`cdk8s-gpu guard: no baseline at ${this.baseline}; nothing to compare`);

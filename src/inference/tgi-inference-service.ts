@@ -157,8 +157,11 @@ export class TgiInferenceService extends Construct implements IGpuWorkload {
   readonly headlessServiceName: string;
   /** `http://<service>.<namespace>.svc.<domain>` when the chart has a namespace, else `http://<service>`. */
   readonly url: string;
+  /** The pod's grace period: at least preStop + drain + margin. */
   readonly terminationGracePeriodSeconds: number;
+  /** The strictest Pod Security Standard the pod template meets. */
   readonly podSecurityLevel: PodSecurityLevel;
+  /** The StatefulSet, for escape hatches through its typed API object. */
   readonly statefulSet: k8s.KubeStatefulSet;
   /** @internal */
   readonly _podTemplate: PodTemplate;

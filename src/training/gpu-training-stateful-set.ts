@@ -180,8 +180,11 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly serviceName: string;
   /** Rank 0's stable DNS name, with `$(POD_NAMESPACE)` expanded by the kubelet. */
   readonly masterAddress: string;
+  /** The rendezvous port on rank 0 (MASTER_PORT). */
   readonly masterPort: number;
+  /** Pods (nodes) in the job. */
   readonly replicas: number;
+  /** GPUs per pod, and torchrun's processes per node. */
   readonly gpusPerPod: number;
   /** Processes in the job: replicas × gpusPerPod. */
   readonly worldSize: number;
@@ -191,7 +194,9 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly gpuConfigMapName?: string;
   /** The checkpoint claim template name, if storage is set. */
   readonly claimName?: string;
+  /** The StatefulSet, for escape hatches through its typed API object. */
   readonly statefulSet: k8s.KubeStatefulSet;
+  /** The headless Service. */
   readonly service: k8s.KubeService;
   /** @internal */
   readonly _podTemplate: PodTemplate;
