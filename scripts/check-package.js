@@ -25,7 +25,7 @@ function run(cmd, args, cwd, extra = {}) {
 }
 
 function finish() {
-  console.log(`pack check: ${passed} passed, ${failed} failed`);
+  console.log(`pack-check: ${passed} passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);
 }
 
