@@ -1,18 +1,28 @@
 import { ApiObject } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
+import { Validator } from './validate';
+
+type MainContainer = k8s.Container & { env: k8s.EnvVar[]; volumeMounts: k8s.VolumeMount[] };
+type MutablePodSpec = k8s.PodSpec & { containers: k8s.Container[]; volumes: k8s.Volume[]; initContainers?: k8s.Container[] };
 
 /**
  * The pod template of a workload, kept mutable until synthesis so that other constructs
  * (e.g. `RotatingGpuSecret.mountInto`) can add volumes, sidecars and annotations to it.
  * The StatefulSet holds references to these arrays and objects, and cdk8s reads them at synth.
+ *
+ * Every addition is checked against what is already there, because the API server refuses
+ * duplicate volume names, container names and mount paths, and a pod volume named like a claim
+ * template is silently replaced by the claim (`/dev/shm` on a network disk).
  */
 export class PodTemplate {
   private readonly metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
-  readonly spec: k8s.PodSpec & { containers: k8s.Container[]; volumes: k8s.Volume[] };
-  /** The container that runs the workload (trainer, TGI). */
-  readonly main: k8s.Container & { env: k8s.EnvVar[]; volumeMounts: k8s.VolumeMount[] };
+  readonly spec: MutablePodSpec;
+  /** The container that runs the workload (trainer, model server). */
+  readonly main: MainContainer;
+  /** Volume names the StatefulSet controller adds from its claim templates. */
+  private readonly claimVolumes = new Set<string>();
 
-  constructor(labels: Record<string, string>, main: k8s.Container & { env: k8s.EnvVar[]; volumeMounts: k8s.VolumeMount[] }, spec: Omit<k8s.PodSpec, 'containers' | 'volumes'> & { volumes: k8s.Volume[] }) {
+  constructor(labels: Record<string, string>, main: MainContainer, spec: Omit<k8s.PodSpec, 'containers' | 'volumes'> & { volumes: k8s.Volume[] }) {
     this.metadata = { labels };
     this.main = main;
     this.spec = { ...spec, containers: [main] };
@@ -22,34 +32,81 @@ export class PodTemplate {
     return this.metadata.labels;
   }
 
+  /** Adds a pod-template label that no selector uses. */
+  label(key: string, value: string): void {
+    this.metadata.labels[key] = value;
+  }
+
   /** Adds a pod-template annotation; changing its value rolls the pods under the update strategy. */
   annotate(key: string, value: string): void {
     (this.metadata.annotations ??= {})[key] = value;
   }
 
-  addVolume(volume: k8s.Volume): void {
-    if (this.spec.volumes.some(v => v.name === volume.name)) {
+  /** A claim template's name: the controller adds a volume of that name to every pod. */
+  reserveClaimVolume(name: string, v: Validator, prop: string): void {
+    if (this.volumeNames().has(name)) v.fail(prop, 'must differ from the names of the pod\'s other volumes', name);
+    this.claimVolumes.add(name);
+  }
+
+  /** Every volume name of the pod, claim templates included. */
+  volumeNames(): Set<string> {
+    return new Set([...this.spec.volumes.map(vol => vol.name), ...this.claimVolumes]);
+  }
+
+  addVolume(volume: k8s.Volume, v?: Validator, prop = 'volume'): void {
+    if (this.volumeNames().has(volume.name)) {
+      const why = `must not reuse a volume name the pod already has (${[...this.volumeNames()].join(', ')})`;
+      if (v) v.fail(prop, why, volume.name);
       throw new Error(`volume '${volume.name}' is already in the pod template`);
     }
     this.spec.volumes.push(volume);
   }
 
-  addContainer(container: k8s.Container): void {
-    if (this.spec.containers.some(c => c.name === container.name)) {
-      throw new Error(`container '${container.name}' is already in the pod template`);
-    }
+  /** Mounts a volume into a container, refusing a mount path the container already uses. */
+  mount(container: k8s.Container, mount: k8s.VolumeMount, v: Validator, prop: string): void {
+    const mounts = ((container as { volumeMounts?: k8s.VolumeMount[] }).volumeMounts ??= []);
+    const clash = mounts.find(m => m.mountPath === mount.mountPath);
+    if (clash) v.fail(prop, `must not be a path container '${container.name}' already mounts (volume '${clash.name}' is there)`, mount.mountPath);
+    if (!this.volumeNames().has(mount.name)) v.fail(prop, 'must name a volume of the pod', mount.name);
+    mounts.push(mount);
+  }
+
+  /** Paths the main container mounts, for messages. */
+  mountPaths(container: k8s.Container = this.main): string[] {
+    return (container.volumeMounts ?? []).map(m => m.mountPath);
+  }
+
+  private allContainers(): k8s.Container[] {
+    return [...(this.spec.initContainers ?? []), ...this.spec.containers];
+  }
+
+  addContainer(container: k8s.Container, v?: Validator, prop = 'container'): void {
+    this.checkContainerName(container, v, prop);
     this.spec.containers.push(container);
   }
 
-  addInitContainer(container: k8s.Container): void {
-    const spec = this.spec as { initContainers?: k8s.Container[] };
-    (spec.initContainers ??= []).push(container);
+  addInitContainer(container: k8s.Container, v?: Validator, prop = 'initContainer'): void {
+    this.checkContainerName(container, v, prop);
+    (this.spec.initContainers ??= []).push(container);
   }
 
-  /** Sets a pod fsGroup if there is none, so that non-root sidecars can read group-readable volumes. */
+  private checkContainerName(container: k8s.Container, v: Validator | undefined, prop: string): void {
+    if (this.allContainers().some(c => c.name === container.name)) {
+      if (v) v.fail(prop, `must not reuse a container name the pod already has (${this.allContainers().map(c => c.name).join(', ')})`, container.name);
+      throw new Error(`container '${container.name}' is already in the pod template`);
+    }
+  }
+
+  /**
+   * Sets a pod fsGroup if there is none, so that non-root sidecars can read group-readable volumes.
+   * `OnRootMismatch` skips the recursive re-own of a large model cache or checkpoint volume on
+   * every start once it is right.
+   */
   ensureFsGroup(gid: number): void {
     const spec = this.spec as { securityContext?: k8s.PodSecurityContext };
-    if (spec.securityContext?.fsGroup === undefined) spec.securityContext = { ...spec.securityContext, fsGroup: gid };
+    if (spec.securityContext?.fsGroup === undefined) {
+      spec.securityContext = { ...spec.securityContext, fsGroup: gid, fsGroupChangePolicy: 'OnRootMismatch' };
+    }
   }
 
   /** Lets containers see and signal each other's processes (needed for Reload.signal). */
@@ -73,4 +130,9 @@ export interface IGpuWorkload {
   readonly _podTemplate: PodTemplate;
   /** @internal */
   readonly _securityUid: number | undefined;
+  /**
+   * @internal Whether a pod-template change reaches running pods by itself (RollingUpdate), or
+   * only when the pods are deleted (OnDelete).
+   */
+  readonly _templateChangesRollOut: boolean;
 }

@@ -11,18 +11,67 @@ export class ConfigurationError extends Error {
   }
 }
 
+/** The largest value of a Kubernetes int32 field (replicas, UIDs, seconds). */
+export const INT32_MAX = 2147483647;
+
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 // Service names are DNS-1035 labels: they must also start with a letter.
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const ENV_VAR_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+// The reference grammar of distribution/reference, simplified: lower-case path components, an
+// optional registry host with port, an optional tag and an optional digest.
+const IMAGE_REF = /^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$/;
 
-function show(value: unknown): string {
+/** The known name nearest to `key` by edit distance, if any is close enough to be a typo. */
+function closest(key: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const d = editDistance(key.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return bestDistance <= Math.max(2, Math.floor(key.length / 3)) ? best : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length];
+}
+
+const TIME_ABBR: Record<string, string> = { millis: 'ms', seconds: 's', minutes: 'm', hours: 'h', days: 'd' };
+
+/** A value as the user wrote it: sizes and durations in their own unit (`16Gi`, `5h`), not converted. */
+export function show(value: unknown): string {
   if (value === undefined) return 'undefined';
   if (typeof value === 'string') return JSON.stringify(value);
-  if (value instanceof Size) return `${value.toMebibytes()}Mi`;
-  if (value instanceof Duration) return `${value.toSeconds()}s`;
-  return JSON.stringify(value) ?? String(value);
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
+  if (typeof value === 'function') return 'a function';
+  if (value instanceof Size) {
+    const s = value as unknown as { amount: number; unit: { abbr: string } };
+    return `${s.amount}${s.unit.abbr}`;
+  }
+  if (value instanceof Duration) {
+    const d = value as unknown as { amount: number; unit: { label: string } };
+    return `${d.amount}${TIME_ABBR[d.unit.label] ?? ` ${d.unit.label}`}`;
+  }
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
 }
 
 /**
@@ -44,11 +93,10 @@ export class Validator {
   }
 
   /** A whole number in [min, max]. */
-  wholeNumber(prop: string, value: number, min: number, max?: number): number {
-    const ok = typeof value === 'number' && Number.isInteger(value) && value >= min && (max === undefined || value <= max);
-    if (!ok) {
-      this.fail(prop, max === undefined ? `must be a whole number >= ${min}` : `must be a whole number from ${min} to ${max}`, value);
-    }
+  /** A whole number in [min, max]; max defaults to the int32 limit of Kubernetes integer fields. */
+  wholeNumber(prop: string, value: number, min: number, max: number = INT32_MAX): number {
+    const ok = typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
+    if (!ok) this.fail(prop, `must be a whole number from ${min} to ${max}`, value);
     return value;
   }
 
@@ -95,11 +143,97 @@ export class Validator {
     return value;
   }
 
+  /** A cdk8s Size of a whole number of KiB above zero (Kubernetes quantities have no fractions of a byte). */
   positiveSize(prop: string, value: Size): Size {
-    if (!(value instanceof Size) || !(value.toKibibytes() > 0)) {
-      this.fail(prop, 'must be a positive size', value);
+    if (!(value instanceof Size)) this.fail(prop, 'must be a Size, e.g. Size.gibibytes(16)', value);
+    let kib: number;
+    try {
+      kib = value.toKibibytes();
+    } catch {
+      return this.fail(prop, 'must be a whole number of KiB, e.g. Size.mebibytes(1331) rather than Size.gibibytes(1.3)', value);
+    }
+    if (!(kib > 0) || !Number.isFinite(kib)) this.fail(prop, 'must be a positive size', value);
+    return value;
+  }
+
+  boolean(prop: string, value: boolean | undefined, fallback: boolean): boolean {
+    if (value === undefined) return fallback;
+    if (typeof value !== 'boolean') this.fail(prop, 'must be true or false', value);
+    return value;
+  }
+
+  /** A container image reference: no whitespace, no upper-case repository, as the kubelet parses it. */
+  image(prop: string, value: string): string {
+    if (typeof value !== 'string' || !IMAGE_REF.test(value)) {
+      this.fail(prop, 'must be an image reference such as "registry/repo:tag" or "repo@sha256:<digest>" (lower-case repository, no whitespace)', value);
     }
     return value;
+  }
+
+  /** Label keys and values as the API server validates them (qualified names, 63-character values). */
+  labels(prop: string, value: Record<string, string> | undefined): Record<string, string> {
+    if (value === undefined) return {};
+    this.plainObject(prop, value);
+    for (const [key, val] of Object.entries(value)) {
+      this.qualifiedName(`${prop} key`, key);
+      if (typeof val !== 'string' || val.length > 63 || !LABEL_VALUE.test(val)) {
+        this.fail(`${prop}.${key}`, 'must be a label value: at most 63 characters, letters, digits, "-", "_" and ".", starting and ending with a letter or digit', val);
+      }
+    }
+    return value;
+  }
+
+  /** Annotation keys are qualified names; values any string, 256 KiB in all. */
+  annotations(prop: string, value: Record<string, string> | undefined): Record<string, string> {
+    if (value === undefined) return {};
+    this.plainObject(prop, value);
+    let total = 0;
+    for (const [key, val] of Object.entries(value)) {
+      this.qualifiedName(`${prop} key`, key);
+      if (typeof val !== 'string') this.fail(`${prop}.${key}`, 'must be a string', val);
+      total += key.length + val.length;
+    }
+    if (total > 256 * 1024) this.fail(prop, 'must total at most 256 KiB', `${total} bytes`);
+    return value;
+  }
+
+  /** A qualified name (`prefix/name` or `name`), as label and annotation keys and resource names are. */
+  qualifiedName(prop: string, value: string): string {
+    const [prefix, name, extra] = typeof value === 'string' ? (value.includes('/') ? value.split('/') : [undefined, value]) : [];
+    const ok = typeof value === 'string' && extra === undefined && name !== undefined && name.length > 0 && name.length <= 63 && QUALIFIED_NAME.test(name)
+      && (prefix === undefined || (prefix.length <= 253 && DNS1123_SUBDOMAIN.test(prefix)));
+    if (!ok) this.fail(prop, 'must be a qualified name: an optional DNS subdomain prefix and "/", then at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit', value);
+    return value;
+  }
+
+  /** An object literal (not an array, not null). */
+  plainObject(prop: string, value: unknown): void {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) this.fail(prop, 'must be an object', value);
+  }
+
+  /** An array of strings, each non-empty. */
+  stringArray(prop: string, value: string[] | undefined): string[] | undefined {
+    if (value === undefined) return undefined;
+    if (!Array.isArray(value)) this.fail(prop, 'must be an array of strings', value);
+    value.forEach((s, i) => {
+      if (typeof s !== 'string') this.fail(`${prop}[${i}]`, 'must be a string', s);
+    });
+    return value;
+  }
+
+  /**
+   * Refuses a prop key the construct does not know (a typo in a props object built at run time, or
+   * a JavaScript caller), naming the closest known one.
+   */
+  knownProps(prefix: string, props: object | undefined, known: readonly string[]): void {
+    if (props === undefined) return;
+    this.plainObject(prefix || 'props', props);
+    for (const key of Object.keys(props)) {
+      if (known.includes(key) || (props as Record<string, unknown>)[key] === undefined) continue;
+      const near = closest(key, known);
+      const prop = prefix ? `${prefix}.${key}` : key;
+      this.fail(prop, `is not a known prop${near ? `; did you mean '${near}'?` : ''} (known: ${known.join(', ')})`, (props as Record<string, unknown>)[key]);
+    }
   }
 
   positive(prop: string, value: number): number {
@@ -117,12 +251,13 @@ export class Validator {
   }
 
   envName(prop: string, value: string): string {
-    if (!ENV_VAR_NAME.test(value)) this.fail(prop, 'must be a valid environment variable name', value);
+    if (typeof value !== 'string' || !ENV_VAR_NAME.test(value)) this.fail(prop, 'must be a valid environment variable name', value);
     return value;
   }
 
   /** Whole seconds in [minSeconds, maxSeconds]. */
   seconds(prop: string, value: Duration, minSeconds: number, maxSeconds?: number): number {
+    if (!(value instanceof Duration)) this.fail(prop, 'must be a Duration, e.g. Duration.seconds(30)', value);
     const s = value.toSeconds({ integral: false });
     if (!Number.isInteger(s) || s < minSeconds || (maxSeconds !== undefined && s > maxSeconds)) {
       const range = maxSeconds === undefined ? `>= ${minSeconds}s` : `from ${minSeconds}s to ${maxSeconds}s`;

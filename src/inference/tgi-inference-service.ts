@@ -167,6 +167,8 @@ export class TgiInferenceService extends Construct implements IGpuWorkload {
   readonly _podTemplate: PodTemplate;
   /** @internal */
   readonly _securityUid: number | undefined;
+  /** @internal */
+  readonly _templateChangesRollOut = true;
 
   constructor(scope: Construct, id: string, props: TgiInferenceServiceProps) {
     super(scope, id);

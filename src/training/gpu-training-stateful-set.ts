@@ -202,6 +202,8 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly _podTemplate: PodTemplate;
   /** @internal */
   readonly _securityUid: number | undefined;
+  /** @internal */
+  readonly _templateChangesRollOut: boolean;
 
   constructor(scope: Construct, id: string, props: GpuTrainingStatefulSetProps) {
     super(scope, id);
@@ -339,6 +341,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     });
 
     const strategy = props.updateStrategy ?? TrainingUpdateStrategy.ON_DELETE;
+    this._templateChangesRollOut = strategy !== TrainingUpdateStrategy.ON_DELETE;
     this.statefulSet = new k8s.KubeStatefulSet(this, 'Resource', {
       metadata: { name, labels },
       spec: {

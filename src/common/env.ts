@@ -1,0 +1,132 @@
+import { k8s } from 'cdk8s-plus-28';
+import { Validator } from './validate';
+
+/**
+ * Downward-API fields a container may read through `fieldRef` (Kubernetes
+ * `pkg/apis/core/validation/validation.go`, `validEnvDownwardAPIFieldPathExpressions`, plus the
+ * label and annotation subscripts).
+ */
+const FIELD_PATHS = new Set([
+  'metadata.name', 'metadata.namespace', 'metadata.uid', 'spec.nodeName', 'spec.serviceAccountName',
+  'status.hostIP', 'status.hostIPs', 'status.podIP', 'status.podIPs',
+]);
+const FIELD_SUBSCRIPT = /^metadata\.(labels|annotations)\['[^']+'\]$/;
+
+const RESOURCE_FIELDS = new Set([
+  'limits.cpu', 'limits.memory', 'limits.ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage',
+]);
+
+/** The value of one environment variable of a workload's main container. */
+export class EnvValue {
+  /** A literal value. A plain string in an `env` map means the same. */
+  static fromValue(value: string): EnvValue {
+    return new EnvValue({ kind: 'value', value });
+  }
+
+  /**
+   * A key of a Secret. The kubelet reads it once, at container start: for a credential that
+   * rotates, mount a `RotatingGpuSecret` instead.
+   */
+  static fromSecretKey(secretName: string, key: string, optional?: boolean): EnvValue {
+    return new EnvValue({ kind: 'secret', name: secretName, key, optional });
+  }
+
+  /** A key of a ConfigMap, read once at container start. */
+  static fromConfigMapKey(configMapName: string, key: string, optional?: boolean): EnvValue {
+    return new EnvValue({ kind: 'configMap', name: configMapName, key, optional });
+  }
+
+  /** A field of the pod, e.g. `metadata.name`, `status.podIP` or `metadata.labels['team']`. */
+  static fromFieldRef(fieldPath: string): EnvValue {
+    return new EnvValue({ kind: 'field', fieldPath });
+  }
+
+  /** A resource request or limit of the main container, e.g. `limits.memory`. */
+  static fromResource(resource: string): EnvValue {
+    return new EnvValue({ kind: 'resource', resource });
+  }
+
+  private constructor(private readonly spec: EnvSpec) {}
+
+  /** @internal The env var, validated; `prop` names it in errors (e.g. `env.HF_TOKEN`). */
+  _toEnvVar(v: Validator, prop: string, name: string): k8s.EnvVar {
+    const s = this.spec;
+    switch (s.kind) {
+      case 'value':
+        if (typeof s.value !== 'string') v.fail(prop, 'must be a string', s.value);
+        return { name, value: s.value };
+      case 'secret':
+        v.dnsSubdomain(`${prop} secret name`, s.name);
+        configKey(v, `${prop} key`, s.key);
+        return { name, valueFrom: { secretKeyRef: { name: s.name, key: s.key, ...optional(s.optional) } } };
+      case 'configMap':
+        v.dnsSubdomain(`${prop} ConfigMap name`, s.name);
+        configKey(v, `${prop} key`, s.key);
+        return { name, valueFrom: { configMapKeyRef: { name: s.name, key: s.key, ...optional(s.optional) } } };
+      case 'field':
+        if (!FIELD_PATHS.has(s.fieldPath) && !FIELD_SUBSCRIPT.test(s.fieldPath)) {
+          v.fail(prop, `must be a field the downward API exposes to env (${[...FIELD_PATHS].join(', ')}, metadata.labels['<key>'] or metadata.annotations['<key>'])`, s.fieldPath);
+        }
+        return { name, valueFrom: { fieldRef: { fieldPath: s.fieldPath } } };
+      case 'resource':
+        if (!RESOURCE_FIELDS.has(s.resource)) v.fail(prop, `must be one of ${[...RESOURCE_FIELDS].join(', ')}`, s.resource);
+        return { name, valueFrom: { resourceFieldRef: { resource: s.resource } } };
+    }
+  }
+
+  /** @internal The Secret this value reads, if any (a rotating Secret may not be read as env). */
+  get _secretName(): string | undefined {
+    return this.spec.kind === 'secret' ? this.spec.name : undefined;
+  }
+}
+
+type EnvSpec =
+  | { kind: 'value'; value: string }
+  | { kind: 'secret' | 'configMap'; name: string; key: string; optional?: boolean }
+  | { kind: 'field'; fieldPath: string }
+  | { kind: 'resource'; resource: string };
+
+function optional(o: boolean | undefined): { optional?: boolean } {
+  return o === undefined ? {} : { optional: o };
+}
+
+const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
+
+/** A ConfigMap or Secret key (`IsConfigMapKey`): `[-._a-zA-Z0-9]+`, at most 253, not `.` or `..`. */
+export function configKey(v: Validator, prop: string, key: string): string {
+  if (typeof key !== 'string' || !CONFIG_KEY.test(key) || key.length > 253 || key === '.' || key === '..') {
+    v.fail(prop, 'must be a valid ConfigMap or Secret key: letters, digits, "-", "_" and ".", at most 253 characters, not "." or ".."', key);
+  }
+  return key;
+}
+
+/** Every variable of a ConfigMap or Secret as environment variables of the main container. */
+export class EnvFrom {
+  /** All keys of a ConfigMap, optionally with a name prefix. */
+  static configMap(name: string, prefix?: string): EnvFrom {
+    return new EnvFrom('configMap', name, prefix);
+  }
+
+  /** All keys of a Secret, optionally with a name prefix. Read once at container start. */
+  static secret(name: string, prefix?: string): EnvFrom {
+    return new EnvFrom('secret', name, prefix);
+  }
+
+  private constructor(private readonly kind: 'configMap' | 'secret', private readonly name: string, private readonly prefix?: string) {}
+
+  /** @internal */
+  _toSource(v: Validator, prop: string): k8s.EnvFromSource {
+    v.dnsSubdomain(`${prop} name`, this.name);
+    if (this.prefix !== undefined) v.envName(`${prop} prefix`, this.prefix);
+    const ref = { name: this.name };
+    return {
+      ...(this.prefix !== undefined ? { prefix: this.prefix } : {}),
+      ...(this.kind === 'configMap' ? { configMapRef: ref } : { secretRef: ref }),
+    };
+  }
+
+  /** @internal */
+  get _secretName(): string | undefined {
+    return this.kind === 'secret' ? this.name : undefined;
+  }
+}
