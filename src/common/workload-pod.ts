@@ -1,0 +1,288 @@
+import { Size } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-28';
+import { Construct } from 'constructs';
+import { EnvValue } from './env';
+import { defaultHostResources, GPU_RESOURCE, gpuTolerations, shmVolume } from './gpu';
+import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME } from './labels';
+import { GpuWorkloadProps, PodOptions, WorkloadVolume } from './pod-options';
+import { podSecurityLevel } from './pod-security';
+import { PodTemplate } from './pod-template';
+import { sizeQuantity } from './quantity';
+import { containerSecurityContext, podSecurityContext, POD_HARDENING, PodSecurityLevel, ProcessIdentity } from './security';
+import { show, Validator } from './validate';
+
+/** The keys of `GpuWorkloadProps`, for the unknown-prop check of every workload construct. */
+export const GPU_WORKLOAD_PROP_KEYS: ReadonlyArray<keyof GpuWorkloadProps> = [
+  'env', 'envFrom', 'volumes', 'gpuResource', 'extendedResources', 'cpu', 'guaranteedQos', 'memory', 'nodeSelector',
+  'runAsUser', 'clusterDomain', 'pod',
+];
+const POD_OPTION_KEYS: ReadonlyArray<keyof PodOptions> = [
+  'tolerations', 'affinity', 'topologySpreadConstraints', 'priorityClassName', 'runtimeClassName', 'schedulerName',
+  'imagePullSecrets', 'serviceAccountName', 'automountServiceAccountToken', 'labels', 'annotations', 'sidecars', 'initContainers',
+];
+const VOLUME_KEYS: ReadonlyArray<keyof WorkloadVolume> = ['volume', 'mountPath', 'readOnly', 'subPath'];
+
+/** Labels the construct's selectors are built from: a pod label of the same key would break them. */
+const SELECTOR_KEYS = [LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY];
+
+/** Resource names the construct sets itself, so `extendedResources` may not. */
+const CORE_RESOURCES = ['cpu', 'memory', 'ephemeral-storage', 'hugepages-'];
+
+const TOLERATION_OPERATORS = ['Exists', 'Equal'];
+const TOLERATION_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+/** An environment variable the construct sets, and what a user should set instead of overriding it. */
+export interface OwnedEnv {
+  readonly env: k8s.EnvVar;
+  /** The prop that controls it, e.g. `replicas`; shown when a user tries to set the variable. */
+  readonly via?: string;
+}
+
+/** What a construct contributes to its pod; the shared props come from `props`. */
+export interface WorkloadPodInput {
+  readonly props: GpuWorkloadProps;
+  /** GPUs (or MIG instances) per pod, validated. */
+  readonly gpus: number;
+  readonly identity: ProcessIdentity;
+  readonly labels: Record<string, string>;
+  /** The main container without env, resources, mounts and security context. */
+  readonly container: Omit<k8s.Container, 'env' | 'envFrom' | 'resources' | 'volumeMounts' | 'securityContext'>;
+  /** Variables the construct needs for its mechanism: a user variable of the same name is refused. */
+  readonly ownedEnv: OwnedEnv[];
+  /** Variables the construct sets as defaults (cache locations): a user variable replaces them. */
+  readonly defaultEnv: k8s.EnvVar[];
+  /** The construct's own `envFrom` sources, e.g. a generated ConfigMap. */
+  readonly envFrom?: k8s.EnvFromSource[];
+  /** The construct's own volumes and the main container's mounts of them. */
+  readonly volumes: k8s.Volume[];
+  readonly mounts: k8s.VolumeMount[];
+  /** Claim templates mounted into the main container: name and mount path. */
+  readonly claims?: ReadonlyArray<{ name: string; mountPath: string; prop: string }>;
+  /** The `/dev/shm` size, validated against memory here. */
+  readonly sharedMemory: Size;
+  /** Pod spec fields the construct sets (grace period, spread constraints, ...). */
+  readonly spec: Omit<k8s.PodSpec, 'containers' | 'volumes'>;
+}
+
+/** The pod template of a workload, and the facts its construct reports. */
+export interface WorkloadPod {
+  readonly template: PodTemplate;
+  /** The strictest Pod Security Standard the template meets, from the template itself. */
+  readonly podSecurityLevel: PodSecurityLevel;
+  readonly cpu: number;
+  readonly memory: Size;
+}
+
+/**
+ * Builds a workload's pod template: the construct's own container, volumes and env, merged with
+ * every shared prop (env, volumes, device resources, QoS, scheduling, identity, metadata,
+ * sidecars), each checked against what the construct already set.
+ */
+export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): WorkloadPod {
+  const props = input.props;
+  const pod: PodOptions = props.pod ?? {};
+  v.knownProps('pod', props.pod, POD_OPTION_KEYS);
+
+  const host = defaultHostResources(input.gpus);
+  const cpu = v.positive('cpu', props.cpu ?? host.cpu);
+  const memory = v.positiveSize('memory', props.memory ?? host.memory);
+  const shm = v.sharedMemory(input.sharedMemory, memory);
+  const guaranteed = v.boolean('guaranteedQos', props.guaranteedQos, false);
+  const gpuResource = props.gpuResource ?? GPU_RESOURCE;
+  extendedResourceName(v, 'gpuResource', gpuResource);
+  const extended = extendedResources(v, props.extendedResources ?? {}, gpuResource);
+
+  const env = mergeEnv(v, input.ownedEnv, input.defaultEnv, props.env);
+  const envFrom = [...(input.envFrom ?? []), ...(props.envFrom ?? []).map((e, i) => {
+    if (!e || typeof (e as { _toSource?: unknown })._toSource !== 'function') v.fail(`envFrom[${i}]`, 'must be made with EnvFrom.configMap() or EnvFrom.secret()', e);
+    return e._toSource(v, `envFrom[${i}]`);
+  })];
+
+  const shmParts = shmVolume(shm);
+  const cpuQuantity = k8s.Quantity.fromString(String(cpu));
+  const memoryQuantity = sizeQuantity(memory);
+  const gpuQuantity = k8s.Quantity.fromNumber(input.gpus);
+  const main = {
+    ...input.container,
+    env,
+    ...(envFrom.length ? { envFrom } : {}),
+    // GPUs and devices in requests and limits alike (extended resources must match). Memory
+    // limit equals the request, so a node never overcommits the memory /dev/shm also draws on.
+    resources: {
+      requests: { cpu: cpuQuantity, memory: memoryQuantity, [gpuResource]: gpuQuantity, ...extended },
+      limits: { ...(guaranteed ? { cpu: cpuQuantity } : {}), memory: memoryQuantity, [gpuResource]: gpuQuantity, ...extended },
+    },
+    volumeMounts: [] as k8s.VolumeMount[],
+    securityContext: containerSecurityContext(input.identity),
+  };
+
+  const labels = { ...input.labels };
+  const spec = input.spec;
+  const template = new PodTemplate(labels, main, {
+    ...POD_HARDENING,
+    ...spec,
+    securityContext: podSecurityContext(input.identity),
+    tolerations: [...gpuTolerations(), ...(spec.tolerations ?? [])],
+    volumes: [],
+  });
+
+  for (const vol of [shmParts.volume, ...input.volumes]) template.addVolume(vol);
+  for (const claim of input.claims ?? []) template.reserveClaimVolume(claim.name, v, claim.prop);
+  for (const m of [shmParts.mount, ...input.mounts]) template.mount(main, m, v, 'mount');
+  for (const claim of input.claims ?? []) template.mount(main, { name: claim.name, mountPath: claim.mountPath }, v, claim.prop);
+  addUserVolumes(v, template, props.volumes);
+  applyPodOptions(v, template, pod, input.identity, props.nodeSelector);
+
+  return { template, podSecurityLevel: podSecurityLevel(template.spec) as PodSecurityLevel, cpu, memory };
+}
+
+function extendedResourceName(v: Validator, prop: string, name: string): void {
+  v.qualifiedName(prop, name);
+  if (!name.includes('/') || /(^|\.)kubernetes\.io\//.test(name) || name.startsWith('requests.')) {
+    v.fail(prop, 'must be an extended resource name with a domain prefix outside kubernetes.io, e.g. "nvidia.com/gpu" or "vpc.amazonaws.com/efa"', name);
+  }
+}
+
+function extendedResources(v: Validator, map: Record<string, number>, gpuResource: string): Record<string, k8s.Quantity> {
+  v.plainObject('extendedResources', map);
+  const out: Record<string, k8s.Quantity> = {};
+  for (const [name, count] of Object.entries(map)) {
+    const prop = `extendedResources.${name}`;
+    if (CORE_RESOURCES.some(r => name === r || name.startsWith(r))) v.fail(prop, 'must not be a core resource: use cpu and memory', count);
+    extendedResourceName(v, prop, name);
+    if (name === gpuResource) v.fail(prop, `must not repeat the GPU resource ${gpuResource}: the GPU count sets it`, count);
+    // Extended resources cannot be overcommitted: whole numbers, request equal to limit.
+    out[name] = k8s.Quantity.fromNumber(v.wholeNumber(prop, count, 1));
+  }
+  return out;
+}
+
+function mergeEnv(v: Validator, owned: OwnedEnv[], defaults: k8s.EnvVar[], user: Record<string, string | EnvValue> | undefined): k8s.EnvVar[] {
+  if (user === undefined) return [...owned.map(o => o.env), ...defaults];
+  v.plainObject('env', user);
+  const userVars: k8s.EnvVar[] = [];
+  for (const [name, value] of Object.entries(user)) {
+    const prop = `env.${name}`;
+    v.envName(prop, name);
+    const mine = owned.find(o => o.env.name === name);
+    if (mine) {
+      v.fail(prop, `is set by the construct${mine.via ? `; set ${mine.via} instead` : ' for its own mechanism'}`, value instanceof EnvValue ? name : value);
+    }
+    if (typeof value === 'string') userVars.push({ name, value });
+    else if (value instanceof EnvValue) userVars.push(value._toEnvVar(v, prop, name));
+    else v.fail(prop, 'must be a string or an EnvValue', value);
+  }
+  // A user value replaces a default in place, so the order (and $(VAR) expansion) stays stable.
+  const replaced = new Set(userVars.map(e => e.name));
+  return [...owned.map(o => o.env), ...defaults.filter(d => !replaced.has(d.name)), ...userVars];
+}
+
+function addUserVolumes(v: Validator, template: PodTemplate, volumes: WorkloadVolume[] | undefined): void {
+  if (volumes === undefined) return;
+  if (!Array.isArray(volumes)) v.fail('volumes', 'must be an array', volumes);
+  volumes.forEach((w, i) => {
+    const prop = `volumes[${i}]`;
+    v.knownProps(prop, w, VOLUME_KEYS);
+    const vol = w.volume;
+    v.plainObject(`${prop}.volume`, vol);
+    v.dnsLabel(`${prop}.volume.name`, vol.name);
+    const sources = Object.keys(vol).filter(k => k !== 'name' && (vol as unknown as Record<string, unknown>)[k] !== undefined);
+    if (sources.length !== 1) v.fail(`${prop}.volume`, 'must have exactly one source besides its name', sources.join(', ') || 'none');
+    template.addVolume(vol, v, `${prop}.volume.name`);
+    if (w.mountPath !== undefined) {
+      v.absolutePath(`${prop}.mountPath`, w.mountPath);
+      if (w.subPath !== undefined && (typeof w.subPath !== 'string' || w.subPath.startsWith('/') || w.subPath.split('/').includes('..'))) {
+        v.fail(`${prop}.subPath`, 'must be a relative path without ".." segments', w.subPath);
+      }
+      template.mount(template.main, {
+        name: vol.name,
+        mountPath: w.mountPath,
+        ...(w.readOnly !== undefined ? { readOnly: v.boolean(`${prop}.readOnly`, w.readOnly, false) } : {}),
+        ...(w.subPath !== undefined ? { subPath: w.subPath } : {}),
+      }, v, `${prop}.mountPath`);
+    } else if (w.readOnly !== undefined || w.subPath !== undefined) {
+      v.fail(`${prop}.mountPath`, 'is needed when readOnly or subPath is set', undefined);
+    }
+  });
+}
+
+function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, identity: ProcessIdentity, nodeSelector: Record<string, string> | undefined): void {
+  const spec = template.spec as k8s.PodSpec & Record<string, unknown>;
+  const set = (key: string, value: unknown) => {
+    if (value !== undefined) spec[key] = value;
+  };
+  if (nodeSelector !== undefined) set('nodeSelector', { ...v.labels('nodeSelector', nodeSelector) });
+
+  (pod.tolerations ?? []).forEach((t, i) => toleration(v, `pod.tolerations[${i}]`, t));
+  if (pod.tolerations) set('tolerations', [...(spec.tolerations ?? []), ...pod.tolerations]);
+  if (pod.affinity !== undefined) v.plainObject('pod.affinity', pod.affinity);
+  set('affinity', pod.affinity);
+  if (pod.topologySpreadConstraints) set('topologySpreadConstraints', [...(spec.topologySpreadConstraints ?? []), ...pod.topologySpreadConstraints]);
+  if (pod.priorityClassName !== undefined) set('priorityClassName', v.dnsSubdomain('pod.priorityClassName', pod.priorityClassName));
+  if (pod.runtimeClassName !== undefined) set('runtimeClassName', v.dnsSubdomain('pod.runtimeClassName', pod.runtimeClassName));
+  if (pod.schedulerName !== undefined) set('schedulerName', v.dnsSubdomain('pod.schedulerName', pod.schedulerName));
+  if (pod.imagePullSecrets !== undefined) {
+    v.stringArray('pod.imagePullSecrets', pod.imagePullSecrets)!.forEach((s, i) => v.dnsSubdomain(`pod.imagePullSecrets[${i}]`, s));
+    set('imagePullSecrets', pod.imagePullSecrets.map(name => ({ name })));
+  }
+  if (pod.serviceAccountName !== undefined) set('serviceAccountName', v.dnsSubdomain('pod.serviceAccountName', pod.serviceAccountName));
+  set('automountServiceAccountToken', v.boolean('pod.automountServiceAccountToken', pod.automountServiceAccountToken, false));
+
+  for (const [key, value] of Object.entries(v.labels('pod.labels', pod.labels))) {
+    if (SELECTOR_KEYS.includes(key)) v.fail(`pod.labels.${key}`, 'is set by the construct and used by its selectors', value);
+    template.label(key, value);
+  }
+  for (const [key, value] of Object.entries(v.annotations('pod.annotations', pod.annotations))) template.annotate(key, value);
+
+  (pod.initContainers ?? []).forEach((c, i) => template.addInitContainer(userContainer(v, `pod.initContainers[${i}]`, c, identity), v, `pod.initContainers[${i}].name`));
+  (pod.sidecars ?? []).forEach((c, i) => template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity), v, `pod.sidecars[${i}].name`));
+  for (const c of [...(pod.initContainers ?? []), ...(pod.sidecars ?? [])]) {
+    for (const m of c.volumeMounts ?? []) {
+      if (!template.volumeNames().has(m.name)) v.fail(`pod container '${c.name}' volumeMounts`, 'must name a volume of the pod (add it with volumes)', m.name);
+    }
+  }
+}
+
+function toleration(v: Validator, prop: string, t: k8s.Toleration): void {
+  v.plainObject(prop, t);
+  const operator = t.operator ?? 'Equal';
+  if (!TOLERATION_OPERATORS.includes(operator)) v.fail(`${prop}.operator`, `must be one of ${TOLERATION_OPERATORS.join(', ')}`, t.operator);
+  if (t.effect !== undefined && t.effect !== '' && !TOLERATION_EFFECTS.includes(t.effect)) v.fail(`${prop}.effect`, `must be one of ${TOLERATION_EFFECTS.join(', ')}`, t.effect);
+  if (t.key !== undefined && t.key !== '') v.qualifiedName(`${prop}.key`, t.key);
+  if (operator === 'Exists' && t.value !== undefined && t.value !== '') v.fail(`${prop}.value`, 'must be empty when operator is Exists', t.value);
+  if ((t.key === undefined || t.key === '') && operator !== 'Exists') v.fail(`${prop}.operator`, 'must be Exists when key is empty', t.operator);
+  if (t.tolerationSeconds !== undefined && t.effect !== 'NoExecute') v.fail(`${prop}.tolerationSeconds`, 'is only valid with effect NoExecute', t.tolerationSeconds);
+}
+
+/** A user's extra container with the construct's security defaults under any field it sets itself. */
+function userContainer(v: Validator, prop: string, c: k8s.Container, identity: ProcessIdentity): k8s.Container {
+  v.plainObject(prop, c);
+  v.dnsLabel(`${prop}.name`, c.name);
+  v.image(`${prop}.image`, c.image as string);
+  return { ...c, securityContext: { ...containerSecurityContext(identity), ...(c.securityContext ?? {}) } };
+}
+
+/**
+ * Checks at synth, after every construct and escape hatch has had its say, what can only be seen
+ * then: Guaranteed QoS needs every container (sidecars added by other constructs included) to
+ * limit CPU and memory to its request.
+ */
+export function addPodValidation(scope: Construct, template: PodTemplate, guaranteedQos: boolean, describe: string): void {
+  scope.node.addValidation({
+    validate: () => {
+      if (!guaranteedQos) return [];
+      const errors: string[] = [];
+      for (const c of [...(template.spec.initContainers ?? []), ...template.spec.containers]) {
+        const r = c.resources ?? {};
+        for (const res of ['cpu', 'memory']) {
+          const req = (r.requests as Record<string, k8s.Quantity> | undefined)?.[res]?.value;
+          const lim = (r.limits as Record<string, k8s.Quantity> | undefined)?.[res]?.value;
+          if (req === undefined || req !== lim) {
+            errors.push(`${describe}: guaranteedQos needs container '${c.name}' to request and limit the same ${res} (got request ${show(req)}, limit ${show(lim)}); otherwise the pod is Burstable and the CPU manager does not pin it`);
+          }
+        }
+      }
+      return errors;
+    },
+  });
+}
