@@ -3,6 +3,10 @@ export { ConfigurationError } from './common/validate';
 export { DisruptionBudget } from './common/disruption';
 export { PodSecurityLevel } from './common/security';
 export type { IGpuWorkload } from './common/pod-template';
+export { EnvValue, EnvFrom } from './common/env';
+export type { GpuWorkloadProps, PodOptions, WorkloadVolume } from './common/pod-options';
+export { StrictSchemaValidation } from './validation/strict-schema-plugin';
+export type { StrictSchemaValidationProps } from './validation/strict-schema-plugin';
 
 export { GpuTrainingStatefulSet, TrainingUpdateStrategy } from './training/gpu-training-stateful-set';
 export type { GpuTrainingStatefulSetProps, CheckpointStorage } from './training/gpu-training-stateful-set';

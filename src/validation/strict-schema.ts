@@ -48,8 +48,29 @@ function gvkKey(group: string, version: string, kind: string) {
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
-/** Kinds outside the core API that the library may emit; checked only for metadata. */
-const KNOWN_CUSTOM_KINDS = new Set(['monitoring.coreos.com/v1/ServiceMonitor']);
+/**
+ * Kinds outside the core API that the library may emit or users commonly pair with it; their
+ * schemas are not vendored, so they are checked only for metadata.
+ */
+const KNOWN_CUSTOM_KINDS = new Set([
+  'monitoring.coreos.com/v1/ServiceMonitor',
+  'monitoring.coreos.com/v1/PodMonitor',
+  'keda.sh/v1alpha1/ScaledObject',
+  'keda.sh/v1alpha1/TriggerAuthentication',
+  'scheduling.x-k8s.io/v1alpha1/PodGroup',
+  'scheduling.volcano.sh/v1beta1/PodGroup',
+  'kueue.x-k8s.io/v1beta1/LocalQueue',
+  'kueue.x-k8s.io/v1beta1/ClusterQueue',
+  'k8s.cni.cncf.io/v1/NetworkAttachmentDefinition',
+]);
+
+/** Whether an apiVersion/kind is one this validator checks only for metadata. */
+export function isKnownCustomKind(apiVersion: string, kind: string): boolean {
+  return KNOWN_CUSTOM_KINDS.has(`${apiVersion}/${kind}`);
+}
+
+/** The Kubernetes versions whose API definitions ship with the library. */
+export const KUBE_VERSIONS: readonly KubeVersion[] = ['1.28.0', '1.36.0'];
 
 /** Returns the list of errors for one object; empty when valid. */
 export function strictErrors(obj: any, version: KubeVersion = '1.28.0'): string[] {
@@ -63,7 +84,7 @@ export function strictErrors(obj: any, version: KubeVersion = '1.28.0'): string[
   if (KNOWN_CUSTOM_KINDS.has(gvkKey(group, ver, kind))) return errors;
   const { defs, byGvk } = load(version);
   const defName = byGvk.get(gvkKey(group, ver, kind));
-  if (!defName) return [...errors, `${who}: ${apiVersion} ${kind} does not exist in Kubernetes ${version}`];
+  if (!defName) return [...errors, `${who}: ${apiVersion} ${kind} does not exist in Kubernetes ${version} (a custom resource: its CRD schema is not known to this validator)`];
   walk(obj, { $ref: `#/definitions/${defName}` }, who, defs, errors);
   return errors;
 }

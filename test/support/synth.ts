@@ -2,18 +2,29 @@ import { App, Chart, Testing } from 'cdk8s';
 import { expectStrictlyValid } from './strict-schema';
 
 /**
- * Synthesizes a chart and checks every object strictly against the Kubernetes 1.28 and 1.36
- * schemas, so no test can pass on an object a strict API server would reject.
+ * Runs the synth-time validations of every construct in the chart's app, as `app.synth()` does
+ * (`Testing.synth` alone skips them), and throws their errors.
+ */
+export function validateApp(chart: Chart): void {
+  const errors = chart.node.root.node.findAll().flatMap(c => c.node.validate().map(e => `[${c.node.path}] ${e}`));
+  if (errors.length > 0) throw new Error(`Validation failed with the following errors:\n  ${errors.join('\n  ')}`);
+}
+
+/**
+ * Synthesizes a chart, runs the synth-time validations, and checks every object strictly against
+ * the Kubernetes 1.28 and 1.36 schemas, so no test can pass on an object a strict API server
+ * would reject.
  */
 export function synthValid(chart: Chart): any[] {
+  validateApp(chart);
   const objects = Testing.synth(chart);
   expectStrictlyValid(objects);
   return objects;
 }
 
 /** A fresh chart in a test app. */
-export function testChart(): Chart {
-  return new Chart(Testing.app() as App, 'test');
+export function testChart(namespace?: string): Chart {
+  return new Chart(Testing.app() as App, 'test', namespace ? { namespace } : {});
 }
 
 export function findOne(objects: any[], kind: string, name?: string): any {

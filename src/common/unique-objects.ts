@@ -1,0 +1,49 @@
+import { ApiObject, Chart } from 'cdk8s';
+import { IConstruct } from 'constructs';
+
+/** Kinds without a namespace: two of them clash by name alone. */
+const CLUSTER_SCOPED = new Set([
+  'Namespace', 'Node', 'PersistentVolume', 'StorageClass', 'PriorityClass', 'RuntimeClass', 'IngressClass', 'ClusterRole',
+  'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration',
+  'CSIDriver', 'VolumeSnapshotClass', 'ClusterQueue', 'ResourceFlavor', 'APIService',
+]);
+
+const REGISTERED = new WeakSet<IConstruct>();
+
+/**
+ * Registers, once per app, a synth-time check that no two objects share a kind, namespace and
+ * name: `kubectl apply` would let the later one silently replace the earlier (two Services
+ * `tgi`, two StatefulSets). Objects shared by design are emitted once by their constructs.
+ */
+export function checkUniqueObjectsAtSynth(scope: IConstruct): void {
+  const root = scope.node.root;
+  if (REGISTERED.has(root)) return;
+  REGISTERED.add(root);
+  root.node.addValidation({ validate: () => duplicateObjects(root) });
+}
+
+function duplicateObjects(root: IConstruct): string[] {
+  const seen = new Map<string, ApiObject>();
+  const errors: string[] = [];
+  for (const c of root.node.findAll()) {
+    if (!(c instanceof ApiObject)) continue;
+    const group = c.apiVersion.includes('/') ? c.apiVersion.split('/')[0] : '';
+    const namespace = CLUSTER_SCOPED.has(c.kind) ? '' : (c.metadata.namespace ?? '');
+    const key = `${group}/${c.kind}/${namespace}/${c.name}`;
+    const first = seen.get(key);
+    if (!first) {
+      seen.set(key, c);
+      continue;
+    }
+    const where = namespace ? ` in namespace "${namespace}"` : '';
+    errors.push(`${owner(c)}: name must make objects unique, but ${c.kind} "${c.name}"${where} is also made by ${owner(first)} (${first.node.path}); on apply the later one would silently replace the other (got ${JSON.stringify(c.name)})`);
+  }
+  return errors;
+}
+
+/** The construct that made an object, as the library's messages name it: `<Construct> '<id>'`. */
+function owner(obj: ApiObject): string {
+  const parent = obj.node.scope;
+  const maker = parent && parent.node.scope && !Chart.isChart(parent) && !(parent instanceof ApiObject) ? parent : obj;
+  return `${maker.constructor.name} '${maker.node.id}'`;
+}
