@@ -64,6 +64,7 @@ export class PodTemplate {
 
   /** Mounts a volume into a container, refusing a mount path the container already uses. */
   mount(container: k8s.Container, mount: k8s.VolumeMount, v: Validator, prop: string): void {
+    v.absolutePath(prop, mount.mountPath);
     const mounts = ((container as { volumeMounts?: k8s.VolumeMount[] }).volumeMounts ??= []);
     const clash = mounts.find(m => m.mountPath === mount.mountPath);
     if (clash) v.fail(prop, `must not be a path container '${container.name}' already mounts (volume '${clash.name}' is there)`, mount.mountPath);

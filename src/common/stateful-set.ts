@@ -1,4 +1,4 @@
-import { ApiObject } from 'cdk8s';
+import { ApiObject, JsonPatch } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { checkUniqueObjectsAtSynth } from './unique-objects';
@@ -8,11 +8,13 @@ const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d
 
 /**
  * The StatefulSet of every workload construct. It synthesizes like `k8s.KubeStatefulSet`, and
- * makes the common escape hatch safe: a JsonPatch that writes a plain number or string where a
- * quantity belongs (`resources.limits`, claim sizes, `emptyDir.sizeLimit`) is synthesized as the
- * quantity meant, where cdk8s would silently drop it; anything else there fails synth naming the
- * object and the field. A patched object is also checked strictly against the Kubernetes 1.28
- * API, so a patch cannot add a field a strict API server would refuse.
+ * makes the common escape hatch safe. cdk8s applies a JsonPatch to the typed props *before* they
+ * are converted to API JSON, so a plain number where a quantity belongs (`resources.limits`) is
+ * silently dropped, and a field the typed props do not know vanishes. Here patches apply to the
+ * API JSON, as users read it in the output: a number or quantity string synthesizes as the
+ * quantity meant; anything else where a quantity belongs fails synth naming the object and the
+ * field; and the patched object is checked strictly against the Kubernetes 1.28 API, so a patch
+ * cannot add a field a strict API server would refuse.
  */
 export class GpuStatefulSet extends k8s.KubeStatefulSet {
   constructor(scope: Construct, id: string, props: k8s.KubeStatefulSetProps) {
@@ -21,21 +23,26 @@ export class GpuStatefulSet extends k8s.KubeStatefulSet {
   }
 
   toJson(): any {
-    // The patched object before the typed conversion: patched values are still as the user wrote them.
-    const raw = ApiObject.prototype.toJson.call(this);
-    const who = `StatefulSet/${raw.metadata?.name}`;
-    repairQuantities(raw.spec, `${who} spec`);
-    const json = { ...k8s.KubeStatefulSet.GVK, ...k8s.toJson_KubeStatefulSetProps(raw) };
-    if (((this as unknown as { patches: unknown[] }).patches ?? []).length > 0) {
-      const { strictErrors } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
-      const errors = strictErrors(json, '1.28.0');
-      if (errors.length > 0) throw new Error(`${who} is invalid after a JsonPatch escape hatch: ${errors.join('; ')}`);
+    const patches = (this as unknown as { patches: JsonPatch[] }).patches;
+    if (patches.length === 0) return super.toJson();
+    const saved = patches.splice(0);
+    let json: any;
+    try {
+      json = { ...k8s.KubeStatefulSet.GVK, ...k8s.toJson_KubeStatefulSetProps(ApiObject.prototype.toJson.call(this)) };
+    } finally {
+      patches.push(...saved);
     }
+    json = JsonPatch.apply(json, ...saved);
+    const who = `StatefulSet/${json.metadata?.name}`;
+    checkQuantities(json.spec, `${who} spec`);
+    const { strictErrors } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
+    const errors = strictErrors(json, '1.28.0');
+    if (errors.length > 0) throw new Error(`${who} is invalid after a JsonPatch escape hatch: ${errors.join('; ')}`);
     return json;
   }
 }
 
-function repairQuantities(spec: any, at: string): void {
+function checkQuantities(spec: any, at: string): void {
   if (!spec || typeof spec !== 'object') return;
   const podSpec = spec.template?.spec;
   if (podSpec) {
@@ -45,7 +52,7 @@ function repairQuantities(spec: any, at: string): void {
       });
     }
     (podSpec.volumes ?? []).forEach((vol: any, i: number) => {
-      if (vol?.emptyDir && 'sizeLimit' in vol.emptyDir) vol.emptyDir.sizeLimit = repair(vol.emptyDir.sizeLimit, `${at}.template.spec.volumes[${i}].emptyDir.sizeLimit`);
+      if (vol?.emptyDir && 'sizeLimit' in vol.emptyDir) check(vol.emptyDir.sizeLimit, `${at}.template.spec.volumes[${i}].emptyDir.sizeLimit`);
     });
     repairMap(podSpec.overhead, `${at}.template.spec.overhead`);
   }
@@ -57,12 +64,12 @@ function repairQuantities(spec: any, at: string): void {
 function repairMap(map: any, at: string): void {
   if (map === undefined) return;
   if (map === null || typeof map !== 'object') throw new Error(`${at} must be a map of quantities (got ${JSON.stringify(map)})`);
-  for (const key of Object.keys(map)) map[key] = repair(map[key], `${at}.${key}`);
+  for (const key of Object.keys(map)) check(map[key], `${at}.${key}`);
 }
 
-function repair(value: unknown, at: string): { value: string | number } {
-  if (value && typeof value === 'object' && 'value' in value) value = (value as { value: unknown }).value;
-  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return { value };
-  if (typeof value === 'string' && QUANTITY.test(value)) return { value };
+/** The API server takes a quantity as a JSON number or a quantity string. */
+function check(value: unknown, at: string): void {
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return;
+  if (typeof value === 'string' && QUANTITY.test(value)) return;
   throw new Error(`${at} must be a Kubernetes quantity such as 1, "500m" or "16Gi" (got ${JSON.stringify(value) ?? String(value)})`);
 }
