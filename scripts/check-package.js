@@ -1,64 +1,87 @@
 #!/usr/bin/env node
 // Proves the package works as installed, not only in this repo: packs it, installs the tarball
-// into a fresh TypeScript cdk8s project outside the repo, synthesizes an app that uses all three
-// constructs and the guard with the real `cdk8s synth`, and checks the output. Run by `npm test`.
+// into a fresh TypeScript cdk8s project outside the repo, type-checks an app that uses all three
+// constructs and the guard against the shipped declarations, synthesizes it with the real
+// `cdk8s synth` (validation plugins included), and checks the output. Run by `npm test`.
+// The scaffolding (pack, fresh project) is shared with `npm run bench`, which times a user's synth.
 'use strict';
-const { spawnSync } = require('child_process');
+const { spawn, spawnSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
 const ROOT = path.join(__dirname, '..');
 const pkg = require(path.join(ROOT, 'package.json'));
-let passed = 0;
-let failed = 0;
-
-function check(name, ok, detail = '') {
-  if (ok) passed++; else failed++;
-  console.log(`${ok ? 'ok' : 'not ok'} - ${name}${ok || !detail ? '' : `\n    ${String(detail).trim().split('\n').slice(-15).join('\n    ')}`}`);
-  return ok;
-}
 
 function run(cmd, args, cwd, extra = {}) {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_yes: 'true' }, ...extra });
   return { status: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}`, stdout: r.stdout ?? '' };
 }
 
-function finish() {
-  console.log(`pack-check: ${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 ? 0 : 1);
+/** `run`, without blocking: independent steps of the check share the machine's cores. */
+function runAsync(cmd, args, cwd) {
+  return new Promise(resolve => {
+    const child = spawn(cmd, args, { cwd, env: { ...process.env, npm_config_yes: 'true' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', d => { stdout += d; });
+    child.stderr.on('data', d => { stderr += d; });
+    child.on('error', e => resolve({ status: null, out: String(e), stdout }));
+    child.on('close', status => resolve({ status, out: `${stdout}${stderr}`, stdout }));
+  });
+}
+
+/** `npm pack` of the repo (lib/ must be built) into `work`. Returns the run and npm's file list. */
+function pack(work) {
+  const packed = run('npm', ['pack', '--json', '--pack-destination', work], ROOT);
+  const info = packed.status === 0 ? JSON.parse(packed.stdout)[0] : undefined;
+  return { ...packed, info, tarball: info && path.join(work, info.filename) };
 }
 
 const installed = name => require(path.join(ROOT, 'node_modules', name, 'package.json')).version;
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'cdk8s-gpu-pack-'));
 
-// 1. The tarball: compiled library and declarations, nothing else of the repo.
-const packed = run('npm', ['pack', '--json', '--pack-destination', work], ROOT);
-if (!check('npm pack', packed.status === 0, packed.out)) finish();
-const info = JSON.parse(packed.stdout)[0];
-const files = info.files.map(f => f.path);
-const allowed = f => f.startsWith('lib/') || ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(f);
-check('the tarball holds only lib/ and package metadata', files.every(allowed), files.filter(f => !allowed(f)).join('\n'));
-check('the tarball holds the compiled library, declarations, CLI and sidecar script',
-  ['lib/index.js', 'lib/index.d.ts', 'lib/guard/cli.js', 'lib/secrets/reload-sidecar.sh'].every(f => files.includes(f)));
-check('no tests, apps, snapshots or sources', !files.some(f => /^(test|apps|snapshots|src)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts')));
+/**
+ * A fresh TypeScript cdk8s project, as `cdk8s init typescript-app` lays it out, that depends on the
+ * tarball and on the same versions of cdk8s, cdk8s-plus-28 and constructs as this repo; with
+ * `devTools`, also on its own TypeScript, ts-node and cdk8s CLI (without, the check runs this repo's
+ * copies of the tools, which saves installing a hundred packages). `files` maps file names to
+ * contents (main.ts, cdk8s.yaml, ...). Installs with `npm install`, from npm's cache when it can.
+ * Returns the project folder and the install run.
+ */
+function consumerProject(work, tarball, files, devTools = false) {
+  const project = path.join(work, 'user-project');
+  fs.mkdirSync(project, { recursive: true });
+  const write = (f, text) => fs.writeFileSync(path.join(project, f), text);
+  write('package.json', JSON.stringify({
+    name: 'user-project', private: true, version: '0.0.0',
+    dependencies: {
+      'cdk8s-gpu': `file:${tarball}`,
+      'cdk8s': installed('cdk8s'), 'cdk8s-plus-28': installed('cdk8s-plus-28'), 'constructs': installed('constructs'),
+    },
+    devDependencies: {
+      '@types/node': installed('@types/node'),
+      ...(devTools ? { 'typescript': installed('typescript'), 'ts-node': installed('ts-node'), 'cdk8s-cli': installed('cdk8s-cli') } : {}),
+    },
+  }, null, 2));
+  // The compiler options `cdk8s init typescript-app` writes, the strict ones included.
+  write('tsconfig.json', JSON.stringify({
+    compilerOptions: {
+      target: 'ES2020', module: 'commonjs', lib: ['es2020'], strict: true, noImplicitAny: true, strictNullChecks: true,
+      noImplicitThis: true, alwaysStrict: true, noUnusedLocals: true, noUnusedParameters: true, noImplicitReturns: true,
+      noFallthroughCasesInSwitch: true, esModuleInterop: true, skipLibCheck: true, declaration: false, types: ['node'],
+    },
+    include: ['**/*.ts'], exclude: ['node_modules', 'dist'],
+  }, null, 2));
+  for (const [f, text] of Object.entries(files)) write(f, text);
+  const install = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--no-update-notifier'], project);
+  return { project, install };
+}
 
-// 2. A fresh TypeScript cdk8s project that depends on the tarball.
-const project = path.join(work, 'user-project');
-fs.mkdirSync(path.join(project, 'baseline'), { recursive: true });
-const write = (f, text) => fs.writeFileSync(path.join(project, f), text);
-write('package.json', JSON.stringify({
-  name: 'user-project', private: true, version: '0.0.0',
-  dependencies: {
-    'cdk8s-gpu': `file:${path.join(work, info.filename)}`,
-    'cdk8s': installed('cdk8s'), 'cdk8s-plus-28': installed('cdk8s-plus-28'), 'constructs': installed('constructs'),
-  },
-  devDependencies: {
-    'typescript': installed('typescript'), 'ts-node': installed('ts-node'), 'cdk8s-cli': installed('cdk8s-cli'), '@types/node': installed('@types/node'),
-  },
-}, null, 2));
-write('tsconfig.json', JSON.stringify({ compilerOptions: { target: 'ES2020', module: 'commonjs', strict: true, esModuleInterop: true, skipLibCheck: true, types: ['node'] } }, null, 2));
-write('main.ts', `
+/** A project's binaries, run directly (what `npx` resolves to, without its start-up). */
+const bin = (project, name) => path.join(project, 'node_modules', '.bin', name);
+
+/** The user app of the check: all three constructs, a rotating Secret mounted into training, and the guard as a library. */
+const MAIN_TS = `
 import { App, Chart, Duration, Size } from 'cdk8s';
 import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret, TgiInferenceService, guard, parseObjects } from 'cdk8s-gpu';
 
@@ -79,49 +102,116 @@ const objects = parseObjects(app.synthYaml(), 'app');
 const result = guard(objects, objects);
 if (result.errors !== 0) throw new Error('guard reported forbidden changes on identical input');
 app.synth();
-`);
-write('cdk8s.yaml', [
-  'language: typescript',
-  'app: npx ts-node main.ts', // type-checked: proves the shipped declarations work
-  'output: dist',
-  'validations:',
-  '  - package: ./node_modules/cdk8s-gpu',
-  `    version: ${pkg.version}`,
-  '    class: GuardValidation',
-  '    properties:',
-  '      baseline: baseline',
-  '',
-].join('\n'));
+`;
 
-const install = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], project);
-if (!check('npm install of the tarball into a fresh project', install.status === 0, install.out)) finish();
+/** cdk8s.yaml of the check: the precompiled app, and the given validation plugins. */
+function cdk8sYaml(validations) {
+  const lines = ['language: typescript', 'app: node main.js', 'output: dist'];
+  if (validations.length > 0) {
+    lines.push('validations:');
+    for (const v of validations) {
+      lines.push(`  - package: ${v.package ?? './node_modules/cdk8s-gpu'}`, `    version: ${v.version ?? pkg.version}`, `    class: ${v.class}`);
+      if (v.properties) {
+        lines.push('    properties:');
+        for (const [k, val] of Object.entries(v.properties)) lines.push(`      ${k}: ${JSON.stringify(val)}`);
+      }
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
 
-// 3. The real cdk8s synth, twice: the second run compares against the first with the guard plugin.
-const synth = run('npx', ['cdk8s', 'synth'], project);
-if (!check('cdk8s synth of an app using all three constructs and the guard', synth.status === 0, synth.out)) finish();
-const yaml = fs.readdirSync(path.join(project, 'dist')).map(f => fs.readFileSync(path.join(project, 'dist', f), 'utf8')).join('\n---\n');
-const { parseAllDocuments } = require(path.join(project, 'node_modules', 'yaml'));
-const objs = parseAllDocuments(yaml).map(d => d.toJS()).filter(Boolean);
-const kinds = new Set(objs.map(o => o.kind));
-check('the output holds the expected kinds', ['StatefulSet', 'Service', 'PodDisruptionBudget', 'Secret', 'CronJob', 'Job', 'Role', 'RoleBinding'].every(k => kinds.has(k)), [...kinds].join(', '));
-const trainer = objs.find(o => o.kind === 'StatefulSet' && o.metadata.name === 'trainer');
-check('GPU limits are real numbers', trainer?.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu'] === 8);
-check('the reload sidecar script shipped and is embedded', trainer?.spec.template.spec.containers.some(c => (c.command ?? []).join(' ').includes('..data')));
+const GUARD = { class: 'GuardValidation', properties: { baseline: 'baseline' } };
 
-for (const f of fs.readdirSync(path.join(project, 'dist'))) fs.copyFileSync(path.join(project, 'dist', f), path.join(project, 'baseline', f));
-const again = run('npx', ['cdk8s', 'synth'], project);
-check('cdk8s synth with the guard plugin against a baseline', again.status === 0 && again.out.includes('Validations ended succesfully'), again.out);
+/**
+ * Extension point: each entry is one more real `cdk8s synth` of the app, after the first synth and
+ * with `baseline/` holding its output, with these validation plugins (loaded from the installed
+ * tarball unless `package` says otherwise) and a check on the CLI's output. For example:
+ *   { name: 'the strict-schema plugin accepts the app', validations: [GUARD, { class: 'StrictSchemaValidation' }],
+ *     expect: r => r.status === 0 && r.out.includes('Validations ended succesfully') },
+ */
+const VALIDATED_SYNTHS = [
+  {
+    name: 'cdk8s synth with the guard plugin against a baseline',
+    validations: [GUARD],
+    expect: r => r.status === 0 && r.out.includes('Validations ended succesfully'),
+  },
+];
 
-const cli = run('npx', ['cdk8s-gpu', 'guard', '--before', 'baseline', '--after', 'dist'], project);
-check('the cdk8s-gpu bin runs the guard', cli.status === 0 && cli.out.includes('no forbidden changes'), cli.out);
+async function main() {
+  let passed = 0;
+  let failed = 0;
+  const check = (name, ok, detail = '') => {
+    if (ok) passed++; else failed++;
+    console.log(`${ok ? 'ok' : 'not ok'} - ${name}${ok || !detail ? '' : `\n    ${String(detail).trim().split('\n').slice(-15).join('\n    ')}`}`);
+    return ok;
+  };
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'cdk8s-gpu-pack-'));
+  const finish = () => {
+    fs.rmSync(work, { recursive: true, force: true });
+    console.log(`pack-check: ${passed} passed, ${failed} failed`);
+    process.exit(failed === 0 ? 0 : 1);
+  };
 
-const deep = run(process.execPath, ['-e', "require('cdk8s-gpu/lib/common/names')"], project);
-check('internal modules are not importable', deep.status !== 0 && deep.out.includes('ERR_PACKAGE_PATH_NOT_EXPORTED'), deep.out);
+  // 1. The tarball: compiled library and declarations, nothing else of the repo.
+  const packed = pack(work);
+  if (!check('npm pack', packed.status === 0, packed.out)) finish();
+  const files = packed.info.files.map(f => f.path);
+  const allowed = f => f.startsWith('lib/') || ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(f);
+  check('the tarball holds only lib/ and package metadata', files.every(allowed), files.filter(f => !allowed(f)).join('\n'));
+  check('the tarball holds the compiled library, declarations, CLI and sidecar script',
+    ['lib/index.js', 'lib/index.d.ts', 'lib/guard/cli.js', 'lib/secrets/reload-sidecar.sh'].every(f => files.includes(f)));
+  check('no tests, apps, snapshots or sources', !files.some(f => /^(test|apps|snapshots|src)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts')));
 
-// 4. Helm output, as documented in the README.
-const helm = run('npx', ['cdk8s', 'synth', '--format', 'helm', '--chart-version', '1.0.0', '--output', 'helm', '--no-validate'], project);
-check('cdk8s synth --format helm', helm.status === 0 && fs.existsSync(path.join(project, 'helm', 'Chart.yaml'))
-  && fs.readdirSync(path.join(project, 'helm', 'templates')).length > 0, helm.out);
+  // 2. A fresh TypeScript cdk8s project that depends on the tarball.
+  const { project, install } = consumerProject(work, packed.tarball, { 'main.ts': MAIN_TS, 'cdk8s.yaml': cdk8sYaml([GUARD]) });
+  fs.mkdirSync(path.join(project, 'baseline'));
+  if (!check('npm install of the tarball into a fresh project', install.status === 0, install.out)) finish();
 
-fs.rmSync(work, { recursive: true, force: true });
-finish();
+  // 3. One tsc run type-checks the app against the shipped declarations under the strict options
+  //    of `cdk8s init`, and precompiles it: every synth below runs plain JavaScript, not ts-node.
+  const tsc = run(process.execPath, [bin(ROOT, 'tsc'), '-p', '.'], project);
+  if (!check('the app type-checks against the shipped declarations (strict tsconfig of cdk8s init)', tsc.status === 0, tsc.out)) finish();
+
+  // 4. The real cdk8s synth, with an empty baseline, beside the Helm synth (its own output folder).
+  const cdk8s = (...args) => runAsync(bin(ROOT, 'cdk8s'), ['synth', '--no-check-upgrade', ...args], project);
+  const [synth, helm] = await Promise.all([cdk8s(), cdk8s('--format', 'helm', '--chart-version', '1.0.0', '--output', 'helm', '--no-validate')]);
+  check('cdk8s synth --format helm, as documented in the README', helm.status === 0 && fs.existsSync(path.join(project, 'helm', 'Chart.yaml'))
+    && fs.readdirSync(path.join(project, 'helm', 'templates')).length > 0, helm.out);
+  if (!check('cdk8s synth of an app using all three constructs and the guard', synth.status === 0, synth.out)) finish();
+  const dist = path.join(project, 'dist');
+  const yaml = fs.readdirSync(dist).map(f => fs.readFileSync(path.join(dist, f), 'utf8')).join('\n---\n');
+  const { parseAllDocuments } = require(path.join(project, 'node_modules', 'yaml'));
+  const objs = parseAllDocuments(yaml).map(d => d.toJS()).filter(Boolean);
+  const kinds = new Set(objs.map(o => o.kind));
+  check('the output holds the expected kinds', ['StatefulSet', 'Service', 'PodDisruptionBudget', 'Secret', 'CronJob', 'Job', 'Role', 'RoleBinding'].every(k => kinds.has(k)), [...kinds].join(', '));
+  const trainer = objs.find(o => o.kind === 'StatefulSet' && o.metadata.name === 'trainer');
+  check('GPU limits are real numbers', trainer?.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu'] === 8);
+  check('the reload sidecar script shipped and is embedded', trainer?.spec.template.spec.containers.some(c => (c.command ?? []).join(' ').includes('..data')));
+
+  // 5. Against that output as the baseline: the validated synths (one after another, they share
+  //    dist/ and cdk8s.yaml), beside the guard's bin and the deep-import check.
+  const synthesized = path.join(project, 'synthesized');
+  fs.mkdirSync(synthesized);
+  for (const f of fs.readdirSync(dist)) {
+    fs.copyFileSync(path.join(dist, f), path.join(project, 'baseline', f));
+    fs.copyFileSync(path.join(dist, f), path.join(synthesized, f));
+  }
+  const validated = (async () => {
+    for (const s of VALIDATED_SYNTHS) {
+      fs.writeFileSync(path.join(project, 'cdk8s.yaml'), cdk8sYaml(s.validations));
+      const r = await cdk8s();
+      check(s.name, s.expect(r), r.out);
+    }
+  })();
+  const [cli, deep] = await Promise.all([
+    runAsync(bin(project, 'cdk8s-gpu'), ['guard', '--before', 'baseline', '--after', 'synthesized'], project),
+    runAsync(process.execPath, ['-e', "require('cdk8s-gpu/lib/common/names')"], project),
+  ]);
+  check('the cdk8s-gpu bin runs the guard', cli.status === 0 && cli.out.includes('no forbidden changes'), cli.out);
+  check('internal modules are not importable', deep.status !== 0 && deep.out.includes('ERR_PACKAGE_PATH_NOT_EXPORTED'), deep.out);
+  await validated;
+  finish();
+}
+
+module.exports = { run, pack, consumerProject, bin, installed, main };
+if (require.main === module) main().catch(e => { console.error(e); process.exit(1); });
