@@ -18,3 +18,16 @@ test('internal modules are not reachable as deep imports', () => {
   expect(pkg.main).toBe('lib/index.js');
   expect(pkg.bin).toEqual({ 'cdk8s-gpu': 'lib/guard/cli.js' });
 });
+
+test('the package ships its docs and assets, and links work on the registry page', () => {
+  const pkg = require(path.join(ROOT, 'package.json'));
+  for (const key of ['repository', 'homepage', 'bugs']) expect(pkg[key]).toBeTruthy();
+  const { execFileSync } = require('child_process');
+  const [pack] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' }));
+  const files: string[] = pack.files.map((f: { path: string }) => f.path);
+  expect(files).toEqual(expect.arrayContaining([
+    'README.md', 'CHANGELOG.md', 'docs/API.md', 'LICENSE', 'lib/index.js', 'lib/index.d.ts',
+    'lib/validation/schemas/k8s-v1.28.0.json', 'lib/validation/schemas/k8s-v1.36.0.json', 'lib/secrets/reload-sidecar.sh',
+  ]));
+  expect(files.filter(f => f.startsWith('src/') || f.startsWith('test/'))).toEqual([]);
+});
