@@ -135,6 +135,11 @@ const VALIDATED_SYNTHS = [
     validations: [GUARD],
     expect: r => r.status === 0 && r.out.includes('Validations ended succesfully'),
   },
+  {
+    name: 'cdk8s synth with the strict-schema plugin: the whole app is valid for 1.28 and 1.36',
+    validations: [GUARD, { class: 'StrictSchemaValidation' }],
+    expect: r => r.status === 0 && r.out.includes('cdk8s-gpu strict schema: 0 error(s)') && r.out.includes('Validations ended succesfully'),
+  },
 ];
 
 async function main() {
@@ -156,8 +161,8 @@ async function main() {
   const packed = pack(work);
   if (!check('npm pack', packed.status === 0, packed.out)) finish();
   const files = packed.info.files.map(f => f.path);
-  const allowed = f => f.startsWith('lib/') || ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(f);
-  check('the tarball holds only lib/ and package metadata', files.every(allowed), files.filter(f => !allowed(f)).join('\n'));
+  const allowed = f => f.startsWith('lib/') || ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'docs/API.md'].includes(f);
+  check('the tarball holds only lib/, the API reference and package metadata', files.every(allowed), files.filter(f => !allowed(f)).join('\n'));
   check('the tarball holds the compiled library, declarations, CLI and sidecar script',
     ['lib/index.js', 'lib/index.d.ts', 'lib/guard/cli.js', 'lib/secrets/reload-sidecar.sh'].every(f => files.includes(f)));
   check('no tests, apps, snapshots or sources', !files.some(f => /^(test|apps|snapshots|src)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts')));
