@@ -23,11 +23,11 @@ export { Reload, DEFAULT_RELOAD_IMAGE } from './secrets/reload';
 export type { ReloadExecOptions, ReloadSignalOptions } from './secrets/reload';
 
 export { guard } from './guard/diff';
-export type { Finding, GuardResult, Severity } from './guard/diff';
+export type { Finding, GuardObjectCounts, GuardOptions, GuardResult, Severity } from './guard/diff';
 export { loadObjects, parseObjects, GuardInputError } from './guard/load';
 export { formatReport } from './guard/report';
 export type { KubeObject } from './guard/normalize';
-export { IMMUTABLE_FIELDS } from './guard/rules';
+export { GuardCheck, IMMUTABLE_FIELDS } from './guard/rules';
 export type { FieldRule, KindRules } from './guard/rules';
 export { GuardValidation } from './guard/validation-plugin';
 export type { GuardValidationProps, GuardValidationContext } from './guard/validation-plugin';

@@ -1,69 +1,94 @@
 #!/usr/bin/env node
+import { parseArgs } from 'util';
 import { guard } from './diff';
 import { GuardInputError, loadObjects } from './load';
-import { formatReport } from './report';
+import { formatReport, toJson } from './report';
+import { MIN_SERVER_VERSION } from './rules';
 
-/**
- * `cdk8s-gpu guard --before <file|dir|-> --after <file|dir> [--json]`
- * Exit codes: 0 clean (warnings allowed), 1 forbidden changes found, 2 bad input.
- */
+/** Exit codes: 0 clean (warnings allowed), 1 forbidden changes found, 2 bad input or usage. */
 export const EXIT_CLEAN = 0;
 export const EXIT_FORBIDDEN = 1;
 export const EXIT_BAD_INPUT = 2;
 
-const USAGE = 'usage: cdk8s-gpu guard --before <file|dir|-> --after <file|dir|-> [--json]';
+const USAGE = `usage: cdk8s-gpu guard --before <file|dir|-> --after <file|dir|-> [--server-version 1.NN] [--json]
 
-export function main(argv: string[], out: (s: string) => void, err: (s: string) => void): number {
+Compares the objects in --before (a live export or the last applied manifests) with those in
+--after (the new manifests) and reports every change the API server would reject on update.
+  --before, --after   a YAML/JSON file, a folder (read with its subfolders), or - for stdin
+  --server-version    the target API server's version (default ${MIN_SERVER_VERSION}); rules differ by release
+  --json              machine-readable output (a stable shape, see the README)
+exit codes: 0 no forbidden change (warnings allowed), 1 forbidden changes, 2 bad input or usage`;
+
+const OPTIONS = {
+  before: { type: 'string', multiple: true },
+  after: { type: 'string', multiple: true },
+  'server-version': { type: 'string', multiple: true },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Node's parseArgs errors, in one line a user can act on. */
+function usageError(e: Error & { code?: string }): string {
+  const option = /'(--[a-z-]+)/.exec(e.message)?.[1];
+  if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return `${option ?? 'an option'} needs a value`;
+  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option ?? e.message.split('\n')[0]}`;
+  if (e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `unexpected argument ${/'([^']*)'/.exec(e.message)?.[1] ?? ''}`.trim();
+  return e.message.split('\n')[0];
+}
+
+export function main(argv: string[], out: (s: string) => void, err: (s: string) => void, stdin?: () => string): number {
   const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h') {
+  if (command === '--help' || command === '-h' || command === 'help') {
     out(USAGE);
     return EXIT_CLEAN;
   }
   if (command !== 'guard') {
-    err(`cdk8s-gpu: unknown command ${JSON.stringify(command ?? '')}. ${USAGE}`);
+    err(`cdk8s-gpu: unknown command ${JSON.stringify(command ?? '')}. ${USAGE.split('\n')[0]}`);
     return EXIT_BAD_INPUT;
   }
-  let before: string | undefined;
-  let after: string | undefined;
-  let json = false;
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i];
-    if (arg === '--json') json = true;
-    else if (arg === '--before' || arg === '--after') {
-      const value = rest[++i];
-      if (value === undefined) {
-        err(`cdk8s-gpu guard: ${arg} needs a value. ${USAGE}`);
-        return EXIT_BAD_INPUT;
-      }
-      if (arg === '--before') before = value;
-      else after = value;
-    } else {
-      err(`cdk8s-gpu guard: unknown option ${arg}. ${USAGE}`);
-      return EXIT_BAD_INPUT;
-    }
-  }
-  if (!before || !after) {
-    err(`cdk8s-gpu guard: --before and --after are required. ${USAGE}`);
+  const fail = (message: string) => {
+    err(`cdk8s-gpu guard: ${message}. ${USAGE.split('\n')[0]}`);
     return EXIT_BAD_INPUT;
-  }
-  if (before === '-' && after === '-') {
-    err('cdk8s-gpu guard: only one of --before and --after can be stdin');
-    return EXIT_BAD_INPUT;
-  }
+  };
+  let values: { before?: string[]; after?: string[]; 'server-version'?: string[]; json?: boolean; help?: boolean };
   try {
-    const result = guard(loadObjects(before), loadObjects(after));
-    out(json ? JSON.stringify(result, null, 2) : formatReport(result));
+    values = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (e) {
+    return fail(usageError(e as Error));
+  }
+  if (values.help) {
+    out(USAGE);
+    return EXIT_CLEAN;
+  }
+  // A repeated flag is refused rather than silently resolved: which file did the user mean?
+  for (const name of ['before', 'after', 'server-version'] as const) {
+    const v = values[name];
+    if (v && v.length > 1) return fail(`--${name} given ${v.length} times (${v.join(', ')}); give it once`);
+    if (v && v[0] === '') return fail(`--${name} needs a value`);
+  }
+  const before = values.before?.[0];
+  const after = values.after?.[0];
+  if (!before || !after) return fail('--before and --after are required');
+  if (before === '-' && after === '-') return fail('only one of --before and --after can be stdin');
+  try {
+    const result = guard(loadObjects(before, stdin), loadObjects(after, stdin), { serverVersion: values['server-version']?.[0] });
+    out(values.json ? JSON.stringify(toJson(result), null, 2) : formatReport(result));
     return result.errors > 0 ? EXIT_FORBIDDEN : EXIT_CLEAN;
   } catch (e) {
     if (e instanceof GuardInputError) {
       err(`cdk8s-gpu guard: ${e.message}`);
       return EXIT_BAD_INPUT;
     }
-    err(`cdk8s-gpu guard: internal error: ${(e as Error).message}`);
+    err(`cdk8s-gpu guard: could not compare: ${(e as Error).message.split('\n')[0]}`);
     return EXIT_BAD_INPUT;
   }
 }
 
 if (require.main === module) {
+  // `cdk8s-gpu guard ... | head` closes the pipe early: stop quietly, as other CLIs do.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
   process.exitCode = main(process.argv.slice(2), s => process.stdout.write(`${s}\n`), s => process.stderr.write(`${s}\n`));
 }

@@ -1,9 +1,11 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { LineCounter, parseAllDocuments } from 'yaml';
 import type { KubeObject } from './normalize';
 
-/** Bad guard input: an unreadable path, malformed YAML, or a document that is not an object. */
+/**
+ * Bad guard input: an unreadable or empty path, malformed YAML, a document kubectl would reject,
+ * or an object that appears twice. The message is one line naming the file and line.
+ */
 export class GuardInputError extends Error {
   constructor(message: string) {
     super(message);
@@ -11,48 +13,131 @@ export class GuardInputError extends Error {
   }
 }
 
-/** Parses multi-document YAML (or JSON); `List` objects are expanded into their items. */
-export function parseObjects(text: string, source: string): KubeObject[] {
-  const lines = new LineCounter();
-  const docs = parseAllDocuments(text, { lineCounter: lines });
-  const out: KubeObject[] = [];
-  if (!Array.isArray(docs)) throw new GuardInputError(`${source}: not YAML`);
-  for (const doc of docs) {
-    const err = doc.errors[0];
-    if (err) {
-      const line = err.linePos?.[0]?.line ?? lines.linePos(err.pos[0]).line;
-      throw new GuardInputError(`${source}:${line}: malformed YAML: ${err.message.split('\n')[0]}`);
+/** Where an object was read from, for reports and duplicate errors. */
+export interface ObjectSource {
+  readonly file: string;
+  readonly line: number;
+}
+
+const SOURCES = new WeakMap<object, ObjectSource>();
+
+/** The file and line an object was read from, if the guard read it. @internal */
+export function sourceOf(o: object): ObjectSource | undefined {
+  return SOURCES.get(o);
+}
+
+const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
+const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'list' : typeof v);
+
+/**
+ * String fields where YAML 1.1 turns an unquoted `yes`, `0644`, `1.10` or `true` into a bool or a
+ * number, which the API server refuses to decode ("cannot unmarshal bool into Go struct field ...
+ * of type string"). kubectl applies nothing from such a file, so neither does the guard.
+ */
+function checkStrings(o: KubeObject, where: string): void {
+  const fail = (p: string, v: unknown) => {
+    throw new GuardInputError(`${where}: ${o.kind}/${o.metadata.name}: ${p} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`);
+  };
+  const stringMap = (m: unknown, p: string) => {
+    if (m === undefined || m === null) return;
+    if (!isObject(m)) return fail(p, m);
+    for (const [k, v] of Object.entries(m)) if (typeof v !== 'string') fail(`${p}.${k}`, v);
+  };
+  for (const f of ['namespace', 'generateName']) if (o.metadata[f] !== undefined && typeof o.metadata[f] !== 'string') fail(`metadata.${f}`, o.metadata[f]);
+  stringMap(o.metadata.labels, 'metadata.labels');
+  stringMap(o.metadata.annotations, 'metadata.annotations');
+  if (o.apiVersion === 'v1' && (o.kind === 'ConfigMap' || o.kind === 'Secret')) {
+    for (const f of ['data', 'stringData', 'binaryData']) stringMap(o[f], f);
+  }
+  const podSpecs: Array<[any, string]> = [];
+  const spec = o.spec;
+  if (o.kind === 'Pod') podSpecs.push([spec, 'spec']);
+  if (isObject(spec?.template)) {
+    podSpecs.push([spec.template.spec, 'spec.template.spec']);
+    stringMap(spec.template.metadata?.labels, 'spec.template.metadata.labels');
+    stringMap(spec.template.metadata?.annotations, 'spec.template.metadata.annotations');
+  }
+  if (isObject(spec?.jobTemplate?.spec?.template)) podSpecs.push([spec.jobTemplate.spec.template.spec, 'spec.jobTemplate.spec.template.spec']);
+  for (const [pod, p] of podSpecs) {
+    if (!isObject(pod)) continue;
+    stringMap(pod.nodeSelector, `${p}.nodeSelector`);
+    for (const list of ['initContainers', 'containers']) {
+      (Array.isArray(pod[list]) ? pod[list] : []).forEach((c: any, i: number) => {
+        if (!isObject(c)) return;
+        const cp = `${p}.${list}[${i}]`;
+        for (const f of ['name', 'image']) if (c[f] !== undefined && typeof c[f] !== 'string') fail(`${cp}.${f}`, c[f]);
+        for (const f of ['command', 'args']) (Array.isArray(c[f]) ? c[f] : []).forEach((a: unknown, j: number) => typeof a !== 'string' && fail(`${cp}.${f}[${j}]`, a));
+        (Array.isArray(c.env) ? c.env : []).forEach((e: any, j: number) => {
+          if (isObject(e) && e.value !== undefined && e.value !== null && typeof e.value !== 'string') fail(`${cp}.env[${j}].value`, e.value);
+        });
+      });
     }
-    const value = doc.toJS();
+  }
+}
+
+/**
+ * Parses multi-document YAML (or JSON) as kubectl does; `List` objects are expanded into their
+ * items. Throws GuardInputError naming `source` and the line for anything kubectl would reject.
+ */
+export function parseObjects(text: string, source: string): KubeObject[] {
+  // Loaded here, not at the top: `require('cdk8s-gpu')` must not pay for a YAML parser.
+  const { parseYamlDocuments, YamlSyntaxError } = require('./yaml') as typeof import('./yaml');
+  let docs: ReturnType<typeof parseYamlDocuments>;
+  try {
+    docs = parseYamlDocuments(text);
+  } catch (e) {
+    if (e instanceof YamlSyntaxError) throw new GuardInputError(`${source}:${e.line}: malformed YAML: ${e.message}`);
+    throw e;
+  }
+  const out: KubeObject[] = [];
+  for (const { value, line } of docs) {
     if (value === null || value === undefined) continue;
-    const line = doc.contents ? lines.linePos(doc.contents.range[0]).line : 1;
-    const items = value?.kind === 'List' || (typeof value?.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items)) ? value.items : [value];
+    const where = `${source}:${line}`;
+    const isList = isObject(value) && typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items);
+    const items: unknown[] = isList ? (value as any).items : [value];
     for (const item of items) {
-      if (!item || typeof item !== 'object' || typeof item.apiVersion !== 'string' || typeof item.kind !== 'string' || typeof item.metadata?.name !== 'string') {
-        throw new GuardInputError(`${source}:${line}: not a Kubernetes object (needs apiVersion, kind and metadata.name)`);
+      if (!isObject(item) || typeof item.apiVersion !== 'string' || typeof item.kind !== 'string' || !isObject(item.metadata) || typeof item.metadata.name !== 'string' || item.metadata.name === '') {
+        throw new GuardInputError(`${where}: not a Kubernetes object (needs apiVersion, kind and metadata.name)`);
       }
-      out.push(item);
+      checkStrings(item as KubeObject, where);
+      SOURCES.set(item, { file: source, line });
+      out.push(item as KubeObject);
     }
   }
   return out;
 }
 
+/** Every .yaml/.yml file under a folder, any case, subfolders included, in a stable order. */
+function yamlFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...yamlFiles(p));
+    else if (/\.ya?ml$/i.test(entry.name)) out.push(p);
+  }
+  return out;
+}
+
 /**
- * Reads a YAML or JSON file, every .yaml/.yml file in a folder (sorted), or `-` for stdin. Folders
- * skip JSON: `cdk8s synth` writes its construct-metadata.json beside the manifests.
+ * Reads a YAML or JSON file, every .yaml/.yml file in a folder and its subfolders, or `-` for
+ * stdin. Folders skip JSON: `cdk8s synth` writes its construct-metadata.json beside the manifests.
+ * An empty input (no files, no objects) is an error: a guard that read nothing must not pass.
  */
 export function loadObjects(input: string, stdin: () => string = () => fs.readFileSync(0, 'utf8')): KubeObject[] {
-  if (input === '-') return parseObjects(stdin(), '<stdin>');
+  if (input === '-') {
+    const objects = parseObjects(stdin(), '<stdin>');
+    if (objects.length === 0) throw new GuardInputError('<stdin>: no Kubernetes objects read (empty input)');
+    return objects;
+  }
   let stat: fs.Stats;
   try {
     stat = fs.statSync(input);
   } catch {
     throw new GuardInputError(`${input}: no such file or directory`);
   }
-  const files = stat.isDirectory()
-    ? fs.readdirSync(input).filter(f => /\.ya?ml$/.test(f)).sort().map(f => path.join(input, f))
-    : [input];
-  return files.flatMap(f => {
+  const files = stat.isDirectory() ? yamlFiles(input) : [input];
+  if (files.length === 0) throw new GuardInputError(`${input}: no .yaml or .yml files in this folder`);
+  const objects = files.flatMap(f => {
     let text: string;
     try {
       text = fs.readFileSync(f, 'utf8');
@@ -61,4 +146,6 @@ export function loadObjects(input: string, stdin: () => string = () => fs.readFi
     }
     return parseObjects(text, f);
   });
+  if (objects.length === 0) throw new GuardInputError(`${input}: no Kubernetes objects read (the YAML is empty)`);
+  return objects;
 }

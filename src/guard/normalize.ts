@@ -1,112 +1,266 @@
-// Makes a live export and a manifest comparable: drops what the server adds (status,
-// managedFields, resourceVersion, uid, ...) and fills the defaults it applies, so that an
-// unchanged object reports nothing.
+// Makes a live export and a manifest comparable the way the server compares them: both sides get
+// the defaults the server applies (pkg/apis/<group>/v1/defaults.go), the conversions it makes on
+// read (serviceAccount, stringData, dataSourceRef), and lose what only the server writes (status,
+// managedFields, generated Job selectors). Empty lists and maps equal absent ones, as in
+// apimachinery's semantic equality. Nothing that a user can change is dropped on one side only.
 
 /** A Kubernetes object as parsed from YAML or JSON. */
 export type KubeObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; [k: string]: unknown }; [k: string]: any };
 
+/** Facts from the old object's status that validation reads (the new object gets the old status). */
+export interface StatusFacts {
+  /** PVC status.phase, or undefined when the object carries no status (a manifest). */
+  readonly pvcPhase?: string;
+  readonly pvcCapacity?: unknown;
+  /** Job status.startTime is set (the Job has started). */
+  readonly jobStarted?: boolean;
+}
+
 const SERVER_METADATA = ['managedFields', 'resourceVersion', 'uid', 'generation', 'creationTimestamp', 'selfLink', 'ownerReferences', 'finalizers', 'deletionTimestamp', 'deletionGracePeriodSeconds'];
+const SERVER_ANNOTATIONS = [
+  'kubectl.kubernetes.io/last-applied-configuration', 'deprecated.daemonset.template.generation', 'deployment.kubernetes.io/revision',
+  'pv.kubernetes.io/bind-completed', 'pv.kubernetes.io/bound-by-controller', 'pv.kubernetes.io/provisioned-by', 'volume.kubernetes.io/storage-provisioner',
+  'volume.beta.kubernetes.io/storage-provisioner', 'volume.kubernetes.io/selected-node', 'batch.kubernetes.io/job-tracking',
+];
+/** Labels the Job controller's strategy adds to a Job's pod template (PrepareForCreate / generateSelector). */
+const JOB_GENERATED_LABELS = ['controller-uid', 'job-name', 'batch.kubernetes.io/controller-uid', 'batch.kubernetes.io/job-name'];
 
-/** Values a server fills into pod templates when the manifest leaves them out. */
-const POD_DEFAULTS: Record<string, unknown> = {
-  dnsPolicy: 'ClusterFirst', restartPolicy: 'Always', schedulerName: 'default-scheduler', terminationGracePeriodSeconds: 30,
-};
-const CONTAINER_DEFAULTS: Record<string, unknown> = { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' };
-const PROBE_DEFAULTS: Record<string, unknown> = { timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 };
+/**
+ * Keys whose value is a Go map or a non-pointer struct: `{}` there equals absent. Elsewhere `{}`
+ * can mean something (`emptyDir: {}`, a label selector that matches everything) and is kept.
+ */
+const EMPTY_MAP_MEANS_ABSENT = new Set([
+  'labels', 'annotations', 'matchLabels', 'nodeSelector', 'data', 'stringData', 'binaryData', 'limits', 'requests', 'parameters',
+  'capacity', 'resources', 'metadata', 'spec', 'status', 'template', 'updateStrategy', 'strategy', 'volumeAttributes', 'attributes', 'overhead',
+]);
 
-function clone<T>(x: T): T {
+export function clone<T>(x: T): T {
   return x === undefined ? x : JSON.parse(JSON.stringify(x));
 }
 
-function dropDefaults(obj: any, defaults: Record<string, unknown>): void {
-  if (!obj) return;
-  for (const [k, v] of Object.entries(defaults)) if (JSON.stringify(obj[k]) === JSON.stringify(v)) delete obj[k];
-}
+const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
 
-function isEmptyObject(x: unknown): boolean {
-  return x !== null && typeof x === 'object' && !Array.isArray(x) && Object.keys(x as object).length === 0;
-}
-
-/** Pod template defaults, removed from both sides where they equal the default. */
-function normalizePodTemplate(t: any, jobTemplate: boolean): void {
-  if (!t) return;
-  if (t.metadata) {
-    delete t.metadata.creationTimestamp;
-    if (jobTemplate && t.metadata.labels) {
-      for (const k of ['controller-uid', 'job-name', 'batch.kubernetes.io/controller-uid', 'batch.kubernetes.io/job-name']) delete t.metadata.labels[k];
-    }
+/** Removes nulls and empty lists everywhere, and empty maps where a Go map or value struct stands. */
+function prune(x: any): any {
+  if (Array.isArray(x)) {
+    for (let i = 0; i < x.length; i++) x[i] = prune(x[i]);
+    return x;
   }
-  const spec = t.spec;
-  if (!spec) return;
-  dropDefaults(spec, jobTemplate ? { ...POD_DEFAULTS, restartPolicy: spec.restartPolicy } : POD_DEFAULTS);
-  if (isEmptyObject(spec.securityContext)) delete spec.securityContext;
-  for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
-    dropDefaults(c, CONTAINER_DEFAULTS);
-    if (isEmptyObject(c.resources)) delete c.resources;
-    for (const p of c.ports ?? []) if (p.protocol === 'TCP') delete p.protocol;
-    for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe]) {
-      dropDefaults(probe, PROBE_DEFAULTS);
-      if (probe?.httpGet?.scheme === 'HTTP') delete probe.httpGet.scheme;
+  if (!isObject(x)) return x;
+  for (const k of Object.keys(x)) {
+    const v = prune(x[k]);
+    if (v === null || v === undefined || (Array.isArray(v) && v.length === 0) || (isObject(v) && EMPTY_MAP_MEANS_ABSENT.has(k) && Object.keys(v).length === 0)) delete x[k];
+    else x[k] = v;
+  }
+  return x;
+}
+
+function defaults(obj: any, values: Record<string, unknown>): void {
+  if (!isObject(obj)) return;
+  for (const [k, v] of Object.entries(values)) if (obj[k] === undefined || obj[k] === null || obj[k] === '') obj[k] = clone(v);
+}
+
+/** SetDefaults_Container: a tag of `latest` (or none) pulls Always; a digest or other tag IfNotPresent. */
+export function defaultPullPolicy(image: unknown): string {
+  const s = String(image ?? '');
+  if (s.includes('@')) return 'IfNotPresent';
+  const last = s.slice(s.lastIndexOf('/') + 1);
+  const colon = last.indexOf(':');
+  const tag = colon < 0 ? 'latest' : last.slice(colon + 1);
+  return tag === 'latest' ? 'Always' : 'IfNotPresent';
+}
+
+function defaultProbe(p: any): void {
+  if (!isObject(p)) return;
+  defaults(p, { timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 });
+  defaultHandler(p);
+}
+
+function defaultHandler(h: any): void {
+  if (isObject(h?.httpGet)) defaults(h.httpGet, { scheme: 'HTTP' });
+}
+
+function defaultContainer(c: any): void {
+  if (!isObject(c)) return;
+  defaults(c, { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File', imagePullPolicy: defaultPullPolicy(c.image) });
+  for (const p of c.ports ?? []) defaults(p, { protocol: 'TCP' });
+  for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe]) defaultProbe(probe);
+  defaultHandler(c.lifecycle?.postStart);
+  defaultHandler(c.lifecycle?.preStop);
+  for (const e of c.env ?? []) if (isObject(e?.valueFrom?.fieldRef)) defaults(e.valueFrom.fieldRef, { apiVersion: 'v1' });
+}
+
+const DEFAULT_MODE_SOURCES = ['secret', 'configMap', 'downwardAPI', 'projected'];
+
+/** SetDefaults_PodSpec and the conversions of core/v1 (serviceAccount is the deprecated alias). */
+export function defaultPodSpec(spec: any, pod: boolean): void {
+  if (!isObject(spec)) return;
+  defaults(spec, { dnsPolicy: 'ClusterFirst', restartPolicy: 'Always', terminationGracePeriodSeconds: 30, schedulerName: 'default-scheduler', securityContext: {}, enableServiceLinks: true });
+  if (!spec.serviceAccountName && spec.serviceAccount) spec.serviceAccountName = spec.serviceAccount;
+  delete spec.serviceAccount;
+  for (const list of ['initContainers', 'containers', 'ephemeralContainers']) {
+    for (const c of spec[list] ?? []) {
+      defaultContainer(c);
+      if (spec.hostNetwork === true) for (const p of c?.ports ?? []) defaults(p, { hostPort: p.containerPort });
+      // SetDefaults_Pod (pods only, not templates): requests default to limits.
+      if (pod && isObject(c?.resources?.limits)) {
+        c.resources.requests = { ...c.resources.limits, ...(c.resources.requests ?? {}) };
+      }
     }
-    for (const e of c.env ?? []) if (e.valueFrom?.fieldRef?.apiVersion === 'v1') delete e.valueFrom.fieldRef.apiVersion;
   }
   for (const v of spec.volumes ?? []) {
-    for (const src of [v.secret, v.configMap, v.downwardAPI, v.projected]) if (src?.defaultMode === 420) delete src.defaultMode;
+    if (!isObject(v)) continue;
+    for (const src of DEFAULT_MODE_SOURCES) if (isObject(v[src])) defaults(v[src], { defaultMode: 420 });
+    if (isObject(v.hostPath) && v.hostPath.type === undefined) v.hostPath.type = '';
+    if (isObject(v.ephemeral?.volumeClaimTemplate?.spec)) defaults(v.ephemeral.volumeClaimTemplate.spec, { volumeMode: 'Filesystem' });
+    for (const s of v.projected?.sources ?? []) {
+      if (isObject(s?.serviceAccountToken)) defaults(s.serviceAccountToken, { expirationSeconds: 3600 });
+    }
   }
 }
 
-function normalizeClaim(c: any): any {
-  const out = clone(c);
-  delete out.status;
-  delete out.apiVersion;
-  delete out.kind;
-  if (out.metadata) for (const k of SERVER_METADATA) delete out.metadata[k];
-  if (out.spec?.volumeMode === 'Filesystem') delete out.spec.volumeMode;
-  return out;
+function defaultTemplate(t: any): void {
+  if (!isObject(t)) return;
+  if (isObject(t.metadata)) delete t.metadata.creationTimestamp;
+  defaultPodSpec(t.spec, false);
 }
 
-/** A copy of the object with server-added fields removed and defaults made explicit or dropped. */
+/** A PVC spec as the server stores it: volumeMode, and dataSource mirrored into dataSourceRef. */
+function defaultClaimSpec(spec: any): void {
+  if (!isObject(spec)) return;
+  defaults(spec, { volumeMode: 'Filesystem' });
+  // EnforceDataSourceBackwardsCompatibility (pkg/api/persistentvolumeclaim/util.go).
+  if (isObject(spec.dataSource) && !spec.dataSourceRef) spec.dataSourceRef = clone(spec.dataSource);
+  else if (isObject(spec.dataSourceRef) && !spec.dataSource && !spec.dataSourceRef.namespace) {
+    spec.dataSource = { ...spec.dataSourceRef };
+  }
+}
+
+function claimTemplate(c: any): any {
+  if (!isObject(c)) return c;
+  delete c.status;
+  delete c.apiVersion;
+  delete c.kind;
+  if (isObject(c.metadata)) for (const k of SERVER_METADATA) delete c.metadata[k];
+  defaultClaimSpec(c.spec);
+  return c;
+}
+
+function base64(s: string): string {
+  return Buffer.from(s, 'utf8').toString('base64');
+}
+
+/** Reads the status facts validation needs before normalize drops status. */
+export function statusFacts(o: KubeObject): StatusFacts {
+  const s = o.status;
+  if (!isObject(s)) return {};
+  return { pvcPhase: s.phase, pvcCapacity: s.capacity?.storage, jobStarted: s.startTime !== undefined && s.startTime !== null };
+}
+
+/** True when the object was read from the cluster rather than from a manifest. */
+export function isLiveExport(o: KubeObject): boolean {
+  const m = o.metadata as Record<string, unknown>;
+  return m.uid !== undefined || m.resourceVersion !== undefined || m.creationTimestamp !== undefined || m.managedFields !== undefined || o.status !== undefined;
+}
+
+/** A copy of the object as the server would store it, for comparison. */
 export function normalize(obj: KubeObject): KubeObject {
   const o = clone(obj);
   delete o.status;
-  for (const k of SERVER_METADATA) delete o.metadata[k];
-  const annotations = o.metadata.annotations as Record<string, string> | undefined;
-  if (annotations) {
-    delete annotations['kubectl.kubernetes.io/last-applied-configuration'];
-    delete annotations['deprecated.daemonset.template.generation'];
-  }
+  const meta = o.metadata ?? (o.metadata = {} as any);
+  for (const k of SERVER_METADATA) delete meta[k];
+  if (isObject(meta.annotations)) for (const a of SERVER_ANNOTATIONS) delete meta.annotations[a];
   const group = o.apiVersion.includes('/') ? o.apiVersion.split('/')[0] : '';
+  const spec = o.spec;
   switch (`${group}/${o.kind}`) {
     case 'apps/StatefulSet':
-      o.spec = o.spec ?? {};
-      o.spec.podManagementPolicy = o.spec.podManagementPolicy ?? 'OrderedReady';
-      if (o.spec.volumeClaimTemplates) o.spec.volumeClaimTemplates = o.spec.volumeClaimTemplates.map(normalizeClaim);
-      normalizePodTemplate(o.spec.template, false);
+      if (!isObject(spec)) break;
+      defaults(spec, { replicas: 1, podManagementPolicy: 'OrderedReady', revisionHistoryLimit: 10, updateStrategy: { type: 'RollingUpdate' }, persistentVolumeClaimRetentionPolicy: {} });
+      if (spec.updateStrategy.type === 'RollingUpdate') spec.updateStrategy.rollingUpdate = { partition: 0, ...(spec.updateStrategy.rollingUpdate ?? {}) };
+      defaults(spec.persistentVolumeClaimRetentionPolicy, { whenDeleted: 'Retain', whenScaled: 'Retain' });
+      if (Array.isArray(spec.volumeClaimTemplates)) spec.volumeClaimTemplates = spec.volumeClaimTemplates.map(claimTemplate);
+      defaultTemplate(spec.template);
       break;
     case 'apps/Deployment':
+      if (!isObject(spec)) break;
+      defaults(spec, { replicas: 1, revisionHistoryLimit: 10, progressDeadlineSeconds: 600, strategy: { type: 'RollingUpdate' } });
+      if (spec.strategy.type === 'RollingUpdate') defaults((spec.strategy.rollingUpdate ??= {}), { maxUnavailable: '25%', maxSurge: '25%' });
+      defaultTemplate(spec.template);
+      break;
     case 'apps/ReplicaSet':
+      defaults(spec, { replicas: 1 });
+      defaultTemplate(spec?.template);
+      break;
     case 'apps/DaemonSet':
-      normalizePodTemplate(o.spec?.template, false);
+      if (!isObject(spec)) break;
+      defaults(spec, { revisionHistoryLimit: 10, updateStrategy: { type: 'RollingUpdate' } });
+      if (spec.updateStrategy.type === 'RollingUpdate') defaults((spec.updateStrategy.rollingUpdate ??= {}), { maxUnavailable: 1, maxSurge: 0 });
+      defaultTemplate(spec.template);
       break;
     case 'batch/Job':
-      normalizePodTemplate(o.spec?.template, true);
-      if (o.spec) o.spec.completionMode = o.spec.completionMode ?? 'NonIndexed';
+      normalizeJobSpec(spec);
+      break;
+    case 'batch/CronJob':
+      defaults(spec, { concurrencyPolicy: 'Allow', suspend: false, successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 1 });
+      normalizeJobSpec(spec?.jobTemplate?.spec);
+      break;
+    case '/Pod':
+      defaultPodSpec(spec, true);
       break;
     case '/PersistentVolumeClaim':
-      if (o.spec?.volumeMode === 'Filesystem') delete o.spec.volumeMode;
+      defaultClaimSpec(spec);
+      break;
+    case '/PersistentVolume':
+      defaults(spec, { persistentVolumeReclaimPolicy: 'Retain', volumeMode: 'Filesystem' });
+      break;
+    case '/Service':
+      if (!isObject(spec)) break;
+      defaults(spec, { type: 'ClusterIP', sessionAffinity: 'None' });
+      if (spec.type !== 'ExternalName') defaults(spec, { internalTrafficPolicy: 'Cluster' });
+      if (spec.type === 'NodePort' || spec.type === 'LoadBalancer') defaults(spec, { externalTrafficPolicy: 'Cluster' });
+      if (spec.type === 'LoadBalancer') defaults(spec, { allocateLoadBalancerNodePorts: true });
+      for (const p of spec.ports ?? []) if (isObject(p)) defaults(p, { protocol: 'TCP', targetPort: p.port });
+      // `clusterIP: ""` and `clusterIPs: []` ask the server to keep what it allocated.
+      if (spec.clusterIP === '') delete spec.clusterIP;
+      if (spec.clusterIP && !spec.clusterIPs) spec.clusterIPs = [spec.clusterIP];
+      if (!spec.clusterIP && Array.isArray(spec.clusterIPs) && spec.clusterIPs.length > 0) spec.clusterIP = spec.clusterIPs[0];
+      break;
+    case '/Secret':
+      o.type = o.type || 'Opaque';
+      // Convert_v1_Secret_To_core_Secret: stringData is written into data, over any same key.
+      if (isObject(o.stringData)) {
+        o.data = { ...(o.data ?? {}) };
+        for (const [k, v] of Object.entries(o.stringData)) o.data[k] = base64(String(v));
+        delete o.stringData;
+      }
+      break;
+    case 'storage.k8s.io/StorageClass':
+      defaults(o, { reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' });
+      break;
+    case 'scheduling.k8s.io/PriorityClass':
+      defaults(o, { preemptionPolicy: 'PreemptLowerPriority' });
       break;
     default:
       break;
   }
-  return o;
+  return prune(o);
 }
 
 /**
- * Fields a server fills on create and keeps when a later manifest omits them: a manifest that
- * leaves them out does not change them, so the live value stands in for the missing one.
+ * SetDefaults_Job, and the selector and template labels the Job strategy generates when
+ * manualSelector is not set (they carry the Job's uid, so a manifest never has them).
  */
-export const SERVER_FILLED: Record<string, readonly string[]> = {
-  'batch/Job': ['spec.selector'],
-  '/PersistentVolumeClaim': ['spec.volumeName', 'spec.storageClassName'],
-  '/Service': ['spec.clusterIP', 'spec.clusterIPs'],
-};
+function normalizeJobSpec(spec: any): void {
+  if (!isObject(spec)) return;
+  if (spec.completions === undefined && spec.parallelism === undefined) {
+    spec.completions = 1;
+    spec.parallelism = 1;
+  }
+  defaults(spec, { parallelism: 1, backoffLimit: spec.backoffLimitPerIndex !== undefined ? 2147483647 : 6, completionMode: 'NonIndexed', suspend: false });
+  if (spec.manualSelector !== true) {
+    delete spec.selector;
+    const labels = spec.template?.metadata?.labels;
+    if (isObject(labels)) for (const l of JOB_GENERATED_LABELS) delete labels[l];
+  }
+  defaultTemplate(spec.template);
+}

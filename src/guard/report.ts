@@ -2,10 +2,12 @@ import type { Finding, GuardResult } from './diff';
 
 const show = (v: unknown) => (v === undefined ? '(absent)' : JSON.stringify(v));
 
-/** A readable report: one block per finding, then a summary line. */
+/** A readable report: one block per finding, then what was read and a summary line. */
 export function formatReport(result: GuardResult): string {
   const lines: string[] = [];
   for (const f of result.findings) lines.push(formatFinding(f), '');
+  const read = result.objects ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}` : '';
+  if (read) lines.push(`guard: ${read}`);
   lines.push(result.errors === 0
     ? `guard: no forbidden changes${result.warnings ? `, ${result.warnings} warning(s)` : ''}`
     : `guard: ${result.errors} forbidden change(s), ${result.warnings} warning(s)`);
@@ -14,10 +16,34 @@ export function formatReport(result: GuardResult): string {
 
 function formatFinding(f: Finding): string {
   return [
-    `${f.severity === 'error' ? 'FORBIDDEN' : 'WARNING'} ${f.object} ${f.path}`,
+    `${f.severity === 'error' ? 'FORBIDDEN' : 'WARNING'} ${f.object}${f.path ? ` ${f.path}` : ''}`,
     `  before: ${show(f.before)}`,
     `  after:  ${show(f.after)}`,
     `  ${f.severity === 'error' ? 'api server' : 'note'}: ${f.message}`,
     `  remedy: ${f.remedy}`,
+    ...(f.source ? [`  rule:   ${f.source}`] : []),
   ].join('\n');
+}
+
+/** The version of the `--json` shape; it changes only when a key changes meaning or goes away. */
+export const REPORT_SCHEMA_VERSION = 1;
+
+/**
+ * The `--json` shape: every key always present, `null` where a value is absent.
+ * { schemaVersion, serverVersion, objects: { before, after }, errors, warnings,
+ *   findings: [{ severity, code, object, kind, namespace, name, path, before, after, message, remedy, source }] }
+ */
+export function toJson(result: GuardResult): object {
+  const n = (v: unknown) => (v === undefined ? null : v);
+  return {
+    schemaVersion: REPORT_SCHEMA_VERSION,
+    serverVersion: result.serverVersion,
+    objects: { before: result.objects.before, after: result.objects.after },
+    errors: result.errors,
+    warnings: result.warnings,
+    findings: result.findings.map(f => ({
+      severity: f.severity, code: f.code, object: f.object, kind: f.kind, namespace: n(f.namespace), name: f.name, path: f.path,
+      before: n(f.before), after: n(f.after), message: f.message, remedy: f.remedy, source: n(f.source),
+    })),
+  };
 }

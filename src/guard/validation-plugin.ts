@@ -1,8 +1,6 @@
 import * as fs from 'fs';
-import { guard } from './diff';
-import { GuardInputError, loadObjects } from './load';
+import type { Finding } from './diff';
 import type { KubeObject } from './normalize';
-import { formatReport } from './report';
 
 /** The parts of cdk8s-cli's ValidationContext the plugin uses (cdk8s-cli is not a runtime dependency). */
 export interface GuardValidationContext {
@@ -17,52 +15,80 @@ export interface GuardValidationContext {
 export interface GuardValidationProps {
   /** A folder (or file) of the previously synthesized or live YAML to compare against. */
   readonly baseline: string;
+  /**
+   * The Kubernetes minor version of the target API server, `1.NN`: rules and messages differ
+   * between releases.
+   * @default '1.28' (the library's API floor)
+   */
+  readonly serverVersion?: string;
 }
 
 /**
  * The guard as a cdk8s-cli validation plugin: declared under `validations:` in cdk8s.yaml with
  * `package: ./node_modules/cdk8s-gpu`, the installed `version`, `class: GuardValidation` and
- * `properties: { baseline: <folder> }`, it makes `cdk8s synth` fail with the guard's findings.
+ * `properties: { baseline: <folder>, serverVersion: '1.28' }`, it makes `cdk8s synth` fail with
+ * the guard's findings. A missing or empty baseline fails too: a guard that compared nothing must
+ * not pass.
  */
 export class GuardValidation {
   private readonly baseline: string;
+  private readonly serverVersion?: string;
 
   constructor(props: GuardValidationProps) {
-    if (!props || typeof props.baseline !== 'string') throw new Error('GuardValidation: the `baseline` property (a folder of YAML) is required');
+    if (!props || typeof props.baseline !== 'string' || props.baseline === '') {
+      throw new Error('GuardValidation: baseline is required: a folder (or file) of the YAML to compare against (got none)');
+    }
+    if (props.serverVersion !== undefined && !/^1\.\d{1,3}$/.test(String(props.serverVersion))) {
+      throw new Error(`GuardValidation: serverVersion must be a Kubernetes minor version such as '1.28' (got ${JSON.stringify(props.serverVersion)})`);
+    }
     this.baseline = props.baseline;
+    this.serverVersion = props.serverVersion === undefined ? undefined : String(props.serverVersion);
   }
 
   /** Compares the synthesized manifests with the baseline and reports forbidden changes to cdk8s-cli. */
   async validate(context: GuardValidationContext): Promise<void> {
+    const { guard } = require('./diff') as typeof import('./diff');
+    const { GuardInputError, loadObjects } = require('./load') as typeof import('./load');
+    const { formatReport } = require('./report') as typeof import('./report');
+    const failInput = (message: string) => {
+      context.logger.log(`cdk8s-gpu guard: ${message}`);
+      context.report.submit('failure', { error: message });
+    };
     if (!fs.existsSync(this.baseline)) {
-      context.logger.log(`cdk8s-gpu guard: no baseline at ${this.baseline}; nothing to compare`);
-      context.report.submit('success');
+      failInput(`no baseline at ${this.baseline}: commit the last reviewed output there (e.g. cp -r dist ${this.baseline}), or remove the validation`);
       return;
     }
-    let after: Array<{ o: KubeObject; m: string }>;
+    const after: Array<{ o: KubeObject; m: string }> = [];
     let before: KubeObject[];
+    let result;
     try {
-      after = context.manifests.flatMap(m => loadObjects(m).map(o => ({ o, m })));
+      for (const m of context.manifests) for (const o of loadObjects(m)) after.push({ o, m });
       before = loadObjects(this.baseline);
+      result = guard(before, after.map(x => x.o), { serverVersion: this.serverVersion });
     } catch (e) {
       if (!(e instanceof GuardInputError)) throw e;
-      context.logger.log(`cdk8s-gpu guard: ${e.message}`);
-      context.report.submit('failure', { error: e.message });
+      failInput(e.message);
       return;
     }
-    const result = guard(before, after.map(x => x.o));
+    // cdk8s-cli finds a construct path by resource name alone (construct-metadata.json is keyed by
+    // metadata.name), so a StatefulSet and the PDB that shares its name are indistinguishable
+    // there. Use the plain name only when it is unique; otherwise name kind and object, so the
+    // report never points at the wrong construct.
+    const byName = new Map<string, number>();
+    for (const { o } of after) byName.set(o.metadata.name, (byName.get(o.metadata.name) ?? 0) + 1);
+    const manifestOf = (f: Finding) => after.find(x => x.o.kind === f.kind && x.o.metadata.name === f.name && (f.namespace === undefined || x.o.metadata.namespace === f.namespace))?.m ?? '';
     for (const f of result.findings) {
       if (f.severity === 'warning') continue;
-      const name = f.object.split('/').pop()!;
-      const manifestPath = after.find(x => x.o.metadata.name === name)?.m ?? '';
       context.report.addViolation({
         ruleName: 'cdk8s-gpu/immutable-field',
         recommendation: `${f.object} ${f.path}: ${f.message}`,
         fix: f.remedy,
-        violatingResources: [{ resourceName: name, locations: [f.path], manifestPath }],
+        violatingResources: [{ resourceName: byName.get(f.name) === 1 ? f.name : `${f.kind}/${f.name}`, locations: [`${f.kind}/${f.name}: ${f.path}`], manifestPath: manifestOf(f) }],
       });
     }
     context.logger.log(formatReport(result));
-    context.report.submit(result.errors > 0 ? 'failure' : 'success', { errors: String(result.errors), warnings: String(result.warnings) });
+    context.report.submit(result.errors > 0 ? 'failure' : 'success', {
+      errors: String(result.errors), warnings: String(result.warnings), objectsBefore: String(result.objects.before), objectsAfter: String(result.objects.after), serverVersion: result.serverVersion,
+    });
   }
 }

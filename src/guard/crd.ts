@@ -1,0 +1,50 @@
+// Immutable fields of custom resources, read from their CRDs when the input carries them: a
+// property whose `x-kubernetes-validations` has the transition rule `self == oldSelf` (the idiom
+// JobSet, LeaderWorkerSet, KEDA and most operators use) may not change once set. The server
+// evaluates transition rules only when the old and the new object both have the value
+// (apiextensions-apiserver pkg/apiserver/schema/cel/validation.go).
+import { GuardCheck, type FieldRule } from './rules';
+import type { KubeObject } from './normalize';
+
+const SELF_EQUALS_OLD_SELF = /^\s*\(?\s*(?:self\s*==\s*oldSelf|oldSelf\s*==\s*self)\s*\)?\s*$/;
+
+export interface CelRule extends FieldRule {
+  /** The schema type, which the server prints as the invalid value. */
+  readonly type: string;
+}
+
+function walk(schema: any, path: string[], out: CelRule[]): void {
+  if (!schema || typeof schema !== 'object') return;
+  for (const v of schema['x-kubernetes-validations'] ?? []) {
+    if (typeof v?.rule === 'string' && SELF_EQUALS_OLD_SELF.test(v.rule) && path.length > 0) {
+      const p = path.join('.');
+      out.push({
+        path: p,
+        check: GuardCheck.CEL_SELF_EQUALS_OLD_SELF,
+        type: String(schema.type ?? 'object'),
+        source: 'x-kubernetes-validations transition rule in the CustomResourceDefinition (apiextensions-apiserver CEL validation)',
+        message: `${p}: Invalid value: "${schema.type ?? 'object'}": ${typeof v.message === 'string' && v.message ? v.message : `failed rule: ${v.rule}`}`,
+      });
+    }
+  }
+  for (const [k, child] of Object.entries(schema.properties ?? {})) walk(child, [...path, k], out);
+}
+
+/** `group/kind` → version → rules, from every CustomResourceDefinition in the input. */
+export function celRules(objects: readonly KubeObject[]): Map<string, Map<string, CelRule[]>> {
+  const out = new Map<string, Map<string, CelRule[]>>();
+  for (const o of objects) {
+    if (o.kind !== 'CustomResourceDefinition' || !String(o.apiVersion).startsWith('apiextensions.k8s.io/')) continue;
+    const group = o.spec?.group;
+    const kind = o.spec?.names?.kind;
+    if (typeof group !== 'string' || typeof kind !== 'string') continue;
+    const byVersion = new Map<string, CelRule[]>();
+    for (const v of o.spec?.versions ?? []) {
+      const rules: CelRule[] = [];
+      walk(v?.schema?.openAPIV3Schema ?? o.spec?.validation?.openAPIV3Schema, [], rules);
+      byVersion.set(String(v?.name), rules);
+    }
+    out.set(`${group}/${kind}`, byVersion);
+  }
+  return out;
+}

@@ -1,0 +1,459 @@
+// The guard's comparison: one pass over the objects, linear in their number. Required lazily by
+// diff.ts so that importing the library costs nothing until the guard runs.
+import { celRules, type CelRule } from './crd';
+import type { Finding, GuardOptions, GuardResult } from './diff';
+import { semanticEqual, quantityNanos } from './equal';
+import { GuardInputError, sourceOf } from './load';
+import { clone, isLiveExport, KubeObject, normalize, StatusFacts, statusFacts } from './normalize';
+import { appName, claimNames, claimsAreCaches, claimTemplateNames, isTraining, remedyFor } from './remedy';
+import { FieldRule, GuardCheck, MIN_SERVER_VERSION, minorOf, rulesFor } from './rules';
+
+const groupOf = (o: KubeObject) => (o.apiVersion.includes('/') ? o.apiVersion.split('/')[0] : '');
+const versionOf = (o: KubeObject) => o.apiVersion.split('/').pop()!;
+const describe = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
+const show = (v: unknown) => (v === undefined ? 'null' : JSON.stringify(v));
+
+function get(obj: any, path: string): unknown {
+  let o = obj;
+  for (const k of path.split('.')) {
+    if (o === undefined || o === null) return undefined;
+    o = o[k];
+  }
+  return o;
+}
+
+function set(obj: any, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let o = obj;
+  for (const k of keys.slice(0, -1)) o = isObject(o[k]) ? o[k] : (o[k] = {});
+  o[keys[keys.length - 1]] = value;
+}
+
+const lastKey = (path: string) => path.slice(path.lastIndexOf('.') + 1);
+
+/** Objects the server or a controller creates: their absence from a manifest means nothing. */
+function serverOwned(o: KubeObject): boolean {
+  if (Array.isArray(o.metadata.ownerReferences) && o.metadata.ownerReferences.length > 0) return true;
+  if (['Event', 'Endpoints', 'EndpointSlice', 'ControllerRevision', 'Lease'].includes(o.kind)) return true;
+  if (o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') return true;
+  if (o.kind === 'ServiceAccount' && o.metadata.name === 'default') return true;
+  if (o.kind === 'Service' && o.metadata.name === 'kubernetes' && o.metadata.namespace === 'default') return true;
+  return false;
+}
+
+interface Pair {
+  readonly before: KubeObject;
+  readonly after: KubeObject;
+  readonly b: KubeObject;
+  readonly a: KubeObject;
+  readonly facts: StatusFacts;
+}
+
+/** Fields the server keeps when a manifest leaves them out, copied from the old object. */
+function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: KubeObject): void {
+  const live = isLiveExport(beforeRaw);
+  let lastApplied: any;
+  const la = beforeRaw.metadata.annotations as Record<string, string> | undefined;
+  if (la?.['kubectl.kubernetes.io/last-applied-configuration']) {
+    try {
+      lastApplied = JSON.parse(la['kubectl.kubernetes.io/last-applied-configuration']);
+    } catch {
+      lastApplied = undefined;
+    }
+  }
+  // kubectl apply keeps a live field that the manifest omits unless it applied the field itself.
+  const keptByApply = (path: string) => live && (lastApplied === undefined || get(lastApplied, path) === undefined);
+  const carry = (path: string, when: boolean) => {
+    if (when && get(a, path) === undefined && get(b, path) !== undefined) set(a, path, clone(get(b, path)));
+  };
+  switch (kindKey) {
+    case '/Service': {
+      // The Service REST strategy (patchAllocatedValues, initIPFamilyFields) keeps allocated IPs,
+      // families and node ports whatever the manifest says, while the type needs them.
+      const keep = a.spec?.type !== 'ExternalName' && b.spec?.type !== 'ExternalName';
+      for (const p of ['spec.clusterIP', 'spec.clusterIPs', 'spec.ipFamilies', 'spec.ipFamilyPolicy', 'spec.healthCheckNodePort']) carry(p, keep);
+      const bPorts: any[] = b.spec?.ports ?? [];
+      for (const p of a.spec?.ports ?? []) {
+        const old = bPorts.find(q => q.port === p.port && q.protocol === p.protocol);
+        if (keep && p.nodePort === undefined && old?.nodePort !== undefined && (a.spec.type === 'NodePort' || a.spec.type === 'LoadBalancer')) p.nodePort = old.nodePort;
+      }
+      break;
+    }
+    case '/PersistentVolumeClaim':
+      // Set by the binder and the DefaultStorageClass admission plugin, not by the manifest.
+      carry('spec.volumeName', keptByApply('spec.volumeName'));
+      carry('spec.storageClassName', keptByApply('spec.storageClassName'));
+      break;
+    case '/PersistentVolume':
+      carry('spec.claimRef', keptByApply('spec.claimRef'));
+      break;
+    case '/Pod': {
+      for (const p of ['spec.nodeName', 'spec.priority', 'spec.priorityClassName', 'spec.preemptionPolicy', 'spec.runtimeClassName', 'spec.overhead']) carry(p, keptByApply(p));
+      // Added by the ServiceAccount admission plugin: the kube-api-access projected volume and its mounts.
+      const injected = new Set<string>((b.spec?.volumes ?? []).filter((v: any) => /^kube-api-access-/.test(v?.name ?? '')).map((v: any) => v.name));
+      if (live && injected.size > 0 && isObject(a.spec)) {
+        const has = new Set((a.spec.volumes ?? []).map((v: any) => v?.name));
+        a.spec.volumes = [...(a.spec.volumes ?? []), ...(b.spec.volumes ?? []).filter((v: any) => injected.has(v.name) && !has.has(v.name))];
+        for (const list of ['initContainers', 'containers']) {
+          (a.spec[list] ?? []).forEach((c: any, i: number) => {
+            const old = b.spec[list]?.[i];
+            const mounts = (old?.volumeMounts ?? []).filter((m: any) => injected.has(m.name) && !(c.volumeMounts ?? []).some((n: any) => n.name === m.name));
+            if (mounts.length > 0) c.volumeMounts = [...(c.volumeMounts ?? []), ...mounts];
+          });
+        }
+      }
+      // Added by the DefaultTolerationSeconds admission plugin.
+      if (live && isObject(a.spec)) {
+        const defaultTol = (t: any) => ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].includes(t?.key) && t?.effect === 'NoExecute';
+        const add = (b.spec?.tolerations ?? []).filter((t: any) => defaultTol(t) && !(a.spec.tolerations ?? []).some((u: any) => u.key === t.key && u.effect === t.effect));
+        if (add.length > 0) a.spec.tolerations = [...(a.spec.tolerations ?? []), ...add];
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+/** The changed children of two objects, as two partial objects for the report. */
+function changedChildren(bv: any, av: any, except: readonly string[] = []): { keys: string[] } {
+  const keys = [...new Set([...Object.keys(isObject(bv) ? bv : {}), ...Object.keys(isObject(av) ? av : {})])]
+    .filter(k => !except.includes(k))
+    .filter(k => !semanticEqual(bv?.[k], av?.[k], k))
+    .sort();
+  return { keys };
+}
+
+const pick = (o: any, keys: string[]) => (isObject(o) ? Object.fromEntries(keys.filter(k => o[k] !== undefined).map(k => [k, o[k]])) : undefined);
+
+function fill(message: string, vars: Record<string, unknown>): string {
+  return message.replace(/\{(value|detail|path)\}/g, (_m, k) => (k === 'value' ? show(vars.value) : String(vars[k] ?? '')));
+}
+
+type Emit = (rule: FieldRule, path: string, before: unknown, after: unknown, vars?: Record<string, unknown>) => void;
+
+function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
+  const { b, a, facts } = p;
+  const bv = get(b, rule.path);
+  const av = get(a, rule.path);
+  const key = lastKey(rule.path);
+  switch (rule.check) {
+    case GuardCheck.IMMUTABLE:
+    case GuardCheck.CEL_SELF_EQUALS_OLD_SELF:
+      if (rule.check === GuardCheck.CEL_SELF_EQUALS_OLD_SELF && (bv === undefined || av === undefined)) return;
+      if (!semanticEqual(bv, av, key)) emit(rule, rule.reportPath ?? rule.path, bv, av);
+      return;
+    case GuardCheck.IMMUTABLE_ONCE_SET:
+      if (bv === undefined || bv === '') return;
+      if (!semanticEqual(bv, av, key)) emit(rule, rule.reportPath ?? rule.path, bv, av);
+      return;
+    case GuardCheck.IMMUTABLE_EXCEPT: {
+      const { keys } = changedChildren(bv, av, rule.except);
+      if (keys.length === 0) return;
+      if (rule.reportPath) emit(rule, rule.reportPath, pick(bv, keys), pick(av, keys));
+      else for (const k of keys) emit(rule, `${rule.path}.${k}`, (bv as any)?.[k], (av as any)?.[k]);
+      return;
+    }
+    case GuardCheck.IMMUTABLE_WHEN_FLAGGED:
+      if (b.immutable !== true) return;
+      if (rule.path === 'immutable' ? a.immutable !== true : !semanticEqual(bv, av, key)) emit(rule, rule.path, bv, av);
+      return;
+    case GuardCheck.POD_SPEC: {
+      if (!isObject(bv) || !isObject(av)) return;
+      const munged = clone(av) as any;
+      for (const list of ['containers', 'initContainers']) {
+        (munged[list] ?? []).forEach((c: any, i: number) => {
+          const old = (bv as any)[list]?.[i];
+          if (old && isObject(c)) c.image = old.image;
+        });
+      }
+      munged.activeDeadlineSeconds = (bv as any).activeDeadlineSeconds;
+      munged.tolerations = (bv as any).tolerations;
+      munged.schedulingGates = (bv as any).schedulingGates;
+      if (typeof (bv as any).terminationGracePeriodSeconds === 'number' && (bv as any).terminationGracePeriodSeconds < 0 && munged.terminationGracePeriodSeconds === 1) {
+        munged.terminationGracePeriodSeconds = (bv as any).terminationGracePeriodSeconds;
+      }
+      const { keys } = changedChildren(bv, munged);
+      if (keys.length > 0) emit(rule, 'spec', pick(bv, keys), pick(av, keys));
+      return;
+    }
+    case GuardCheck.POD_TOLERATIONS: {
+      const olds: any[] = Array.isArray(bv) ? bv : [];
+      const news: any[] = Array.isArray(av) ? av : [];
+      const strip = (t: any) => ({ ...t, tolerationSeconds: undefined });
+      const missing = olds.filter(o => !news.some(n => semanticEqual(strip(o), strip(n))));
+      if (missing.length > 0) emit(rule, rule.path, bv, av);
+      return;
+    }
+    case GuardCheck.POD_ACTIVE_DEADLINE:
+      if (typeof av === 'number' && typeof bv === 'number' && av > bv) emit(rule, rule.path, bv, av, { value: av, detail: 'must be less than or equal to previous value' });
+      else if (av === undefined && bv !== undefined) emit(rule, rule.path, bv, av, { value: null, detail: 'must not update from a positive integer to nil value' });
+      return;
+    case GuardCheck.PVC_SPEC: {
+      if (!isObject(bv) || !isObject(av)) return;
+      const oldSpec = clone(bv) as any;
+      const newSpec = clone(av) as any;
+      if (!oldSpec.volumeName) oldSpec.volumeName = newSpec.volumeName;
+      if (oldSpec.storageClassName === undefined && newSpec.storageClassName !== undefined) newSpec.storageClassName = undefined;
+      // Only a bound claim may change its storage request (the size checks are separate rules).
+      const bound = facts.pvcPhase === undefined || facts.pvcPhase === 'Bound';
+      if (bound && isObject(newSpec.resources?.requests)) {
+        if (oldSpec.resources?.requests?.storage === undefined) delete newSpec.resources.requests.storage;
+        else newSpec.resources.requests.storage = oldSpec.resources.requests.storage;
+      }
+      if (rule.since !== undefined) newSpec.volumeAttributesClassName = oldSpec.volumeAttributesClassName;
+      const { keys } = changedChildren(oldSpec, newSpec);
+      if (keys.length > 0) emit(rule, 'spec', pick(bv, keys), pick(av, keys));
+      return;
+    }
+    case GuardCheck.PVC_STORAGE_SHRINK:
+    case GuardCheck.PVC_STORAGE_ABOVE_CAPACITY: {
+      const nb = quantityNanos(bv);
+      const na = quantityNanos(av);
+      if (nb === undefined || na === undefined || na >= nb) return;
+      if (rule.check === GuardCheck.PVC_STORAGE_ABOVE_CAPACITY) {
+        // Without a status (a manifest baseline), the capacity is taken to be the old request.
+        const capacity = quantityNanos(facts.pvcCapacity) ?? nb;
+        if (na > capacity) return;
+      }
+      emit(rule, rule.path, bv, av);
+      return;
+    }
+    case GuardCheck.JOB_TEMPLATE: {
+      let oldT = bv as any;
+      const newT = av as any;
+      // validatePodTemplateUpdate: AllowMutableSchedulingDirectives for a suspended Job that never started.
+      if (b.spec?.suspend === true && !facts.jobStarted && isObject(oldT) && isObject(newT)) {
+        oldT = clone(oldT);
+        oldT.spec = oldT.spec ?? {};
+        const na = newT.spec?.affinity;
+        const oa = oldT.spec.affinity;
+        if (na === undefined && oa !== undefined) {
+          delete oa.nodeAffinity;
+          if (Object.keys(oa).length === 0) delete oldT.spec.affinity;
+        } else if (na !== undefined && oa === undefined) {
+          if (na.nodeAffinity !== undefined) oldT.spec.affinity = { nodeAffinity: na.nodeAffinity };
+        } else if (na !== undefined && oa !== undefined) {
+          oa.nodeAffinity = na.nodeAffinity;
+          if (oa.nodeAffinity === undefined) delete oa.nodeAffinity;
+        }
+        for (const f of ['nodeSelector', 'tolerations', 'schedulingGates']) oldT.spec[f] = newT.spec?.[f];
+        oldT.metadata = { ...(oldT.metadata ?? {}), labels: newT.metadata?.labels, annotations: newT.metadata?.annotations };
+      }
+      if (!semanticEqual(oldT, newT, 'template')) {
+        const { keys } = changedChildren(oldT?.spec, newT?.spec);
+        const metaChanged = !semanticEqual(oldT?.metadata, newT?.metadata, 'metadata');
+        const part = (t: any) => ({ ...(metaChanged ? { metadata: t?.metadata } : {}), spec: pick(t?.spec, keys) });
+        emit(rule, rule.path, part(bv), part(av), { value: av });
+      }
+      return;
+    }
+    case GuardCheck.JOB_COMPLETIONS: {
+      if (semanticEqual(bv, av)) return;
+      const indexed = a.spec?.completionMode === 'Indexed';
+      if (!indexed) {
+        emit(rule, rule.path, bv, av, { value: av ?? null, detail: 'field is immutable' });
+        return;
+      }
+      // validateCompletions (ElasticIndexedJob, on from 1.27): only in tandem with parallelism.
+      if (av === undefined) return;
+      if (av !== a.spec?.parallelism) emit(rule, rule.path, bv, av, { value: av, detail: 'can only be modified in tandem with spec.parallelism' });
+      return;
+    }
+    case GuardCheck.SERVICE_IP_FAMILIES: {
+      const os = (bv ?? {}) as any;
+      const ns = (av ?? {}) as any;
+      if (os.type === 'ExternalName' || ns.type === 'ExternalName') return;
+      const oIPs: string[] = os.clusterIPs ?? (os.clusterIP ? [os.clusterIP] : []);
+      const nIPs: string[] = ns.clusterIPs ?? (ns.clusterIP ? [ns.clusterIP] : []);
+      const oFam: string[] = os.ipFamilies ?? [];
+      const nFam: string[] = ns.ipFamilies ?? [];
+      for (const i of [0, 1]) {
+        if (oIPs[i] !== undefined && nIPs[i] !== undefined && oIPs[i] !== nIPs[i]) emit(rule, `spec.clusterIPs[${i}]`, oIPs, nIPs, { path: `spec.clusterIPs[${i}]`, value: nIPs });
+        if (oFam[i] !== undefined && nFam[i] !== undefined && oFam[i] !== nFam[i]) emit(rule, `spec.ipFamilies[${i}]`, oFam[i], nFam[i], { path: `spec.ipFamilies[${i}]`, value: nFam[i] });
+      }
+      // A dual-stack downgrade releases the secondary IP or family only with SingleStack.
+      const policy = ns.ipFamilyPolicy;
+      if (oIPs.length === 2 && nIPs.length === 1 && policy !== 'SingleStack') {
+        emit({ ...rule, message: `spec.ipFamilyPolicy: Invalid value: ${show(policy ?? null)}: must be 'SingleStack' to release the secondary cluster IP` }, 'spec.ipFamilyPolicy', os.ipFamilyPolicy, policy);
+      } else if (oFam.length === 2 && nFam.length === 1 && policy !== 'SingleStack') {
+        emit({ ...rule, message: `spec.ipFamilyPolicy: Invalid value: ${show(policy ?? null)}: must be 'SingleStack' to release the secondary IP family` }, 'spec.ipFamilyPolicy', os.ipFamilyPolicy, policy);
+      }
+      return;
+    }
+    case GuardCheck.SERVICE_LOAD_BALANCER_CLASS:
+      if (b.spec?.type === 'LoadBalancer' && a.spec?.type === 'LoadBalancer' && !semanticEqual(bv, av)) emit(rule, rule.path, bv, av, { value: av ?? null });
+      return;
+    default:
+      return;
+  }
+}
+
+/** A finding's object identity. */
+const identity = (o: KubeObject) => ({ object: describe(o), kind: o.kind, namespace: o.metadata.namespace, name: o.metadata.name });
+
+function duplicateError(side: string, o: KubeObject, first: KubeObject): GuardInputError {
+  const where = (x: KubeObject) => {
+    const s = sourceOf(x);
+    return s ? `${s.file}:${s.line}` : 'an input object';
+  };
+  return new GuardInputError(`${where(o)}: ${describe(o)} appears twice in ${side} (first at ${where(first)}); the API server keeps only one, so the comparison would be a guess`);
+}
+
+/** The comparison behind guard(). @internal */
+export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: readonly KubeObject[], options: GuardOptions = {}): GuardResult {
+  const serverVersion = options.serverVersion ?? MIN_SERVER_VERSION;
+  const minor = minorOf(serverVersion);
+  if (minor === undefined || minor < minorOf(MIN_SERVER_VERSION)!) {
+    throw new GuardInputError(`server version ${JSON.stringify(serverVersion)} is not supported: give 1.NN, ${MIN_SERVER_VERSION} or newer`);
+  }
+  const rules = rulesFor(minor);
+  const crdRules = celRules([...beforeObjects, ...afterObjects]);
+
+  // Index `before` by group/kind/name; a manifest without a namespace matches any namespace.
+  const index = new Map<string, KubeObject[]>();
+  const seen = new Map<string, KubeObject>();
+  for (const o of beforeObjects) {
+    const exact = `${groupOf(o)}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    const first = seen.get(exact);
+    if (first) throw duplicateError('--before', o, first);
+    seen.set(exact, o);
+    const k = `${groupOf(o)}/${o.kind}/${o.metadata.name}`;
+    const list = index.get(k);
+    if (list) list.push(o);
+    else index.set(k, [o]);
+  }
+  seen.clear();
+  for (const o of afterObjects) {
+    const exact = `${groupOf(o)}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    const first = seen.get(exact);
+    if (first) throw duplicateError('--after', o, first);
+    seen.set(exact, o);
+  }
+
+  const errors: Finding[] = [];
+  const warnings: Finding[] = [];
+  const matched = new Set<KubeObject>();
+  const created: KubeObject[] = [];
+  for (const after of afterObjects) {
+    const candidates = index.get(`${groupOf(after)}/${after.kind}/${after.metadata.name}`) ?? [];
+    const ns = after.metadata.namespace;
+    const before = ns !== undefined
+      ? candidates.find(c => !matched.has(c) && (c.metadata.namespace === undefined || c.metadata.namespace === ns))
+      : candidates.find(c => !matched.has(c));
+    if (!before) {
+      created.push(after);
+      continue;
+    }
+    matched.add(before);
+    const kindKey = `${groupOf(after)}/${after.kind}`;
+    const kindRules = [...(rules.get(kindKey) ?? []), ...celRulesFor(crdRules, kindKey, after)];
+    if (after.kind === 'StatefulSet' && groupOf(after) === 'apps') onDeleteReplicas(before, after, warnings);
+    if (kindRules.length === 0) continue;
+    const b = normalize(before);
+    const a = normalize(after);
+    carryForward(kindKey, before, b, a);
+    const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
+    let remedy: string | undefined;
+    const emit: Emit = (rule, path, bv, av, vars = {}) => {
+      remedy ??= remedyFor(before);
+      errors.push({
+        severity: 'error', code: 'immutable-field', ...identity(after), path, before: bv, after: av,
+        message: fill(rule.message, { value: av ?? null, path, ...vars }), remedy, source: rule.source,
+      });
+    };
+    for (const rule of kindRules) checkRule(rule, pair, emit);
+  }
+
+  removedWarnings(beforeObjects, afterObjects, matched, created, warnings);
+  const findings = [...errors, ...warnings];
+  return { serverVersion: `1.${minor}`, objects: { before: beforeObjects.length, after: afterObjects.length }, findings, errors: errors.length, warnings: warnings.length };
+}
+
+function celRulesFor(crdRules: Map<string, Map<string, CelRule[]>>, kindKey: string, o: KubeObject): CelRule[] {
+  const byVersion = crdRules.get(kindKey);
+  if (!byVersion) return [];
+  return byVersion.get(versionOf(o)) ?? [...byVersion.values()][0] ?? [];
+}
+
+const WORLD_SIZE_ENV = new Set(['WORLD_SIZE', 'NNODES', 'PET_NNODES']);
+
+/**
+ * An OnDelete StatefulSet that changes `replicas` starts new pods with the new world size while the
+ * old pods keep the old one until deleted: a distributed job of mixed sizes that hangs or diverges.
+ */
+function onDeleteReplicas(before: KubeObject, after: KubeObject, out: Finding[]): void {
+  if (after.spec?.updateStrategy?.type !== 'OnDelete' && before.spec?.updateStrategy?.type !== 'OnDelete') return;
+  const rb = before.spec?.replicas ?? 1;
+  const ra = after.spec?.replicas ?? 1;
+  if (rb === ra) return;
+  const env = (after.spec?.template?.spec?.containers ?? []).flatMap((c: any) => c?.env ?? []);
+  if (!isTraining(after) && !env.some((e: any) => WORLD_SIZE_ENV.has(e?.name))) return;
+  out.push({
+    severity: 'warning', code: 'ondelete-replicas', ...identity(after), path: 'spec.replicas', before: rb, after: ra,
+    message: `replicas ${rb} -> ${ra} on an OnDelete StatefulSet: new pods start with world size ${ra}, the ${Math.min(rb, ra)} running pods keep ${rb} until they are deleted, and a job of mixed world sizes hangs at rendezvous or trains wrong`,
+    remedy: `stop the job and delete all its pods together once the change is applied (kubectl delete pod -l app.kubernetes.io/instance=${after.metadata.labels?.['app.kubernetes.io/instance'] ?? after.metadata.name}), so every pod restarts with world size ${ra} from the last checkpoint`,
+    source: undefined,
+  });
+}
+
+/**
+ * Objects in `before` and not in `after` stay in the cluster: kubectl apply does not delete them.
+ * A StatefulSet replaced by a new version (same app.kubernetes.io/name) keeps its pods, GPUs and
+ * claims; the new one starts with new, empty claims unless they adopt the old volumes.
+ */
+function removedWarnings(before: readonly KubeObject[], after: readonly KubeObject[], matched: Set<KubeObject>, created: KubeObject[], out: Finding[]): void {
+  const isSts = (o: KubeObject) => groupOf(o) === 'apps' && o.kind === 'StatefulSet';
+  const newByApp = new Map<string, KubeObject[]>();
+  for (const c of created) {
+    const app = appName(c);
+    if (isSts(c) && app) newByApp.set(app, [...(newByApp.get(app) ?? []), c]);
+  }
+  const boundClaims = new Set<string>();
+  for (const o of after) if (o.kind === 'PersistentVolumeClaim' && o.spec?.volumeName) boundClaims.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+
+  for (const old of before) {
+    if (matched.has(old) || serverOwned(old)) continue;
+    const app = appName(old);
+    const replacement = isSts(old) && app ? newByApp.get(app)?.[0] : undefined;
+    const gpus = gpuCount(old);
+    const running = gpus > 0 ? `, with its pods and their ${gpus} GPU(s),` : '';
+    const claims = isSts(old) ? claimNames(old) : [];
+    const ns = old.metadata.namespace ? ` -n ${old.metadata.namespace}` : '';
+    if (replacement) {
+      const newClaims = claimNames(replacement);
+      const adopted = newClaims.length > 0 && newClaims.every(n => boundClaims.has(`${replacement.metadata.namespace ?? ''}/${n}`));
+      const caches = claimsAreCaches(old);
+      const claimNote = claimTemplateNames(old).length === 0 ? ''
+        : adopted ? ` Its claims (${claims.join(', ')}) are adopted by the new version's pre-bound claims: follow the adoption runbook to move the volumes.`
+          : caches ? ` ${replacement.metadata.name} gets new, empty model-cache claims (${newClaims.join(', ') || 'none'}) and downloads the model again; the old cache claims (${claims.join(', ')}) are deleted with ${old.metadata.name} (whenDeleted: Delete).`
+            : ` ${replacement.metadata.name}'s claims (${newClaims.join(', ') || 'none'}) start empty, and the old claims (${claims.join(', ')}) stay behind with the data.`;
+      out.push({
+        severity: 'warning', code: 'statefulset-replaced', ...identity(old), path: 'spec.volumeClaimTemplates', before: old.metadata.name, after: replacement.metadata.name,
+        message: `StatefulSet ${replacement.metadata.name} replaces ${old.metadata.name}: kubectl apply does not delete ${old.metadata.name}, which keeps running${running} until deleted.${claimNote}`,
+        remedy: caches || claimTemplateNames(old).length === 0 || adopted
+          ? `once ${replacement.metadata.name} is ready, delete the old version: kubectl delete statefulset ${old.metadata.name}${ns}`
+          : `to start from the old data, set adoptVolumes on the new version and follow the README's adoption runbook; otherwise delete the old version once the new one is ready (kubectl delete statefulset ${old.metadata.name}${ns}) and the old claims when their data is no longer needed`,
+        source: undefined,
+      });
+      continue;
+    }
+    const claimNote = claims.length > 0 ? ` Its claims (${claims.join(', ')}) stay too.` : '';
+    out.push({
+      severity: 'warning', code: 'object-removed', ...identity(old), path: '', before: old.metadata.name, after: undefined,
+      message: `${describe(old)} is in the old set but not in the new one: kubectl apply does not delete it, so it keeps running${running} (a renamed object leaves the old one behind).${claimNote}`,
+      remedy: `if it is meant to go, delete it (kubectl delete ${old.kind.toLowerCase()} ${old.metadata.name}${ns}) or apply with --prune; if it was renamed by mistake, restore its name`,
+      source: undefined,
+    });
+  }
+}
+
+function gpuCount(o: KubeObject): number {
+  const pod = o.kind === 'Pod' ? o.spec : o.kind === 'CronJob' ? o.spec?.jobTemplate?.spec?.template?.spec : o.spec?.template?.spec;
+  if (!isObject(pod)) return 0;
+  const perPod = (pod.containers ?? []).reduce((n: number, c: any) => n + (Number(c?.resources?.limits?.['nvidia.com/gpu'] ?? 0) || 0), 0);
+  const replicas = o.kind === 'StatefulSet' || o.kind === 'Deployment' || o.kind === 'ReplicaSet' ? (typeof o.spec?.replicas === 'number' ? o.spec.replicas : 1)
+    : o.kind === 'Job' ? (typeof o.spec?.parallelism === 'number' ? o.spec.parallelism : 1) : 1;
+  return perPod * replicas;
+}
