@@ -9,13 +9,23 @@ export { StrictSchemaValidation } from './validation/strict-schema-plugin';
 export type { StrictSchemaValidationProps } from './validation/strict-schema-plugin';
 
 export { GpuTrainingStatefulSet, TrainingUpdateStrategy } from './training/gpu-training-stateful-set';
-export type { GpuTrainingStatefulSetProps, CheckpointStorage } from './training/gpu-training-stateful-set';
+export type { GpuTrainingStatefulSetProps, CheckpointStorage, SharedCheckpoints } from './training/gpu-training-stateful-set';
+export { Rdma } from './training/rdma';
+export type { InfinibandOptions, SharedRdmaOptions, SriovRdmaOptions } from './training/rdma';
 export type { AdoptedVolumes } from './training/adopt-volumes';
 
 export { TgiInferenceService, TGI_DEFAULT_IMAGE } from './inference/tgi-inference-service';
 export type { TgiInferenceServiceProps, SecretKeyRef } from './inference/tgi-inference-service';
 export { ModelCache } from './inference/model-cache';
-export { TgiQuantization } from './inference/quantization';
+export { TgiQuantization, VllmQuantization, SglangQuantization } from './inference/quantization';
+export { InferenceService, IpFamily } from './inference/inference-service';
+export type { InferenceServiceProps } from './inference/inference-service';
+export { VllmInferenceService, VLLM_DEFAULT_IMAGE } from './inference/vllm-inference-service';
+export type { VllmInferenceServiceProps } from './inference/vllm-inference-service';
+export { SglangInferenceService, SGLANG_DEFAULT_IMAGE } from './inference/sglang-inference-service';
+export type { SglangInferenceServiceProps } from './inference/sglang-inference-service';
+export { Autoscaler } from './inference/autoscaling';
+export type { AutoscalingOptions, HpaAutoscalerOptions, KedaAutoscalerOptions } from './inference/autoscaling';
 
 export { RotatingGpuSecret } from './secrets/rotating-gpu-secret';
 export type { RotatingGpuSecretProps, SecretRotation, MountOptions } from './secrets/rotating-gpu-secret';

@@ -1,44 +1,96 @@
 import { Size } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { sizeQuantity } from '../common/quantity';
-import { Validator } from '../common/validate';
+import { show, Validator } from '../common/validate';
 
 const VOLUME = 'model-cache';
+/** Room beside the weights for the download's `.incomplete` files, tokenizer and config files. */
+const HEADROOM = 1.2;
 
-/** Where a model server keeps downloaded weights. */
+/** How the cache volume reaches the pod. */
+export interface BoundModelCache {
+  readonly volumeName: string;
+  /** A pod volume (emptyDir or the shared claim). */
+  readonly volume?: k8s.Volume;
+  /** A per-replica claim template. */
+  readonly claimTemplate?: k8s.KubePersistentVolumeClaimProps;
+  /** Mounted by every replica at once (ReadWriteMany). */
+  readonly shared: boolean;
+}
+
+/**
+ * Where a model server keeps downloaded weights. Whatever the choice, an init container runs the
+ * engine's own download command into the cache before the server starts, where no probe can
+ * kill a long download; the server then reads the cache with the hub offline
+ * (`HF_HUB_OFFLINE=1`), so its startup probe covers loading only.
+ */
 export class ModelCache {
   /**
    * A ReadWriteOnce claim per replica: a restarted pod finds its weights and starts in seconds
-   * instead of downloading again.
+   * instead of downloading again. Each replica downloads once, the first time.
    */
   static persistentClaim(o: { readonly size: Size; readonly storageClassName?: string }): ModelCache {
-    return new ModelCache('claim', o.size, o.storageClassName);
+    return new ModelCache('claim', o?.size, o?.storageClassName, undefined);
   }
 
   /** An emptyDir: every pod start downloads the weights again. Good for small models. */
   static emptyDir(o: { readonly sizeLimit?: Size } = {}): ModelCache {
-    return new ModelCache('emptyDir', o.sizeLimit, undefined);
+    return new ModelCache('emptyDir', o?.sizeLimit, undefined, undefined);
   }
 
-  private constructor(private readonly kind: 'claim' | 'emptyDir', private readonly size: Size | undefined, private readonly storageClassName: string | undefined) {}
+  /**
+   * An existing ReadWriteMany claim (NFS, EFS, Filestore, CephFS, Azure Files...) mounted by every
+   * replica and every version: the weights are downloaded once for the whole service.
+   *
+   * Concurrency: each replica's init container runs the download; huggingface_hub writes each file
+   * to `<name>.incomplete` under a per-file lock (`<cache>/hub/.locks/...`, an `flock`) and renames
+   * it into place, so when replicas start together one downloads each file while the others wait
+   * on its lock and then find it present. The lock is released by the kernel when its holder dies,
+   * so a killed download leaves no stale lock. The filesystem must support `flock` across nodes
+   * (NFSv4, EFS, Filestore, CephFS do; NFS mounted `nolock` and Lustre without `-o flock` do not).
+   * The claim's files must be writable by the pod's UID (fsGroup is not applied by NFS drivers).
+   */
+  static sharedClaim(o: { readonly claimName: string }): ModelCache {
+    return new ModelCache('shared', undefined, undefined, o?.claimName);
+  }
+
+  private constructor(
+    private readonly kind: 'claim' | 'emptyDir' | 'shared',
+    private readonly size: Size | undefined,
+    private readonly storageClassName: string | undefined,
+    private readonly claimName: string | undefined,
+  ) {}
 
   /** @internal */
-  _bind(v: Validator): { volumeName: string; volume?: k8s.Volume; claimTemplate?: k8s.KubePersistentVolumeClaimProps } {
-    if (this.size !== undefined) v.positiveSize('modelCache.size', this.size);
-    if (this.kind === 'emptyDir') {
-      return { volumeName: VOLUME, volume: { name: VOLUME, emptyDir: this.size ? { sizeLimit: sizeQuantity(this.size) } : {} } };
+  _bind(v: Validator, modelSize: Size | undefined): BoundModelCache {
+    const sizeProp = this.kind === 'emptyDir' ? 'modelCache.sizeLimit' : 'modelCache.size';
+    if (this.kind === 'claim' && this.size === undefined) v.fail(sizeProp, 'is required for a persistent claim', this.size);
+    if (this.size !== undefined) {
+      v.positiveSize(sizeProp, this.size);
+      if (modelSize !== undefined && this.size.toKibibytes() < modelSize.toKibibytes() * HEADROOM) {
+        v.fail(sizeProp, `must hold modelSize (${show(modelSize)}) with ${Math.round((HEADROOM - 1) * 100)}% headroom for partial downloads and tokenizer files, at least ${Math.ceil(modelSize.toKibibytes() * HEADROOM / 1024 ** 2)}Gi`, this.size);
+      }
     }
-    if (this.storageClassName !== undefined) v.dnsSubdomain('modelCache.storageClassName', this.storageClassName);
-    return {
-      volumeName: VOLUME,
-      claimTemplate: {
-        metadata: { name: VOLUME },
-        spec: {
-          accessModes: ['ReadWriteOnce'],
-          resources: { requests: { storage: sizeQuantity(this.size!) } },
-          ...(this.storageClassName ? { storageClassName: this.storageClassName } : {}),
-        },
-      },
-    };
+    switch (this.kind) {
+      case 'emptyDir':
+        return { volumeName: VOLUME, volume: { name: VOLUME, emptyDir: this.size ? { sizeLimit: sizeQuantity(this.size) } : {} }, shared: false };
+      case 'shared':
+        v.dnsSubdomain('modelCache.claimName', this.claimName as string);
+        return { volumeName: VOLUME, volume: { name: VOLUME, persistentVolumeClaim: { claimName: this.claimName as string } }, shared: true };
+      default:
+        if (this.storageClassName !== undefined) v.dnsSubdomain('modelCache.storageClassName', this.storageClassName);
+        return {
+          volumeName: VOLUME,
+          shared: false,
+          claimTemplate: {
+            metadata: { name: VOLUME },
+            spec: {
+              accessModes: ['ReadWriteOnce'],
+              resources: { requests: { storage: sizeQuantity(this.size!) } },
+              ...(this.storageClassName ? { storageClassName: this.storageClassName } : {}),
+            },
+          },
+        };
+    }
   }
 }

@@ -1,0 +1,75 @@
+import { k8s } from 'cdk8s-plus-28';
+import { OwnedEnv } from '../common/workload-pod';
+
+/** What the shared serving practice hands an engine to start it. */
+export interface LaunchOptions {
+  readonly modelId: string;
+  readonly revision?: string;
+  /** GPUs per replica: the tensor-parallel size. */
+  readonly gpus: number;
+  readonly port: number;
+  /** The listen address: `0.0.0.0` or `::`. */
+  readonly host: string;
+  /** The engine's own drain timeout, from `drainTimeout`. */
+  readonly drainSeconds: number;
+  readonly usageStats: boolean;
+  /** The construct-specific props (context length, quantization, ...) as args and env. */
+  readonly tuning: EngineTuning;
+}
+
+/** Engine-specific props turned into flags or variables by the construct. */
+export interface EngineTuning {
+  readonly args: string[];
+  readonly env: OwnedEnv[];
+}
+
+/** How an engine is started: its command and args, and the variables it reads. */
+export interface Launch {
+  readonly command?: string[];
+  readonly args: string[];
+  readonly env: OwnedEnv[];
+}
+
+/**
+ * The facts of one serving engine, each checked in its source. The serving practice (drain
+ * arithmetic, probes, PDB, Services, cache, autoscaling, metrics, security) is shared and lives in
+ * `inference-service.ts`; a new engine is a new object of this shape.
+ */
+export interface ServingEngine {
+  /** The construct's class name, for messages. */
+  readonly construct: string;
+  /** The main container's name. */
+  readonly containerName: string;
+  readonly defaultImage: string;
+  /** The port the engine listens on, unprivileged. */
+  readonly port: number;
+  /** A writable home for the caches the engine and its libraries write under `$HOME`. */
+  readonly home: string;
+  /** Readiness, liveness and startup path: 200 when serving, not 200 (or closed) while loading or draining. */
+  readonly healthPath: string;
+  /** Prometheus metrics on the API port. */
+  readonly metricsPath: string;
+  /** The gauge of requests waiting for a batch slot, the autoscaling signal. */
+  readonly queueMetric: string;
+  /** Whether the published image must run as root. */
+  readonly runAsRoot: boolean;
+  /** The UID the image is built for when it runs as non-root, if it names one. */
+  readonly nonRootUid?: number;
+  /** `/dev/shm` per GPU in GiB (NCCL between tensor-parallel ranks, and the engine's own IPC). */
+  readonly shmGibPerGpu: number;
+  /**
+   * Flags the construct sets, and the prop that controls each (`''` when fixed by the
+   * construct): `extraArgs` may not repeat them, in `--x y` or `--x=y` form.
+   */
+  readonly ownedFlags: Readonly<Record<string, string>>;
+  /** Cache locations, as defaults a user variable may replace. */
+  cacheEnv(cachePath: string): k8s.EnvVar[];
+  /** Extra default variables (caches under the home). */
+  readonly extraEnv: (home: string) => k8s.EnvVar[];
+  launch(o: LaunchOptions): Launch;
+  /**
+   * The command that downloads the weights into the cache in an init container, where no probe
+   * can kill it; run with the same image, env and mounts as the server.
+   */
+  download(modelId: string, revision: string | undefined): string[];
+}

@@ -1,0 +1,61 @@
+import { Launch, LaunchOptions, ServingEngine } from '../engine';
+
+/**
+ * SGLang's server (`python3 -m sglang.launch_server`). Facts from the SGLang sources:
+ * python/sglang/srt/server_args.py, entrypoints/http_server.py, docker/Dockerfile.
+ */
+
+/**
+ * The default image: a pinned release. The image has no ENTRYPOINT and no USER: it is built and
+ * run as root (docker/Dockerfile installs SGLang editable under /sgl-workspace as root).
+ */
+export const SGLANG_DEFAULT_IMAGE = 'lmsysorg/sglang:v0.5.20';
+/** server_args.py: `port: int = 30000`. */
+export const SGLANG_PORT = 30000;
+
+export const SGLANG: ServingEngine = {
+  construct: 'SglangInferenceService',
+  containerName: 'sglang',
+  defaultImage: SGLANG_DEFAULT_IMAGE,
+  port: SGLANG_PORT,
+  home: '/home/sglang',
+  // http_server.py: /health returns 503 while the server starts and once SIGTERM has set
+  // `gracefully_exit`; the drain then waits for in-flight requests with no timeout of its own,
+  // so the pod's grace period bounds it.
+  healthPath: '/health',
+  // Only with --enable-metrics, on the API port: `sglang:num_queue_reqs`, `sglang:num_running_reqs`, ...
+  metricsPath: '/metrics',
+  queueMetric: 'sglang:num_queue_reqs',
+  runAsRoot: true,
+  // Tensor-parallel ranks exchange through NCCL and shared-memory queues.
+  shmGibPerGpu: 2,
+  ownedFlags: {
+    '--model-path': 'modelId', '--model': 'modelId', '--revision': 'revision', '--tp-size': 'gpusPerReplica', '--tp': 'gpusPerReplica',
+    '--host': 'ipFamily', '--port': '', '--enable-metrics': '', '--quantization': 'quantization', '--context-length': 'contextLength',
+    '--served-model-name': 'servedModelName', '--download-dir': 'modelCache', '--max-running-requests': 'maxRunningRequests',
+    '--mem-fraction-static': 'memFractionStatic',
+  },
+  cacheEnv: path => [{ name: 'HF_HOME', value: path }],
+  extraEnv: () => [],
+  launch(o: LaunchOptions): Launch {
+    return {
+      command: ['python3', '-m', 'sglang.launch_server'],
+      args: [
+        '--model-path', o.modelId,
+        ...(o.revision !== undefined ? ['--revision', o.revision] : []),
+        '--tp-size', String(o.gpus),
+        // server_args.py: host defaults to 127.0.0.1, which no probe or Service can reach.
+        '--host', o.host,
+        '--port', String(o.port),
+        '--enable-metrics',
+        ...o.tuning.args,
+      ],
+      // SGLang sends no usage statistics of its own; DO_NOT_TRACK covers libraries that honour it.
+      env: [...o.tuning.env, ...(o.usageStats ? [] : [{ env: { name: 'DO_NOT_TRACK', value: '1' }, via: 'usageStats' }])],
+    };
+  },
+  // huggingface_hub's CLI, a dependency of the image's transformers (hub >= 0.34 has `hf`).
+  download: (modelId, revision) => [
+    'hf', 'download', modelId, ...(revision !== undefined ? ['--revision', revision] : []), '--exclude', 'original/*',
+  ],
+};

@@ -1,0 +1,81 @@
+import { OwnedEnv } from '../../common/workload-pod';
+import { Launch, LaunchOptions, ServingEngine } from '../engine';
+
+/**
+ * HuggingFace text-generation-inference, in maintenance mode since 2025-12-11 (README banner,
+ * commit "Maintenance mode (#3345)"); 3.3.7 is the last release. Facts from the v3.3.7 sources:
+ * launcher/src/main.rs, router/src/server.rs, Dockerfile, tgi-entrypoint.sh.
+ */
+
+/**
+ * The default image: a pinned TGI release (tags are `MAJOR.MINOR.PATCH`, no `v`). From 3.1 on,
+ * the image cannot start as a non-root UID (huggingface/text-generation-inference#3082).
+ */
+export const TGI_DEFAULT_IMAGE = 'ghcr.io/huggingface/text-generation-inference:3.3.7';
+/** The launcher's `--graceful-termination-timeout` default (launcher/src/main.rs). */
+export const TGI_DRAIN_SECONDS = 90;
+/** The unprivileged port TGI listens on (the image sets PORT=80, which needs NET_BIND_SERVICE). */
+export const TGI_PORT = 8080;
+
+const env = (name: string, value: string | number, via?: string): OwnedEnv => ({ env: { name, value: String(value) }, ...(via !== undefined ? { via } : {}) });
+
+export const TGI: ServingEngine = {
+  construct: 'TgiInferenceService',
+  containerName: 'tgi',
+  defaultImage: TGI_DEFAULT_IMAGE,
+  port: TGI_PORT,
+  home: '/home/tgi',
+  // router/src/server.rs: /health is 200 once the shards are warm; the listener opens only after
+  // download and warm-up, and on SIGTERM axum's graceful shutdown closes it at once, so probes
+  // get connection refused while accepted requests drain.
+  healthPath: '/health',
+  // server.rs routes /metrics on the API port (and the same registry on --prometheus-port 9000).
+  metricsPath: '/metrics',
+  queueMetric: 'tgi_queue_size',
+  // Python lives under /root/.local/share/uv (mode 0700 /root) from 3.1 on: root only (#3082).
+  runAsRoot: true,
+  // The TGI docs run `--shm-size 1g`; NCCL needs it between shards, so it grows with them.
+  shmGibPerGpu: 1,
+  // launcher/src/main.rs: every flag is also an env var, and a flag beats its variable (clap).
+  ownedFlags: {
+    '--model-id': 'modelId', '--revision': 'revision', '--num-shard': 'gpusPerReplica', '--sharded': 'gpusPerReplica',
+    '--quantize': 'quantize', '--max-concurrent-requests': 'maxConcurrentRequests', '--max-input-tokens': 'maxInputTokens',
+    '--max-input-length': 'maxInputTokens', '--max-total-tokens': 'maxTotalTokens', '--max-batch-prefill-tokens': 'maxBatchPrefillTokens',
+    '--graceful-termination-timeout': 'drainTimeout', '-g': 'drainTimeout', '--port': '', '-p': '', '--hostname': 'ipFamily',
+    '--usage-stats': 'usageStats', '--huggingface-hub-cache': 'modelCache',
+  },
+  cacheEnv: path => [{ name: 'HF_HOME', value: path }, { name: 'HUGGINGFACE_HUB_CACHE', value: `${path}/hub` }],
+  extraEnv: home => [{ name: 'OUTLINES_CACHE_DIR', value: `${home}/.cache/outlines` }],
+  launch(o: LaunchOptions): Launch {
+    return {
+      // The image's entrypoint (tgi-entrypoint.sh) activates the venv and execs the launcher.
+      args: [],
+      env: [
+        env('MODEL_ID', o.modelId, 'modelId'),
+        ...(o.revision !== undefined ? [env('REVISION', o.revision, 'revision')] : []),
+        env('NUM_SHARD', o.gpus, 'gpusPerReplica'),
+        ...o.tuning.env,
+        env('GRACEFUL_TERMINATION_TIMEOUT', o.drainSeconds, 'drainTimeout'),
+        env('PORT', o.port),
+        // The runtime sets HOSTNAME to the pod name; server.rs parses it as the listen IP and falls
+        // back to 0.0.0.0 ("Invalid hostname") when it is not one. `::` binds IPv6 (dual-stack
+        // where the node allows it).
+        env('HOSTNAME', o.host, 'ipFamily'),
+        // launcher/src/main.rs: --usage-stats defaults to "on" (reports to Hugging Face).
+        env('USAGE_STATS', o.usageStats ? 'on' : 'off', 'usageStats'),
+      ],
+    };
+  },
+  // server/text_generation_server/cli.py download_weights: the launcher's own download step, run
+  // alone (it skips files already present, so a warm cache costs a few metadata requests).
+  download: (modelId, revision) => [
+    'text-generation-server', 'download-weights', modelId, '--extension', '.safetensors',
+    ...(revision !== undefined ? ['--revision', revision] : []),
+  ],
+};
+
+/** Variables that make a tuning prop: TGI reads every launcher flag from its variable. */
+export function tgiTuningEnv(name: string, value: string | number | undefined, via: string): OwnedEnv[] {
+  return value === undefined ? [] : [env(name, value, via)];
+}
+

@@ -1,0 +1,76 @@
+import { Launch, LaunchOptions, ServingEngine } from '../engine';
+
+/**
+ * vLLM's OpenAI-compatible server (`vllm serve`). Facts from the vLLM sources and docs:
+ * docker/Dockerfile, vllm/entrypoints/openai (cli_args.py, api_server.py), docs/deployment/k8s.md.
+ */
+
+/**
+ * The default image: a pinned release (tags `vMAJOR.MINOR.PATCH`). Its ENTRYPOINT is
+ * `["vllm", "serve"]`. From vllm#40275 (merged 2026-05) the image ships a `vllm` user (UID 2000,
+ * GID 0, home /home/vllm) while keeping USER root; the non-root image target
+ * (`vllm-openai-nonroot`) is built from source, not published, so the published image is run
+ * here with runAsUser 2000.
+ */
+export const VLLM_DEFAULT_IMAGE = 'vllm/vllm-openai:v0.31.0';
+/** `vllm serve`'s default port. */
+export const VLLM_PORT = 8000;
+/** The image's non-root user (vllm#40275: `vllm`, UID 2000, GID 0). */
+export const VLLM_UID = 2000;
+
+export const VLLM: ServingEngine = {
+  construct: 'VllmInferenceService',
+  containerName: 'vllm',
+  defaultImage: VLLM_DEFAULT_IMAGE,
+  port: VLLM_PORT,
+  home: '/home/vllm',
+  // The API server starts listening only after the engine has loaded the model (the port is closed
+  // while loading). With --shutdown-timeout (v0.18+, vllm#34730) SIGTERM starts a drain: /health
+  // answers 503 and new requests are refused while in-flight ones finish, for up to N seconds.
+  healthPath: '/health',
+  // `vllm:*` Prometheus metrics on the API port.
+  metricsPath: '/metrics',
+  queueMetric: 'vllm:num_requests_waiting',
+  runAsRoot: false,
+  nonRootUid: VLLM_UID,
+  // The vLLM docs run with `--ipc=host` or `--shm-size`; tensor-parallel workers share tensors and
+  // NCCL buffers through /dev/shm.
+  shmGibPerGpu: 2,
+  ownedFlags: {
+    '--model': 'modelId', '--revision': 'revision', '--tensor-parallel-size': 'gpusPerReplica', '-tp': 'gpusPerReplica',
+    '--host': 'ipFamily', '--port': '', '--shutdown-timeout': 'drainTimeout', '--quantization': 'quantization', '-q': 'quantization',
+    '--max-model-len': 'maxModelLen', '--served-model-name': 'servedModelNames', '--download-dir': 'modelCache',
+    '--max-num-seqs': 'maxNumSeqs', '--gpu-memory-utilization': 'gpuMemoryUtilization',
+  },
+  cacheEnv: path => [{ name: 'HF_HOME', value: path }],
+  // torch.compile and CUDA graph caches (VLLM_CACHE_ROOT defaults to ~/.cache/vllm, under the home).
+  extraEnv: () => [],
+  launch(o: LaunchOptions): Launch {
+    return {
+      // `vllm serve <model>` reads its address from --host/--port only (not HOSTNAME).
+      args: [
+        o.modelId,
+        ...(o.revision !== undefined ? ['--revision', o.revision] : []),
+        '--tensor-parallel-size', String(o.gpus),
+        '--host', o.host,
+        '--port', String(o.port),
+        // v0.18+: the default 0 aborts in-flight requests on SIGTERM.
+        '--shutdown-timeout', String(o.drainSeconds),
+        ...o.tuning.args,
+      ],
+      env: [
+        ...o.tuning.env,
+        // vllm/usage/usage_lib.py: usage reports unless VLLM_NO_USAGE_STATS=1 or DO_NOT_TRACK=1.
+        ...(o.usageStats ? [] : [
+          { env: { name: 'VLLM_NO_USAGE_STATS', value: '1' }, via: 'usageStats' },
+          { env: { name: 'DO_NOT_TRACK', value: '1' }, via: 'usageStats' },
+        ]),
+      ],
+    };
+  },
+  // huggingface_hub's CLI (hub >= 0.34; vLLM needs transformers >= 4.56, which needs hub >= 0.34).
+  // `original/*` holds Meta's duplicate consolidated checkpoints, which vLLM never reads.
+  download: (modelId, revision) => [
+    'hf', 'download', modelId, ...(revision !== undefined ? ['--revision', revision] : []), '--exclude', 'original/*',
+  ],
+};

@@ -1,0 +1,493 @@
+import { ApiObject, Chart, Duration, Size } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-28';
+import { Construct } from 'constructs';
+import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
+import { headlessService } from '../common/headless-service';
+import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, labelSet, workloadLabels } from '../common/labels';
+import { statefulSetName } from '../common/names';
+import { GpuWorkloadProps } from '../common/pod-options';
+import { IGpuWorkload, PodTemplate } from '../common/pod-template';
+import { scratchSpace } from '../common/scratch';
+import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
+import { GpuStatefulSet } from '../common/stateful-set';
+import { show, Validator } from '../common/validate';
+import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
+import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
+import { EngineTuning, ServingEngine } from './engine';
+import { ModelCache } from './model-cache';
+import { sharedObject } from './shared-objects';
+
+/** Time for endpoints, kube-proxy and load balancers to stop sending new requests to a terminating pod. */
+export const DEFAULT_PRESTOP_SLEEP_SECONDS = 15;
+/** Slack after the drain for the engine's workers to exit, and for the kubelet's own delays. */
+export const TERMINATION_MARGIN_SECONDS = 15;
+/** How long in-flight requests may finish after SIGTERM: TGI's launcher default, long generations included. */
+export const DEFAULT_DRAIN_SECONDS = 90;
+/** The startup budget when no model size is declared: load and warm-up of a model up to ~60 GB. */
+export const DEFAULT_MAX_MODEL_LOAD_SECONDS = 900;
+/**
+ * Assumed read bandwidth from the cache volume into the engine, MB/s (10^6 bytes): a network disk
+ * at its baseline (EBS gp3 125 MiB/s, pd-balanced 140 MB/s per volume) or an NFS share under load.
+ */
+export const ASSUMED_LOAD_MB_PER_SECOND = 100;
+/** Warm-up after the weights are on the GPUs: CUDA graph capture, torch.compile, kernel autotuning. */
+export const WARMUP_SECONDS = 300;
+/** Assumed download bandwidth from the hub, MB/s, for the README's fill times (the init container has no deadline). */
+export const ASSUMED_DOWNLOAD_MB_PER_SECOND = 25;
+/** The model cache mount and HF_HOME of every engine. */
+export const MODEL_CACHE_PATH = '/data';
+
+const STARTUP_PERIOD_SECONDS = 10;
+const PER_POD_ENDPOINTS_LABEL = 'cdk8s-gpu.io/per-pod-endpoints';
+const COMPONENT = 'inference';
+const PORT_NAME = 'http';
+const DOWNLOAD_CONTAINER = 'model-download';
+const DEFAULT_CACHE_SIZE = Size.gibibytes(100);
+
+/** A key of a Secret, e.g. a HuggingFace token. */
+export interface SecretKeyRef {
+  readonly name: string;
+  readonly key: string;
+}
+
+/** The IP family the server listens on: the cluster's primary pod IP family. */
+export enum IpFamily {
+  /** `0.0.0.0`: IPv4 and IPv4-primary dual-stack clusters. */
+  IPV4 = 'IPv4',
+  /** `::`: IPv6-only and IPv6-primary clusters (probes reach the pod's IPv6 address). */
+  IPV6 = 'IPv6',
+}
+
+/** Props every serving construct accepts, with the same meaning and default. */
+export interface InferenceServiceProps extends GpuWorkloadProps {
+  /** The base name, a DNS-1035 label. The client Service is `name`; the StatefulSet `name` or `name-v<version>`. */
+  readonly name: string;
+  /** The HuggingFace model id, e.g. `meta-llama/Llama-3.1-8B-Instruct`, or an absolute path on a volume (then nothing is downloaded). */
+  readonly modelId: string;
+  /**
+   * The model revision (branch, tag or commit). Pin a commit for reproducible deploys.
+   * @default - the repository's default branch
+   */
+  readonly revision?: string;
+  /**
+   * Replicas. Not with `autoscaling`, where the autoscaler owns the count.
+   * @default 1
+   */
+  readonly replicas?: number;
+  /**
+   * GPUs per replica; also the engine's tensor-parallel size (TGI `NUM_SHARD`, vLLM
+   * `--tensor-parallel-size`, SGLang `--tp-size`).
+   * @default 1
+   */
+  readonly gpusPerReplica?: number;
+  /** @default - no suffix. Same meaning as for GpuTrainingStatefulSet. */
+  readonly version?: number;
+  /**
+   * A Secret key holding a HuggingFace token, for gated models; becomes env HF_TOKEN (of the
+   * download init container and the server).
+   * @default - no token
+   */
+  readonly hfTokenSecret?: SecretKeyRef;
+  /** @default - the engine's pinned release */
+  readonly image?: string;
+  /**
+   * Extra engine arguments. Flags the construct sets from a prop (port, address, model, parallelism,
+   * drain, modelled limits) are refused, naming the prop to use.
+   * @default - none
+   */
+  readonly extraArgs?: string[];
+  /**
+   * Where downloaded weights live (`/data`, HF_HOME). An init container downloads into it before the
+   * server starts; the server reads it offline.
+   * @default ModelCache.persistentClaim({ size: Size.gibibytes(100) }) - per-replica claim, so a restart does not download again
+   */
+  readonly modelCache?: ModelCache;
+  /**
+   * The size of the model's weights on disk (e.g. `Size.gibibytes(15)` for a 7B model in bf16). The
+   * startup budget is derived from it: size at 100 MB/s plus 300 s of warm-up; the cache size is
+   * checked against it.
+   * @default - not declared: the startup budget is maxModelLoadTime
+   */
+  readonly modelSize?: Size;
+  /**
+   * How long a preStop hook sleeps before the container gets SIGTERM, so that endpoints and load
+   * balancers stop routing to the pod first.
+   * @default Duration.seconds(15)
+   */
+  readonly preStopSleep?: Duration;
+  /**
+   * How long in-flight requests may finish after SIGTERM. Set as the engine's own drain timeout
+   * where it has one (TGI `GRACEFUL_TERMINATION_TIMEOUT`, vLLM `--shutdown-timeout`); SGLang drains
+   * without a timeout, so the grace period bounds it.
+   * @default Duration.seconds(90) - TGI's launcher default; long generations included
+   */
+  readonly drainTimeout?: Duration;
+  /**
+   * Must be at least preStopSleep + drainTimeout + 15 s, so SIGKILL never cuts a drain short.
+   * @default - preStopSleep + drainTimeout + 15 s (120 s with the defaults)
+   */
+  readonly terminationGracePeriod?: Duration;
+  /**
+   * The startup probe's budget for loading the weights onto the GPUs and warming up (the download
+   * runs before, in an init container no probe watches). At least one minute; with `modelSize`, at
+   * least the budget derived from it.
+   * @default - derived from modelSize, else Duration.minutes(15)
+   */
+  readonly maxModelLoadTime?: Duration;
+  /**
+   * `/dev/shm`, for NCCL between tensor-parallel ranks.
+   * @default - per GPU: 1 GiB for TGI (its docs' `--shm-size 1g`), 2 GiB for vLLM and SGLang
+   */
+  readonly sharedMemory?: Size;
+  /**
+   * Run as the image's user (root). Needed by images that cannot start as a non-root UID (TGI from
+   * 3.1, SGLang); the pod then meets baseline instead of restricted.
+   * @default - true for TGI and SGLang, false for vLLM (its image has a non-root user, UID 2000)
+   */
+  readonly runAsRoot?: boolean;
+  /**
+   * Emit a Prometheus-operator ServiceMonitor on the per-pod headless Service (needs its CRD).
+   * @default false - pods carry prometheus.io/* scrape annotations instead
+   */
+  readonly serviceMonitor?: boolean;
+  /**
+   * Labels of the ServiceMonitor, e.g. `{ release: 'kube-prometheus-stack' }`: kube-prometheus-stack's
+   * Prometheus selects ServiceMonitors by its `release` label.
+   * @default - the construct's labels only
+   */
+  readonly serviceMonitorLabels?: Record<string, string>;
+  /**
+   * The scrape interval.
+   * @default Duration.seconds(30)
+   */
+  readonly serviceMonitorInterval?: Duration;
+  /**
+   * Scale on the engine's queue gauge with an HPA or KEDA. The StatefulSet's `replicas` is then not
+   * synthesized, so `kubectl apply` and GitOps never fight the autoscaler; the PDB still holds.
+   * @default - a fixed replica count
+   */
+  readonly autoscaling?: AutoscalingOptions;
+  /**
+   * The IP family the server listens on (`0.0.0.0` or `::`).
+   * @default IpFamily.IPV4
+   */
+  readonly ipFamily?: IpFamily;
+  /**
+   * Let the engine report anonymous usage statistics to its vendor (TGI `USAGE_STATS`, vLLM
+   * usage reporting).
+   * @default false - a production server should not phone home
+   */
+  readonly usageStats?: boolean;
+}
+
+/** @internal The keys of InferenceServiceProps beyond GpuWorkloadProps, for the unknown-prop check. */
+export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
+  'name', 'modelId', 'revision', 'replicas', 'gpusPerReplica', 'version', 'hfTokenSecret', 'image', 'extraArgs', 'modelCache',
+  'modelSize', 'preStopSleep', 'drainTimeout', 'terminationGracePeriod', 'maxModelLoadTime', 'sharedMemory', 'runAsRoot',
+  'serviceMonitor', 'serviceMonitorLabels', 'serviceMonitorInterval', 'autoscaling', 'ipFamily', 'usageStats',
+];
+
+/** @internal What a concrete serving construct passes to the shared practice. */
+export interface EngineBinding {
+  readonly engine: ServingEngine;
+  /** The construct's own prop keys. */
+  readonly keys: readonly string[];
+  /** Turns the construct's own props into engine flags or variables, validated. */
+  readonly tuning: (v: Validator) => EngineTuning;
+}
+
+/**
+ * The practice every LLM server shares: a StatefulSet whose pods drain instead of dropping
+ * requests (timings that add up), a startup probe over model load only, weights downloaded where
+ * no probe can kill the download, a PDB keeping n-1 serving, a client Service stable across
+ * versions and engines, per-pod metrics, optional autoscaling on the queue, and the tightest Pod
+ * Security level the image allows. `TgiInferenceService`, `VllmInferenceService` and
+ * `SglangInferenceService` are this with one engine's facts.
+ */
+export abstract class InferenceService extends Construct implements IGpuWorkload {
+  /** The client Service's name: `name`, stable across versions and engines, port 80. */
+  readonly serviceName: string;
+  /** The StatefulSet's name: `name` or `name-v<version>`. */
+  readonly statefulSetName: string;
+  /** The governing headless Service's name. */
+  readonly headlessServiceName: string;
+  /** `http://<service>.<namespace>.svc.<domain>` when the chart has a namespace, else `http://<service>`. */
+  readonly url: string;
+  /** The port the engine listens on (named `http`). */
+  readonly port: number;
+  /** The pod's grace period: at least preStop + drain + margin. */
+  readonly terminationGracePeriodSeconds: number;
+  /** The startup probe's budget for model load and warm-up. */
+  readonly startupBudgetSeconds: number;
+  /** The strictest Pod Security Standard the pod template meets. */
+  readonly podSecurityLevel: PodSecurityLevel;
+  /** The StatefulSet, for escape hatches through its typed API object. */
+  readonly statefulSet: GpuStatefulSet;
+  /**
+   * The client Service. Shared with every other version of this name in the app (the first
+   * construct makes it), so it is emitted once and selects every version's pods.
+   */
+  readonly service: k8s.KubeService;
+  /** The headless Service: per-pod DNS names and the metrics endpoints. */
+  readonly headlessService: k8s.KubeService;
+  /** The PodDisruptionBudget (`maxUnavailable: 1`). */
+  readonly podDisruptionBudget: k8s.KubePodDisruptionBudget;
+  /** The ServiceMonitor, when `serviceMonitor` is set. */
+  readonly serviceMonitor?: ApiObject;
+  /** The HorizontalPodAutoscaler, when autoscaled with `Autoscaler.hpa()`. */
+  readonly horizontalPodAutoscaler?: k8s.KubeHorizontalPodAutoscalerV2;
+  /** The KEDA ScaledObject, when autoscaled with `Autoscaler.keda()`. */
+  readonly scaledObject?: ApiObject;
+  /** @internal */
+  readonly _podTemplate: PodTemplate;
+  /** @internal */
+  readonly _securityUid: number | undefined;
+  /** @internal */
+  readonly _templateChangesRollOut = true;
+
+  protected constructor(scope: Construct, id: string, props: InferenceServiceProps, binding: EngineBinding) {
+    super(scope, id);
+    const engine = binding.engine;
+    const v = new Validator(engine.construct, id);
+    v.knownProps('', props, [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...binding.keys]);
+
+    const name = this.statefulSetName = statefulSetName(v, props.name, props.version);
+    this.serviceName = props.name;
+    this.headlessServiceName = `${name}-headless`;
+    this.port = engine.port;
+    const modelId = v.nonEmpty('modelId', props.modelId);
+    if (/\s/.test(modelId)) v.fail('modelId', 'must not contain whitespace', modelId);
+    const revision = props.revision === undefined ? undefined : v.nonEmpty('revision', props.revision);
+    const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
+    const image = v.image('image', props.image ?? engine.defaultImage);
+
+    // Timings that add up: the engine's drain, inside the grace period, after the preStop.
+    const preStop = v.seconds('preStopSleep', props.preStopSleep ?? Duration.seconds(DEFAULT_PRESTOP_SLEEP_SECONDS), 0);
+    const drain = v.seconds('drainTimeout', props.drainTimeout ?? Duration.seconds(DEFAULT_DRAIN_SECONDS), 1);
+    const needed = preStop + drain + TERMINATION_MARGIN_SECONDS;
+    const grace = props.terminationGracePeriod === undefined ? needed : v.seconds('terminationGracePeriod', props.terminationGracePeriod, 1);
+    if (grace < needed) {
+      v.fail('terminationGracePeriod', `must be at least preStopSleep + drainTimeout + margin = ${preStop}s + ${drain}s + ${TERMINATION_MARGIN_SECONDS}s = ${needed}s, or SIGKILL cuts the drain short`, props.terminationGracePeriod);
+    }
+    this.terminationGracePeriodSeconds = grace;
+
+    const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
+    this.startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime);
+
+    const autoscaling = props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, this.startupBudgetSeconds);
+    if (autoscaling && props.replicas !== undefined) {
+      v.fail('replicas', 'must not be set with autoscaling: the autoscaler owns the replica count (use autoscaling.minReplicas)', props.replicas);
+    }
+    const replicas = autoscaling ? undefined : v.wholeNumber('replicas', props.replicas ?? 1, 1);
+
+    if (props.ipFamily !== undefined && !Object.values(IpFamily).includes(props.ipFamily)) v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
+    const host = props.ipFamily === IpFamily.IPV6 ? '::' : '0.0.0.0';
+    const usageStats = v.boolean('usageStats', props.usageStats, false);
+    const tuning = binding.tuning(v);
+
+    const launch = engine.launch({ modelId, revision, gpus, port: engine.port, host, drainSeconds: drain, usageStats, tuning });
+    const extraArgs = v.stringArray('extraArgs', props.extraArgs) ?? [];
+    extraArgs.forEach((arg, i) => {
+      const flag = arg.split('=')[0];
+      if (Object.prototype.hasOwnProperty.call(engine.ownedFlags, flag)) {
+        const via = engine.ownedFlags[flag];
+        v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it${via ? ` from ${via}` : ''}, and probes, Services and validation depend on it`, arg);
+      }
+    });
+
+    const cache = (props.modelCache ?? ModelCache.persistentClaim({ size: DEFAULT_CACHE_SIZE }));
+    if (!(cache instanceof ModelCache)) v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', cache);
+    const boundCache = cache._bind(v, modelSize);
+
+    const { identity, uid } = resolveProcessIdentity(v, {
+      runAsRoot: v.boolean('runAsRoot', props.runAsRoot, engine.runAsRoot),
+      runAsUser: props.runAsUser ?? engine.nonRootUid,
+    });
+    this._securityUid = uid;
+
+    const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
+    const scratch = scratchSpace(engine.home);
+
+    const token: k8s.EnvVar[] = [];
+    if (props.hfTokenSecret) {
+      v.knownProps('hfTokenSecret', props.hfTokenSecret, ['name', 'key']);
+      v.dnsSubdomain('hfTokenSecret.name', props.hfTokenSecret.name);
+      v.nonEmpty('hfTokenSecret.key', props.hfTokenSecret.key);
+      if (props.env && Object.prototype.hasOwnProperty.call(props.env, 'HF_TOKEN')) {
+        v.fail('env.HF_TOKEN', 'is set by hfTokenSecret: set one of them', 'HF_TOKEN');
+      }
+      token.push({ name: 'HF_TOKEN', valueFrom: { secretKeyRef: { name: props.hfTokenSecret.name, key: props.hfTokenSecret.key } } });
+    }
+    // The server never reaches the hub: the init container filled the cache, so a hub outage or a
+    // rate limit cannot stall a start, and no download runs under the startup probe.
+    const offline: OwnedEnv = { env: { name: 'HF_HUB_OFFLINE', value: '1' }, via: 'modelCache' };
+
+    const probe = (extra: Partial<k8s.Probe>): k8s.Probe => ({ httpGet: { path: engine.healthPath, port: k8s.IntOrString.fromString(PORT_NAME) }, ...extra });
+    const cacheMount = { name: boundCache.volumeName, mountPath: MODEL_CACHE_PATH };
+    const built = buildWorkloadPod(v, {
+      props,
+      gpus,
+      identity,
+      labels,
+      container: {
+        name: engine.containerName,
+        image,
+        imagePullPolicy: 'IfNotPresent', // a multi-GB image: pull once per node and tag
+        ...(launch.command ? { command: launch.command } : {}),
+        ...(launch.args.length + extraArgs.length > 0 ? { args: [...launch.args, ...extraArgs] } : {}),
+        ports: [{ name: PORT_NAME, containerPort: engine.port, protocol: 'TCP' }],
+        // The port stays closed while the weights load: only the startup probe waits.
+        startupProbe: probe({ periodSeconds: STARTUP_PERIOD_SECONDS, timeoutSeconds: 5, failureThreshold: Math.ceil(this.startupBudgetSeconds / STARTUP_PERIOD_SECONDS) }),
+        readinessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3, successThreshold: 1 }),
+        // A busy server answers slowly; only a server that fails for 3 minutes is restarted.
+        livenessProbe: probe({ periodSeconds: 30, timeoutSeconds: 10, failureThreshold: 6 }),
+        lifecycle: { preStop: { exec: { command: ['sleep', String(preStop)] } } },
+      },
+      ownedEnv: [...launch.env, offline],
+      defaultEnv: [...engine.cacheEnv(MODEL_CACHE_PATH), ...token, ...scratch.env, ...engine.extraEnv(engine.home)],
+      volumes: [...scratch.volumes, ...(boundCache.volume ? [boundCache.volume] : [])],
+      mounts: [...scratch.mounts, ...(boundCache.volume ? [cacheMount] : [])],
+      claims: boundCache.claimTemplate ? [{ name: boundCache.volumeName, mountPath: MODEL_CACHE_PATH, prop: 'modelCache' }] : [],
+      sharedMemory: props.sharedMemory ?? Size.gibibytes(engine.shmGibPerGpu * gpus),
+      spec: {
+        terminationGracePeriodSeconds: grace,
+        // Spread replicas over nodes so one node drain or failure takes one replica; ScheduleAnyway
+        // because GPU nodes are scarce and a skewed placement beats a Pending replica.
+        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } }],
+      },
+    });
+    const template = this._podTemplate = built.template;
+    this.podSecurityLevel = built.podSecurityLevel;
+    if (!modelId.startsWith('/')) addDownload(v, template, engine.download(modelId, revision), offline.env.name);
+    template.annotate('prometheus.io/scrape', 'true');
+    template.annotate('prometheus.io/port', String(engine.port));
+    template.annotate('prometheus.io/path', engine.metricsPath);
+
+    // The ServiceMonitor finds the per-pod endpoints through this label, never the client Service,
+    // which would scrape the same pods a second time.
+    this.headlessService = headlessService(this, 'Headless', {
+      name: this.headlessServiceName, labels: { ...labels, [PER_POD_ENDPOINTS_LABEL]: 'true' }, selector,
+      ports: [{ name: PORT_NAME, port: engine.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
+    });
+
+    // One client Service across versions and engines: it selects every version of this name through
+    // the named port, so during a version bump both StatefulSets serve until the old one is deleted.
+    this.service = sharedObject(this, 'Service', this.serviceName, () => new k8s.KubeService(this, 'Service', {
+      metadata: { name: this.serviceName, labels: workloadLabels({ name: props.name, instance: props.name, component: COMPONENT }) },
+      spec: {
+        type: 'ClusterIP',
+        selector: { [LABEL_NAME]: props.name, [LABEL_COMPONENT]: COMPONENT },
+        ports: [{ name: PORT_NAME, port: 80, targetPort: k8s.IntOrString.fromString(PORT_NAME), protocol: 'TCP' }],
+      },
+    }));
+    const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
+    const namespace = Chart.of(this).namespace;
+    this.url = namespace ? `http://${this.serviceName}.${namespace}.svc.${clusterDomain}` : `http://${this.serviceName}`;
+
+    this.statefulSet = new GpuStatefulSet(this, 'Resource', {
+      metadata: { name, labels },
+      spec: {
+        serviceName: this.headlessServiceName,
+        // Autoscaled: no replicas field, so an apply never resets what the autoscaler chose.
+        ...(replicas !== undefined ? { replicas } : {}),
+        // Parallel only changes scaling (all replicas start at once); it is immutable, so it is
+        // set from creation. Rolling updates still replace one pod at a time.
+        podManagementPolicy: 'Parallel',
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
+        selector: { matchLabels: selector },
+        template: template.toTemplate(),
+        ...(boundCache.claimTemplate ? {
+          volumeClaimTemplates: [{ ...boundCache.claimTemplate, metadata: { ...boundCache.claimTemplate.metadata, labels } }],
+          // A model cache is re-downloadable: delete claims with the StatefulSet or on scale-down.
+          persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
+        } : {}),
+      },
+    });
+    addPodValidation(this, template, v.boolean('guaranteedQos', props.guaranteedQos, false), `${engine.construct} '${id}'`);
+
+    // maxUnavailable 1 keeps n-1 serving while replicas change. With one replica it still lets a
+    // drain evict the pod (a short outage) instead of blocking node maintenance forever.
+    this.podDisruptionBudget = podDisruptionBudget(this, 'Budget', { name, labels, selector, budget: DisruptionBudget.maxUnavailable(1) })!;
+
+    this.serviceMonitor = serviceMonitor(this, v, props, { name, labels, selector });
+    if (autoscaling) {
+      const made = autoscaling.autoscaler._create(this, {
+        v, name, labels, namespace, queueMetric: engine.queueMetric,
+        minReplicas: autoscaling.minReplicas, maxReplicas: autoscaling.maxReplicas,
+        targetQueueDepth: autoscaling.targetQueueDepth, scaleDownSeconds: autoscaling.scaleDownSeconds,
+      });
+      this.horizontalPodAutoscaler = made.hpa;
+      this.scaledObject = made.scaledObject;
+    }
+  }
+}
+
+/**
+ * The startup probe's budget: the declared model size read at the assumed bandwidth plus warm-up,
+ * or maxModelLoadTime, which may not be shorter than that.
+ */
+function startupBudget(v: Validator, modelSize: Size | undefined, maxModelLoadTime: Duration | undefined): number {
+  const derived = modelSize === undefined ? undefined : derivedLoadSeconds(modelSize);
+  if (maxModelLoadTime === undefined) return derived ?? DEFAULT_MAX_MODEL_LOAD_SECONDS;
+  const explicit = v.seconds('maxModelLoadTime', maxModelLoadTime, 60);
+  if (derived !== undefined && explicit < derived) {
+    v.fail('maxModelLoadTime', `must be at least the load budget of modelSize (${show(modelSize)}): ${modelGb(modelSize!)} GB at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s + ${WARMUP_SECONDS}s warm-up = ${derived}s, or the startup probe restarts a server that is still loading`, maxModelLoadTime);
+  }
+  return explicit;
+}
+
+function modelGb(size: Size): number {
+  return Math.round(size.toKibibytes() * 1024 / 1e8) / 10;
+}
+
+/** Seconds to read `size` at the assumed bandwidth plus warm-up, rounded up to the probe period. */
+export function derivedLoadSeconds(size: Size): number {
+  const seconds = (size.toKibibytes() * 1024) / (ASSUMED_LOAD_MB_PER_SECOND * 1e6) + WARMUP_SECONDS;
+  return Math.ceil(seconds / STARTUP_PERIOD_SECONDS) * STARTUP_PERIOD_SECONDS;
+}
+
+/**
+ * The download init container: the engine's image and command, with the server's env (minus
+ * offline mode), envFrom, mounts (minus /dev/shm) and CPU/memory, but no GPU. It runs first.
+ */
+function addDownload(v: Validator, template: PodTemplate, command: string[], offlineVar: string): void {
+  const main = template.main;
+  const init = template.spec.initContainers ?? [];
+  if (init.some(c => c.name === DOWNLOAD_CONTAINER)) v.fail('pod.initContainers', `must not use the name ${DOWNLOAD_CONTAINER}: the construct's download runs there`, DOWNLOAD_CONTAINER);
+  const pick = (m: { [key: string]: k8s.Quantity } | undefined) => Object.fromEntries(Object.entries(m ?? {}).filter(([k]) => k === 'cpu' || k === 'memory'));
+  const download: k8s.Container = {
+    name: DOWNLOAD_CONTAINER,
+    image: main.image,
+    imagePullPolicy: main.imagePullPolicy,
+    command,
+    env: main.env.filter(e => e.name !== offlineVar),
+    ...(main.envFrom ? { envFrom: main.envFrom } : {}),
+    resources: { requests: pick(main.resources?.requests), limits: pick(main.resources?.limits) },
+    volumeMounts: main.volumeMounts.filter(m => m.mountPath !== '/dev/shm'),
+    securityContext: main.securityContext,
+  };
+  template.spec.initContainers = [download, ...init];
+}
+
+function serviceMonitor(scope: Construct, v: Validator, props: InferenceServiceProps, o: { name: string; labels: Record<string, string>; selector: Record<string, string> }): ApiObject | undefined {
+  const enabled = v.boolean('serviceMonitor', props.serviceMonitor, false);
+  const extra = v.labels('serviceMonitorLabels', props.serviceMonitorLabels);
+  for (const key of Object.keys(extra)) {
+    if ([LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY].includes(key)) v.fail(`serviceMonitorLabels.${key}`, 'is set by the construct', extra[key]);
+  }
+  const interval = props.serviceMonitorInterval === undefined ? 30 : v.seconds('serviceMonitorInterval', props.serviceMonitorInterval, 1, 3600);
+  if (!enabled) {
+    if (props.serviceMonitorLabels !== undefined) v.fail('serviceMonitorLabels', 'needs serviceMonitor: true', props.serviceMonitorLabels);
+    if (props.serviceMonitorInterval !== undefined) v.fail('serviceMonitorInterval', 'needs serviceMonitor: true', props.serviceMonitorInterval);
+    return undefined;
+  }
+  return new ApiObject(scope, 'ServiceMonitor', {
+    apiVersion: 'monitoring.coreos.com/v1',
+    kind: 'ServiceMonitor',
+    metadata: { name: o.name, labels: { ...o.labels, ...extra } },
+    spec: {
+      selector: { matchLabels: { ...o.selector, [PER_POD_ENDPOINTS_LABEL]: 'true' } },
+      endpoints: [{ port: PORT_NAME, path: '/metrics', interval: `${interval}s` }],
+    },
+  });
+}

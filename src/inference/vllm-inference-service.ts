@@ -1,0 +1,79 @@
+import { Construct } from 'constructs';
+import { Validator } from '../common/validate';
+import { EngineTuning } from './engine';
+import { VLLM } from './engines/vllm';
+import { InferenceService, InferenceServiceProps } from './inference-service';
+import { VllmQuantization } from './quantization';
+
+export { VLLM_DEFAULT_IMAGE } from './engines/vllm';
+
+/** Props of `VllmInferenceService`: the shared serving props and vLLM's own. */
+export interface VllmInferenceServiceProps extends InferenceServiceProps {
+  /**
+   * `--max-model-len`: the context length (prompt plus output), at most the model's.
+   * @default - the model's context length (config.json)
+   */
+  readonly maxModelLen?: number;
+  /**
+   * `--quantization`.
+   * @default - from the checkpoint's config.json, else none
+   */
+  readonly quantization?: VllmQuantization;
+  /**
+   * `--served-model-name`: the names clients put in `model`. vLLM refuses requests naming another
+   * model, so add `'tgi'` when migrating clients that sent TGI's placeholder name.
+   * @default - the modelId
+   */
+  readonly servedModelNames?: string[];
+  /**
+   * `--max-num-seqs`: sequences per batch.
+   * @default - vLLM's default for the GPU
+   */
+  readonly maxNumSeqs?: number;
+  /**
+   * `--gpu-memory-utilization`: the share of GPU memory vLLM takes (weights, activations, KV cache).
+   * @default - vLLM's default (0.9)
+   */
+  readonly gpuMemoryUtilization?: number;
+}
+
+const KEYS: ReadonlyArray<keyof VllmInferenceServiceProps> = ['maxModelLen', 'quantization', 'servedModelNames', 'maxNumSeqs', 'gpuMemoryUtilization'];
+
+/**
+ * vLLM's OpenAI-compatible server as a StatefulSet, with the same practice as every serving
+ * construct here: `--shutdown-timeout` set from `drainTimeout` inside a grace period that covers
+ * it (vLLM's default 0 aborts in-flight requests), weights downloaded in an init container, a
+ * startup probe for model load, a PDB, a client Service stable across versions and engines,
+ * `vllm:*` metrics, optional autoscaling on `vllm:num_requests_waiting`, and the published
+ * image's non-root user (UID 2000), so the pod meets the restricted Pod Security Standard.
+ */
+export class VllmInferenceService extends InferenceService {
+  constructor(scope: Construct, id: string, props: VllmInferenceServiceProps) {
+    super(scope, id, props, { engine: VLLM, keys: KEYS, tuning: v => vllmTuning(v, props) });
+  }
+}
+
+function vllmTuning(v: Validator, props: VllmInferenceServiceProps): EngineTuning {
+  const args: string[] = [];
+  if (props.maxModelLen !== undefined) args.push('--max-model-len', String(v.wholeNumber('maxModelLen', props.maxModelLen, 1)));
+  if (props.quantization !== undefined) {
+    if (!Object.values(VllmQuantization).includes(props.quantization)) v.fail('quantization', `must be a VllmQuantization (${Object.values(VllmQuantization).join(', ')})`, props.quantization);
+    args.push('--quantization', props.quantization);
+  }
+  const names = v.stringArray('servedModelNames', props.servedModelNames);
+  if (names !== undefined) {
+    if (names.length === 0) v.fail('servedModelNames', 'must name at least one model', names);
+    names.forEach((n, i) => {
+      if (n.trim() === '' || /\s/.test(n)) v.fail(`servedModelNames[${i}]`, 'must be a non-empty name without whitespace', n);
+    });
+    if (new Set(names).size !== names.length) v.fail('servedModelNames', 'must not repeat a name', names);
+    args.push('--served-model-name', ...names);
+  }
+  if (props.maxNumSeqs !== undefined) args.push('--max-num-seqs', String(v.wholeNumber('maxNumSeqs', props.maxNumSeqs, 1)));
+  if (props.gpuMemoryUtilization !== undefined) {
+    const u = props.gpuMemoryUtilization;
+    if (typeof u !== 'number' || !(u > 0 && u <= 1)) v.fail('gpuMemoryUtilization', 'must be a fraction above 0 and at most 1', u);
+    args.push('--gpu-memory-utilization', String(u));
+  }
+  return { args, env: [] };
+}
