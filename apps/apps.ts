@@ -1,5 +1,6 @@
 import { App } from 'cdk8s';
 import { addInference } from './inference';
+import { addLlm } from './llm';
 import { addSecrets } from './secrets';
 import { addTraining } from './training';
 
@@ -7,5 +8,6 @@ import { addTraining } from './training';
 export function buildApps(app: App): void {
   addTraining(app);
   addInference(app);
+  addLlm(app);
   addSecrets(app);
 }
