@@ -85,6 +85,11 @@ function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: 
       carry('spec.volumeName', keptByApply('spec.volumeName'));
       carry('spec.storageClassName', keptByApply('spec.storageClassName'));
       break;
+    case 'batch/Job':
+      // SetDefaults_Job sets completions only when parallelism is unset too; the defaulted value
+      // stays when a later manifest sets parallelism alone.
+      carry('spec.completions', keptByApply('spec.completions') && beforeRaw.spec?.completions !== undefined);
+      break;
     case '/PersistentVolume':
       carry('spec.claimRef', keptByApply('spec.claimRef'));
       break;
@@ -239,7 +244,10 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
           if (oa.nodeAffinity === undefined) delete oa.nodeAffinity;
         }
         for (const f of ['nodeSelector', 'tolerations', 'schedulingGates']) oldT.spec[f] = newT.spec?.[f];
-        oldT.metadata = { ...(oldT.metadata ?? {}), labels: newT.metadata?.labels, annotations: newT.metadata?.annotations };
+        const meta = { ...(oldT.metadata ?? {}), labels: newT.metadata?.labels, annotations: newT.metadata?.annotations };
+        for (const k of Object.keys(meta)) if (meta[k] === undefined) delete meta[k];
+        if (Object.keys(meta).length > 0) oldT.metadata = meta;
+        else delete oldT.metadata;
       }
       if (!semanticEqual(oldT, newT, 'template')) {
         const { keys } = changedChildren(oldT?.spec, newT?.spec);
