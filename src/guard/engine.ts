@@ -364,10 +364,12 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     carryForward(kindKey, before, b, a);
     const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
     let remedy: string | undefined;
+    // A manifest without a namespace is reported in the namespace of the object it matched.
+    const resolved = after.metadata.namespace === undefined && before.metadata.namespace !== undefined ? { ...after, metadata: { ...after.metadata, namespace: before.metadata.namespace } } : after;
     const emit: Emit = (rule, path, bv, av, vars = {}) => {
       remedy ??= remedyFor(before);
       errors.push({
-        severity: 'error', code: 'immutable-field', ...identity(after), path, before: bv, after: av,
+        severity: 'error', code: 'immutable-field', ...identity(resolved), path, before: bv, after: av,
         message: fill(rule.message, { value: av ?? null, path, ...vars }), remedy, source: rule.source,
       });
     };

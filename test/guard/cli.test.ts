@@ -1,4 +1,4 @@
-import { spawnSync } from 'child_process';
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -8,8 +8,10 @@ import { liveExport, list, seed000 } from './fixtures';
 /** The built CLI (npm test builds lib/ first), run as users run it. */
 const CLI = path.join(__dirname, '..', '..', 'lib', 'guard', 'cli.js');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'guard-cli-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 const write = (name: string, text: string) => {
   const p = path.join(dir, name);
+  fs.mkdirSync(path.dirname(p), { recursive: true });
   fs.writeFileSync(p, text);
   return p;
 };
@@ -20,49 +22,98 @@ const sameAfter = write('same.yaml', stringify(seed000('1.2.0')));
 const forbidden = write('forbidden.yaml', stringify(seed000('1.3.0', 'gpu-pvc')));
 
 describe('cdk8s-gpu guard CLI', () => {
-  test('exit 0 when clean', () => {
+  test('exit 0 when clean, saying how many objects it read from each side', () => {
     const r = run(['guard', '--before', before, '--after', sameAfter]);
     expect(r.status).toBe(0);
+    expect(r.stdout).toContain('guard: read 1 object(s) before, 1 after; rules of Kubernetes 1.28');
     expect(r.stdout).toContain('guard: no forbidden changes');
   });
 
   test('exit 1 with a readable report when a forbidden change is found', () => {
     const r = run(['guard', '--before', before, '--after', forbidden]);
     expect(r.status).toBe(1);
-    expect(r.stdout).toContain('FORBIDDEN StatefulSet/onnx-trainer spec.volumeClaimTemplates');
-    expect(r.stdout).toContain("api server: spec: Forbidden: updates to statefulset spec");
-    expect(r.stdout).toContain('remedy:');
+    expect(r.stdout).toContain('FORBIDDEN StatefulSet/ml/onnx-trainer spec.volumeClaimTemplates');
+    expect(r.stdout).toContain('api server: spec: Forbidden: updates to statefulset spec');
+    expect(r.stdout).toContain('rule:   ValidateStatefulSetUpdate');
   });
 
-  test('--json gives machine output', () => {
+  test('--json: one stable shape, every key present, null where absent', () => {
     const r = run(['guard', '--before', before, '--after', forbidden, '--json']);
     expect(r.status).toBe(1);
     const json = JSON.parse(r.stdout);
-    expect(json.errors).toBe(1);
-    expect(json.findings[0].path).toBe('spec.volumeClaimTemplates');
+    expect(Object.keys(json)).toEqual(['schemaVersion', 'serverVersion', 'objects', 'errors', 'warnings', 'findings']);
+    expect(json).toMatchObject({ schemaVersion: 1, serverVersion: '1.28', objects: { before: 1, after: 1 }, errors: 1, warnings: 0 });
+    expect(Object.keys(json.findings[0])).toEqual(['severity', 'code', 'object', 'kind', 'namespace', 'name', 'path', 'before', 'after', 'message', 'remedy', 'source']);
+    expect(json.findings[0]).toMatchObject({ path: 'spec.volumeClaimTemplates', namespace: 'ml', code: 'immutable-field' });
+    const clean = JSON.parse(run(['guard', '--before', sameAfter, '--after', write('gone.yaml', stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } })), '--json']).stdout);
+    const removed = clean.findings.find((f: any) => f.code === 'object-removed');
+    expect(removed.after).toBeNull();
+    expect(removed.namespace).toBeNull();
+    expect(removed.source).toBeNull();
   });
 
-  test('reads --before from stdin and folders for --after', () => {
+  test('--server-version picks the rules and wording of that release', () => {
+    const rhl = (n: number) => ({ ...seed000('1.2.0'), spec: { ...seed000('1.2.0').spec, revisionHistoryLimit: n } });
+    const b = write('rhl-before.yaml', stringify(rhl(10)));
+    const a = write('rhl-after.yaml', stringify(rhl(2)));
+    expect(run(['guard', '--before', b, '--after', a]).status).toBe(1);
+    expect(run(['guard', `--before=${b}`, `--after=${a}`, '--server-version=1.31']).status).toBe(1);
+    expect(run(['guard', '--before', b, '--after', a, '--server-version', '1.33']).status).toBe(0);
+    const bad = run(['guard', '--before', b, '--after', a, '--server-version', '1.20']);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/not supported/);
+  });
+
+  test('reads --before from stdin, and folders with subfolders and .YAML / .yml for --after', () => {
     const folder = path.join(dir, 'after');
-    fs.mkdirSync(folder, { recursive: true });
-    fs.copyFileSync(forbidden, path.join(folder, 'a.k8s.yaml'));
+    write('after/a.k8s.YAML', fs.readFileSync(forbidden, 'utf8'));
+    write('after/sub/b.yml', stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'extra' } }));
     // cdk8s synth writes this beside the manifests when validations run; it is not an object.
-    fs.writeFileSync(path.join(folder, 'construct-metadata.json'), '{"version":"1.0.0","resources":{}}');
+    write('after/construct-metadata.json', '{"version":"1.0.0","resources":{}}');
     const r = run(['guard', '--before', '-', '--after', folder], fs.readFileSync(before, 'utf8'));
     expect(r.status).toBe(1);
+    expect(r.stdout).toContain('read 1 object(s) before, 2 after');
+  });
+
+  test('--help prints usage and exits 0', () => {
+    for (const args of [['--help'], ['guard', '--help'], ['guard', '-h']]) {
+      const r = run(args);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toMatch(/^usage: cdk8s-gpu guard/);
+      expect(r.stdout).toMatch(/exit codes: 0/);
+    }
+  });
+
+  test('a closed pipe (| head) ends quietly', async () => {
+    const many = write('many.yaml', Array.from({ length: 3000 }, (_x, i) => stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` } })).join('---\n'));
+    const child = spawn(process.execPath, [CLI, 'guard', '--before', many, '--after', sameAfter], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', d => { stderr += d; });
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise(resolve => child.on('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   test.each([
     ['an unreadable path', ['guard', '--before', path.join(dir, 'missing.yaml'), '--after', sameAfter], /^cdk8s-gpu guard: .*missing\.yaml: no such file or directory\n$/],
-    ['malformed YAML, with file and line', ['guard', '--before', write('bad.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a\n'), '--after', sameAfter], /^cdk8s-gpu guard: .*bad\.yaml:\d+: malformed YAML: .+\n$/],
+    ['malformed YAML, with file and line', ['guard', '--before', write('bad.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a\n'), '--after', sameAfter], /^cdk8s-gpu guard: .*bad\.yaml:4: malformed YAML: .+\n$/],
     ['a document that is not a Kubernetes object', ['guard', '--before', write('notk8s.yaml', 'hello: world\n'), '--after', sameAfter], /^cdk8s-gpu guard: .*notk8s\.yaml:1: not a Kubernetes object \(needs apiVersion, kind and metadata.name\)\n$/],
+    ['a label kubectl rejects (YAML 1.1 `yes` is a bool)', ['guard', '--before', write('yes.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    enabled: yes\n'), '--after', sameAfter], /yes\.yaml:1: ConfigMap\/a: metadata\.labels\.enabled must be a string, got boolean true/],
+    ['an empty folder', ['guard', '--before', (fs.mkdirSync(path.join(dir, 'empty'), { recursive: true }), path.join(dir, 'empty')), '--after', sameAfter], /empty: no \.yaml or \.yml files/],
+    ['empty stdin', ['guard', '--before', '-', '--after', sameAfter], /<stdin>: no Kubernetes objects read/],
+    ['a duplicate object', ['guard', '--before', write('dup.yaml', `${stringify(seed000('1.2.0'))}---\n${stringify(seed000('1.2.0'))}`), '--after', sameAfter], /dup\.yaml:\d+: StatefulSet\/onnx-trainer appears twice in --before \(first at .*dup\.yaml:1\)/],
     ['missing options', ['guard', '--before', before], /--before and --after are required/],
+    ['a missing value', ['guard', '--before', '--after', sameAfter], /--before needs a value/],
+    ['a repeated flag', ['guard', '--before', before, '--before', sameAfter, '--after', sameAfter], /--before given 2 times/],
+    ['an unknown option', ['guard', '--befor', before], /unknown option --befor/],
     ['an unknown command', ['lint'], /unknown command "lint"/],
   ])('exit 2 and one clear line for %s', (_label, args, message) => {
-    const r = run(args as string[]);
+    const r = run(args as string[], '');
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(message);
-    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).not.toMatch(/\n\s+at |TypeError|undefined/);
     expect(r.stdout).toBe('');
   });
 });

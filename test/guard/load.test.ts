@@ -1,0 +1,86 @@
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { GuardInputError, GuardValidation, parseObjects } from '../../src';
+import { seed000 } from './fixtures';
+
+describe('YAML as kubectl reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scalars)', () => {
+  test('yes/on booleans, 0644 octal, 1_000, << merge keys; quoted strings stay strings', () => {
+    const [o] = parseObjects([
+      'apiVersion: apps/v1', 'kind: Deployment', 'metadata: {name: w, labels: {quoted: "yes"}}', 'x-defaults: &d {hostNetwork: on, terminationGracePeriodSeconds: 1_000}',
+      'spec:', '  template:', '    spec:', '      <<: *d', '      volumes:', '      - name: s', '        secret: {secretName: s, defaultMode: 0644, optional: yes}',
+    ].join('\n'), 'f.yaml');
+    expect(o.metadata.labels).toEqual({ quoted: 'yes' });
+    expect(o.spec.template.spec).toMatchObject({ hostNetwork: true, terminationGracePeriodSeconds: 1000, volumes: [{ secret: { defaultMode: 420, optional: true } }] });
+  });
+
+  test('a file kubectl rejects is rejected with file and line: duplicate keys, bool labels, numeric env values', () => {
+    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: 1}\ndata: {k: 2}\n', 'dup.yaml')).toThrow(/^dup\.yaml:5: malformed YAML: duplicated mapping key/);
+    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {enabled: true}\n', 'cm.yaml')).toThrow(/cm\.yaml:1: ConfigMap\/a: data\.enabled must be a string, got boolean true/);
+    const pod = 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: c, image: i, env: [{name: N, value: 1.10}]}\n';
+    expect(() => parseObjects(`---\n${pod}`, 'pod.yaml')).toThrow(/pod\.yaml:2: Pod\/p: spec\.containers\[0\]\.env\[0\]\.value must be a string, got number 1\.1/);
+    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n', 'ok.yaml')).not.toThrow();
+    try {
+      parseObjects('a: [1, 2\n', 'x.yaml');
+    } catch (e) {
+      expect(e).toBeInstanceOf(GuardInputError);
+    }
+  });
+
+  test('List exports are expanded', () => {
+    const objects = parseObjects('apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n', 'x');
+    expect(objects.map(o => o.metadata.name)).toEqual(['a']);
+  });
+});
+
+describe('import cost', () => {
+  test("require('cdk8s-gpu') loads neither a YAML parser nor the guard engine until the guard runs", () => {
+    const lib = path.join(__dirname, '..', '..', 'lib', 'index.js');
+    const script = `const before = new Set(Object.keys(require.cache)); require(${JSON.stringify(lib)});
+      const loaded = () => Object.keys(require.cache).filter(f => !before.has(f));
+      const heavy = f => /node_modules[\\\\/](js-yaml|yaml)[\\\\/]|guard[\\\\/](engine|yaml|normalize|equal|crd)\\.js$/.test(f);
+      const first = loaded().filter(heavy);
+      require(${JSON.stringify(lib)}).guard([], []);
+      console.log(JSON.stringify({ first, after: loaded().filter(heavy).map(f => f.split(/[\\\\/]/).slice(-2).join('/')) }));`;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    const out = JSON.parse(r.stdout);
+    expect(out.first.filter((f: string) => /guard|js-yaml/.test(f))).toEqual([]);
+    expect(out.after).toEqual(expect.arrayContaining(['guard/engine.js']));
+  });
+});
+
+describe('GuardValidation (the cdk8s-cli plugin)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'guard-plugin-unit-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const context = (manifests: string[]) => {
+    const violations: any[] = [];
+    const submitted: any[] = [];
+    const logs: string[] = [];
+    return { violations, submitted, logs, ctx: { manifests, report: { addViolation: (v: any) => violations.push(v), submit: (s: any, m: any) => submitted.push([s, m]) }, logger: { log: (m: string) => logs.push(m) } } };
+  };
+  const yaml = (objects: object[]) => objects.map(o => JSON.stringify(o)).join('\n---\n');
+
+  test('a missing baseline fails the synth: a guard that compared nothing must not pass', async () => {
+    const c = context([]);
+    await new GuardValidation({ baseline: path.join(dir, 'nope') }).validate(c.ctx);
+    expect(c.submitted[0][0]).toBe('failure');
+    expect(() => new GuardValidation({} as any)).toThrow(/baseline is required/);
+    expect(() => new GuardValidation({ baseline: 'x', serverVersion: 'new' })).toThrow(/serverVersion must be/);
+  });
+
+  test('a StatefulSet violation names the StatefulSet, not the PDB that shares its name', async () => {
+    const pdb = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'onnx-trainer' }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'onnx-trainer' } } } };
+    fs.writeFileSync(path.join(dir, 'base.yaml'), yaml([seed000('1.2.0'), pdb]));
+    const pdbFile = path.join(dir, 'pdb.k8s.yaml');
+    const stsFile = path.join(dir, 'sts.k8s.yaml');
+    fs.writeFileSync(pdbFile, yaml([pdb]));
+    fs.writeFileSync(stsFile, yaml([seed000('1.3.0', 'gpu-pvc')]));
+    const c = context([pdbFile, stsFile]);
+    await new GuardValidation({ baseline: path.join(dir, 'base.yaml'), serverVersion: '1.30' }).validate(c.ctx);
+    expect(c.submitted[0][0]).toBe('failure');
+    expect(c.submitted[0][1]).toMatchObject({ serverVersion: '1.30', objectsBefore: '2', objectsAfter: '2' });
+    expect(c.violations).toHaveLength(1);
+    expect(c.violations[0].violatingResources[0]).toEqual({ resourceName: 'StatefulSet/onnx-trainer', locations: ['StatefulSet/onnx-trainer: spec.volumeClaimTemplates'], manifestPath: stsFile });
+  });
+});
