@@ -1,5 +1,6 @@
 import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-28';
+import { Validator } from './validate';
 
 /** A choice of PodDisruptionBudget. */
 export class DisruptionBudget {
@@ -42,6 +43,28 @@ export interface PodDisruptionBudgetOptions {
   readonly labels: Record<string, string>;
   readonly selector: Record<string, string>;
   readonly budget: DisruptionBudget;
+  /** With `replicas`, checks the budget against the workload, naming `prop` in errors. */
+  readonly validator?: Validator;
+  /** The workload's pods: a `minAvailable` above it would block every eviction forever. */
+  readonly replicas?: number;
+  /** @default 'disruptionBudget' */
+  readonly prop?: string;
+}
+
+/**
+ * Refuses a budget that is not a `DisruptionBudget`, a count that is not a whole number, and a
+ * `minAvailable` above the replica count (the PDB could never be satisfied, so even a broken pod's
+ * drain would wait on it; `maxUnavailable: 0` is the way to block evictions on purpose).
+ */
+export function validateDisruptionBudget(v: Validator, prop: string, budget: DisruptionBudget, replicas: number): void {
+  if (!(budget instanceof DisruptionBudget)) {
+    v.fail(prop, 'must be made with DisruptionBudget.maxUnavailable(), minAvailable(), blockVoluntaryEvictions() or none()', budget);
+  }
+  if (budget._field === undefined) return;
+  v.wholeNumber(`${prop} (${budget._field})`, budget._count, 0);
+  if (budget._field === 'minAvailable' && budget._count > replicas) {
+    v.fail(prop, `minAvailable must be at most replicas (${replicas}); use DisruptionBudget.blockVoluntaryEvictions() to block every eviction`, budget._count);
+  }
 }
 
 /**
@@ -49,6 +72,7 @@ export interface PodDisruptionBudgetOptions {
  * pods that are not Ready anyway, so a crash-looping pod never blocks a node upgrade.
  */
 export function podDisruptionBudget(scope: Construct, id: string, o: PodDisruptionBudgetOptions): k8s.KubePodDisruptionBudget | undefined {
+  if (o.validator && o.replicas !== undefined) validateDisruptionBudget(o.validator, o.prop ?? 'disruptionBudget', o.budget, o.replicas);
   const field = o.budget._field;
   if (field === undefined) return undefined;
   return new k8s.KubePodDisruptionBudget(scope, id, {

@@ -34,7 +34,8 @@ export function claimNameFor(claimTemplate: string, statefulSet: string, ordinal
  * so the new version mounts the old checkpoints.
  */
 export function adoptVolumes(scope: Construct, v: Validator, o: AdoptVolumesOptions): k8s.KubePersistentVolumeClaim[] {
-  const pvs = o.adopt.persistentVolumes ?? [];
+  v.knownProps('adoptVolumes', o.adopt, ['persistentVolumes']);
+  const pvs = v.stringArray('adoptVolumes.persistentVolumes', o.adopt.persistentVolumes) ?? [];
   if (pvs.length !== o.replicas) {
     v.fail('adoptVolumes.persistentVolumes', `must name exactly one PersistentVolume per replica (${o.replicas})`, pvs);
   }

@@ -1,18 +1,23 @@
-import { Duration, Size } from 'cdk8s';
+import * as fs from 'fs';
+import * as path from 'path';
+import { Chart, Duration, Size } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
-import { defaultHostResources, gpuResources, gpuTolerations, shmVolume } from '../common/gpu';
+import { DisruptionBudget, podDisruptionBudget, validateDisruptionBudget } from '../common/disruption';
 import { contentHash } from '../common/hash';
 import { headlessService } from '../common/headless-service';
-import { labelSet } from '../common/labels';
+import { labelSet, LABEL_INSTANCE } from '../common/labels';
 import { statefulSetName } from '../common/names';
+import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { sizeQuantity } from '../common/quantity';
 import { scratchSpace } from '../common/scratch';
-import { containerSecurityContext, podSecurityContext, POD_HARDENING, PodSecurityLevel, resolveProcessIdentity } from '../common/security';
+import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
+import { GpuStatefulSet } from '../common/stateful-set';
 import { Validator } from '../common/validate';
+import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { AdoptedVolumes, adoptVolumes } from './adopt-volumes';
+import { Rdma } from './rdma';
 
 /** PyTorch's conventional rendezvous port (torch.distributed and torchrun default). */
 export const DEFAULT_MASTER_PORT = 29500;
@@ -22,11 +27,33 @@ export const DEFAULT_SHM_GIB_PER_GPU = 4;
 export const DEFAULT_TRAINING_GRACE_SECONDS = 300;
 /** Where the pod's writable home and caches live when it does not run as root. */
 export const TRAINING_HOME = '/home/trainer';
+/**
+ * Whole-gang restarts torchrun makes after a worker fails (`--max-restarts`): a transient fault
+ * (an NCCL timeout, a flaky step) costs a restart from the last checkpoint, not the job.
+ */
+export const DEFAULT_MAX_RESTARTS = 3;
+/**
+ * Seconds of the grace period kept back from torchrun's shutdown timeout: after it SIGKILLs its
+ * workers, torchrun and the launch wrapper still have to reap them and exit before the kubelet's
+ * SIGKILL at the end of the grace period.
+ */
+export const SHUTDOWN_MARGIN_SECONDS = 15;
+/** Pod-lifetime scratch of the launch wrapper (an emptyDir): attempt counts, "announced" flags. */
+export const POD_STATE_DIR = '/var/lib/cdk8s-gpu';
+/** The directory, inside a checkpoint volume, that holds the completion markers of runs. */
+export const STATE_SUBDIR = '.cdk8s-gpu';
 
 const COMPONENT = 'training';
 const CONTAINER = 'trainer';
 const RENDEZVOUS_PORT_NAME = 'rendezvous';
 const GPU_CONFIG_HASH_ANNOTATION = 'cdk8s-gpu.io/gpu-config-hash';
+const POD_STATE_VOLUME = 'job-state';
+const SHARED_CHECKPOINT_VOLUME = 'shared-checkpoints';
+/** Kueue's label naming the LocalQueue of a workload (kueue.sigs.k8s.io, "Run StatefulSet"). */
+export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
+const KUEUE_PREFIX = 'kueue.x-k8s.io/';
+const LAUNCHER = 'cdk8s-gpu-launch';
+const LAUNCH_SCRIPT = fs.readFileSync(path.join(__dirname, 'launch.sh'), 'utf8');
 
 /** How pods pick up a changed pod template. */
 export enum TrainingUpdateStrategy {
@@ -60,12 +87,27 @@ export interface CheckpointStorage {
   readonly storageClassName?: string;
 }
 
-export interface GpuTrainingStatefulSetProps {
+/** An existing ReadWriteMany claim that every rank mounts, e.g. for FSDP or DCP checkpoints read back by all ranks. */
+export interface SharedCheckpoints {
+  /**
+   * The PersistentVolumeClaim, created outside this construct with access mode ReadWriteMany
+   * (NFS, CephFS, EFS, Filestore, Lustre...). It is not owned by the StatefulSet, so a version
+   * bump mounts the same claim without any adoption step.
+   */
+  readonly claimName: string;
+  /**
+   * Where every rank mounts it.
+   * @default '/shared-checkpoints'
+   */
+  readonly mountPath?: string;
+}
+
+export interface GpuTrainingStatefulSetProps extends GpuWorkloadProps {
   /** The base name, a DNS-1035 label. The StatefulSet and its Service are named `name` or `name-v<version>`. */
   readonly name: string;
-  /** The training image. Pin a tag or digest. */
+  /** The training image. Pin a tag or digest. It needs `sh`, `date`, `mkdir`, `mv` and `sleep` for the launch wrapper. */
   readonly image: string;
-  /** GPUs per pod (`nvidia.com/gpu`), a whole number >= 1; also torchrun's processes per node. */
+  /** GPUs per pod (`nvidia.com/gpu`, or `gpuResource`), a whole number >= 1; also torchrun's processes per node. */
   readonly gpusPerPod: number;
   /**
    * Pods (nodes) in the job.
@@ -79,53 +121,48 @@ export interface GpuTrainingStatefulSetProps {
    * @default - no suffix: the StatefulSet is named `name`
    */
   readonly version?: number;
-  /** @default - no checkpoint volume */
+  /**
+   * Per-rank checkpoint claims. Completion markers are kept here too (unless `sharedCheckpoints`
+   * is set), so a finished run stays finished even when its pods are re-created.
+   * @default - no per-rank claims
+   */
   readonly storage?: CheckpointStorage;
+  /**
+   * An existing ReadWriteMany claim mounted by every rank. Completion markers are kept here when set.
+   * @default - none
+   */
+  readonly sharedCheckpoints?: SharedCheckpoints;
   /**
    * Pre-existing PersistentVolumes to bind, one per ordinal, so that a new version starts from
    * the old version's checkpoints. Needs `storage`. See the adoption runbook in the README.
    * @default - new, empty claims
    */
   readonly adoptVolumes?: AdoptedVolumes;
-  /** @default - the image's entrypoint */
-  readonly command?: string[];
-  /** @default - the image's command */
-  readonly args?: string[];
   /**
-   * Extra environment variables. Names used for rank wiring (MASTER_ADDR, WORLD_SIZE, PET_*, ...)
-   * are refused.
+   * The launcher the launch wrapper runs.
+   * @default ['torchrun'] - the elastic launcher, configured through the `PET_*` variables
+   */
+  readonly command?: string[];
+  /**
+   * Its arguments, e.g. `['train.py', '--epochs', '3']`. Needed when `command` is the default.
    * @default - none
    */
-  readonly env?: Record<string, string>;
+  readonly args?: string[];
   /**
    * GPU and NCCL settings (e.g. `NCCL_DEBUG`, `NCCL_IB_HCA`, `CUDA_DEVICE_MAX_CONNECTIONS`), kept in
    * a ConfigMap and consumed with `envFrom`. The pod template carries a hash of them, so a change
-   * reaches pods on their next restart and never touches an immutable StatefulSet field.
+   * reaches pods on their next restart and never touches an immutable StatefulSet field. A key
+   * here replaces the construct's default of the same name (e.g. `NCCL_NET` of `rdma`).
    * @default - no ConfigMap
    */
   readonly gpuConfig?: Record<string, string>;
-  /**
-   * CPU cores requested per pod. No CPU limit is set: CFS throttling stalls data loaders.
-   * @default 4 × gpusPerPod
-   */
-  readonly cpu?: number;
-  /**
-   * Memory per pod, request and limit.
-   * @default 16 GiB × gpusPerPod
-   */
-  readonly memory?: Size;
   /**
    * The size limit of the `/dev/shm` memory volume; counts against `memory`.
    * @default 4 GiB × gpusPerPod
    */
   readonly sharedMemory?: Size;
   /**
-   * Node labels to schedule on, e.g. `{ 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' }`.
-   * @default - any node with free GPUs
-   */
-  readonly nodeSelector?: Record<string, string>;
-  /**
-   * torch.distributed's rendezvous port on rank 0.
+   * Rank 0's port for torchrun's c10d rendezvous store (also `MASTER_PORT`).
    * @default 29500
    */
   readonly masterPort?: number;
@@ -134,7 +171,8 @@ export interface GpuTrainingStatefulSetProps {
    */
   readonly updateStrategy?: TrainingUpdateStrategy;
   /**
-   * Time between SIGTERM and SIGKILL, for the trainer to write a checkpoint.
+   * Time between SIGTERM and SIGKILL, for the trainer to write a checkpoint. torchrun's shutdown
+   * timeout (`TORCH_ELASTIC_SHUTDOWN_TIMEOUT`) is set from it, minus a 15 s margin.
    * @default Duration.minutes(5)
    */
   readonly terminationGracePeriod?: Duration;
@@ -144,11 +182,11 @@ export interface GpuTrainingStatefulSetProps {
    */
   readonly disruptionBudget?: DisruptionBudget;
   /**
-   * Adds the IPC_LOCK capability for RDMA / GPUDirect memory registration. IPC_LOCK is outside the
-   * baseline and restricted profiles: the namespace must allow the privileged Pod Security level.
-   * @default false
+   * RDMA between the pods: `Rdma.sharedDevice()`, `Rdma.sriov({...})` or `Rdma.efa(n)`, with the
+   * device resource, the NCCL settings and the capability each needs.
+   * @default - no RDMA: NCCL uses TCP sockets between nodes
    */
-  readonly rdma?: boolean;
+  readonly rdma?: Rdma;
   /**
    * Run as the image's user (root for most training images) instead of a non-root UID.
    * The pod then meets only the baseline profile.
@@ -156,22 +194,39 @@ export interface GpuTrainingStatefulSetProps {
    */
   readonly runAsRoot?: boolean;
   /**
-   * The UID, GID and fsGroup of the non-root pod.
-   * @default 1000
+   * Whole-gang restarts after a worker fails (torchrun `--max-restarts` with the c10d
+   * rendezvous): every rank's workers restart together from the last checkpoint, without a pod
+   * restart. When they are used up, torchrun exits non-zero and the pods show the failure.
+   * @default 3
    */
-  readonly runAsUser?: number;
-  /** @default 'cluster.local' */
-  readonly clusterDomain?: string;
+  readonly maxRestarts?: number;
+  /**
+   * A Kueue LocalQueue: the StatefulSet becomes one Kueue workload, admitted only when every
+   * rank fits (Kueue's StatefulSet integration). Its replica count can then not change.
+   * @default - not queued: pods are scheduled one by one as GPUs free up
+   */
+  readonly queueName?: string;
+  /**
+   * The identity of this training run. A completed run is recorded per run id; a new id trains
+   * again beside the checkpoints of earlier runs. A DNS-1123 label.
+   * @default - the StatefulSet name: a new version is a new run
+   */
+  readonly runId?: string;
 }
 
-/** Env names the construct sets for rank wiring; a user env var may not reuse them. */
-const RESERVED_ENV = ['POD_NAMESPACE', 'MASTER_ADDR', 'MASTER_PORT', 'NNODES', 'NPROC_PER_NODE', 'WORLD_SIZE', 'NODE_RANK',
-  'PET_NNODES', 'PET_NPROC_PER_NODE', 'PET_NODE_RANK', 'PET_MASTER_ADDR', 'PET_MASTER_PORT', 'HOME'];
+const OWN_PROP_KEYS: ReadonlyArray<keyof GpuTrainingStatefulSetProps> = [
+  'name', 'image', 'gpusPerPod', 'replicas', 'version', 'storage', 'sharedCheckpoints', 'adoptVolumes', 'command', 'args',
+  'gpuConfig', 'sharedMemory', 'masterPort', 'updateStrategy', 'terminationGracePeriod', 'disruptionBudget', 'rdma',
+  'runAsRoot', 'maxRestarts', 'queueName', 'runId',
+];
+const STORAGE_KEYS: ReadonlyArray<keyof CheckpointStorage> = ['claimName', 'size', 'mountPath', 'storageClassName'];
+const SHARED_KEYS: ReadonlyArray<keyof SharedCheckpoints> = ['claimName', 'mountPath'];
 
 /**
- * Multi-GPU distributed training as a StatefulSet with a headless Service: stable rank identities,
- * Parallel start so ranks can rendezvous, GPUs, shared memory, rank wiring for torchrun and
- * checkpoint claims that outlive the StatefulSet.
+ * Multi-GPU distributed training as a StatefulSet that behaves as one job: admitted whole (Kueue),
+ * restarted whole (torchrun's c10d rendezvous on rank 0's stable address), finished once (a launch
+ * wrapper that records completion and idles instead of retraining), with stable rank identities,
+ * GPUs, shared memory, RDMA and checkpoint claims that outlive the StatefulSet.
  */
 export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   /** The StatefulSet's name: `name` or `name-v<version>`. */
@@ -188,16 +243,49 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly gpusPerPod: number;
   /** Processes in the job: replicas × gpusPerPod. */
   readonly worldSize: number;
+  /** Whole-gang restarts torchrun makes before it gives up. */
+  readonly maxRestarts: number;
+  /** The run whose completion the launch wrapper records. */
+  readonly runId: string;
+  /**
+   * torchrun's rendezvous id: the run id and a hash of the rank spec (image, command, env,
+   * resources, world size), so ranks of different specs never join one gang.
+   */
+  readonly rendezvousId: string;
+  /** torchrun's shutdown timeout in seconds: the grace period minus a margin. */
+  readonly shutdownTimeoutSeconds: number;
+  /** Where completion markers are kept: `<checkpoint mount>/.cdk8s-gpu`, or pod scratch without storage. */
+  readonly completionStateDir: string;
+  /** Whether completion survives the re-creation of a pod (true with `storage` or `sharedCheckpoints`). */
+  readonly completionIsDurable: boolean;
+  /** The label selector of the job's pods, e.g. for `kubectl wait` and `kubectl delete pod`. */
+  readonly podSelector: string;
+  /** The command that returns once every rank has completed the run. */
+  readonly waitForCompletionCommand: string;
+  /** The command that restarts the whole job at once on its current spec (every pod re-created together). */
+  readonly restartCommand: string;
+  /** The Kueue LocalQueue, if queued. */
+  readonly queueName?: string;
   /** The strictest Pod Security Standard the pod template meets. */
   readonly podSecurityLevel: PodSecurityLevel;
   /** The ConfigMap holding `gpuConfig`, if any. */
   readonly gpuConfigMapName?: string;
+  /** The ConfigMap holding `gpuConfig`, if any. */
+  readonly gpuConfigMap?: k8s.KubeConfigMap;
   /** The checkpoint claim template name, if storage is set. */
   readonly claimName?: string;
+  /** The names of the per-rank checkpoint claims the StatefulSet will use, in ordinal order. */
+  readonly claimNames: string[];
+  /** The claims pre-created to adopt existing volumes (`adoptVolumes`), in ordinal order. */
+  readonly adoptedClaims: k8s.KubePersistentVolumeClaim[];
+  /** The shared ReadWriteMany claim every rank mounts, if any. */
+  readonly sharedClaimName?: string;
   /** The StatefulSet, for escape hatches through its typed API object. */
   readonly statefulSet: k8s.KubeStatefulSet;
   /** The headless Service. */
   readonly service: k8s.KubeService;
+  /** The PodDisruptionBudget, unless `DisruptionBudget.none()`. */
+  readonly podDisruptionBudget?: k8s.KubePodDisruptionBudget;
   /** @internal */
   readonly _podTemplate: PodTemplate;
   /** @internal */
@@ -208,162 +296,262 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   constructor(scope: Construct, id: string, props: GpuTrainingStatefulSetProps) {
     super(scope, id);
     const v: Validator = new Validator('GpuTrainingStatefulSet', id);
+    v.knownProps('', props, [...GPU_WORKLOAD_PROP_KEYS, ...OWN_PROP_KEYS]);
 
     const name = this.statefulSetName = statefulSetName(v, props.name, props.version);
     this.serviceName = name;
     this.gpusPerPod = v.wholeNumber('gpusPerPod', props.gpusPerPod, 1);
     this.replicas = v.wholeNumber('replicas', props.replicas ?? 1, 1);
     this.worldSize = this.replicas * this.gpusPerPod;
-    v.nonEmpty('image', props.image);
+    v.wholeNumber('replicas', this.worldSize, 1, undefined);
+    v.image('image', props.image);
     this.masterPort = v.wholeNumber('masterPort', props.masterPort ?? DEFAULT_MASTER_PORT, 1024, 65535);
-    const host = defaultHostResources(this.gpusPerPod);
-    const cpu = v.positive('cpu', props.cpu ?? host.cpu);
-    const memory = v.positiveSize('memory', props.memory ?? host.memory);
-    const shm = v.sharedMemory(props.sharedMemory ?? Size.gibibytes(DEFAULT_SHM_GIB_PER_GPU * this.gpusPerPod), memory);
-    const grace = v.seconds('terminationGracePeriod', props.terminationGracePeriod ?? Duration.seconds(DEFAULT_TRAINING_GRACE_SECONDS), 0);
+    this.maxRestarts = v.wholeNumber('maxRestarts', props.maxRestarts ?? DEFAULT_MAX_RESTARTS, 0, 1000);
+    const grace = v.seconds('terminationGracePeriod', props.terminationGracePeriod ?? Duration.seconds(DEFAULT_TRAINING_GRACE_SECONDS), 0, 31536000);
+    this.shutdownTimeoutSeconds = grace >= 2 * SHUTDOWN_MARGIN_SECONDS ? grace - SHUTDOWN_MARGIN_SECONDS : Math.floor(grace / 2);
     const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
-    const runAsRoot = props.runAsRoot ?? false;
-    const { identity, level, uid } = resolveProcessIdentity(v, { runAsRoot, runAsUser: props.runAsUser, addCapabilities: props.rdma ? ['IPC_LOCK'] : [] });
-    this.podSecurityLevel = level;
+    const runAsRoot = v.boolean('runAsRoot', props.runAsRoot, false);
+    const strategy = props.updateStrategy ?? TrainingUpdateStrategy.ON_DELETE;
+    if (!Object.values(TrainingUpdateStrategy).includes(strategy)) v.fail('updateStrategy', 'must be a TrainingUpdateStrategy', strategy);
+    const budget = props.disruptionBudget ?? DisruptionBudget.blockVoluntaryEvictions();
+    validateDisruptionBudget(v, 'disruptionBudget', budget, this.replicas);
+
+    if (props.rdma !== undefined && !(props.rdma instanceof Rdma)) {
+      v.fail('rdma', 'must be made with Rdma.sharedDevice(), Rdma.sriov({...}) or Rdma.efa(n)', props.rdma);
+    }
+    const rdma = props.rdma?._resolve(v, 'rdma');
+    const { identity, uid } = resolveProcessIdentity(v, { runAsRoot, runAsUser: props.runAsUser, addCapabilities: rdma?.capabilities ?? [] });
     this._securityUid = uid;
 
-    const userEnv = props.env ?? {};
-    for (const key of Object.keys(userEnv)) {
-      v.envName(`env.${key}`, key);
-      if (RESERVED_ENV.includes(key)) {
-        v.fail(`env.${key}`, `collides with a variable this construct sets for rank wiring (${RESERVED_ENV.join(', ')})`, userEnv[key]);
-      }
-    }
+    const launch = [...(v.stringArray('command', props.command) ?? ['torchrun']), ...(v.stringArray('args', props.args) ?? [])];
+    if (props.command !== undefined && props.command.length === 0) v.fail('command', 'must not be empty: it is the program the launch wrapper runs', props.command);
+    if (props.command === undefined && launch.length === 1) v.fail('args', 'must name the training script when command is the default torchrun, e.g. [\'train.py\']', props.args);
 
     const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
+    this.podSelector = `${LABEL_INSTANCE}=${name}`;
+    const namespace = Chart.of(this).namespace;
+    const ns = namespace ? ` -n ${namespace}` : '';
 
-    this.masterAddress = `${name}-0.${this.serviceName}.$(POD_NAMESPACE).svc.${clusterDomain}`;
-    const nodeRank: k8s.EnvVarSource = { fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } };
-    const wiring: k8s.EnvVar[] = [
-      // First, so that $(POD_NAMESPACE) expands in the variables below.
-      { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-      { name: 'MASTER_ADDR', value: this.masterAddress },
-      { name: 'MASTER_PORT', value: String(this.masterPort) },
-      { name: 'NNODES', value: String(this.replicas) },
-      { name: 'NPROC_PER_NODE', value: String(this.gpusPerPod) },
-      { name: 'WORLD_SIZE', value: String(this.worldSize) },
-      { name: 'NODE_RANK', valueFrom: nodeRank },
-      // torchrun reads --nnodes etc. from PET_* variables.
-      { name: 'PET_NNODES', value: String(this.replicas) },
-      { name: 'PET_NPROC_PER_NODE', value: String(this.gpusPerPod) },
-      { name: 'PET_NODE_RANK', valueFrom: nodeRank },
-      { name: 'PET_MASTER_ADDR', value: this.masterAddress },
-      { name: 'PET_MASTER_PORT', value: String(this.masterPort) },
-    ];
+    if (props.queueName !== undefined) {
+      // A LocalQueue name (DNS subdomain) that is also a label value (at most 63 characters).
+      this.queueName = v.dnsSubdomain('queueName', props.queueName);
+      if (this.queueName.length > 63) v.fail('queueName', 'must be at most 63 characters, because it is a label value', props.queueName);
+    }
 
-    const shmParts = shmVolume(shm);
-    const volumes: k8s.Volume[] = [shmParts.volume];
-    const mounts: k8s.VolumeMount[] = [shmParts.mount];
-    const homeEnv: k8s.EnvVar[] = [];
+    this.runId = props.runId === undefined ? name : v.dnsLabel('runId', props.runId);
+
+    // Storage: per-rank claims, a shared claim, and where completion markers live.
+    const claims: Array<{ name: string; mountPath: string; prop: string }> = [];
+    const volumes: k8s.Volume[] = [{ name: POD_STATE_VOLUME, emptyDir: {} }];
+    const mounts: k8s.VolumeMount[] = [{ name: POD_STATE_VOLUME, mountPath: POD_STATE_DIR }];
+    let volumeClaimTemplates: k8s.KubePersistentVolumeClaimProps[] | undefined;
+    let storageMount: string | undefined;
+    this.claimNames = [];
+    if (props.storage !== undefined) {
+      const storage = props.storage;
+      v.knownProps('storage', storage, STORAGE_KEYS);
+      const claim = this.claimName = v.dnsLabel('storage.claimName', storage.claimName ?? 'data');
+      v.positiveSize('storage.size', storage.size);
+      storageMount = mountPath(v, 'storage.mountPath', storage.mountPath ?? '/checkpoints');
+      if (storage.storageClassName !== undefined) v.dnsSubdomain('storage.storageClassName', storage.storageClassName);
+      // Claim names are <claim>-<statefulSet>-<ordinal>: they too must be valid names.
+      this.claimNames = Array.from({ length: this.replicas }, (_, i) => `${claim}-${name}-${i}`);
+      v.dnsLabel('storage.claimName', this.claimNames[this.replicas - 1]);
+      volumeClaimTemplates = [{
+        metadata: { name: claim, labels },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: sizeQuantity(storage.size) } },
+          ...(storage.storageClassName ? { storageClassName: storage.storageClassName } : {}),
+        },
+      }];
+      claims.push({ name: claim, mountPath: storageMount, prop: 'storage.mountPath' });
+    }
+    let sharedMount: string | undefined;
+    if (props.sharedCheckpoints !== undefined) {
+      const shared = props.sharedCheckpoints;
+      v.knownProps('sharedCheckpoints', shared, SHARED_KEYS);
+      this.sharedClaimName = v.dnsSubdomain('sharedCheckpoints.claimName', shared.claimName);
+      sharedMount = mountPath(v, 'sharedCheckpoints.mountPath', shared.mountPath ?? '/shared-checkpoints');
+      volumes.push({ name: SHARED_CHECKPOINT_VOLUME, persistentVolumeClaim: { claimName: this.sharedClaimName } });
+      mounts.push({ name: SHARED_CHECKPOINT_VOLUME, mountPath: sharedMount });
+    }
+    const durable = sharedMount ?? storageMount;
+    this.completionIsDurable = durable !== undefined;
+    this.completionStateDir = durable !== undefined ? `${durable}/${STATE_SUBDIR}` : `${POD_STATE_DIR}/completion`;
+
+    if (props.adoptVolumes !== undefined && !props.storage) {
+      v.fail('adoptVolumes', 'needs storage: adopted volumes are bound to the checkpoint claims');
+    }
+    this.adoptedClaims = props.adoptVolumes !== undefined && props.storage
+      ? adoptVolumes(this, v, {
+        statefulSetName: name, claimName: this.claimName!, replicas: this.replicas, labels,
+        storage: props.storage, adopt: props.adoptVolumes,
+      })
+      : [];
+
+    // Home and caches: defaults a user's env (or gpuConfig) replaces, e.g. HF_HOME on a dataset volume.
+    const defaultEnv: k8s.EnvVar[] = [];
     if (!runAsRoot) {
       // A non-root UID has no writable home in images built for root (NGC PyTorch and friends).
       const scratch = scratchSpace(TRAINING_HOME);
       volumes.push(...scratch.volumes);
       mounts.push(...scratch.mounts);
-      homeEnv.push(...scratch.env, { name: 'HF_HOME', value: `${TRAINING_HOME}/.cache/huggingface` });
+      defaultEnv.push(...scratch.env, { name: 'HF_HOME', value: `${TRAINING_HOME}/.cache/huggingface` });
     }
+    defaultEnv.push(...(rdma?.env ?? []));
 
-    let volumeClaimTemplates: k8s.KubePersistentVolumeClaimProps[] | undefined;
-    if (props.storage) {
-      const claim = this.claimName = v.dnsLabel('storage.claimName', props.storage.claimName ?? 'data');
-      v.positiveSize('storage.size', props.storage.size);
-      const mountPath = v.absolutePath('storage.mountPath', props.storage.mountPath ?? '/checkpoints');
-      if (props.storage.storageClassName !== undefined) v.dnsSubdomain('storage.storageClassName', props.storage.storageClassName);
-      // Claim names are <claim>-<statefulSet>-<ordinal>: they too must be valid names.
-      v.dnsLabel('storage.claimName', `${claim}-${name}-${this.replicas - 1}`);
-      volumeClaimTemplates = [{
-        metadata: { name: claim, labels },
-        spec: {
-          accessModes: ['ReadWriteOnce'],
-          resources: { requests: { storage: sizeQuantity(props.storage.size) } },
-          ...(props.storage.storageClassName ? { storageClassName: props.storage.storageClassName } : {}),
-        },
-      }];
-      mounts.push({ name: claim, mountPath });
-    }
-    if (props.adoptVolumes && !props.storage) {
-      v.fail('adoptVolumes', 'needs storage: adopted volumes are bound to the checkpoint claims');
-    }
-    if (props.adoptVolumes && props.storage) {
-      adoptVolumes(this, v, {
-        statefulSetName: name, claimName: this.claimName!, replicas: this.replicas, labels,
-        storage: props.storage, adopt: props.adoptVolumes,
-      });
-    }
-
-    const envFrom: k8s.EnvFromSource[] = [];
-    if (props.gpuConfig) {
-      const data: Record<string, string> = {};
+    let gpuConfigData: Record<string, string> | undefined;
+    if (props.gpuConfig !== undefined) {
+      v.plainObject('gpuConfig', props.gpuConfig);
+      gpuConfigData = {};
       for (const [key, value] of Object.entries(props.gpuConfig)) {
         v.envName(`gpuConfig.${key}`, key);
-        if (RESERVED_ENV.includes(key) || key in userEnv) {
-          v.fail(`gpuConfig.${key}`, 'collides with a variable set by the construct or by env', value);
-        }
-        data[key] = String(value);
+        if (typeof value !== 'string') v.fail(`gpuConfig.${key}`, 'must be a string', value);
+        if (props.env && key in props.env) v.fail(`gpuConfig.${key}`, 'is also set in env, which would silently win over the ConfigMap; set it in one place', value);
+        gpuConfigData[key] = value;
       }
       this.gpuConfigMapName = `${name}-gpu-config`;
-      new k8s.KubeConfigMap(this, 'GpuConfig', { metadata: { name: this.gpuConfigMapName, labels }, data });
-      envFrom.push({ configMapRef: { name: this.gpuConfigMapName } });
+    }
+    // envFrom loses to env: drop a default the ConfigMap sets, so the ConfigMap's value is the one used.
+    const defaults = defaultEnv.filter(e => !(gpuConfigData && e.name in gpuConfigData));
+
+    this.masterAddress = `${name}-0.${this.serviceName}.$(POD_NAMESPACE).svc.${clusterDomain}`;
+    const nodeRank: k8s.EnvVarSource = { fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } };
+    const rendezvousIdEnv: k8s.EnvVar = { name: 'PET_RDZV_ID', value: '' };
+    const own = (envName: string, value: string | k8s.EnvVarSource, via?: string): OwnedEnv =>
+      ({ env: typeof value === 'string' ? { name: envName, value } : { name: envName, valueFrom: value }, via });
+    const ownedEnv: OwnedEnv[] = [
+      // First, so that $(POD_NAMESPACE) expands in the variables below.
+      own('POD_NAMESPACE', { fieldRef: { fieldPath: 'metadata.namespace' } }),
+      // torch.distributed's env:// variables, for launchers other than torchrun.
+      own('MASTER_ADDR', this.masterAddress, 'name and clusterDomain'),
+      own('MASTER_PORT', String(this.masterPort), 'masterPort'),
+      own('NNODES', String(this.replicas), 'replicas'),
+      own('NPROC_PER_NODE', String(this.gpusPerPod), 'gpusPerPod'),
+      own('WORLD_SIZE', String(this.worldSize), 'replicas and gpusPerPod'),
+      own('NODE_RANK', nodeRank),
+      // torchrun reads each --option from PET_<OPTION>. The c10d rendezvous re-forms the gang on
+      // rank 0's stable address; with it, torchrun assigns node ranks itself and ignores
+      // --node-rank, --master-addr and --master-port (torch/distributed/run.py), which stay set
+      // for a user who passes --rdzv-backend static.
+      own('PET_NNODES', String(this.replicas), 'replicas'),
+      own('PET_NPROC_PER_NODE', String(this.gpusPerPod), 'gpusPerPod'),
+      own('PET_RDZV_BACKEND', 'c10d'),
+      own('PET_RDZV_ENDPOINT', `${this.masterAddress}:${this.masterPort}`, 'masterPort'),
+      { env: rendezvousIdEnv, via: 'runId' },
+      own('PET_MAX_RESTARTS', String(this.maxRestarts), 'maxRestarts'),
+      own('PET_NODE_RANK', nodeRank),
+      own('PET_MASTER_ADDR', this.masterAddress, 'name and clusterDomain'),
+      own('PET_MASTER_PORT', String(this.masterPort), 'masterPort'),
+      // torchrun's SIGTERM-to-SIGKILL window for its workers (pytorch/pytorch#172596); older
+      // releases ignore it and keep 30 s.
+      own('TORCH_ELASTIC_SHUTDOWN_TIMEOUT', String(this.shutdownTimeoutSeconds), 'terminationGracePeriod'),
+      // The launch wrapper's state.
+      own('CDK8S_GPU_RUN_ID', this.runId, 'runId'),
+      own('CDK8S_GPU_STATE_DIR', this.completionStateDir, 'storage or sharedCheckpoints'),
+      own('CDK8S_GPU_POD_STATE_DIR', POD_STATE_DIR),
+    ];
+
+    const envFrom: k8s.EnvFromSource[] = this.gpuConfigMapName ? [{ configMapRef: { name: this.gpuConfigMapName } }] : [];
+    const extendedResources = { ...(props.extendedResources ?? {}) };
+    if (props.extendedResources !== undefined) v.plainObject('extendedResources', props.extendedResources);
+    for (const [resource, count] of Object.entries(rdma?.resources ?? {})) {
+      if (resource in extendedResources) v.fail(`extendedResources.${resource}`, 'is requested by rdma already', extendedResources[resource]);
+      extendedResources[resource] = count;
+    }
+    for (const key of Object.keys(rdma?.annotations ?? {})) {
+      if (props.pod?.annotations && key in props.pod.annotations) v.fail(`pod.annotations.${key}`, 'is set by rdma (its networks)', props.pod.annotations[key]);
+    }
+    for (const key of Object.keys(props.pod?.labels ?? {})) {
+      if (key.startsWith(KUEUE_PREFIX)) v.fail(`pod.labels.${key}`, 'is Kueue\'s: set queueName, and Kueue\'s webhook labels the pods', props.pod!.labels![key]);
     }
 
-    const main = {
-      name: CONTAINER,
-      image: props.image,
-      imagePullPolicy: 'IfNotPresent',
-      ...(props.command ? { command: props.command } : {}),
-      ...(props.args ? { args: props.args } : {}),
-      ports: [{ name: RENDEZVOUS_PORT_NAME, containerPort: this.masterPort, protocol: 'TCP' }],
-      env: [...wiring, ...homeEnv, ...Object.entries(userEnv).map(([k, val]) => ({ name: k, value: String(val) }))],
-      ...(envFrom.length ? { envFrom } : {}),
-      resources: gpuResources({ gpus: this.gpusPerPod, cpu: k8s.Quantity.fromString(String(cpu)), memory }),
-      volumeMounts: mounts,
-      securityContext: containerSecurityContext(identity),
-    };
-
-    this._podTemplate = new PodTemplate(labels, main, {
-      ...POD_HARDENING,
-      terminationGracePeriodSeconds: grace,
-      securityContext: podSecurityContext(identity),
-      tolerations: gpuTolerations(),
-      ...(props.nodeSelector ? { nodeSelector: props.nodeSelector } : {}),
+    const pod = buildWorkloadPod(v, {
+      props: { ...props, extendedResources },
+      gpus: this.gpusPerPod,
+      identity,
+      labels: { ...labels },
+      container: {
+        name: CONTAINER,
+        image: props.image,
+        imagePullPolicy: 'IfNotPresent',
+        // The launch wrapper runs the launcher and gives the rank job semantics (src/training/launch.sh).
+        command: ['sh', '-c', LAUNCH_SCRIPT, LAUNCHER],
+        args: launch,
+        ports: [{ name: RENDEZVOUS_PORT_NAME, containerPort: this.masterPort, protocol: 'TCP' }],
+      },
+      ownedEnv,
+      defaultEnv: defaults,
+      envFrom,
       volumes,
+      mounts,
+      claims,
+      sharedMemory: props.sharedMemory ?? Size.gibibytes(DEFAULT_SHM_GIB_PER_GPU * this.gpusPerPod),
+      spec: { terminationGracePeriodSeconds: grace },
     });
-    if (props.gpuConfig) this._podTemplate.annotate(GPU_CONFIG_HASH_ANNOTATION, contentHash(props.gpuConfig));
+    this._podTemplate = pod.template;
+    this.podSecurityLevel = pod.podSecurityLevel;
+    for (const [key, value] of Object.entries(rdma?.annotations ?? {})) pod.template.annotate(key, value);
+
+    // The rank spec: what every rank of one gang must agree on. Its hash goes into the rendezvous
+    // id, so a rank re-created with a different spec waits in its own rendezvous instead of
+    // joining ranks still running the old one (mixed generations under OnDelete).
+    const main = pod.template.main;
+    const spec = JSON.stringify({
+      replicas: this.replicas,
+      image: main.image, args: main.args, resources: main.resources, envFrom: main.envFrom,
+      env: main.env.filter(e => e !== rendezvousIdEnv),
+    });
+    this.rendezvousId = `${this.runId}-${contentHash({ spec }).slice(0, 10)}`;
+    (rendezvousIdEnv as { value: string }).value = this.rendezvousId;
+
+    if (gpuConfigData) {
+      this.gpuConfigMap = new k8s.KubeConfigMap(this, 'GpuConfig', { metadata: { name: this.gpuConfigMapName, labels }, data: gpuConfigData });
+      pod.template.annotate(GPU_CONFIG_HASH_ANNOTATION, contentHash(gpuConfigData));
+    }
+    addPodValidation(this, pod.template, v.boolean('guaranteedQos', props.guaranteedQos, false), `GpuTrainingStatefulSet '${id}'`);
 
     this.service = headlessService(this, 'Service', {
       name: this.serviceName, labels, selector,
       ports: [{ name: RENDEZVOUS_PORT_NAME, port: this.masterPort, targetPort: k8s.IntOrString.fromString(RENDEZVOUS_PORT_NAME) }],
     });
 
-    const strategy = props.updateStrategy ?? TrainingUpdateStrategy.ON_DELETE;
     this._templateChangesRollOut = strategy !== TrainingUpdateStrategy.ON_DELETE;
-    this.statefulSet = new k8s.KubeStatefulSet(this, 'Resource', {
-      metadata: { name, labels },
+    this.statefulSet = new GpuStatefulSet(this, 'Resource', {
+      metadata: { name, labels: this.queueName ? { ...labels, [KUEUE_QUEUE_LABEL]: this.queueName } : labels },
       spec: {
         serviceName: this.serviceName,
         replicas: this.replicas,
-        // OrderedReady waits for rank N to be Ready before creating rank N+1, but ranks become
-        // Ready only after rendezvous with all the others: a deadlock. Parallel is immutable later.
+        // All ranks start at once. OrderedReady would also start them (a pod without a readiness
+        // probe is Ready once running), but one at a time, and Kueue's pod group needs them all.
+        // The policy is immutable later.
         podManagementPolicy: 'Parallel',
         updateStrategy: strategy === TrainingUpdateStrategy.ON_DELETE
           ? { type: 'OnDelete' }
           : { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
         selector: { matchLabels: selector },
-        template: this._podTemplate.toTemplate(),
+        template: pod.template.toTemplate(),
         ...(volumeClaimTemplates ? { volumeClaimTemplates } : {}),
         // Checkpoints outlive the StatefulSet and survive scale-down; delete claims on purpose only.
         persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Retain', whenScaled: 'Retain' },
       },
     });
 
-    podDisruptionBudget(this, 'Budget', {
-      name, labels, selector, budget: props.disruptionBudget ?? DisruptionBudget.blockVoluntaryEvictions(),
-    });
+    this.podDisruptionBudget = podDisruptionBudget(this, 'Budget', { name, labels, selector, budget });
+
+    const container = `{.status.containerStatuses[?(@.name=="${CONTAINER}")].lastState.terminated.reason}`;
+    this.waitForCompletionCommand = `kubectl wait pod${ns} -l ${this.podSelector} --for=jsonpath='${container}'=Completed --timeout=-1s`;
+    this.restartCommand = `kubectl delete pod${ns} -l ${this.podSelector} --wait=false`;
   }
 }
 
+/** A mount path of a checkpoint volume: absolute, and not the root or a system directory. */
+function mountPath(v: Validator, prop: string, value: string): string {
+  v.absolutePath(prop, value);
+  if (/\/\/|.\/$|\/\.(\/|$)/.test(value)) v.fail(prop, 'must be a normalized path: no "//", "/./" or trailing "/"', value);
+  if (['/', '/dev', '/proc', '/sys', '/etc', '/usr', '/bin', '/lib', '/var', '/run'].includes(value)) {
+    v.fail(prop, 'must not be the root or a system directory of the container', value);
+  }
+  return value;
+}

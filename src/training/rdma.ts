@@ -1,0 +1,160 @@
+import { k8s } from 'cdk8s-plus-28';
+import { PodSecurityLevel } from '../common/security';
+import { Validator } from '../common/validate';
+
+/** The annotation Multus reads for a pod's extra network attachments. */
+export const MULTUS_NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
+/** The resource the NVIDIA network operator's RDMA shared device plugin advertises in its examples. */
+export const DEFAULT_RDMA_SHARED_RESOURCE = 'rdma/rdma_shared_device_a';
+/** The resource the AWS EFA device plugin advertises. */
+export const EFA_RESOURCE = 'vpc.amazonaws.com/efa';
+
+/** InfiniBand / RoCE settings shared by the shared-device and SR-IOV set-ups. */
+export interface InfinibandOptions {
+  /**
+   * `NCCL_IB_HCA`: which HCAs (and ports) NCCL uses, e.g. `'mlx5'` or `'=mlx5_0:1,mlx5_1:1'`.
+   * @default - NCCL's choice among the devices the pod sees
+   */
+  readonly hca?: string;
+  /**
+   * `NCCL_IB_GID_INDEX`: the GID for RoCE (commonly 3 for RoCE v2 over IPv4). Leave unset on
+   * InfiniBand.
+   * @default - NCCL's default
+   */
+  readonly gidIndex?: number;
+}
+
+/** An RDMA device resource shared by every pod of a node (NVIDIA network operator, k8s-rdma-shared-dev-plugin). */
+export interface SharedRdmaOptions extends InfinibandOptions {
+  /**
+   * The extended resource of the shared device plugin's resource pool.
+   * @default 'rdma/rdma_shared_device_a' - the name in the network operator's examples
+   */
+  readonly resourceName?: string;
+}
+
+/** SR-IOV virtual functions attached through Multus (NVIDIA network operator with the SR-IOV network operator). */
+export interface SriovRdmaOptions extends InfinibandOptions {
+  /**
+   * NetworkAttachmentDefinitions to attach, as Multus reads them: `name`, `namespace/name` or
+   * `name@interface`, one entry per attachment.
+   */
+  readonly networks: string[];
+  /**
+   * The SR-IOV device plugin resource the networks draw their VFs from, e.g.
+   * `nvidia.com/sriov_rdma_vf`.
+   */
+  readonly resourceName: string;
+  /**
+   * VFs requested per pod.
+   * @default - one per network
+   */
+  readonly count?: number;
+}
+
+/** What an RDMA choice adds to a pod. */
+export interface RdmaPodParts {
+  readonly resources: Record<string, number>;
+  readonly env: k8s.EnvVar[];
+  readonly capabilities: string[];
+  readonly annotations: Record<string, string>;
+}
+
+type RdmaSpec =
+  | { kind: 'shared'; options: SharedRdmaOptions }
+  | { kind: 'sriov'; options: SriovRdmaOptions }
+  | { kind: 'efa'; count: number };
+
+/**
+ * How the pods reach each other over RDMA. Each choice requests the device resource, sets the
+ * NCCL / libfabric variables that make NCCL use it (and fail loudly rather than fall back to TCP
+ * sockets where NCCL allows it), and adds the capability it needs.
+ */
+export class Rdma {
+  /**
+   * InfiniBand or RoCE through a device resource shared by the pods of a node (the NVIDIA network
+   * operator's RDMA shared device plugin). Adds `IPC_LOCK` (memory registration pins pages beyond
+   * the default memlock limit), so the pod needs the **privileged** Pod Security level.
+   */
+  static sharedDevice(options: SharedRdmaOptions = {}): Rdma {
+    return new Rdma({ kind: 'shared', options });
+  }
+
+  /**
+   * InfiniBand or RoCE through SR-IOV virtual functions attached by Multus. Adds the
+   * `k8s.v1.cni.cncf.io/networks` annotation, the VF resource and `IPC_LOCK` (privileged level).
+   */
+  static sriov(options: SriovRdmaOptions): Rdma {
+    return new Rdma({ kind: 'sriov', options });
+  }
+
+  /**
+   * AWS Elastic Fabric Adapter: `count` EFA interfaces per pod (4 on p4d, 32 on p5), through the
+   * AWS EFA device plugin. The image needs libfabric and the aws-ofi-nccl plugin (AWS Deep
+   * Learning Containers and NGC images with EFA support have them). No extra capability, so the
+   * pod keeps its Pod Security level.
+   */
+  static efa(count: number): Rdma {
+    return new Rdma({ kind: 'efa', count });
+  }
+
+  private constructor(private readonly spec: RdmaSpec) {}
+
+  /** The Pod Security level a pod with this choice can meet at best. */
+  get podSecurityLevel(): PodSecurityLevel {
+    return this.spec.kind === 'efa' ? PodSecurityLevel.RESTRICTED : PodSecurityLevel.PRIVILEGED;
+  }
+
+  /** @internal Validated pod parts; `prop` names the prop in errors. */
+  _resolve(v: Validator, prop: string): RdmaPodParts {
+    const s = this.spec;
+    if (s.kind === 'efa') {
+      const count = v.wholeNumber(`${prop} (Rdma.efa count)`, s.count, 1, 64);
+      return {
+        resources: { [EFA_RESOURCE]: count },
+        // FI_PROVIDER=efa keeps libfabric from quietly choosing its TCP provider;
+        // FI_EFA_USE_DEVICE_RDMA=1 enables GPUDirect RDMA on p4d/p5 (AWS EFA docs, aws-ofi-nccl).
+        env: [{ name: 'FI_PROVIDER', value: 'efa' }, { name: 'FI_EFA_USE_DEVICE_RDMA', value: '1' }],
+        capabilities: [],
+        annotations: {},
+      };
+    }
+    const o = s.options;
+    v.plainObject(prop, o);
+    const known = s.kind === 'shared' ? ['resourceName', 'hca', 'gidIndex'] : ['networks', 'resourceName', 'count', 'hca', 'gidIndex'];
+    v.knownProps(prop, o, known);
+    // NCCL_NET=IB makes NCCL fail at init when no IB device is usable, instead of silently using
+    // TCP sockets (NCCL environment variables, NCCL_NET). Bootstrap stays on the pod network.
+    const env: k8s.EnvVar[] = [{ name: 'NCCL_NET', value: 'IB' }];
+    if (o.hca !== undefined) {
+      if (typeof o.hca !== 'string' || !/^[=^]?[A-Za-z0-9_:,.-]+$/.test(o.hca)) v.fail(`${prop}.hca`, 'must be an NCCL_IB_HCA value such as "mlx5" or "=mlx5_0:1,mlx5_1:1"', o.hca);
+      env.push({ name: 'NCCL_IB_HCA', value: o.hca });
+    }
+    if (o.gidIndex !== undefined) env.push({ name: 'NCCL_IB_GID_INDEX', value: String(v.wholeNumber(`${prop}.gidIndex`, o.gidIndex, 0, 255)) });
+    const annotations: Record<string, string> = {};
+    let resource: string;
+    let count = 1;
+    if (s.kind === 'shared') {
+      resource = o.resourceName ?? DEFAULT_RDMA_SHARED_RESOURCE;
+      v.qualifiedName(`${prop}.resourceName`, resource);
+    } else {
+      const so = s.options;
+      const networks = v.stringArray(`${prop}.networks`, so.networks);
+      if (!networks || networks.length === 0) v.fail(`${prop}.networks`, 'must name at least one NetworkAttachmentDefinition', so.networks);
+      networks.forEach((n, i) => {
+        if (!/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?(@[A-Za-z0-9_.-]{1,15})?$/.test(n)) {
+          v.fail(`${prop}.networks[${i}]`, 'must be a NetworkAttachmentDefinition as Multus reads it: name, namespace/name or name@interface', n);
+        }
+      });
+      if (new Set(networks).size !== networks.length) v.fail(`${prop}.networks`, 'must not name an attachment twice', networks);
+      resource = so.resourceName;
+      v.qualifiedName(`${prop}.resourceName`, resource);
+      count = so.count === undefined ? networks.length : v.wholeNumber(`${prop}.count`, so.count, 1, 64);
+      annotations[MULTUS_NETWORKS_ANNOTATION] = networks.join(',');
+      // The Multus interfaces carry RDMA; NCCL's bootstrap and socket fallback stay on eth0, the pod network.
+      env.push({ name: 'NCCL_SOCKET_IFNAME', value: 'eth0' });
+    }
+    if (!resource.includes('/')) v.fail(`${prop}.resourceName`, 'must be an extended resource name with a domain prefix, e.g. "rdma/rdma_shared_device_a"', resource);
+    return { resources: { [resource]: count }, env, capabilities: ['IPC_LOCK'], annotations };
+  }
+}
