@@ -7,7 +7,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
   const api = require(path.join(ROOT, 'lib', 'index.js'));
   expect(Object.keys(api).sort()).toEqual([
     'ConfigurationError', 'DEFAULT_RELOAD_IMAGE', 'DisruptionBudget', 'EnvFrom', 'EnvValue', 'GpuTrainingStatefulSet', 'GuardCheck', 'GuardInputError', 'GuardValidation',
-    'IMMUTABLE_FIELDS', 'ModelCache', 'PodSecurityLevel', 'Reload', 'RotatingGpuSecret', 'StrictSchemaValidation', 'TGI_DEFAULT_IMAGE', 'TgiInferenceService',
+    'IMMUTABLE_FIELDS', 'ModelCache', 'PodSecurityLevel', 'Rdma', 'Reload', 'RotatingGpuSecret', 'StrictSchemaValidation', 'TGI_DEFAULT_IMAGE', 'TgiInferenceService',
     'TgiQuantization', 'TrainingUpdateStrategy', 'formatReport', 'guard', 'loadObjects', 'parseObjects',
   ]);
 });
