@@ -57,7 +57,10 @@ function prune(x: any): any {
 
 function defaults(obj: any, values: Record<string, unknown>): void {
   if (!isObject(obj)) return;
-  for (const [k, v] of Object.entries(values)) if (obj[k] === undefined || obj[k] === null || obj[k] === '') obj[k] = clone(v);
+  for (const k in values) {
+    const v = values[k];
+    if (obj[k] === undefined || obj[k] === null || obj[k] === '') obj[k] = v !== null && typeof v === 'object' ? clone(v) : v;
+  }
 }
 
 /** SetDefaults_Container: a tag of `latest` (or none) pulls Always; a digest or other tag IfNotPresent. */
