@@ -3,9 +3,10 @@ import { Construct } from 'constructs';
 import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret } from '../src';
 
 /**
- * Seed 004 after the fix: GPU-provider credentials rotate daily into a Secret that the manifests
- * create empty; the training pods mount the whole directory read-only, and a driver sidecar
- * re-reads the credential after each kubelet update, without restarting the job.
+ * Seed 004 after the fix: GPU-provider credentials (48 h lifetime) rotate every 12 h into a Secret
+ * that the manifests create empty, so one skipped run still leaves a valid credential; the
+ * training pods mount the whole directory read-only, and a driver sidecar re-reads the credential
+ * after each kubelet update, without restarting the job.
  */
 export class SecretsChart extends Chart {
   constructor(scope: Construct, id: string, props: ChartProps = {}) {
@@ -15,6 +16,7 @@ export class SecretsChart extends Chart {
       image: 'myorg/trainer:2.4.0',
       replicas: 2,
       gpusPerPod: 4,
+      args: ['train.py'],
       storage: { size: Size.gibibytes(200) },
     });
     const creds = new RotatingGpuSecret(this, 'creds', {
@@ -22,7 +24,7 @@ export class SecretsChart extends Chart {
       rotation: {
         image: 'myorg/gpu-cred-rotator:1.4.2',
         command: ['/rotate'],
-        every: Duration.hours(24),
+        every: Duration.hours(12),
         credentialTtl: Duration.hours(48),
       },
     });

@@ -1,45 +1,78 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { ApiObject, Chart, Duration } from 'cdk8s';
+import { ApiObject, Duration } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct, Node } from 'constructs';
+import { configKey } from '../common/env';
 import { contentHash } from '../common/hash';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY } from '../common/labels';
-import { IGpuWorkload } from '../common/pod-template';
+import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { containerSecurityContext, DEFAULT_NON_ROOT_UID, podSecurityContext } from '../common/security';
 import { Validator } from '../common/validate';
-import { DEFAULT_RELOAD_IMAGE, Reload } from './reload';
+import { DEFAULT_RELOAD_IMAGE, DEFAULT_RELOAD_TIMEOUT_SECONDS, Reload, ReloadSpec } from './reload';
+import { COMM_MAX, endingRule, normalizeSignal, RELOAD_SIGNALS, RESERVED_COMMS } from './signals';
 
-/** The watcher script, a real file that tests run under `sh`, embedded in every sidecar. */
+/** The watcher script, a real file that tests run under dash and busybox sh, embedded in every sidecar. */
 const RELOAD_SCRIPT = fs.readFileSync(path.join(__dirname, 'reload-sidecar.sh'), 'utf8');
 
-/** The kubelet's sync period (`syncFrequency`, default 1 min): how often it refreshes secret volumes. */
+/**
+ * The kubelet's pod resync period (`syncFrequency`, default 1 min). Each pod worker waits that
+ * long plus up to 50% jitter (`workerResyncIntervalJitterFactor` 0.5, pkg/kubelet/pod_workers.go)
+ * before it updates the pod's secret volumes again.
+ */
 export const KUBELET_SYNC_SECONDS = 60;
-/** The kubelet's secret cache TTL under the default Watch strategy is at most the sync period again. */
-export const KUBELET_CACHE_SECONDS = 60;
-/** The CronJob's starting deadline: a rotation that cannot start in 10 min is skipped and alerts. */
+/** The jitter on top of the sync period: 50% of it. */
+export const KUBELET_SYNC_JITTER_SECONDS = 30;
+/** The CronJob's starting deadline: a rotation that cannot start in 10 min is skipped. */
 export const ROTATION_START_DEADLINE_SECONDS = 600;
 /** The rotation Job's active deadline: one run, with its retries, may take at most 10 min. */
 export const ROTATION_RUN_DEADLINE_SECONDS = 600;
 /** How often the reload sidecar fingerprints the secret directory. */
 export const DEFAULT_RELOAD_POLL_SECONDS = 10;
+/** Where a sync sidecar mounts the Secret itself; user mounts may not go there. */
+const SIDECAR_DIR = '/var/run/cdk8s-gpu';
+
+/** The CronJob name limit: its Jobs are named `<cronjob>-<11 characters>` and copied into a 63-character label. */
+const CRONJOB_NAME_MAX = 52;
+/** Job and container names, volume names and label values. */
+const LABEL_MAX = 63;
+
+/**
+ * Directories a secret mount would hide from the image (or, for the service-account token, collide
+ * with the kubelet's own mount): the container would start and then fail in confusing ways.
+ */
+const SYSTEM_DIRS = new Set([
+  '/', '/bin', '/boot', '/dev', '/dev/shm', '/etc', '/home', '/lib', '/lib32', '/lib64', '/opt', '/proc', '/root', '/run',
+  '/sbin', '/srv', '/sys', '/tmp', '/usr', '/usr/bin', '/usr/lib', '/usr/local', '/usr/local/bin', '/usr/local/lib',
+  '/usr/sbin', '/usr/share', '/var', '/var/lib', '/var/run', '/var/tmp', '/var/run/secrets', '/var/run/secrets/kubernetes.io',
+  '/var/run/secrets/kubernetes.io/serviceaccount',
+]);
+
+const PROPS = ['name', 'keys', 'rotation', 'reloadPollInterval', 'kubeletSecretCacheTtl'];
+const ROTATION_PROPS = ['image', 'command', 'args', 'every', 'credentialTtl', 'env'];
+const MOUNT_PROPS = ['path', 'onRotation'];
 
 /** The user's rotator: a program that obtains a fresh credential and writes it into the Secret. */
 export interface SecretRotation {
-  /** The rotator image. */
+  /**
+   * The rotator image. It must tolerate running twice in a row (the first-rotation Job can start
+   * near a scheduled run), since two rotations in a row are still a valid rotation.
+   */
   readonly image: string;
   /** @default - the image's entrypoint */
   readonly command?: string[];
   /** @default - the image's command */
   readonly args?: string[];
   /**
-   * How often to rotate. At least 1 hour; a whole number of hours that divides 24, or whole days.
+   * How often to rotate. At least 1 hour; a whole number of hours that divides 24, or whole days,
+   * so that it fits a cron schedule.
    * @default Duration.hours(24)
    */
   readonly every?: Duration;
   /**
-   * The credential's lifetime. When set, the construct checks that a rotation lands in every pod
-   * before the previous credential expires.
+   * The credential's lifetime. When set, the construct checks that it covers two rotation periods
+   * (one scheduled run may be skipped when it misses its start deadline) plus the worst-case
+   * propagation into every pod, and refuses it otherwise, showing the sum.
    * @default - no check
    */
   readonly credentialTtl?: Duration;
@@ -48,11 +81,16 @@ export interface SecretRotation {
 }
 
 export interface RotatingGpuSecretProps {
-  /** The Secret's name, a DNS-1123 label (it also names the rotator's objects). */
+  /**
+   * The Secret's name, a DNS-1123 label (it is also a label value). Longer derived names (the
+   * rotator's CronJob, at most 52 characters, and Jobs, at most 63) are shortened with a hash.
+   */
   readonly name: string;
   /**
-   * The keys the rotator writes. Pods mount exactly these, so they wait in ContainerCreating until
-   * the first rotation has written them instead of starting on an empty Secret.
+   * The keys the rotator writes: valid Secret keys (`[-._a-zA-Z0-9]+`, at most 253 characters, not
+   * starting with `..`). Keys starting with one `.` (e.g. `.dockerconfigjson`) work: the sidecar is
+   * given the exact list instead of globbing. Pods mount exactly these, so they wait in
+   * ContainerCreating until the first rotation has written them instead of starting on an empty Secret.
    * @default ['credentials.json']
    */
   readonly keys?: string[];
@@ -63,17 +101,36 @@ export interface RotatingGpuSecretProps {
    */
   readonly rotation?: SecretRotation;
   /**
-   * How often reload sidecars look for a change.
+   * How often reload sidecars look for a change: whole seconds from 1 to 600.
    * @default Duration.seconds(10)
    */
   readonly reloadPollInterval?: Duration;
+  /**
+   * How stale the kubelet's copy of the Secret may be, for the timing check. Under the kubelet's
+   * default `configMapAndSecretChangeDetectionStrategy: Watch` it is kept current by a watch: 0.
+   * Under `Cache`, set the node TTL: the `node.alpha.kubernetes.io/ttl` annotation, which the TTL
+   * controller sets from the cluster size (0 s up to 100 nodes, 15 s to 500, 30 s to 1000, 60 s to
+   * 2000, 300 s to 10000, 600 s beyond), or 60 s where the annotation is missing.
+   * @default Duration.seconds(0)
+   */
+  readonly kubeletSecretCacheTtl?: Duration;
 }
 
 export interface MountOptions {
-  /** Where the main container sees the files: an absolute directory. */
+  /**
+   * Where the main container sees the files: a normalized absolute directory that the container
+   * does not already mount, that is not inside one of its read-only mounts or above any of its
+   * mounts, and that hides no system directory (`/etc`, `/tmp`, ...) or the working directory.
+   */
   readonly path: string;
   /** What to do in the pod when the Secret changes. */
   readonly onRotation: Reload;
+}
+
+/** One term of the worst-case propagation. */
+interface Delay {
+  readonly what: string;
+  readonly seconds: number;
 }
 
 /**
@@ -84,43 +141,69 @@ export interface MountOptions {
 export class RotatingGpuSecret extends Construct {
   readonly secretName: string;
   readonly keys: readonly string[];
-  /** The worst case from a scheduled rotation to the new credential in every pod, in seconds. */
-  readonly worstCasePropagationSeconds: number;
   private readonly pollSeconds: number;
   private readonly v: Validator;
   private readonly labels: Record<string, string>;
+  private readonly secret: ApiObject;
+  private readonly rotation?: { every: number; ttl?: number; prop: Duration | undefined; ttlProp: Duration | undefined };
+  private readonly baseDelays: Delay[];
+  private slowestReloadSeconds = 0;
   private mounts = 0;
 
   constructor(scope: Construct, id: string, props: RotatingGpuSecretProps) {
     super(scope, id);
-    const v = this.v = new Validator('RotatingGpuSecret', id);
-    const name = this.secretName = v.dnsLabel('name', props.name, 40);
-    this.keys = props.keys ?? ['credentials.json'];
-    if (this.keys.length === 0) v.fail('keys', 'must name at least one key', this.keys);
-    this.keys.forEach((k, i) => {
-      if (!/^[-._a-zA-Z0-9]+$/.test(k) || k.startsWith('..')) v.fail(`keys[${i}]`, 'must be a valid Secret key (letters, digits, "-", "_", ".")', k);
-    });
+    const v: Validator = this.v = new Validator('RotatingGpuSecret', id);
+    v.plainObject('props', props);
+    v.knownProps('', props, PROPS);
+    const name = this.secretName = v.dnsLabel('name', props.name);
+    this.keys = secretKeys(v, props.keys ?? ['credentials.json']);
     this.pollSeconds = v.seconds('reloadPollInterval', props.reloadPollInterval ?? Duration.seconds(DEFAULT_RELOAD_POLL_SECONDS), 1, 600);
+    const cacheTtl = v.seconds('kubeletSecretCacheTtl', props.kubeletSecretCacheTtl ?? Duration.seconds(0), 0, 3600);
     this.labels = {
       [LABEL_NAME]: name, [LABEL_INSTANCE]: name, [LABEL_COMPONENT]: 'credentials', [LABEL_MANAGED_BY]: MANAGED_BY,
     };
+    const rotatorName = fitName(name, '-rotator', CRONJOB_NAME_MAX);
 
     // No data: the rotator owns it. Re-applying this manifest (client- or server-side) leaves a
     // rotated value alone, since `data` is in neither the last-applied configuration nor our fields.
-    new k8s.KubeSecret(this, 'Secret', {
+    this.secret = new k8s.KubeSecret(this, 'Secret', {
       metadata: {
         name, labels: this.labels,
-        annotations: { 'cdk8s-gpu.io/data-owner': props.rotation ? `${name}-rotator` : 'external' },
+        annotations: { 'cdk8s-gpu.io/data-owner': props.rotation !== undefined ? rotatorName : 'external' },
       },
       type: 'Opaque',
     });
 
-    const runDeadlines = props.rotation ? ROTATION_START_DEADLINE_SECONDS + ROTATION_RUN_DEADLINE_SECONDS : 0;
-    this.worstCasePropagationSeconds = KUBELET_SYNC_SECONDS + KUBELET_CACHE_SECONDS + this.pollSeconds + runDeadlines;
+    // The worst case from a scheduled rotation to the new file in every pod's volume, then in the
+    // sidecar's hands. Each term is an upper bound; see the README's timing model.
+    this.baseDelays = [
+      ...(props.rotation !== undefined ? [
+        { what: 'job start deadline', seconds: ROTATION_START_DEADLINE_SECONDS },
+        { what: 'job run deadline', seconds: ROTATION_RUN_DEADLINE_SECONDS },
+      ] : []),
+      { what: 'kubelet sync', seconds: KUBELET_SYNC_SECONDS },
+      { what: 'sync jitter', seconds: KUBELET_SYNC_JITTER_SECONDS },
+      { what: 'kubelet secret cache', seconds: cacheTtl },
+      { what: 'sidecar poll', seconds: this.pollSeconds },
+    ];
 
-    if (props.rotation) this.addRotator(props.rotation);
+    if (props.rotation !== undefined) {
+      v.plainObject('rotation', props.rotation);
+      v.knownProps('rotation', props.rotation, ROTATION_PROPS);
+      const r = props.rotation;
+      const every = v.seconds('rotation.every', r.every ?? Duration.hours(24), 3600);
+      const ttl = r.credentialTtl !== undefined ? v.seconds('rotation.credentialTtl', r.credentialTtl, 1) : undefined;
+      this.rotation = { every, ttl, prop: r.every, ttlProp: r.credentialTtl };
+      this.checkCredentialTtl();
+      this.addRotator(r, every, rotatorName);
+    }
 
     Node.of(this).addValidation({ validate: () => this.findEnvConsumers() });
+  }
+
+  /** The worst case from a scheduled rotation to the new credential in every pod, in seconds. */
+  get worstCasePropagationSeconds(): number {
+    return this.delays().reduce((sum, d) => sum + d.seconds, 0);
   }
 
   /**
@@ -128,110 +211,233 @@ export class RotatingGpuSecret extends Construct {
    * The whole directory is mounted read-only, never through subPath (which never updates).
    */
   mountInto(workload: IGpuWorkload, options: MountOptions): void {
-    const v = this.v;
-    const mountPath = v.absolutePath('path', options.path);
-    const spec = options.onRotation?._spec;
-    if (!spec) v.fail('onRotation', 'must be a Reload, e.g. Reload.exec([...]) or Reload.signal("SIGHUP", { process })');
+    const v: Validator = this.v;
+    if (!workload || !(workload._podTemplate instanceof PodTemplate)) {
+      v.fail('mountInto', 'needs a workload of this library (GpuTrainingStatefulSet, TgiInferenceService)', workload);
+    }
+    v.plainObject('mountInto options', options);
+    v.knownProps('', options, MOUNT_PROPS);
     const pod = workload._podTemplate;
-    this.refuseEnv(pod.spec.containers);
-    const index = this.mounts++;
-    const volume = `${this.secretName}-${index}`.slice(0, 63);
+    const mountPath = this.checkPath(pod, options.path);
+    if (!(options.onRotation instanceof Reload)) {
+      v.fail('onRotation', 'must be a Reload, e.g. Reload.exec([...]), Reload.signal("SIGHUP", { process }) or Reload.sync()', options.onRotation);
+    }
+    const action = this.checkReload(options.onRotation._spec, workload);
+    this.refuseEnv(pod);
+    if (action.timeoutSeconds > this.slowestReloadSeconds) this.checkCredentialTtl(action.timeoutSeconds);
+
+    const volume = fitName(this.secretName, `-${this.mounts}`, LABEL_MAX);
+    const copies = fitName(volume, '-copies', LABEL_MAX);
+    const sidecar = fitName(`reload-${volume}`, '', LABEL_MAX);
+    const initSidecar = fitName(`reload-${volume}`, '-init', LABEL_MAX);
+    const volumes = pod.volumeNames();
+    for (const name of action.kind === 'sync' ? [volume, copies] : [volume]) {
+      if (volumes.has(name)) v.fail('name', `must not derive a volume name the pod already has (${[...volumes].join(', ')})`, name);
+    }
+    const spec = pod.spec as { initContainers?: k8s.Container[]; containers: k8s.Container[] };
+    const containers = new Set([...(spec.initContainers ?? []), ...spec.containers].map(c => c.name));
+    for (const name of action.kind === 'restart' ? [] : action.kind === 'sync' ? [sidecar, initSidecar] : [sidecar]) {
+      if (containers.has(name)) v.fail('name', `must not derive a container name the pod already has (${[...containers].join(', ')})`, name);
+    }
+
+    // Everything is checked: from here on nothing fails half-way through changing the pod.
+    this.mounts++;
+    this.slowestReloadSeconds = Math.max(this.slowestReloadSeconds, action.timeoutSeconds);
     const sidecarUid = workload._securityUid ?? DEFAULT_NON_ROOT_UID;
     // 0440: readable by the owner and the pod's fsGroup only, which the sidecar shares.
     pod.ensureFsGroup(sidecarUid);
     pod.addVolume({
       name: volume,
       secret: { secretName: this.secretName, defaultMode: 0o440, items: this.keys.map(k => ({ key: k, path: k })) },
-    });
+    }, v, 'name');
 
-    if (spec.kind === 'restart') {
-      pod.main.volumeMounts.push({ name: volume, mountPath, readOnly: true });
-      workload.statefulSet.metadata.addAnnotation('secret.reloader.stakater.com/reload', this.secretName);
+    if (action.kind === 'restart') {
+      pod.mount(pod.main, { name: volume, mountPath, readOnly: true }, v, 'path');
+      const key = 'secret.reloader.stakater.com/reload';
+      const existing: string | undefined = workload.statefulSet.metadata.toJson().annotations?.[key];
+      const names = new Set([...(existing ? existing.split(',') : []), this.secretName]);
+      workload.statefulSet.metadata.addAnnotation(key, [...names].join(','));
       return;
     }
 
-    const env: k8s.EnvVar[] = [{ name: 'POLL_SECONDS', value: String(this.pollSeconds) }, { name: 'ACTION', value: spec.kind }];
+    const env: k8s.EnvVar[] = [
+      { name: 'KEYS', value: this.keys.join(' ') },
+      { name: 'POLL_SECONDS', value: String(this.pollSeconds) },
+      { name: 'ACTION', value: action.script },
+      ...(action.timeoutSeconds > 0 ? [{ name: 'ACTION_TIMEOUT_SECONDS', value: String(action.timeoutSeconds) }] : []),
+      ...action.env,
+    ];
     let watchDir = mountPath;
-    let image = DEFAULT_RELOAD_IMAGE;
-    let args: string[] = [];
     const sidecarMounts: k8s.VolumeMount[] = [];
-    switch (spec.kind) {
-      case 'exec':
-        if (!Array.isArray(spec.command) || spec.command.length === 0) v.fail('onRotation', 'Reload.exec needs a non-empty command', spec.command);
-        image = spec.image !== undefined ? v.nonEmpty('onRotation.image', spec.image) : image;
-        args = spec.command;
-        break;
-      case 'signal':
-        if (!spec.process) v.fail('onRotation', 'Reload.signal needs the name of the process to signal ({ process })', spec.process);
-        if (!Reload._signals().includes(spec.signal)) v.fail('onRotation', `Reload.signal takes one of ${Reload._signals().map(s => `SIG${s}`).join(', ')}`, spec.signal);
-        if (workload._securityUid === undefined) {
-          v.fail('onRotation', 'Reload.signal needs a workload that runs as a non-root UID: the restricted sidecar can only signal processes of its own UID', 'a workload running as root');
-        }
-        pod.shareProcessNamespace();
-        env.push({ name: 'SIGNAL', value: spec.signal }, { name: 'PROCESS_NAME', value: spec.process });
-        break;
-      case 'http':
-        if (!/^https?:\/\/\S+$/.test(spec.url ?? '')) v.fail('onRotation', 'Reload.httpPost needs an http(s) URL', spec.url);
-        env.push({ name: 'RELOAD_URL', value: spec.url });
-        break;
-      case 'sync': {
-        // The secret goes to the sidecar only; the main container reads plain copies.
-        watchDir = `/var/run/cdk8s-gpu/${volume}`;
-        const copies = `${volume}-copies`.slice(0, 63);
-        pod.addVolume({ name: copies, emptyDir: { medium: 'Memory', sizeLimit: k8s.Quantity.fromString('16Mi') } });
-        env.push({ name: 'SYNC_DIR', value: mountPath });
-        sidecarMounts.push({ name: copies, mountPath });
-        pod.main.volumeMounts.push({ name: copies, mountPath, readOnly: true });
-        break;
-      }
+    if (action.kind === 'sync') {
+      // The Secret goes to the sidecar only; the main container reads plain copies.
+      watchDir = `${SIDECAR_DIR}/${volume}`;
+      pod.addVolume({ name: copies, emptyDir: { medium: 'Memory', sizeLimit: k8s.Quantity.fromString('16Mi') } }, v, 'name');
+      env.push({ name: 'SYNC_DIR', value: mountPath });
+      sidecarMounts.push({ name: copies, mountPath });
+      pod.mount(pod.main, { name: copies, mountPath, readOnly: true }, v, 'path');
+    } else {
+      pod.mount(pod.main, { name: volume, mountPath, readOnly: true }, v, 'path');
     }
-    if (spec.kind !== 'sync') pod.main.volumeMounts.push({ name: volume, mountPath, readOnly: true });
+    if (action.kind === 'signal') pod.shareProcessNamespace();
     sidecarMounts.unshift({ name: volume, mountPath: watchDir, readOnly: true });
     env.unshift({ name: 'WATCH_DIR', value: watchDir });
 
     const identity = { runAsRoot: false, uid: sidecarUid, addCapabilities: [], readOnlyRootFilesystem: true };
     const container = (name: string, extraEnv: k8s.EnvVar[] = []): k8s.Container => ({
       name,
-      image,
+      image: action.image,
       imagePullPolicy: 'IfNotPresent',
       command: ['sh', '-c', RELOAD_SCRIPT, 'reload-sidecar'],
-      ...(args.length ? { args } : {}),
+      ...(action.args.length ? { args: action.args } : {}),
       env: [...env, ...extraEnv],
       volumeMounts: sidecarMounts,
       resources: {
         requests: { cpu: k8s.Quantity.fromString('10m'), memory: k8s.Quantity.fromString('16Mi') },
-        limits: { memory: k8s.Quantity.fromString(spec.kind === 'exec' ? '256Mi' : '64Mi') },
+        limits: { memory: k8s.Quantity.fromString(action.kind === 'exec' ? '256Mi' : '64Mi') },
       },
       securityContext: { ...containerSecurityContext(identity), runAsUser: sidecarUid, runAsGroup: sidecarUid },
     });
-    const sidecarName = `reload-${volume}`.slice(0, 63).replace(/-+$/, '');
-    pod.addContainer(container(sidecarName));
-    if (spec.kind === 'sync') pod.addInitContainer(container(`${sidecarName}-init`.slice(0, 63), [{ name: 'RUN_ONCE', value: '1' }]));
+    pod.addContainer(container(sidecar), v, 'name');
+    if (action.kind === 'sync') pod.addInitContainer(container(initSidecar, [{ name: 'RUN_ONCE', value: '1' }]), v, 'name');
   }
 
-  private addRotator(r: SecretRotation): void {
-    const v = this.v;
-    const name = this.secretName;
-    v.nonEmpty('rotation.image', r.image);
-    const every = v.seconds('rotation.every', r.every ?? Duration.hours(24), 3600);
-    const schedule = cronSchedule(v, every, name);
-    if (r.credentialTtl !== undefined) {
-      const ttl = v.seconds('rotation.credentialTtl', r.credentialTtl, 1);
-      if (every > ttl) v.fail('rotation.every', `must not exceed credentialTtl (${ttl}s)`, r.every);
-      const total = every + this.worstCasePropagationSeconds;
-      if (total > ttl) {
-        v.fail('rotation.credentialTtl',
-          `must cover rotation.every plus the worst-case propagation: ${every}s + (kubelet sync ${KUBELET_SYNC_SECONDS}s + cache ${KUBELET_CACHE_SECONDS}s`
-          + ` + sidecar poll ${this.pollSeconds}s + job start deadline ${ROTATION_START_DEADLINE_SECONDS}s + job run deadline ${ROTATION_RUN_DEADLINE_SECONDS}s) = ${total}s`,
-          r.credentialTtl);
+  /** The terms of the worst case, with the slowest reload of any mount so far (or `reloadSeconds`). */
+  private delays(reloadSeconds = this.slowestReloadSeconds): Delay[] {
+    return [...this.baseDelays, ...(reloadSeconds > 0 ? [{ what: 'reload timeout', seconds: reloadSeconds }] : [])];
+  }
+
+  /**
+   * A credential issued at one scheduled run must last until the run after next has reached every
+   * pod: one run may be skipped (it missed startingDeadlineSeconds, with only an Event to show).
+   */
+  private checkCredentialTtl(reloadSeconds = this.slowestReloadSeconds): void {
+    const r = this.rotation;
+    if (r?.ttl === undefined) return;
+    const delays = this.delays(reloadSeconds);
+    const total = 2 * r.every + delays.reduce((sum, d) => sum + d.seconds, 0);
+    if (total > r.ttl) {
+      this.v.fail('rotation.credentialTtl',
+        `must cover two rotation periods (a run that misses its start deadline is skipped) plus the worst-case propagation: 2 x ${r.every}s + (`
+        + `${delays.map(d => `${d.what} ${d.seconds}s`).join(' + ')}) = ${total}s; rotate more often or lengthen the credential's lifetime`,
+        r.ttlProp);
+    }
+  }
+
+  /** The mount path: normalized, clear of the container's mounts and of what the image needs. */
+  private checkPath(pod: PodTemplate, value: string): string {
+    const v: Validator = this.v;
+    const p = v.absolutePath('path', value);
+    if (path.posix.normalize(p) !== p || (p.length > 1 && p.endsWith('/'))) {
+      v.fail('path', 'must be a normalized absolute path (no "//", "/./" or trailing "/"), because the kubelet compares mount paths as strings', value);
+    }
+    if (SYSTEM_DIRS.has(p)) v.fail('path', 'must not be a system directory: a secret mount there hides what the image keeps in it', value);
+    if (p === SIDECAR_DIR || p.startsWith(`${SIDECAR_DIR}/`)) v.fail('path', `must not be under ${SIDECAR_DIR}, where the reload sidecar mounts the Secret`, value);
+    const workingDir = pod.main.workingDir;
+    if (workingDir !== undefined && (workingDir === p || workingDir.startsWith(`${p}/`))) {
+      v.fail('path', `must not hide the main container's working directory (${workingDir})`, value);
+    }
+    for (const m of pod.main.volumeMounts) {
+      if (m.mountPath === p) {
+        v.fail('path', `must not be a path container '${pod.main.name}' already mounts (volume '${m.name}' is there)`, value);
+      }
+      if (m.mountPath.startsWith(`${p}/`)) {
+        v.fail('path', `must not contain another mount of container '${pod.main.name}' (volume '${m.name}' at ${m.mountPath}): the runtime cannot create that mount point inside the read-only secret volume`, value);
+      }
+      if (m.readOnly && p.startsWith(`${m.mountPath}/`)) {
+        v.fail('path', `must not be inside the read-only mount ${m.mountPath} of container '${pod.main.name}' (volume '${m.name}'): the runtime cannot create the mount point there`, value);
       }
     }
-    for (const key of Object.keys(r.env ?? {})) {
+    return p;
+  }
+
+  /** The onRotation action, checked against the workload, as the sidecar's settings. */
+  private checkReload(spec: ReloadSpec, workload: IGpuWorkload): {
+    kind: ReloadSpec['kind']; script: string; image: string; args: string[]; env: k8s.EnvVar[]; timeoutSeconds: number;
+  } {
+    const v: Validator = this.v;
+    const base = { image: DEFAULT_RELOAD_IMAGE, args: [] as string[], env: [] as k8s.EnvVar[], timeoutSeconds: 0 };
+    const timeout = (t: Duration | undefined, prop: string) => v.seconds(prop, t ?? Duration.seconds(DEFAULT_RELOAD_TIMEOUT_SECONDS), 1, 600);
+    switch (spec.kind) {
+      case 'exec': {
+        const command = v.stringArray('onRotation command', spec.command);
+        if (!command || command.length === 0) v.fail('onRotation command', 'must be a non-empty array: the program, then its arguments', spec.command);
+        if (command[0].trim() === '' || /\s/.test(command[0])) {
+          v.fail('onRotation command[0]', 'must be the program alone, without whitespace: put each argument in its own element', command[0]);
+        }
+        const image = spec.image !== undefined ? v.image('onRotation image', spec.image) : DEFAULT_RELOAD_IMAGE;
+        return { ...base, kind: 'exec', script: 'exec', image, args: [...command], timeoutSeconds: timeout(spec.timeout, 'onRotation timeout') };
+      }
+      case 'http': {
+        let url: URL | undefined;
+        try {
+          url = typeof spec.url === 'string' && !/\s/.test(spec.url) ? new URL(spec.url) : undefined;
+        } catch {
+          url = undefined;
+        }
+        if (!url || !['http:', 'https:'].includes(url.protocol) || url.hostname === '') {
+          v.fail('onRotation url', 'must be an absolute http:// or https:// URL without whitespace, e.g. "http://localhost:8080/reload"', spec.url);
+        }
+        return {
+          ...base, kind: 'http', script: 'http', timeoutSeconds: timeout(spec.timeout, 'onRotation timeout'),
+          env: [{ name: 'RELOAD_URL', value: spec.url }],
+        };
+      }
+      case 'signal': {
+        const signal = normalizeSignal(spec.signal);
+        if (signal === undefined) {
+          v.fail('onRotation signal', `must be one of ${RELOAD_SIGNALS.map(s => `SIG${s}`).join(', ')} (with or without "SIG", any case)`, spec.signal);
+        }
+        const comm = spec.process;
+        if (typeof comm !== 'string' || comm.trim() === '') {
+          v.fail('onRotation process', 'must be the name of the process to signal ({ process }), as in /proc/<pid>/comm', comm);
+        }
+        if (/[/\s]/.test(comm)) v.fail('onRotation process', 'must be a process name (the file name), not a path or a command line', comm);
+        const truncated = comm.slice(0, COMM_MAX);
+        const rule = endingRule(truncated, signal);
+        if (rule) {
+          v.fail('onRotation', `must not send SIG${signal} to ${rule.program}: ${rule.why}. Reload it with Reload.exec or Reload.httpPost, or signal the process that reloads on SIG${signal}`, comm);
+        }
+        if (comm.length > COMM_MAX) {
+          v.failDescribed('onRotation process', `must be at most ${COMM_MAX} characters, because Linux truncates process names in /proc/<pid>/comm and the sidecar would never find it; use "${truncated}"`, JSON.stringify(comm));
+        }
+        if (RESERVED_COMMS.includes(comm)) {
+          v.fail('onRotation process', `must not be a name the reload sidecar's own processes or the pod's pause process carry (${RESERVED_COMMS.join(', ')})`, comm);
+        }
+        if (workload._securityUid === undefined) {
+          v.fail('onRotation', 'Reload.signal needs a workload that runs as a non-root UID: the restricted sidecar can only signal processes of its own UID', 'a workload running as root');
+        }
+        return { ...base, kind: 'signal', script: 'signal', env: [{ name: 'SIGNAL', value: signal }, { name: 'PROCESS_NAME', value: comm }] };
+      }
+      case 'sync':
+        return { ...base, kind: 'sync', script: 'sync', timeoutSeconds: DEFAULT_RELOAD_TIMEOUT_SECONDS };
+      case 'restart':
+        if (!workload._templateChangesRollOut) {
+          v.fail('onRotation', 'Reload.restart() needs a workload that rolls pod-template changes out (updateStrategy RollingUpdate): '
+            + 'Stakater Reloader only patches the pod template, which an OnDelete StatefulSet never applies to running pods (stakater/Reloader#294). '
+            + 'Reload in place (Reload.exec, signal, httpPost, sync) or use RollingUpdate', 'a workload with updateStrategy OnDelete');
+        }
+        return { ...base, kind: 'restart', script: '' };
+      default:
+        return v.fail('onRotation', 'must be made with a Reload factory', spec);
+    }
+  }
+
+  private addRotator(r: SecretRotation, every: number, account: string): void {
+    const v: Validator = this.v;
+    const name = this.secretName;
+    const schedule = cronSchedule(v, every, name, r.every);
+    const image = v.image('rotation.image', r.image);
+    const command = v.stringArray('rotation.command', r.command);
+    const args = v.stringArray('rotation.args', r.args);
+    if (command?.length === 0) v.fail('rotation.command', 'must not be empty: omit it to run the image\'s entrypoint', command);
+    if (r.env !== undefined) v.plainObject('rotation.env', r.env);
+    for (const [key, value] of Object.entries(r.env ?? {})) {
       v.envName(`rotation.env.${key}`, key);
-      if (key === 'SECRET_NAME' || key === 'SECRET_NAMESPACE') v.fail(`rotation.env.${key}`, 'is set by the construct', r.env![key]);
+      if (key === 'SECRET_NAME' || key === 'SECRET_NAMESPACE') v.fail(`rotation.env.${key}`, 'is set by the construct', value);
+      if (typeof value !== 'string') v.fail(`rotation.env.${key}`, 'must be a string', value);
     }
 
-    const account = `${name}-rotator`;
     const labels = { ...this.labels, [LABEL_COMPONENT]: 'credential-rotator' };
     new k8s.KubeServiceAccount(this, 'RotatorAccount', { metadata: { name: account, labels }, automountServiceAccountToken: false });
     new k8s.KubeRole(this, 'RotatorRole', {
@@ -247,10 +453,9 @@ export class RotatingGpuSecret extends Construct {
     });
 
     const identity = { runAsRoot: false, uid: DEFAULT_NON_ROOT_UID, addCapabilities: [] };
-    const jobSpec = (ttlAfterFinished?: number): k8s.JobSpec => ({
+    const jobSpec: k8s.JobSpec = {
       backoffLimit: 3,
       activeDeadlineSeconds: ROTATION_RUN_DEADLINE_SECONDS,
-      ...(ttlAfterFinished !== undefined ? { ttlSecondsAfterFinished: ttlAfterFinished } : {}),
       template: {
         metadata: { labels },
         spec: {
@@ -260,14 +465,14 @@ export class RotatingGpuSecret extends Construct {
           securityContext: podSecurityContext(identity),
           containers: [{
             name: 'rotator',
-            image: r.image,
+            image,
             imagePullPolicy: 'IfNotPresent',
-            ...(r.command ? { command: r.command } : {}),
-            ...(r.args ? { args: r.args } : {}),
+            ...(command ? { command } : {}),
+            ...(args ? { args } : {}),
             env: [
               { name: 'SECRET_NAME', value: name },
               { name: 'SECRET_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-              ...Object.entries(r.env ?? {}).map(([k, val]) => ({ name: k, value: String(val) })),
+              ...Object.entries(r.env ?? {}).map(([k, val]) => ({ name: k, value: val })),
             ],
             resources: {
               requests: { cpu: k8s.Quantity.fromString('50m'), memory: k8s.Quantity.fromString('64Mi') },
@@ -277,7 +482,7 @@ export class RotatingGpuSecret extends Construct {
           }],
         },
       },
-    });
+    };
 
     new k8s.KubeCronJob(this, 'Rotation', {
       metadata: { name: account, labels },
@@ -288,51 +493,98 @@ export class RotatingGpuSecret extends Construct {
         startingDeadlineSeconds: ROTATION_START_DEADLINE_SECONDS,
         successfulJobsHistoryLimit: 3,
         failedJobsHistoryLimit: 3,
-        jobTemplate: { spec: jobSpec() },
+        jobTemplate: { spec: jobSpec },
       },
     });
 
-    // The first rotation, so pods do not wait a whole period. A Job's template is immutable, so
-    // its name carries a hash of its content: a changed rotator is a new Job, never an update.
-    const initial = jobSpec(24 * 3600);
-    const hash = contentHash({ spec: JSON.stringify(plainJson(initial)) }).slice(0, 8);
-    new k8s.KubeJob(this, 'InitialRotation', { metadata: { name: `${account}-initial-${hash}`, labels }, spec: initial });
+    // The first rotation, so pods do not wait a whole period. It runs once per spec whatever
+    // re-applies the manifests: its name carries a hash of its spec (a Job's template is
+    // immutable, so a changed rotator is a new Job), and it has no ttlSecondsAfterFinished, so the
+    // finished Job stays as the record. A Job deleted by a TTL is re-created, and run again, by
+    // Argo CD, Flux or a plain re-apply (argo-cd#8586).
+    const hash = contentHash({ spec: JSON.stringify(plainJson(jobSpec)) }).slice(0, 8);
+    new k8s.KubeJob(this, 'InitialRotation', {
+      metadata: { name: fitName(`${account}-initial`, `-${hash}`, LABEL_MAX), labels },
+      spec: jobSpec,
+    });
   }
 
-  private refuseEnv(containers: k8s.Container[]): void {
-    const errors = envConsumers(containers.map(c => ({ name: c.name, env: c.env as any[] | undefined, envFrom: c.envFrom as any[] | undefined })), this.secretName);
+  private refuseEnv(pod: PodTemplate): void {
+    const spec = pod.spec as { initContainers?: k8s.Container[]; containers: k8s.Container[] };
+    const errors = [...(spec.initContainers ?? []), ...spec.containers].flatMap(c => containerEnvReads(c, this.secretName));
     if (errors.length > 0) this.v.fail('mountInto', errors[0]);
   }
 
-  /** At synth: any container in the chart that reads this Secret through env is an error. */
+  /**
+   * At synth: any container anywhere in the app, in this Secret's namespace, that reads it through
+   * env or envFrom is an error. The walk covers every object (Deployments, Jobs, CronJobs, custom
+   * resources with pod templates) and every container list (init, regular, ephemeral).
+   */
   private findEnvConsumers(): string[] {
+    const namespace = this.secret.metadata.namespace;
     const errors: string[] = [];
-    for (const obj of Chart.of(this).node.findAll()) {
-      if (!(obj instanceof ApiObject)) continue;
+    for (const obj of Node.of(this).root.node.findAll()) {
+      if (!(obj instanceof ApiObject) || obj === this.secret || obj.metadata.namespace !== namespace) continue;
       const json = obj.toJson();
-      const podSpec = json.spec?.template?.spec ?? json.spec?.jobTemplate?.spec?.template?.spec ?? (json.kind === 'Pod' ? json.spec : undefined);
-      if (!podSpec) continue;
-      const containers = [...(podSpec.initContainers ?? []), ...(podSpec.containers ?? [])];
-      for (const e of envConsumers(containers, this.secretName)) {
-        errors.push(`RotatingGpuSecret '${Node.of(this).id}': ${json.kind}/${json.metadata?.name}: ${e}`);
-      }
+      const found: string[] = [];
+      envReadsIn(json, this.secretName, found);
+      for (const e of found) errors.push(`RotatingGpuSecret '${Node.of(this).id}': ${json.kind}/${json.metadata?.name}: ${e}`);
     }
     return errors;
   }
 }
 
-function envConsumers(containers: Array<{ name: string; env?: any[]; envFrom?: any[] }>, secret: string): string[] {
-  const why = 'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
-  const out: string[] = [];
-  for (const c of containers) {
-    for (const e of c.env ?? []) {
-      if (e.valueFrom?.secretKeyRef?.name === secret) out.push(`container '${c.name}' reads rotating Secret '${secret}' through env ${e.name}: ${why}`);
-    }
-    for (const e of c.envFrom ?? []) {
-      if (e.secretRef?.name === secret) out.push(`container '${c.name}' reads rotating Secret '${secret}' through envFrom: ${why}`);
+/** The Secret keys, checked as the API server checks them (`IsConfigMapKey`). */
+function secretKeys(v: Validator, keys: string[]): string[] {
+  if (!Array.isArray(keys) || keys.length === 0) v.fail('keys', 'must be a non-empty array of Secret keys', keys);
+  keys.forEach((k, i) => {
+    configKey(v, `keys[${i}]`, k);
+    // A volume item path may not start with "..", which is also the kubelet's own bookkeeping.
+    if (k.startsWith('..')) v.fail(`keys[${i}]`, 'must not start with ".."', k);
+  });
+  const duplicate = keys.find((k, i) => keys.indexOf(k) !== i);
+  if (duplicate !== undefined) v.fail('keys', 'must not repeat a key', duplicate);
+  return [...keys];
+}
+
+const CONTAINER_LISTS = new Set(['containers', 'initContainers', 'ephemeralContainers']);
+
+/** Every container of a synthesized object, wherever its pod template is nested. */
+function envReadsIn(node: unknown, secret: string, out: string[]): void {
+  if (Array.isArray(node)) {
+    for (const item of node) envReadsIn(item, secret, out);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  for (const [key, value] of Object.entries(node)) {
+    if (CONTAINER_LISTS.has(key) && Array.isArray(value)) {
+      for (const c of value) out.push(...containerEnvReads(c, secret));
+    } else {
+      envReadsIn(value, secret, out);
     }
   }
+}
+
+function containerEnvReads(c: { name?: string; env?: unknown; envFrom?: unknown }, secret: string): string[] {
+  const why = 'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
+  const out: string[] = [];
+  for (const e of (Array.isArray(c?.env) ? c.env : []) as k8s.EnvVar[]) {
+    if (e?.valueFrom?.secretKeyRef?.name === secret) out.push(`container '${c.name}' reads rotating Secret '${secret}' through env ${e.name}: ${why}`);
+  }
+  for (const e of (Array.isArray(c?.envFrom) ? c.envFrom : []) as k8s.EnvFromSource[]) {
+    if (e?.secretRef?.name === secret) out.push(`container '${c.name}' reads rotating Secret '${secret}' through envFrom: ${why}`);
+  }
   return out;
+}
+
+/**
+ * `stem + suffix` when it fits in `max` characters, else the stem shortened and followed by a hash
+ * of the whole stem, so that two long names never shorten to the same one.
+ */
+function fitName(stem: string, suffix: string, max: number): string {
+  if (stem.length + suffix.length <= max) return stem + suffix;
+  const hash = contentHash({ stem }).slice(0, 8);
+  return `${stem.slice(0, max - suffix.length - hash.length - 1).replace(/-+$/, '')}-${hash}${suffix}`;
 }
 
 /** Plain JSON of typed props, for hashing (Quantity and friends serialize to their values). */
@@ -344,7 +596,7 @@ function plainJson(x: unknown): unknown {
  * A cron schedule for a period: hours that divide 24, or whole days. The minute (and the hour of a
  * daily rotation) come from a hash of the name, so many secrets do not rotate at the same instant.
  */
-function cronSchedule(v: Validator, seconds: number, name: string): string {
+function cronSchedule(v: Validator, seconds: number, name: string, written: Duration | undefined): string {
   const hours = seconds / 3600;
   const h = parseInt(contentHash({ name }).slice(0, 8), 16);
   const minute = h % 60;
@@ -354,7 +606,9 @@ function cronSchedule(v: Validator, seconds: number, name: string): string {
   if (Number.isInteger(hours) && hours % 24 === 0) {
     const days = hours / 24;
     const hour = h % 24;
+    // Day-of-month steps restart each month; more than 31 days never fits.
+    if (days > 31) v.fail('rotation.every', 'must be at most 31 days, the longest period a cron day-of-month step can express', written);
     return days === 1 ? `${minute} ${hour} * * *` : `${minute} ${hour} */${days} * *`;
   }
-  return v.fail('rotation.every', 'must be a whole number of hours that divides 24, or whole days, to fit a cron schedule', Duration.seconds(seconds));
+  return v.fail('rotation.every', 'must be a whole number of hours that divides 24, or whole days, to fit a cron schedule', written);
 }

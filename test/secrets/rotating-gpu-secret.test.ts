@@ -1,22 +1,41 @@
-import { Chart, Duration, Testing } from 'cdk8s';
+import { ApiObject, Chart, Duration, Testing } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
-import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret, RotatingGpuSecretProps, TgiInferenceService } from '../../src';
+import {
+  ConfigurationError, GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, Reload, RotatingGpuSecret, RotatingGpuSecretProps,
+  TgiInferenceService, TrainingUpdateStrategy,
+} from '../../src';
 import { podSecurityLevel, podSpecsOf } from '../support/pod-security';
 import { envOf, findOne, synthValid } from '../support/synth';
+import { apiServerNameErrors } from './names';
 
 const rotation = { image: 'myorg/gpu-cred-rotator:1.4.2', command: ['/rotate'] };
+const TRAINER: GpuTrainingStatefulSetProps = { name: 'trainer', image: 'i', gpusPerPod: 1, args: ['train.py'] };
 
-function setup(props: Partial<RotatingGpuSecretProps> = {}, onRotation: Reload = Reload.exec(['/reload'])) {
+function trainer(chart: Chart, props: Partial<GpuTrainingStatefulSetProps> = {}): GpuTrainingStatefulSet {
+  return new GpuTrainingStatefulSet(chart, 'trainer', { ...TRAINER, ...props });
+}
+
+function setup(props: Partial<RotatingGpuSecretProps> = {}, onRotation: Reload = Reload.exec(['/reload']), workload: Partial<GpuTrainingStatefulSetProps> = {}) {
   const chart = new Chart(Testing.app(), 'c');
-  const trainer = new GpuTrainingStatefulSet(chart, 'trainer', { name: 'trainer', image: 'i', gpusPerPod: 1 });
+  const t = trainer(chart, workload);
   const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation, ...props });
-  creds.mountInto(trainer, { path: '/etc/gpu', onRotation });
+  creds.mountInto(t, { path: '/etc/gpu', onRotation });
   const objects = synthValid(chart);
   const sts = findOne(objects, 'StatefulSet');
   const pod = sts.spec.template.spec;
   const main = pod.containers.find((c: any) => c.name === 'trainer');
   const sidecar = pod.containers.find((c: any) => c.name.startsWith('reload-'));
   return { chart, objects, sts, pod, main, sidecar, creds };
+}
+
+/** The error of an action, for assertions on its class and text. */
+function errorOf(act: () => unknown): Error {
+  try {
+    act();
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected an error');
 }
 
 describe('RotatingGpuSecret', () => {
@@ -30,24 +49,75 @@ describe('RotatingGpuSecret', () => {
       for (const c of pod.containers) for (const m of c.volumeMounts ?? []) expect(m.subPath).toBeUndefined();
     });
 
-    test('consuming the Secret through env is refused at mount time and at synth', () => {
-      const chart = new Chart(Testing.app(), 'c');
-      const trainer = new GpuTrainingStatefulSet(chart, 'trainer', { name: 'trainer', image: 'i', gpusPerPod: 1 });
-      const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
-      trainer._podTemplate.main.env.push({ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'token' } } });
-      expect(() => creds.mountInto(trainer, { path: '/etc/gpu', onRotation: Reload.restart() })).toThrow(
-        "RotatingGpuSecret 'creds': mountInto container 'trainer' reads rotating Secret 'gpu-credentials' through env TOKEN: environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead");
+    test('the sidecar is told the exact keys, dot-files included', () => {
+      const { sidecar, pod } = setup({ keys: ['.dockerconfigjson', 'token'] });
+      expect(envOf(sidecar).KEYS).toBe('.dockerconfigjson token');
+      expect(pod.volumes.find((v: any) => v.secret).secret.items).toEqual([
+        { key: '.dockerconfigjson', path: '.dockerconfigjson' }, { key: 'token', path: 'token' },
+      ]);
+    });
+  });
 
-      const chart2 = new Chart(Testing.app(), 'c2');
-      new RotatingGpuSecret(chart2, 'creds', { name: 'gpu-credentials' });
-      new k8s.KubeDeployment(chart2, 'other', {
+  describe('env consumption of the Secret is an error wherever it is', () => {
+    const why = 'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
+
+    test('at mount time, in any container of the pod', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const t = trainer(chart);
+      const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+      t._podTemplate.main.env.push({ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'token' } } });
+      expect(() => creds.mountInto(t, { path: '/etc/gpu', onRotation: Reload.exec(['/reload']) })).toThrow(
+        `RotatingGpuSecret 'creds': mountInto container 'trainer' reads rotating Secret 'gpu-credentials' through env TOKEN: ${why}`);
+    });
+
+    const forms: Array<[string, (spec: any) => void, RegExp]> = [
+      ['env secretKeyRef in a container', s => s.containers[0].env = [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }], /container 'app' reads .* through env T/],
+      ['envFrom secretRef in a container', s => s.containers[0].envFrom = [{ secretRef: { name: 'gpu-credentials' } }], /container 'app' reads .* through envFrom/],
+      ['env in an init container', s => s.initContainers = [{ name: 'init', image: 'i', env: [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }] }], /container 'init' reads .* through env T/],
+      ['envFrom in a second (sidecar) container', s => s.containers.push({ name: 'side', image: 'i', envFrom: [{ prefix: 'X_', secretRef: { name: 'gpu-credentials' } }] }), /container 'side' reads .* through envFrom/],
+    ];
+
+    test.each(forms)('at synth: %s of a Deployment', (_label, mutate, message) => {
+      const chart = new Chart(Testing.app(), 'c');
+      new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+      const spec: any = { containers: [{ name: 'app', image: 'i' }] };
+      mutate(spec);
+      new k8s.KubeDeployment(chart, 'other', {
         metadata: { name: 'other' },
-        spec: {
-          selector: { matchLabels: { a: 'b' } },
-          template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'app', image: 'i', envFrom: [{ secretRef: { name: 'gpu-credentials' } }] }] } },
-        },
+        spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec } },
       });
-      expect(() => Testing.synth(chart2)).toThrow(/Deployment\/other: container 'app' reads rotating Secret 'gpu-credentials' through envFrom: environment variables are read once/);
+      expect(() => Testing.synth(chart)).toThrow(message);
+      expect(() => Testing.synth(chart)).toThrow(/Deployment\/other/);
+    });
+
+    test('at synth: in a CronJob, and in a custom resource with a nested pod template, in another chart of the same namespace', () => {
+      const app = Testing.app();
+      const chart = new Chart(app, 'a', { namespace: 'ml' });
+      new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+      const other = new Chart(app, 'b', { namespace: 'ml' });
+      const container = { name: 'worker', image: 'i', env: [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }] };
+      new k8s.KubeCronJob(other, 'cron', {
+        metadata: { name: 'cron' },
+        spec: { schedule: '0 * * * *', jobTemplate: { spec: { template: { spec: { restartPolicy: 'Never', containers: [container] } } } } },
+      });
+      new ApiObject(other, 'jobset', {
+        apiVersion: 'jobset.x-k8s.io/v1alpha2', kind: 'JobSet', metadata: { name: 'js' },
+        spec: { replicatedJobs: [{ name: 'w', template: { spec: { template: { spec: { containers: [container] } } } } }] } as any,
+      } as any);
+      const message = errorOf(() => app.synth()).message;
+      expect(message).toMatch(/CronJob\/cron: container 'worker' reads rotating Secret 'gpu-credentials' through env T/);
+      expect(message).toMatch(/JobSet\/js: container 'worker'/);
+    });
+
+    test('a Secret of the same name in another namespace, or another Secret, is fine', () => {
+      const app = Testing.app();
+      new RotatingGpuSecret(new Chart(app, 'a', { namespace: 'ml' }), 'creds', { name: 'gpu-credentials' });
+      const other = new Chart(app, 'b', { namespace: 'other' });
+      new k8s.KubePod(other, 'p', {
+        metadata: { name: 'p' },
+        spec: { containers: [{ name: 'c', image: 'i', envFrom: [{ secretRef: { name: 'gpu-credentials' } }, { secretRef: { name: 'unrelated' } }] }] },
+      });
+      expect(() => app.synth()).not.toThrow();
     });
   });
 
@@ -57,19 +127,23 @@ describe('RotatingGpuSecret', () => {
       expect(sidecar.image).toBe('busybox:1.36.1');
       expect(sidecar.command.slice(0, 2)).toEqual(['sh', '-c']);
       expect(sidecar.command[2]).toContain('..data');
-      expect(envOf(sidecar)).toMatchObject({ WATCH_DIR: '/etc/gpu', POLL_SECONDS: '10', ACTION: 'http', RELOAD_URL: 'http://localhost:8080/reload' });
+      expect(envOf(sidecar)).toMatchObject({
+        WATCH_DIR: '/etc/gpu', KEYS: 'credentials.json', POLL_SECONDS: '10', ACTION: 'http', ACTION_TIMEOUT_SECONDS: '30',
+        RELOAD_URL: 'http://localhost:8080/reload',
+      });
       expect(sidecar.volumeMounts).toContainEqual(expect.objectContaining({ mountPath: '/etc/gpu', readOnly: true }));
       expect(podSecurityLevel(pod)).toBe('restricted');
     });
 
-    test('Reload.exec runs the command in a sidecar whose image the user sets', () => {
-      const { sidecar } = setup({}, Reload.exec(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json'], { image: 'myorg/gpu-driver:2.1.0' }));
+    test('Reload.exec runs the command in a sidecar whose image the user sets, with a timeout', () => {
+      const { sidecar } = setup({}, Reload.exec(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json'], { image: 'myorg/gpu-driver:2.1.0', timeout: Duration.minutes(2) }));
       expect(sidecar.image).toBe('myorg/gpu-driver:2.1.0');
       expect(sidecar.args).toEqual(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json']);
+      expect(envOf(sidecar).ACTION_TIMEOUT_SECONDS).toBe('120');
     });
 
-    test('Reload.signal shares the process namespace and runs as the workload UID', () => {
-      const { pod, sidecar } = setup({}, Reload.signal('SIGHUP', { process: 'trainer' }));
+    test.each(['SIGHUP', 'HUP', 'sighup', 'hup', 'SigHup'])('Reload.signal(%j) sends HUP, shares the process namespace, runs as the workload UID', signal => {
+      const { pod, sidecar } = setup({}, Reload.signal(signal, { process: 'trainer' }));
       expect(pod.shareProcessNamespace).toBe(true);
       expect(envOf(sidecar)).toMatchObject({ ACTION: 'signal', SIGNAL: 'HUP', PROCESS_NAME: 'trainer' });
       expect(sidecar.securityContext.runAsUser).toBe(pod.securityContext.runAsUser);
@@ -80,24 +154,38 @@ describe('RotatingGpuSecret', () => {
       const copies = main.volumeMounts.find((m: any) => m.mountPath === '/etc/gpu');
       expect(pod.volumes.find((v: any) => v.name === copies.name).emptyDir).toBeDefined();
       expect(envOf(sidecar)).toMatchObject({ ACTION: 'sync', SYNC_DIR: '/etc/gpu' });
-      expect(pod.initContainers).toHaveLength(1);
-      expect(envOf(pod.initContainers[0]).RUN_ONCE).toBe('1');
+      expect(pod.initContainers.filter((c: any) => c.name.startsWith('reload-'))).toHaveLength(1);
+      expect(envOf(pod.initContainers.find((c: any) => c.name.startsWith('reload-'))).RUN_ONCE).toBe('1');
       expect(podSecurityLevel(pod)).toBe('restricted');
     });
 
-    test('Reload.restart annotates the StatefulSet for Stakater Reloader, with no sidecar', () => {
-      const { sts, sidecar } = setup({}, Reload.restart());
+    test('Reload.restart annotates a RollingUpdate StatefulSet for Stakater Reloader, with no sidecar', () => {
+      const { sts, sidecar } = setup({}, Reload.restart(), { updateStrategy: TrainingUpdateStrategy.ROLLING_UPDATE });
       expect(sts.metadata.annotations['secret.reloader.stakater.com/reload']).toBe('gpu-credentials');
       expect(sidecar).toBeUndefined();
     });
 
-    test('a root TGI pod gets an fsGroup so the non-root sidecar can read the 0440 files', () => {
+    test('two restarting Secrets in one workload are both in the Reloader annotation', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const t = trainer(chart, { updateStrategy: TrainingUpdateStrategy.ROLLING_UPDATE });
+      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, { path: '/etc/a', onRotation: Reload.restart() });
+      new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, { path: '/etc/b', onRotation: Reload.restart() });
+      expect(findOne(synthValid(chart), 'StatefulSet').metadata.annotations['secret.reloader.stakater.com/reload']).toBe('a,b');
+    });
+
+    test('Reload.restart on an OnDelete workload (the training default) is refused: Reloader would change nothing', () => {
+      const e = errorOf(() => setup({}, Reload.restart()));
+      expect(e).toBeInstanceOf(ConfigurationError);
+      expect(e.message).toMatch(/^RotatingGpuSecret 'creds': onRotation Reload.restart\(\) needs a workload that rolls pod-template changes out .*stakater\/Reloader#294.* \(got "a workload with updateStrategy OnDelete"\)$/);
+    });
+
+    test('a root TGI pod gets an fsGroup with OnRootMismatch, so the non-root sidecar can read the 0440 files without re-owning the cache each start', () => {
       const chart = new Chart(Testing.app(), 'c');
       const tgi = new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'm' });
       new RotatingGpuSecret(chart, 'creds', { name: 'creds' }).mountInto(tgi, { path: '/etc/creds', onRotation: Reload.httpPost('http://localhost:8080/x') });
       const pod = findOne(synthValid(chart), 'StatefulSet').spec.template.spec;
-      expect(pod.securityContext.fsGroup).toBe(1000);
-      expect(pod.containers[1].securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+      expect(pod.securityContext).toMatchObject({ fsGroup: 1000, fsGroupChangePolicy: 'OnRootMismatch' });
+      expect(pod.containers.find((c: any) => c.name.startsWith('reload-')).securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
     });
   });
 
@@ -117,8 +205,9 @@ describe('RotatingGpuSecret', () => {
       expect(podSecurityLevel(job.template.spec)).toBe('restricted');
     });
 
-    test('daily by default', () => {
+    test('daily by default; whole days up to 31', () => {
       expect(findOne(setup().objects, 'CronJob').spec.schedule).toMatch(/^\d{1,2} \d{1,2} \* \* \*$/);
+      expect(findOne(setup({ rotation: { ...rotation, every: Duration.days(7) } }).objects, 'CronJob').spec.schedule).toMatch(/^\d{1,2} \d{1,2} \*\/7 \* \*$/);
     });
 
     test('RBAC: only get, patch, update on this Secret', () => {
@@ -130,12 +219,18 @@ describe('RotatingGpuSecret', () => {
       expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: findOne(objects, 'ServiceAccount').metadata.name }]);
     });
 
-    test('a one-off Job performs the first rotation', () => {
+    test('the first-rotation Job runs once per spec whatever re-applies it: no TTL, named by its spec', () => {
       const { objects } = setup();
       const job = findOne(objects, 'Job');
       expect(job.metadata.name).toMatch(/^gpu-credentials-rotator-initial-[0-9a-f]{8}$/);
+      // A TTL would delete the finished Job, and Argo CD, Flux or kubectl apply would create it
+      // again, running the rotator again (argo-cd#8586).
+      expect(job.spec.ttlSecondsAfterFinished).toBeUndefined();
       expect(job.spec.template.spec.containers[0].image).toBe(rotation.image);
       expect(podSecurityLevel(job.spec.template.spec)).toBe('restricted');
+      // The same spec synthesizes the same name (a re-apply is a no-op); a changed rotator is a new Job.
+      expect(findOne(setup().objects, 'Job').metadata.name).toBe(job.metadata.name);
+      expect(findOne(setup({ rotation: { ...rotation, image: 'myorg/gpu-cred-rotator:1.4.3' } }).objects, 'Job').metadata.name).not.toBe(job.metadata.name);
     });
 
     test('all pod templates are restricted', () => {
@@ -155,33 +250,256 @@ describe('RotatingGpuSecret', () => {
     expect(secret.type).toBe('Opaque');
   });
 
-  describe('timing check', () => {
-    test('every + worst-case propagation must fit inside the TTL, showing the sum', () => {
-      expect(() => setup({ rotation: { ...rotation, every: Duration.hours(24), credentialTtl: Duration.hours(24) } })).toThrow(
-        "RotatingGpuSecret 'creds': rotation.credentialTtl must cover rotation.every plus the worst-case propagation: 86400s + (kubelet sync 60s + cache 60s + sidecar poll 10s + job start deadline 600s + job run deadline 600s) = 87730s (got 86400s)");
-      expect(setup({ rotation: { ...rotation, every: Duration.hours(24), credentialTtl: Duration.hours(48) } }).creds.worstCasePropagationSeconds).toBe(1330);
+  describe('derived names are valid for every accepted name', () => {
+    const lengths = Array.from({ length: 63 - 36 }, (_, i) => 37 + i); // 37..63: around every limit
+    const nameOf = (n: number, c = 'a') => `g${c.repeat(n - 1)}`;
+
+    test.each(lengths)('a %i-character name, with a rotator and a sync mount', n => {
+      const chart = new Chart(Testing.app(), 'c');
+      const t = trainer(chart);
+      new RotatingGpuSecret(chart, 'creds', { name: nameOf(n), rotation }).mountInto(t, { path: '/etc/gpu', onRotation: Reload.sync() });
+      const objects = synthValid(chart);
+      expect(apiServerNameErrors(objects)).toEqual([]);
+      expect(findOne(objects, 'Secret').metadata.name).toBe(nameOf(n));
+    });
+
+    test('two long names that share their first 60 characters derive different names', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const t = trainer(chart);
+      const base = nameOf(60);
+      new RotatingGpuSecret(chart, 'one', { name: `${base}one`, rotation }).mountInto(t, { path: '/etc/one', onRotation: Reload.sync() });
+      new RotatingGpuSecret(chart, 'two', { name: `${base}two`, rotation }).mountInto(t, { path: '/etc/two', onRotation: Reload.sync() });
+      const objects = synthValid(chart);
+      expect(apiServerNameErrors(objects)).toEqual([]);
+      expect(objects.filter(o => o.kind === 'CronJob').map(o => o.metadata.name).sort()).toEqual(expect.arrayContaining([expect.any(String), expect.any(String)]));
+      expect(new Set(objects.filter(o => o.kind === 'CronJob').map(o => o.metadata.name)).size).toBe(2);
+      expect(new Set(objects.filter(o => o.kind === 'Job').map(o => o.metadata.name)).size).toBe(2);
+    });
+
+    test('names up to 44 characters keep the plain "<name>-rotator" names', () => {
+      const { objects } = setup({ name: nameOf(44) });
+      expect(findOne(objects, 'CronJob').metadata.name).toBe(`${nameOf(44)}-rotator`);
+      expect(findOne(objects, 'Job').metadata.name.length).toBeLessThanOrEqual(63);
+    });
+
+    test('a 64-character name is refused', () => {
+      expect(() => setup({ name: nameOf(64) })).toThrow(/^RotatingGpuSecret 'creds': name must be at most 63 characters \(got 64 characters: /);
     });
   });
 
-  describe('bad input throws clear errors', () => {
-    test.each<[string, () => void, string | RegExp]>([
-      ['invalid name', () => setup({ name: 'GPU_creds' }), /^RotatingGpuSecret 'creds': name must be a DNS-1123 label.*\(got "GPU_creds"\)$/],
-      ['every under 1 hour', () => setup({ rotation: { ...rotation, every: Duration.minutes(30) } }), "RotatingGpuSecret 'creds': rotation.every must be a whole number of seconds >= 3600s (got 1800s)"],
-      ['every over the TTL', () => setup({ rotation: { ...rotation, every: Duration.hours(48), credentialTtl: Duration.hours(24) } }), "RotatingGpuSecret 'creds': rotation.every must not exceed credentialTtl (86400s) (got 172800s)"],
-      ['every not fitting cron', () => setup({ rotation: { ...rotation, every: Duration.hours(5) } }), /rotation.every must be a whole number of hours that divides 24, or whole days/],
-      ['relative mount path', () => {
-        const chart = new Chart(Testing.app(), 'c');
-        const t = new GpuTrainingStatefulSet(chart, 't', { name: 't', image: 'i', gpusPerPod: 1 });
-        new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(t, { path: 'etc/gpu', onRotation: Reload.restart() });
-      }, `RotatingGpuSecret 'creds': path must be an absolute path without ".." segments (got "etc/gpu")`],
-      ['signal without process', () => setup({}, Reload.signal('SIGHUP', { process: '' })), /RotatingGpuSecret 'creds': onRotation Reload.signal needs the name of the process to signal/],
-      ['signal to a root workload', () => {
-        const chart = new Chart(Testing.app(), 'c');
-        const tgi = new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'm' });
-        new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(tgi, { path: '/etc/x', onRotation: Reload.signal('SIGHUP', { process: 'text-generation' }) });
-      }, /Reload.signal needs a workload that runs as a non-root UID/],
-    ])('%s', (_label, act, message) => {
-      expect(act).toThrow(message);
+  describe('timing model', () => {
+    test('two periods plus the worst-case propagation must fit in the credential TTL, showing the sum', () => {
+      expect(() => setup({ rotation: { ...rotation, every: Duration.hours(24), credentialTtl: Duration.hours(48) } })).toThrow(
+        "RotatingGpuSecret 'creds': rotation.credentialTtl must cover two rotation periods (a run that misses its start deadline is skipped) plus the worst-case propagation: "
+        + '2 x 86400s + (job start deadline 600s + job run deadline 600s + kubelet sync 60s + sync jitter 30s + kubelet secret cache 0s + sidecar poll 10s) = 174100s; '
+        + "rotate more often or lengthen the credential's lifetime (got 48h)");
+    });
+
+    test('the boundary: a TTL equal to the sum is accepted, one second less is refused', () => {
+      const every = Duration.hours(12);
+      const sum = 2 * 43200 + 600 + 600 + 60 + 30 + 0 + 10 + 30;
+      expect(setup({ rotation: { ...rotation, every, credentialTtl: Duration.seconds(sum) } }).creds.worstCasePropagationSeconds).toBe(sum - 86400);
+      expect(() => setup({ rotation: { ...rotation, every, credentialTtl: Duration.seconds(sum - 1) } })).toThrow(/= 87730s; .*\(got 87729s\)$/);
+    });
+
+    test('the Cache change-detection strategy adds its TTL', () => {
+      const every = Duration.hours(12);
+      const ttl = Duration.seconds(87730 + 300);
+      expect(() => setup({ rotation: { ...rotation, every, credentialTtl: ttl }, kubeletSecretCacheTtl: Duration.minutes(5) })).not.toThrow();
+      expect(() => setup({ rotation: { ...rotation, every, credentialTtl: ttl }, kubeletSecretCacheTtl: Duration.minutes(6) })).toThrow(/kubelet secret cache 360s/);
+    });
+
+    test('a longer reload timeout counts when the Secret is mounted', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const creds = new RotatingGpuSecret(chart, 'creds', { name: 'x', rotation: { ...rotation, every: Duration.hours(12), credentialTtl: Duration.seconds(87730) } });
+      expect(() => creds.mountInto(trainer(chart), { path: '/etc/x', onRotation: Reload.exec(['/r'], { timeout: Duration.seconds(31) }) })).toThrow(/reload timeout 31s\) = 87731s/);
+    });
+
+    test('without a rotator, propagation is the kubelet and the sidecar only', () => {
+      expect(setup({ rotation: undefined }).creds.worstCasePropagationSeconds).toBe(60 + 30 + 0 + 10 + 30);
+    });
+  });
+
+  describe('mount paths', () => {
+    const refused: Array<[string, string, RegExp]> = [
+      ['the checkpoint claim', '/checkpoints', /path must not be a path container 'trainer' already mounts \(volume '[^']+' is there\) \(got "\/checkpoints"\)/],
+      ['the writable home', '/home/trainer', /path must not be a path container 'trainer' already mounts/],
+      ['/dev/shm', '/dev/shm', /path must not be a system directory/],
+      ['/tmp', '/tmp', /path must not be a system directory/],
+      ['/etc', '/etc', /path must not be a system directory/],
+      ['the service-account token', '/var/run/secrets/kubernetes.io/serviceaccount', /path must not be a system directory/],
+      ['a parent of another mount', '/home', /path must not be a system directory/],
+      ['a parent of the checkpoint mount', '/', /path must not be a system directory/],
+      ['a trailing slash', '/etc/gpu/', /path must be a normalized absolute path/],
+      ['a double slash', '/etc//gpu', /path must be a normalized absolute path/],
+      ['a relative path', 'etc/gpu', /path must be an absolute path without ".." segments \(got "etc\/gpu"\)/],
+      ['the sidecar directory', '/var/run/cdk8s-gpu/x', /path must not be under \/var\/run\/cdk8s-gpu/],
+    ];
+    test.each(refused)('refused: %s', (_label, p, message) => {
+      const chart = new Chart(Testing.app(), 'c');
+      const t = trainer(chart, { storage: { size: require('cdk8s').Size.gibibytes(10) } });
+      const e = errorOf(() => new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(t, { path: p, onRotation: Reload.sync() }));
+      expect(e).toBeInstanceOf(ConfigurationError);
+      expect(e.message).toMatch(/^RotatingGpuSecret 'creds': /);
+      expect(e.message).toMatch(message);
+    });
+
+    test('mountInto twice on one path is refused, and leaves the pod as it was', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const t = trainer(chart);
+      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, { path: '/etc/creds', onRotation: Reload.exec(['/r']) });
+      const before = JSON.stringify(t._podTemplate.toTemplate());
+      expect(() => new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, { path: '/etc/creds', onRotation: Reload.sync() }))
+        .toThrow(/^RotatingGpuSecret 'b': path must not be a path container 'trainer' already mounts \(volume 'a-0' is there\) \(got "\/etc\/creds"\)$/);
+      expect(JSON.stringify(t._podTemplate.toTemplate())).toBe(before);
+    });
+
+    test('inside a read-only mount is refused; inside a writable one (the home) is fine', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const t = trainer(chart);
+      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, { path: '/etc/creds', onRotation: Reload.exec(['/r']) });
+      expect(() => new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, { path: '/etc/creds/more', onRotation: Reload.exec(['/r']) }))
+        .toThrow(/path must not be inside the read-only mount \/etc\/creds/);
+      new RotatingGpuSecret(chart, 'c', { name: 'c' }).mountInto(t, { path: '/home/trainer/.config/gcloud', onRotation: Reload.exec(['/r']) });
+      expect(apiServerNameErrors(synthValid(chart))).toEqual([]);
+    });
+
+    test('above another mount is refused', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const t = trainer(chart);
+      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, { path: '/etc/creds/gpu', onRotation: Reload.exec(['/r']) });
+      expect(() => new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, { path: '/etc/creds', onRotation: Reload.exec(['/r']) }))
+        .toThrow(/path must not contain another mount of container 'trainer' \(volume 'a-0' at \/etc\/creds\/gpu\)/);
+    });
+  });
+
+  describe('Reload.signal', () => {
+    const refused: Array<[string, () => Reload, RegExp]> = [
+      ['an unknown signal', () => Reload.signal('SIGKILL', { process: 'trainer' }), /onRotation signal must be one of SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGTERM, SIGQUIT .*\(got "SIGKILL"\)/],
+      ['a signal number', () => Reload.signal('1', { process: 'trainer' }), /onRotation signal must be one of/],
+      ['no signal', () => Reload.signal(undefined as any, { process: 'trainer' }), /onRotation signal must be one of .*\(got undefined\)/],
+      ['no process', () => Reload.signal('SIGHUP', { process: '' }), /onRotation process must be the name of the process to signal/],
+      ['no options', () => Reload.signal('SIGHUP', undefined as any), /onRotation process must be the name of the process to signal .*\(got undefined\)/],
+      ['a path', () => Reload.signal('SIGHUP', { process: '/usr/bin/python' }), /onRotation process must be a process name \(the file name\), not a path/],
+      ['a name Linux truncates', () => Reload.signal('SIGHUP', { process: 'my-training-entrypoint' }),
+        /^RotatingGpuSecret 'creds': onRotation process must be at most 15 characters, because Linux truncates process names in \/proc\/<pid>\/comm and the sidecar would never find it; use "my-training-ent" \(got "my-training-entrypoint"\)$/],
+      ['the sidecar\'s own shell', () => Reload.signal('SIGHUP', { process: 'sh' }), /onRotation process must not be a name the reload sidecar's own processes/],
+      ['the pause process', () => Reload.signal('SIGHUP', { process: 'pause' }), /onRotation process must not be a name the reload sidecar's own processes/],
+      ...['SIGHUP', 'SIGTERM', 'SIGINT', 'SIGUSR1', 'SIGQUIT'].map((s): [string, () => Reload, RegExp] =>
+        [`torchrun with ${s}`, () => Reload.signal(s, { process: 'torchrun' }), new RegExp(`onRotation must not send ${s} to torchrun: its elastic agent handles TERM, INT, HUP and QUIT by shutting down every worker`)]),
+      ['TGI\'s launcher by its full name', () => Reload.signal('SIGHUP', { process: 'text-generation-launcher' }), /onRotation must not send SIGHUP to TGI .*ctrlc/],
+      ['TGI by its comm', () => Reload.signal('SIGUSR1', { process: 'text-generation' }), /onRotation must not send SIGUSR1 to TGI/],
+      ['vLLM', () => Reload.signal('SIGHUP', { process: 'vllm' }), /onRotation must not send SIGHUP to vLLM/],
+      ['INT to Python', () => Reload.signal('SIGINT', { process: 'python3.11' }), /onRotation must not send SIGINT to a Python program: CPython turns INT into KeyboardInterrupt/],
+    ];
+    test.each(refused)('refused: %s', (_label, reload, message) => {
+      const e = errorOf(() => setup({}, reload()));
+      expect(e).toBeInstanceOf(ConfigurationError);
+      expect(e.message).toMatch(message);
+    });
+
+    test.each([['python', 'SIGHUP'], ['python3', 'SIGUSR1'], ['my-trainer', 'SIGTERM'], ['exactly15charss', 'SIGHUP'], ['nginx', 'SIGHUP']])('accepted: %s with %s', (process, signal) => {
+      expect(envOf(setup({}, Reload.signal(signal, { process })).sidecar).PROCESS_NAME).toBe(process);
+    });
+
+    test('a root workload is refused: the restricted sidecar cannot signal it', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const tgi = new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'm' });
+      expect(() => new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(tgi, { path: '/etc/x', onRotation: Reload.signal('SIGHUP', { process: 'my-server' }) }))
+        .toThrow(/Reload.signal needs a workload that runs as a non-root UID/);
+    });
+  });
+
+  describe('Reload.exec and Reload.httpPost', () => {
+    const refused: Array<[string, () => Reload, RegExp]> = [
+      ['an empty command', () => Reload.exec([]), /onRotation command must be a non-empty array: the program, then its arguments \(got \[\]\)/],
+      ['a command that is not an array', () => Reload.exec('/reload' as any), /onRotation command must be an array of strings/],
+      ['a whole command line in one element', () => Reload.exec(['/usr/bin/driver --reload']), /onRotation command\[0\] must be the program alone, without whitespace/],
+      ['an empty program', () => Reload.exec(['']), /onRotation command\[0\] must be the program alone/],
+      ['a number in the command', () => Reload.exec(['/r', 3 as any]), /onRotation command\[1\] must be a string \(got 3\)/],
+      ['an image with whitespace', () => Reload.exec(['/r'], { image: 'my image' }), /onRotation image must be an image reference/],
+      ['a timeout of 0', () => Reload.exec(['/r'], { timeout: Duration.seconds(0) }), /onRotation timeout must be a whole number of seconds from 1s to 600s \(got 0s\)/],
+      ['a timeout of 1500 ms', () => Reload.exec(['/r'], { timeout: Duration.millis(1500) }), /onRotation timeout must be a whole number of seconds from 1s to 600s \(got 1500ms\)/],
+      ['a timeout that is a number', () => Reload.exec(['/r'], { timeout: 30 as any }), /onRotation timeout must be a Duration/],
+      ['a URL without scheme', () => Reload.httpPost('localhost:8080/reload'), /onRotation url must be an absolute http:\/\/ or https:\/\/ URL/],
+      ['an ftp URL', () => Reload.httpPost('ftp://localhost/x'), /onRotation url must be an absolute http/],
+      ['a URL with a space', () => Reload.httpPost('http://localhost:8080/re load'), /onRotation url must be an absolute http/],
+      ['a port out of range', () => Reload.httpPost('http://localhost:70000/x'), /onRotation url must be an absolute http/],
+      ['no URL', () => Reload.httpPost(undefined as any), /onRotation url must be an absolute http.*\(got undefined\)/],
+      ['a timeout over 10 min', () => Reload.httpPost('http://localhost/x', { timeout: Duration.minutes(11) }), /onRotation timeout must be a whole number of seconds from 1s to 600s \(got 11m\)/],
+    ];
+    test.each(refused)('refused: %s', (_label, reload, message) => {
+      const e = errorOf(() => setup({}, reload()));
+      expect(e).toBeInstanceOf(ConfigurationError);
+      expect(e.message).toMatch(/^RotatingGpuSecret 'creds': onRotation/);
+      expect(e.message).toMatch(message);
+    });
+
+    test.each(['http://localhost:8080/reload', 'https://127.0.0.1/-/reload?x=1', 'http://[::1]:9000/reload'])('accepted: %s', url => {
+      expect(envOf(setup({}, Reload.httpPost(url)).sidecar).RELOAD_URL).toBe(url);
+    });
+  });
+
+  describe('wrong types get the library\'s error naming the prop, never a TypeError', () => {
+    const cases: Array<[string, Partial<RotatingGpuSecretProps> | any, RegExp]> = [
+      ['credentialTtl null', { rotation: { ...rotation, credentialTtl: null } }, /rotation.credentialTtl must be a Duration.*\(got null\)/],
+      ['credentialTtl a number', { rotation: { ...rotation, credentialTtl: 172800 } }, /rotation.credentialTtl must be a Duration/],
+      ['every of 1500 ms', { rotation: { ...rotation, every: Duration.millis(1500) } }, /rotation.every must be a whole number of seconds >= 3600s \(got 1500ms\)/],
+      ['every NaN', { rotation: { ...rotation, every: Duration.seconds(NaN) } }, /rotation.every must be a whole number of seconds/],
+      ['every a string', { rotation: { ...rotation, every: '24h' } }, /rotation.every must be a Duration/],
+      ['every of 32 days', { rotation: { ...rotation, every: Duration.days(32) } }, /rotation.every must be at most 31 days/],
+      ['every of 5 h', { rotation: { ...rotation, every: Duration.hours(5) } }, /rotation.every must be a whole number of hours that divides 24, or whole days/],
+      ['every under an hour', { rotation: { ...rotation, every: Duration.minutes(30) } }, /rotation.every must be a whole number of seconds >= 3600s \(got 30m\)/],
+      ['reloadPollInterval a number', { reloadPollInterval: 10 }, /reloadPollInterval must be a Duration/],
+      ['reloadPollInterval 0', { reloadPollInterval: Duration.seconds(0) }, /reloadPollInterval must be a whole number of seconds from 1s to 600s/],
+      ['kubeletSecretCacheTtl over an hour', { kubeletSecretCacheTtl: Duration.hours(2) }, /kubeletSecretCacheTtl must be a whole number of seconds from 0s to 3600s \(got 2h\)/],
+      ['keys a string', { keys: 'token' }, /keys must be a non-empty array of Secret keys \(got "token"\)/],
+      ['keys empty', { keys: [] }, /keys must be a non-empty array/],
+      ['a key with a space', { keys: ['my token'] }, /keys\[0\] must be a valid ConfigMap or Secret key/],
+      ['a key "."', { keys: ['.'] }, /keys\[0\] must be a valid ConfigMap or Secret key/],
+      ['a key ".."', { keys: ['..'] }, /keys\[0\] must be a valid ConfigMap or Secret key/],
+      ['a key starting with ".."', { keys: ['..data'] }, /keys\[0\] must not start with "\.\."/],
+      ['a key of 254 characters', { keys: ['k'.repeat(254)] }, /keys\[0\] must be a valid ConfigMap or Secret key.*at most 253/],
+      ['a key that is a number', { keys: [42] }, /keys\[0\] must be a valid ConfigMap or Secret key.*\(got 42\)/],
+      ['a repeated key', { keys: ['a', 'a'] }, /keys must not repeat a key \(got "a"\)/],
+      ['name a number', { name: 42 }, /name must be a non-empty DNS-1123 label \(got 42\)/],
+      ['rotation a string', { rotation: 'daily' }, /rotation must be an object \(got "daily"\)/],
+      ['rotation.image missing', { rotation: { command: ['/rotate'] } }, /rotation.image must be an image reference/],
+      ['rotation.command a string', { rotation: { ...rotation, command: '/rotate' } }, /rotation.command must be an array of strings/],
+      ['rotation.command empty', { rotation: { ...rotation, command: [] } }, /rotation.command must not be empty/],
+      ['rotation.env value a number', { rotation: { ...rotation, env: { PROVIDER: 3 } } }, /rotation.env.PROVIDER must be a string \(got 3\)/],
+      ['rotation.env SECRET_NAME', { rotation: { ...rotation, env: { SECRET_NAME: 'x' } } }, /rotation.env.SECRET_NAME is set by the construct/],
+      ['rotation.env bad name', { rotation: { ...rotation, env: { '1X': 'x' } } }, /rotation.env.1X must be a valid environment variable name/],
+      ['a typo in a prop', { reloadPollIntervall: Duration.seconds(5) }, /reloadPollIntervall is not a known prop; did you mean 'reloadPollInterval'\?/],
+      ['a typo in rotation', { rotation: { ...rotation, evry: Duration.hours(1) } }, /rotation.evry is not a known prop; did you mean 'every'\?/],
+    ];
+    test.each(cases)('%s', (_label, props, message) => {
+      const e = errorOf(() => setup(props));
+      expect(e).toBeInstanceOf(ConfigurationError);
+      expect(e.message).toMatch(/^RotatingGpuSecret 'creds': /);
+      expect(e.message).toMatch(message);
+    });
+
+    test('props that are not an object', () => {
+      const e = errorOf(() => new RotatingGpuSecret(new Chart(Testing.app(), 'c'), 'creds', null as any));
+      expect(e).toBeInstanceOf(ConfigurationError);
+      expect(e.message).toMatch(/^RotatingGpuSecret 'creds': props must be an object \(got null\)$/);
+    });
+
+    test.each<[string, (chart: Chart) => [any, any], RegExp]>([
+      ['no workload', () => [undefined, { path: '/etc/x', onRotation: Reload.sync() }], /mountInto needs a workload of this library/],
+      ['a construct that is not a workload', chart => [new Chart(chart, 'x'), { path: '/etc/x', onRotation: Reload.sync() }], /mountInto needs a workload of this library/],
+      ['no options', chart => [trainer(chart), undefined], /mountInto options must be an object \(got undefined\)/],
+      ['onRotation a string', chart => [trainer(chart), { path: '/etc/x', onRotation: 'sighup' }], /onRotation must be a Reload.*\(got "sighup"\)/],
+      ['path a number', chart => [trainer(chart), { path: 1, onRotation: Reload.sync() }], /path must be an absolute path.*\(got 1\)/],
+      ['an unknown option', chart => [trainer(chart), { path: '/etc/x', onRotation: Reload.sync(), readOnly: true }], /readOnly is not a known prop/],
+    ])('mountInto: %s', (_label, args, message) => {
+      const chart = new Chart(Testing.app(), 'c');
+      const [workload, options] = args(chart);
+      const e = errorOf(() => new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(workload, options));
+      expect(e).toBeInstanceOf(ConfigurationError);
+      expect(e.message).toMatch(/^RotatingGpuSecret 'creds': /);
+      expect(e.message).toMatch(message);
     });
   });
 });
