@@ -4,6 +4,7 @@ import { Chart, Duration, Size } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget, validateDisruptionBudget } from '../common/disruption';
+import { SHM_VOLUME } from '../common/gpu';
 import { contentHash } from '../common/hash';
 import { headlessService } from '../common/headless-service';
 import { labelSet, LABEL_INSTANCE } from '../common/labels';
@@ -351,6 +352,10 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       const storage = props.storage;
       v.knownProps('storage', storage, STORAGE_KEYS);
       const claim = this.claimName = v.dnsLabel('storage.claimName', storage.claimName ?? 'data');
+      // The controller adds a pod volume named like the claim template, replacing one of the same
+      // name: /dev/shm would silently move to a network disk.
+      const podVolumes = [SHM_VOLUME, POD_STATE_VOLUME, SHARED_CHECKPOINT_VOLUME, ...(runAsRoot ? [] : scratchSpace(TRAINING_HOME).volumes.map(vol => vol.name))];
+      if (podVolumes.includes(claim)) v.fail('storage.claimName', `must differ from the pod's own volumes (${podVolumes.join(', ')})`, claim);
       v.positiveSize('storage.size', storage.size);
       storageMount = mountPath(v, 'storage.mountPath', storage.mountPath ?? '/checkpoints');
       if (storage.storageClassName !== undefined) v.dnsSubdomain('storage.storageClassName', storage.storageClassName);
@@ -373,6 +378,8 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       v.knownProps('sharedCheckpoints', shared, SHARED_KEYS);
       this.sharedClaimName = v.dnsSubdomain('sharedCheckpoints.claimName', shared.claimName);
       sharedMount = mountPath(v, 'sharedCheckpoints.mountPath', shared.mountPath ?? '/shared-checkpoints');
+      const taken = ['/dev/shm', POD_STATE_DIR, ...(runAsRoot ? [] : scratchSpace(TRAINING_HOME).mounts.map(m => m.mountPath))];
+      if (taken.includes(sharedMount)) v.fail('sharedCheckpoints.mountPath', `must not be a path container '${CONTAINER}' already mounts (${taken.join(', ')})`, sharedMount);
       volumes.push({ name: SHARED_CHECKPOINT_VOLUME, persistentVolumeClaim: { claimName: this.sharedClaimName } });
       mounts.push({ name: SHARED_CHECKPOINT_VOLUME, mountPath: sharedMount });
     }
