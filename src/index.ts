@@ -30,7 +30,7 @@ export type { AutoscalingOptions, HpaAutoscalerOptions, KedaAutoscalerOptions } 
 export { RotatingGpuSecret } from './secrets/rotating-gpu-secret';
 export type { RotatingGpuSecretProps, SecretRotation, MountOptions } from './secrets/rotating-gpu-secret';
 export { Reload, DEFAULT_RELOAD_IMAGE } from './secrets/reload';
-export type { ReloadExecOptions, ReloadSignalOptions } from './secrets/reload';
+export type { ReloadExecOptions, ReloadHttpOptions, ReloadSignalOptions } from './secrets/reload';
 
 export { guard } from './guard/diff';
 export type { Finding, GuardObjectCounts, GuardOptions, GuardResult, Severity } from './guard/diff';
