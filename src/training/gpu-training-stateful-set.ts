@@ -474,6 +474,13 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       if (key.startsWith(KUEUE_PREFIX)) v.fail(`pod.labels.${key}`, 'is Kueue\'s: set queueName, and Kueue\'s webhook labels the pods', props.pod!.labels![key]);
     }
 
+    // Arrays the shared builder iterates: a JavaScript caller's wrong type gets the library's error.
+    if (props.envFrom !== undefined && !Array.isArray(props.envFrom)) v.fail('envFrom', 'must be an array of EnvFrom.configMap() or EnvFrom.secret()', props.envFrom);
+    for (const key of ['tolerations', 'topologySpreadConstraints', 'sidecars', 'initContainers', 'imagePullSecrets'] as const) {
+      const value = (props.pod as Record<string, unknown> | undefined)?.[key];
+      if (value !== undefined && !Array.isArray(value)) v.fail(`pod.${key}`, 'must be an array', value);
+    }
+
     const pod = buildWorkloadPod(v, {
       props: { ...props, extendedResources },
       gpus: this.gpusPerPod,
