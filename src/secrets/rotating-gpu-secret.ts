@@ -156,9 +156,9 @@ export class RotatingGpuSecret extends Construct {
     v.plainObject('props', props);
     v.knownProps('', props, PROPS);
     const name = this.secretName = v.dnsLabel('name', props.name);
-    this.keys = secretKeys(v, props.keys ?? ['credentials.json']);
-    this.pollSeconds = v.seconds('reloadPollInterval', props.reloadPollInterval ?? Duration.seconds(DEFAULT_RELOAD_POLL_SECONDS), 1, 600);
-    const cacheTtl = v.seconds('kubeletSecretCacheTtl', props.kubeletSecretCacheTtl ?? Duration.seconds(0), 0, 3600);
+    this.keys = secretKeys(v, unset(props.keys, ['credentials.json']));
+    this.pollSeconds = v.seconds('reloadPollInterval', unset(props.reloadPollInterval, Duration.seconds(DEFAULT_RELOAD_POLL_SECONDS)), 1, 600);
+    const cacheTtl = v.seconds('kubeletSecretCacheTtl', unset(props.kubeletSecretCacheTtl, Duration.seconds(0)), 0, 3600);
     this.labels = {
       [LABEL_NAME]: name, [LABEL_INSTANCE]: name, [LABEL_COMPONENT]: 'credentials', [LABEL_MANAGED_BY]: MANAGED_BY,
     };
@@ -191,7 +191,7 @@ export class RotatingGpuSecret extends Construct {
       v.plainObject('rotation', props.rotation);
       v.knownProps('rotation', props.rotation, ROTATION_PROPS);
       const r = props.rotation;
-      const every = v.seconds('rotation.every', r.every ?? Duration.hours(24), 3600);
+      const every = v.seconds('rotation.every', unset(r.every, Duration.hours(24)), 3600);
       const ttl = r.credentialTtl !== undefined ? v.seconds('rotation.credentialTtl', r.credentialTtl, 1) : undefined;
       this.rotation = { every, ttl, prop: r.every, ttlProp: r.credentialTtl };
       this.checkCredentialTtl();
@@ -357,7 +357,7 @@ export class RotatingGpuSecret extends Construct {
   } {
     const v: Validator = this.v;
     const base = { image: DEFAULT_RELOAD_IMAGE, args: [] as string[], env: [] as k8s.EnvVar[], timeoutSeconds: 0 };
-    const timeout = (t: Duration | undefined, prop: string) => v.seconds(prop, t ?? Duration.seconds(DEFAULT_RELOAD_TIMEOUT_SECONDS), 1, 600);
+    const timeout = (t: Duration | undefined, prop: string) => v.seconds(prop, unset(t, Duration.seconds(DEFAULT_RELOAD_TIMEOUT_SECONDS)), 1, 600);
     switch (spec.kind) {
       case 'exec': {
         const command = v.stringArray('onRotation command', spec.command);
@@ -532,6 +532,14 @@ export class RotatingGpuSecret extends Construct {
     }
     return errors;
   }
+}
+
+/**
+ * The default when a prop is left out. Only `undefined` means "left out": a `null` from JavaScript
+ * is a wrong value, which the prop's check then refuses by name.
+ */
+function unset<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
 }
 
 /** The Secret keys, checked as the API server checks them (`IsConfigMapKey`). */
