@@ -4,7 +4,10 @@ import { GpuTrainingStatefulSet } from '../src';
 
 /**
  * Seed 000 after the fix: the multi-GPU ONNX Runtime upgrade ships as version 2, a new
- * StatefulSet beside v1, with its `gpu-pvc` checkpoint claims, as a non-root pod.
+ * StatefulSet beside v1, with its `gpu-pvc` checkpoint claims, as a non-root pod. It behaves as
+ * one job: a failed rank restarts every rank's workers together (up to 3 times), a finished run
+ * stays finished (its completion marker is on the checkpoint claims), and torchrun gets the whole
+ * grace period to checkpoint on SIGTERM.
  */
 export class TrainingChart extends Chart {
   readonly trainer: GpuTrainingStatefulSet;
@@ -20,7 +23,10 @@ export class TrainingChart extends Chart {
       storage: { claimName: 'gpu-pvc', size: Size.gibibytes(100), mountPath: '/checkpoints' },
       command: ['torchrun'],
       args: ['train.py'],
-      gpuConfig: { NCCL_DEBUG: 'WARN', NCCL_ASYNC_ERROR_HANDLING: '1' },
+      maxRestarts: 3,
+      // TORCH_NCCL_ASYNC_ERROR_HANDLING is the current name (NCCL_ASYNC_ERROR_HANDLING is the
+      // deprecated one): a hung collective aborts the process, so torchrun can restart the gang.
+      gpuConfig: { NCCL_DEBUG: 'WARN', TORCH_NCCL_ASYNC_ERROR_HANDLING: '1' },
     });
   }
 }
