@@ -29,9 +29,12 @@ export const SHELLS: Record<Shell, string | undefined> = { dash: onPath('dash'),
 /** Host tools a Debian image with coreutils has, for the dash runs. */
 const DEBIAN_TOOLS = ['sleep', 'timeout', 'sha256sum', 'md5sum', 'cksum', 'cp', 'mv', 'cat', 'wget', 'rm'];
 
+let applets: string[] | undefined;
+
 /** The applets of the busybox binary, as the image's /bin has them. */
 function busyboxApplets(busybox: string): string[] {
-  return execFileSync(busybox, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  applets ??= execFileSync(busybox, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  return applets;
 }
 
 export interface ToolboxOptions {

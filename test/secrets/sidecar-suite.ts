@@ -1,0 +1,331 @@
+import { execFileSync, spawn } from 'child_process';
+import * as fs from 'fs';
+import * as http from 'http';
+import { AddressInfo } from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import { Chart, Duration, Testing } from 'cdk8s';
+import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret } from '../../src';
+import { atomicWrite } from '../support/atomic-writer';
+import { lines, pause, Shell, SHELLS, Sidecar, startSidecar, toolbox, ToolboxOptions, waitFor } from './sidecar-harness';
+
+/** The sidecar exactly as synthesized: its command, args and env, taken from the YAML. */
+function synthesized(onRotation: Reload, keys?: string[]): { script: string; argv0: string; args: string[]; env: Record<string, string> } {
+  const chart = new Chart(Testing.app(), 'c');
+  const trainer = new GpuTrainingStatefulSet(chart, 't', { name: 't', image: 'i', gpusPerPod: 1, args: ['train.py'] });
+  new RotatingGpuSecret(chart, 's', { name: 'creds', keys }).mountInto(trainer, { path: '/etc/gpu', onRotation });
+  const sts = Testing.synth(chart).find(o => o.kind === 'StatefulSet');
+  const sidecar = sts.spec.template.spec.containers.find((c: any) => c.name.startsWith('reload-'));
+  expect(sidecar.command.slice(0, 2)).toEqual(['sh', '-c']);
+  const [, , script, argv0] = sidecar.command;
+  return { script, argv0, args: sidecar.args ?? [], env: Object.fromEntries(sidecar.env.map((e: any) => [e.name, e.value])) };
+}
+
+/** Fast settings for tests: the script takes fractions of a second. */
+const FAST = { POLL_SECONDS: '0.05', BACKOFF_SECONDS: '0.05', BACKOFF_MAX_SECONDS: '0.1' };
+
+/** The shortest action timeout each world's `timeout` honours (busybox counts whole seconds). */
+const SHORT_TIMEOUT: Record<Shell, string> = { dash: '0.3', busybox: '1' };
+
+/**
+ * The sidecar's behaviour under one shell. Each shell has its own test file, so that jest runs
+ * them in parallel: the tests mostly wait on child processes.
+ */
+export function describeSidecar(shell: Shell): void {
+  if (SHELLS[shell] === undefined) {
+    test(`${shell} is installed, so that the sidecar script is tested under it`, () => {
+      const message = `!!! The reload sidecar script was NOT tested under ${shell}: it is not installed. `
+        + `Install it (apt-get install -y ${shell}); .ci/run does this before the tests.`;
+      // Loud on a developer's machine, fatal in CI.
+      console.warn(message);
+      if (process.env.CI) throw new Error(message);
+    });
+    return;
+  }
+  describe(`reload sidecar script under ${shell}`, () => suite(shell));
+}
+
+function suite(shell: Shell): void {
+  let work: string;
+  let watch: string;
+  let reloads: string;
+  let polls: string;
+  const started: Sidecar[] = [];
+  const helpers: Array<{ kill: () => void }> = [];
+
+  beforeEach(() => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), `reload-${shell}-`));
+    watch = path.join(work, 'etc-gpu');
+    reloads = path.join(work, 'reloads.log');
+    polls = path.join(work, 'polls.log');
+    atomicWrite(watch, { 'credentials.json': '{"token":"v1"}' });
+  });
+
+  afterEach(async () => {
+    for (const s of started.splice(0)) {
+      s.kill();
+      await s.exited;
+    }
+    for (const h of helpers.splice(0)) h.kill();
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  /** A toolbox whose sha256sum also counts the fingerprints, so tests can wait for polls. */
+  function bin(options: ToolboxOptions = {}): string {
+    return toolbox(shell, work, { ...options, replace: { sha256sum: `echo poll >> ${polls}; exec $REAL "$@"`, ...options.replace } });
+  }
+
+  function run(s: ReturnType<typeof synthesized>, env: Record<string, string>, options: ToolboxOptions = {}, launcher: string[] = []): Sidecar {
+    const sidecar = startSidecar(shell, s.script, s.argv0, s.args, { ...s.env, WATCH_DIR: watch, ...FAST, ...env }, bin(options), launcher);
+    started.push(sidecar);
+    return sidecar;
+  }
+
+  /** Waits until the sidecar has fingerprinted `n` more times than now: a condition, not a fixed sleep. */
+  async function morePolls(n: number): Promise<void> {
+    const target = lines(polls).length + n;
+    expect(await waitFor(() => lines(polls).length >= target)).toBe(true);
+  }
+
+  /**
+   * The exec action replaced by a recorder that appends the credential it saw, and fails while a
+   * `fail` file holds a count above zero.
+   */
+  function recorder(extra: Partial<{ keys: string[] }> = {}) {
+    const cmd = `if [ -f ${work}/fail ]; then n=$(cat ${work}/fail); if [ "$n" -gt 0 ]; then echo $((n-1)) > ${work}/fail; exit 1; fi; fi; `
+      + `cat ${watch}/credentials.json >> ${reloads}; echo >> ${reloads}`;
+    return synthesized(Reload.exec(['sh', '-c', cmd]), extra.keys);
+  }
+
+  async function startRecorder(env: Record<string, string> = {}): Promise<Sidecar> {
+    const s = run(recorder(), env);
+    expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
+    return s;
+  }
+
+  test('exactly one reload per rotation, seeing the new content', async () => {
+    const s = await startRecorder();
+    atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+    expect(await waitFor(() => lines(reloads).length === 1)).toBe(true);
+    await morePolls(3);
+    expect(lines(reloads)).toEqual(['{"token":"v2"}']);
+    atomicWrite(watch, { 'credentials.json': '{"token":"v3"}' });
+    expect(await waitFor(() => lines(reloads).length === 2)).toBe(true);
+    await morePolls(3);
+    expect(lines(reloads)).toEqual(['{"token":"v2"}', '{"token":"v3"}']);
+    expect(s.output).toMatch(/^reload-sidecar: reloaded after a change/m);
+    expect(s.running).toBe(true);
+  });
+
+  test('no reload on a resync that changed nothing', async () => {
+    await startRecorder();
+    // Same payload through a fresh timestamped directory and ..data swap.
+    atomicWrite(watch, { 'credentials.json': '{"token":"v1"}' });
+    await morePolls(4);
+    expect(lines(reloads)).toEqual([]);
+  });
+
+  test('a key starting with "." is watched like any other', async () => {
+    atomicWrite(watch, { 'credentials.json': '{"token":"v1"}', '.dockerconfigjson': '{"auths":1}' });
+    const s = run(recorder({ keys: ['credentials.json', '.dockerconfigjson'] }), {});
+    expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
+    expect(s.output).toContain('watching credentials.json .dockerconfigjson');
+    atomicWrite(watch, { 'credentials.json': '{"token":"v1"}', '.dockerconfigjson': '{"auths":2}' });
+    expect(await waitFor(() => lines(reloads).length === 1)).toBe(true);
+  });
+
+  test('recovers after failing reloads, retrying with backoff', async () => {
+    fs.writeFileSync(path.join(work, 'fail'), '2');
+    const s = await startRecorder();
+    atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+    expect(await waitFor(() => lines(reloads).length === 1)).toBe(true);
+    expect(lines(reloads)).toEqual(['{"token":"v2"}']);
+    expect(s.output.match(/reload failed; retrying in 0\.\d+s/g)).toHaveLength(2);
+  });
+
+  test('a reload that hangs is killed at its timeout and retried', async () => {
+    // The first run hangs, later runs record.
+    const cmd = `if [ ! -f ${work}/hung ]; then : > ${work}/hung; exec sleep 30; fi; cat ${watch}/credentials.json >> ${reloads}; echo >> ${reloads}`;
+    const s = run(synthesized(Reload.exec(['sh', '-c', cmd])), { ACTION_TIMEOUT_SECONDS: SHORT_TIMEOUT[shell] });
+    expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
+    atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+    expect(await waitFor(() => lines(reloads).length === 1, 8000)).toBe(true);
+    expect(s.output).toMatch(/reload failed; retrying/);
+  });
+
+  test('quick successive rotations coalesce and end on the latest content', async () => {
+    fs.writeFileSync(path.join(work, 'fail'), '1');
+    const s = await startRecorder({ BACKOFF_SECONDS: '0.3' });
+    atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+    // While the first attempt backs off, two more rotations land.
+    expect(await waitFor(() => s.output.includes('reload failed'))).toBe(true);
+    for (const token of ['v3', 'v4']) atomicWrite(watch, { 'credentials.json': `{"token":"${token}"}` });
+    expect(await waitFor(() => lines(reloads).length >= 1)).toBe(true);
+    await morePolls(3);
+    expect(lines(reloads)).toEqual(['{"token":"v4"}']);
+  });
+
+  test('http mode POSTs, and an endpoint that never answers is a failure with backoff', async () => {
+    let hang = true;
+    const requests: string[] = [];
+    const server = http.createServer((req, res) => {
+      requests.push(`${req.method} ${req.url}`);
+      if (hang) return; // never answers
+      res.end('ok');
+    });
+    await new Promise<void>(r => server.listen(0, '127.0.0.1', r));
+    helpers.push({ kill: () => { server.closeAllConnections(); server.close(); } });
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/reload`;
+    const s = run(synthesized(Reload.httpPost(url)), { ACTION_TIMEOUT_SECONDS: SHORT_TIMEOUT[shell] });
+    expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
+    atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+    expect(await waitFor(() => s.output.includes('reload failed'), 8000)).toBe(true);
+    hang = false;
+    expect(await waitFor(() => s.output.includes('reloaded after a change'), 8000)).toBe(true);
+    expect(requests.every(r => r === 'POST /reload')).toBe(true);
+    expect(requests.length).toBeGreaterThanOrEqual(2);
+  });
+
+  test('sync mode copies every key, dot-files included, as plain files, atomically', async () => {
+    atomicWrite(watch, { 'credentials.json': '{"token":"v1"}', '.hidden': 'h1' });
+    const s = synthesized(Reload.sync(), ['credentials.json', '.hidden']);
+    const plain = path.join(work, 'plain');
+    fs.mkdirSync(plain);
+    const once = run(s, { SYNC_DIR: plain, RUN_ONCE: '1' });
+    expect((await once.exited).code).toBe(0);
+    expect(fs.readFileSync(path.join(plain, 'credentials.json'), 'utf8')).toBe('{"token":"v1"}');
+    expect(fs.readFileSync(path.join(plain, '.hidden'), 'utf8')).toBe('h1');
+    expect(fs.lstatSync(path.join(plain, 'credentials.json')).isSymbolicLink()).toBe(false);
+    const watcher = run(s, { SYNC_DIR: plain });
+    expect(await waitFor(() => watcher.output.includes('watching'))).toBe(true);
+    atomicWrite(watch, { 'credentials.json': '{"token":"v2"}', '.hidden': 'h2' });
+    expect(await waitFor(() => fs.readFileSync(path.join(plain, '.hidden'), 'utf8') === 'h2')).toBe(true);
+    expect(fs.readFileSync(path.join(plain, 'credentials.json'), 'utf8')).toBe('{"token":"v2"}');
+    expect(fs.readdirSync(plain).sort()).toEqual(['.hidden', 'credentials.json']);
+  });
+
+  describe('signal mode', () => {
+    /** A copy of sleep under a name no other process on this machine has (at most 15 characters). */
+    function uniqueProcess(prefix: string): { name: string; proc: Sidecar } {
+      const name = `${prefix}${process.pid.toString(36)}${Math.random().toString(36).slice(2, 6)}`.slice(0, 15);
+      const binary = path.join(work, name);
+      fs.copyFileSync(fs.realpathSync('/bin/sleep'), binary);
+      fs.chmodSync(binary, 0o755);
+      const proc = new Sidecar(spawn(binary, ['30'], { stdio: ['ignore', 'pipe', 'pipe'] }));
+      helpers.push(proc);
+      return { name, proc };
+    }
+
+    test('signals only the process of the named target, never another', async () => {
+      const target = uniqueProcess('rlt');
+      const decoy = uniqueProcess('rld');
+      const s = synthesized(Reload.signal('SIGHUP', { process: 'trainer' }));
+      expect(s.env).toMatchObject({ ACTION: 'signal', SIGNAL: 'HUP', PROCESS_NAME: 'trainer' });
+      const once = run(s, { PROCESS_NAME: target.name, RUN_ONCE: '1' });
+      expect((await once.exited).code).toBe(0);
+      expect(await target.proc.exited).toEqual({ code: null, signal: 'SIGHUP' });
+      await pause(50);
+      expect(decoy.proc.running).toBe(true);
+      expect(once.output).toContain(`sent SIGHUP to 1 process(es) named '${target.name}'`);
+    });
+
+    test('fails, and retries, when no process has the name', async () => {
+      const s = synthesized(Reload.signal('HUP', { process: 'trainer' }));
+      const none = run(s, { PROCESS_NAME: `rln${process.pid}`.slice(0, 15), RUN_ONCE: '1' });
+      expect((await none.exited).code).toBe(1);
+      expect(none.output).toMatch(/no process named 'rln\d+' to signal/);
+    });
+
+    test('takes SIGHUP as well as HUP, in the form dash\'s kill -s needs', async () => {
+      const target = uniqueProcess('rls');
+      const once = run(synthesized(Reload.signal('HUP', { process: 'trainer' })), { PROCESS_NAME: target.name, SIGNAL: 'SIGHUP', RUN_ONCE: '1' });
+      expect((await once.exited).code).toBe(0);
+      expect((await target.proc.exited).signal).toBe('SIGHUP');
+    });
+  });
+
+  describe('fails loudly, never a watcher that does nothing', () => {
+    async function fatal(s: ReturnType<typeof synthesized>, env: Record<string, string>, options: ToolboxOptions): Promise<string> {
+      const sidecar = run(s, env, options);
+      const { code } = await sidecar.exited;
+      expect(code).toBe(1);
+      return sidecar.output;
+    }
+
+    test('no fingerprint tool at all', async () => {
+      const out = await fatal(recorder(), {}, { omit: ['sha256sum', 'md5sum', 'cksum'], replace: {} });
+      expect(out).toMatch(/fatal: this image has none of sha256sum, md5sum or cksum/);
+    });
+
+    test('no timeout for exec', async () => {
+      expect(await fatal(recorder(), {}, { omit: ['timeout'] })).toMatch(/fatal: this image has no 'timeout'/);
+    });
+
+    test('no wget for http', async () => {
+      expect(await fatal(synthesized(Reload.httpPost('http://127.0.0.1:1/x')), {}, { omit: ['wget'] })).toMatch(/fatal: this image has no 'wget'/);
+    });
+
+    test('the exec command is not in the image', async () => {
+      expect(await fatal(synthesized(Reload.exec(['/usr/local/bin/gpu-driver', '--reload'])), {}, {})).toMatch(/fatal: this image has no '\/usr\/local\/bin\/gpu-driver'/);
+    });
+
+    test('a fingerprint that comes back empty', async () => {
+      const out = await fatal(recorder(), {}, { replace: { sha256sum: 'exit 0' } });
+      expect(out).toMatch(/fatal: the fingerprint of .* came back empty/);
+    });
+
+    test('a setting that is not a number', async () => {
+      expect(await fatal(recorder(), { POLL_SECONDS: '10s' }, {})).toMatch(/fatal: POLL_SECONDS must be a number of seconds \(got '10s'\)/);
+    });
+
+    test('md5sum alone is enough (Debian busybox has no cksum)', async () => {
+      const s = run(recorder(), {}, { omit: ['sha256sum', 'cksum'], replace: {} });
+      expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
+      expect(s.output).toContain('with md5sum');
+      atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+      expect(await waitFor(() => lines(reloads).length === 1)).toBe(true);
+    });
+  });
+
+  describe('stops at once on TERM', () => {
+    const slow = { POLL_SECONDS: '30' };
+
+    test('as an ordinary process', async () => {
+      const s = run(recorder(), slow);
+      expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
+      const t0 = Date.now();
+      s.proc.kill('SIGTERM');
+      expect(await s.exited).toEqual({ code: 0, signal: null });
+      expect(Date.now() - t0).toBeLessThan(5000);
+      expect(s.output).toContain('stopping on SIGTERM');
+    });
+
+    // PID 1 of a PID namespace, as in its container: without a trap the kernel drops TERM.
+    const canUnshare = (() => {
+      try {
+        execFileSync('unshare', ['--pid', '--fork', 'true'], { stdio: 'ignore' });
+        return true;
+      } catch {
+        return false;
+      }
+    })();
+    (canUnshare ? test : test.skip)('as PID 1 of its own PID namespace', async () => {
+      const s = run(recorder(), slow, {}, ['unshare', '--pid', '--fork']);
+      expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
+      // unshare forks the script; signal the script itself (host PID of the namespace's PID 1).
+      const children = fs.readFileSync(`/proc/${s.proc.pid}/task/${s.proc.pid}/children`, 'utf8').trim().split(/\s+/);
+      expect(children).toHaveLength(1);
+      const t0 = Date.now();
+      process.kill(Number(children[0]), 'SIGTERM');
+      expect((await s.exited).code).toBe(0);
+      expect(Date.now() - t0).toBeLessThan(5000);
+      expect(s.output).toContain('stopping on SIGTERM');
+    });
+  });
+
+  test('the construct\'s own settings are what the script reads', () => {
+    const s = synthesized(Reload.httpPost('http://localhost:8080/reload', { timeout: Duration.seconds(7) }), ['a', '.b']);
+    expect(s.env).toMatchObject({ KEYS: 'a .b', POLL_SECONDS: '10', ACTION: 'http', ACTION_TIMEOUT_SECONDS: '7', RELOAD_URL: 'http://localhost:8080/reload' });
+    for (const name of ['WATCH_DIR', 'KEYS', 'ACTION', 'POLL_SECONDS', 'ACTION_TIMEOUT_SECONDS', 'RELOAD_URL']) expect(s.script).toContain(name);
+  });
+}
