@@ -27,7 +27,7 @@ test('the package ships its docs and assets, and links work on the registry page
   const files: string[] = pack.files.map((f: { path: string }) => f.path);
   expect(files).toEqual(expect.arrayContaining([
     'README.md', 'CHANGELOG.md', 'docs/API.md', 'LICENSE', 'lib/index.js', 'lib/index.d.ts',
-    'lib/validation/schemas/k8s-v1.28.0.json', 'lib/validation/schemas/k8s-v1.36.0.json', 'lib/secrets/reload-sidecar.sh',
+    'lib/validation/schemas/k8s-v1.28.0.json', 'lib/validation/schemas/k8s-v1.36.0.json', 'lib/secrets/reload-sidecar.sh', 'lib/training/launch.sh',
   ]));
   expect(files.filter(f => f.startsWith('src/') || f.startsWith('test/'))).toEqual([]);
 });

@@ -15,7 +15,7 @@ import { sizeQuantity } from '../common/quantity';
 import { scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
 import { GpuStatefulSet } from '../common/stateful-set';
-import { Validator } from '../common/validate';
+import { INT32_MAX, Validator } from '../common/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { AdoptedVolumes, adoptVolumes } from './adopt-volumes';
 import { Rdma } from './rdma';
@@ -304,7 +304,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this.gpusPerPod = v.wholeNumber('gpusPerPod', props.gpusPerPod, 1);
     this.replicas = v.wholeNumber('replicas', props.replicas ?? 1, 1);
     this.worldSize = this.replicas * this.gpusPerPod;
-    v.wholeNumber('replicas', this.worldSize, 1, undefined);
+    if (this.worldSize > INT32_MAX) v.fail('replicas', `times gpusPerPod (${this.gpusPerPod}) must be at most ${INT32_MAX} processes`, this.replicas);
     v.image('image', props.image);
     this.masterPort = v.wholeNumber('masterPort', props.masterPort ?? DEFAULT_MASTER_PORT, 1024, 65535);
     this.maxRestarts = v.wholeNumber('maxRestarts', props.maxRestarts ?? DEFAULT_MAX_RESTARTS, 0, 1000);

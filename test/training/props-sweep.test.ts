@@ -109,6 +109,11 @@ describe('GpuTrainingStatefulSet props sweep', () => {
     if (result.error) throw result.error;
   });
 
+  test('a world size beyond int32 is refused on replicas', () => {
+    const { error } = attempt({ replicas: 2 ** 20, gpusPerPod: 2 ** 12 });
+    expect(String((error as Error).message)).toMatch(/^GpuTrainingStatefulSet 'trainer': replicas times gpusPerPod \(4096\) must be at most 2147483647 processes/);
+  });
+
   test('adoptVolumes is accepted with storage and one volume per replica', () => {
     const result = attempt({ replicas: 2, storage: { size: gib(1) }, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } });
     if (result.error) throw result.error;
