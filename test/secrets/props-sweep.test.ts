@@ -1,7 +1,7 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
 import {
   ConfigurationError, GpuTrainingStatefulSet, IGpuWorkload, Reload, RotatingGpuSecret, RotatingGpuSecretProps, TgiInferenceService,
-  TrainingUpdateStrategy,
+  TrainingUpdateStrategy, VllmInferenceService,
 } from '../../src';
 import { synthValid } from '../support/synth';
 import { apiServerNameErrors } from './names';
@@ -16,11 +16,12 @@ import { apiServerNameErrors } from './names';
 const rotation = { image: 'myorg/rotator:1.0.0' };
 const name = (n: number) => `s${'x'.repeat(n - 1)}`;
 
-type Workload = 'training' | 'training-rolling' | 'tgi';
+type Workload = 'training' | 'training-rolling' | 'tgi' | 'vllm';
 const WORKLOADS: Record<Workload, (chart: Chart) => IGpuWorkload> = {
   'training': chart => new GpuTrainingStatefulSet(chart, 'w', { name: 'w', image: 'i', gpusPerPod: 1, args: ['train.py'], storage: { size: Size.gibibytes(10) } }),
   'training-rolling': chart => new GpuTrainingStatefulSet(chart, 'w', { name: 'w', image: 'i', gpusPerPod: 1, args: ['train.py'], updateStrategy: TrainingUpdateStrategy.ROLLING_UPDATE }),
   'tgi': chart => new TgiInferenceService(chart, 'w', { name: 'w', modelId: 'm' }),
+  'vllm': chart => new VllmInferenceService(chart, 'w', { name: 'w', modelId: 'org/model' }),
 };
 
 interface Case {

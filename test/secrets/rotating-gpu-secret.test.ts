@@ -6,6 +6,7 @@ import {
 } from '../../src';
 import { podSecurityLevel, podSpecsOf } from '../support/pod-security';
 import { envOf, findOne, synthValid } from '../support/synth';
+import { SecretsChart } from '../../apps/secrets';
 import { apiServerNameErrors } from './names';
 
 const rotation = { image: 'myorg/gpu-cred-rotator:1.4.2', command: ['/rotate'] };
@@ -501,5 +502,20 @@ describe('RotatingGpuSecret', () => {
       expect(e.message).toMatch(/^RotatingGpuSecret 'creds': /);
       expect(e.message).toMatch(message);
     });
+  });
+
+  test('the seed-004 app: a 48 h credential rotated every 12 h reaches the trainers in place, one skipped run included', () => {
+    const chart = new SecretsChart(Testing.app(), 'gpu-credentials');
+    const objects = synthValid(chart);
+    expect(apiServerNameErrors(objects)).toEqual([]);
+    expect(findOne(objects, 'CronJob').spec.schedule).toMatch(/^\d{1,2} \*\/12 \* \* \*$/);
+    expect(findOne(objects, 'Job').spec.ttlSecondsAfterFinished).toBeUndefined();
+    const creds = chart.node.findChild('creds') as RotatingGpuSecret;
+    expect(2 * 12 * 3600 + creds.worstCasePropagationSeconds).toBeLessThanOrEqual(48 * 3600);
+    const pod = findOne(objects, 'StatefulSet').spec.template.spec;
+    const sidecar = pod.containers.find((c: any) => c.name.startsWith('reload-'));
+    expect(sidecar.image).toBe('myorg/gpu-driver:2.1.0');
+    expect(envOf(sidecar)).toMatchObject({ ACTION: 'exec', KEYS: 'credentials.json', ACTION_TIMEOUT_SECONDS: '30', WATCH_DIR: '/etc/gpu' });
+    for (const { where, spec } of podSpecsOf(objects)) expect(`${where}: ${podSecurityLevel(spec)}`).toBe(`${where}: restricted`);
   });
 });
