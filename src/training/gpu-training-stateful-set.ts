@@ -415,7 +415,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       for (const [key, value] of Object.entries(props.gpuConfig)) {
         v.envName(`gpuConfig.${key}`, key);
         if (typeof value !== 'string') v.fail(`gpuConfig.${key}`, 'must be a string', value);
-        if (props.env && key in props.env) v.fail(`gpuConfig.${key}`, 'is also set in env, which would silently win over the ConfigMap; set it in one place', value);
+        if (hasKey(props.env, key)) v.fail(`gpuConfig.${key}`, 'is also set in env, which would silently win over the ConfigMap; set it in one place', value);
         gpuConfigData[key] = value;
       }
       this.gpuConfigMapName = `${name}-gpu-config`;
@@ -464,11 +464,11 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     const extendedResources = { ...(props.extendedResources ?? {}) };
     if (props.extendedResources !== undefined) v.plainObject('extendedResources', props.extendedResources);
     for (const [resource, count] of Object.entries(rdma?.resources ?? {})) {
-      if (resource in extendedResources) v.fail(`extendedResources.${resource}`, 'is requested by rdma already', extendedResources[resource]);
+      if (hasKey(extendedResources, resource)) v.fail(`extendedResources.${resource}`, 'is requested by rdma already', extendedResources[resource]);
       extendedResources[resource] = count;
     }
     for (const key of Object.keys(rdma?.annotations ?? {})) {
-      if (props.pod?.annotations && key in props.pod.annotations) v.fail(`pod.annotations.${key}`, 'is set by rdma (its networks)', props.pod.annotations[key]);
+      if (hasKey(props.pod?.annotations, key)) v.fail(`pod.annotations.${key}`, 'is set by rdma (its networks)', props.pod!.annotations![key]);
     }
     for (const key of Object.keys(props.pod?.labels ?? {})) {
       if (key.startsWith(KUEUE_PREFIX)) v.fail(`pod.labels.${key}`, 'is Kueue\'s: set queueName, and Kueue\'s webhook labels the pods', props.pod!.labels![key]);
@@ -558,6 +558,11 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this.waitForCompletionCommand = `kubectl wait pod${ns} -l ${this.podSelector} --for=jsonpath='${container}'=Completed --timeout=-1s`;
     this.restartCommand = `kubectl delete pod${ns} -l ${this.podSelector} --wait=false`;
   }
+}
+
+/** Whether a user's map has a key; false for anything that is not an object (checked, with its prop, later). */
+function hasKey(map: unknown, key: string): boolean {
+  return typeof map === 'object' && map !== null && Object.prototype.hasOwnProperty.call(map, key);
 }
 
 /** A mount path of a checkpoint volume: absolute, and not the root or a system directory. */

@@ -109,6 +109,17 @@ describe('GpuTrainingStatefulSet props sweep', () => {
     if (result.error) throw result.error;
   });
 
+  test.each<[string, Record<string, unknown>]>([
+    ['env', { env: 'E=1', gpuConfig: { E: '1' } }],
+    ['pod.annotations', { pod: { annotations: 'a=b' }, rdma: Rdma.sriov({ networks: ['n'], resourceName: 'example.com/vf' }) }],
+    ['pod.labels', { pod: { labels: 'a=b' } }],
+    ['extendedResources', { extendedResources: 'x', rdma: Rdma.efa(1) }],
+  ])('a wrong-typed %s next to the props that read it is refused by name', (prop, props) => {
+    const { error } = attempt(props);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toMatch(new RegExp(`^GpuTrainingStatefulSet 'trainer': ${prop.replace('.', '\\.')}`));
+  });
+
   test('a world size beyond int32 is refused on replicas', () => {
     const { error } = attempt({ replicas: 2 ** 20, gpusPerPod: 2 ** 12 });
     expect(String((error as Error).message)).toMatch(/^GpuTrainingStatefulSet 'trainer': replicas times gpusPerPod \(4096\) must be at most 2147483647 processes/);
