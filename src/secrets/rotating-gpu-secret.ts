@@ -510,8 +510,8 @@ export class RotatingGpuSecret extends Construct {
   }
 
   private refuseEnv(pod: PodTemplate): void {
-    const spec = pod.spec as { initContainers?: k8s.Container[]; containers: k8s.Container[] };
-    const errors = [...(spec.initContainers ?? []), ...spec.containers].flatMap(c => containerEnvReads(c, this.secretName));
+    const errors: string[] = [];
+    envReadsIn(pod.spec, this.secretName, errors);
     if (errors.length > 0) this.v.fail('mountInto', errors[0]);
   }
 
@@ -557,20 +557,45 @@ function secretKeys(v: Validator, keys: string[]): string[] {
 
 const CONTAINER_LISTS = new Set(['containers', 'initContainers', 'ephemeralContainers']);
 
-/** Every container of a synthesized object, wherever its pod template is nested. */
-function envReadsIn(node: unknown, secret: string, out: string[]): void {
+/**
+ * Every container of a synthesized object, wherever its pod template is nested: env and envFrom
+ * reads of the Secret, and subPath mounts of a volume that projects it (neither ever updates).
+ */
+function envReadsIn(node: unknown, secret: string, out: string[], volumes: Set<string> = new Set()): void {
   if (Array.isArray(node)) {
-    for (const item of node) envReadsIn(item, secret, out);
+    for (const item of node) envReadsIn(item, secret, out, volumes);
     return;
   }
   if (node === null || typeof node !== 'object') return;
+  // A pod spec: the names of its volumes that carry this Secret, for its containers' mounts.
+  const podVolumes = (node as { volumes?: unknown }).volumes;
+  const here = Array.isArray(podVolumes) ? secretVolumes(podVolumes, secret) : volumes;
   for (const [key, value] of Object.entries(node)) {
     if (CONTAINER_LISTS.has(key) && Array.isArray(value)) {
-      for (const c of value) out.push(...containerEnvReads(c, secret));
+      for (const c of value) out.push(...containerEnvReads(c, secret), ...subPathReads(c, secret, here));
     } else {
-      envReadsIn(value, secret, out);
+      envReadsIn(value, secret, out, here);
     }
   }
+}
+
+function secretVolumes(volumes: unknown[], secret: string): Set<string> {
+  const names = new Set<string>();
+  for (const vol of volumes as k8s.Volume[]) {
+    const projected = (vol?.projected?.sources ?? []).some(src => src?.secret?.name === secret);
+    if (vol?.secret?.secretName === secret || projected) names.add(vol.name);
+  }
+  return names;
+}
+
+function subPathReads(c: { name?: string; volumeMounts?: unknown }, secret: string, volumes: Set<string>): string[] {
+  const out: string[] = [];
+  for (const m of (Array.isArray(c?.volumeMounts) ? c.volumeMounts : []) as k8s.VolumeMount[]) {
+    if (volumes.has(m?.name) && (m.subPath !== undefined || m.subPathExpr !== undefined)) {
+      out.push(`container '${c.name}' mounts rotating Secret '${secret}' through subPath at ${m.mountPath}: a subPath mount never sees an update; mount the Secret with mountInto instead`);
+    }
+  }
+  return out;
 }
 
 function containerEnvReads(c: { name?: string; env?: unknown; envFrom?: unknown }, secret: string): string[] {

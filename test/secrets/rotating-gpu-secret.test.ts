@@ -110,6 +110,48 @@ describe('RotatingGpuSecret', () => {
       expect(message).toMatch(/JobSet\/js: container 'worker'/);
     });
 
+    test('a subPath mount of the Secret (secret or projected volume) is an error too: it never updates', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+      new k8s.KubeDeployment(chart, 'other', {
+        metadata: { name: 'other' },
+        spec: {
+          selector: { matchLabels: { a: 'b' } },
+          template: {
+            metadata: { labels: { a: 'b' } },
+            spec: {
+              volumes: [
+                { name: 'plain', secret: { secretName: 'gpu-credentials' } },
+                { name: 'proj', projected: { sources: [{ secret: { name: 'gpu-credentials' } }] } },
+                { name: 'fine', secret: { secretName: 'gpu-credentials' } },
+              ],
+              containers: [{
+                name: 'app', image: 'i',
+                volumeMounts: [
+                  { name: 'plain', mountPath: '/etc/token', subPath: 'token' },
+                  { name: 'proj', mountPath: '/etc/p', subPathExpr: '$(POD)' },
+                  { name: 'fine', mountPath: '/etc/whole' },
+                ],
+              }],
+            },
+          },
+        },
+      });
+      const message = errorOf(() => Testing.synth(chart)).message;
+      expect(message).toMatch(/Deployment\/other: container 'app' mounts rotating Secret 'gpu-credentials' through subPath at \/etc\/token: a subPath mount never sees an update/);
+      expect(message).toMatch(/through subPath at \/etc\/p/);
+      expect(message).not.toMatch(/\/etc\/whole/);
+    });
+
+    test('at mount time, a subPath mount of the Secret already in the pod', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const t = trainer(chart);
+      t._podTemplate.addVolume({ name: 'tok', secret: { secretName: 'gpu-credentials' } });
+      t._podTemplate.main.volumeMounts.push({ name: 'tok', mountPath: '/etc/tok', subPath: 'token' });
+      expect(() => new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' }).mountInto(t, { path: '/etc/gpu', onRotation: Reload.exec(['/r']) }))
+        .toThrow(/^RotatingGpuSecret 'creds': mountInto container 'trainer' mounts rotating Secret 'gpu-credentials' through subPath at \/etc\/tok/);
+    });
+
     test('a Secret of the same name in another namespace, or another Secret, is fine', () => {
       const app = Testing.app();
       new RotatingGpuSecret(new Chart(app, 'a', { namespace: 'ml' }), 'creds', { name: 'gpu-credentials' });
