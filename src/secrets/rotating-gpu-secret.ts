@@ -145,7 +145,7 @@ export class RotatingGpuSecret extends Construct {
   private readonly v: Validator;
   private readonly labels: Record<string, string>;
   private readonly secret: ApiObject;
-  private readonly rotation?: { every: number; ttl?: number; prop: Duration | undefined; ttlProp: Duration | undefined };
+  private readonly rotation?: { every: number; ttl?: number; ttlProp: Duration | undefined };
   private readonly baseDelays: Delay[];
   private slowestReloadSeconds = 0;
   private mounts = 0;
@@ -193,7 +193,7 @@ export class RotatingGpuSecret extends Construct {
       const r = props.rotation;
       const every = v.seconds('rotation.every', unset(r.every, Duration.hours(24)), 3600);
       const ttl = r.credentialTtl !== undefined ? v.seconds('rotation.credentialTtl', r.credentialTtl, 1) : undefined;
-      this.rotation = { every, ttl, prop: r.every, ttlProp: r.credentialTtl };
+      this.rotation = { every, ttl, ttlProp: r.credentialTtl };
       this.checkCredentialTtl();
       this.addRotator(r, every, rotatorName);
     }
@@ -213,7 +213,13 @@ export class RotatingGpuSecret extends Construct {
   mountInto(workload: IGpuWorkload, options: MountOptions): void {
     const v: Validator = this.v;
     if (!workload || !(workload._podTemplate instanceof PodTemplate)) {
-      v.fail('mountInto', 'needs a workload of this library (GpuTrainingStatefulSet, TgiInferenceService)', workload);
+      v.fail('mountInto', 'needs a workload of this library (GpuTrainingStatefulSet or an InferenceService)', workload);
+    }
+    // A pod can only mount a Secret of its own namespace; any other stays in ContainerCreating.
+    const podNamespace = workload.statefulSet.metadata.namespace;
+    if (podNamespace !== this.secret.metadata.namespace) {
+      v.failDescribed('mountInto', `needs a workload in the Secret's namespace (${this.secret.metadata.namespace ?? 'the default namespace'}), because a pod can only mount a Secret of its own namespace`,
+        `a workload in ${podNamespace ?? 'the default namespace'}`);
     }
     v.plainObject('mountInto options', options);
     v.knownProps('', options, MOUNT_PROPS);

@@ -387,6 +387,16 @@ describe('RotatingGpuSecret', () => {
       expect(e.message).toMatch(message);
     });
 
+    test('a workload in another namespace is refused: its pods could never mount the Secret', () => {
+      const app = Testing.app();
+      const t = trainer(new Chart(app, 'train', { namespace: 'training' }));
+      const creds = new RotatingGpuSecret(new Chart(app, 'sec', { namespace: 'secrets' }), 'creds', { name: 'x' });
+      expect(() => creds.mountInto(t, { path: '/etc/x', onRotation: Reload.sync() }))
+        .toThrow("RotatingGpuSecret 'creds': mountInto needs a workload in the Secret's namespace (secrets), because a pod can only mount a Secret of its own namespace (got a workload in training)");
+      const same = new RotatingGpuSecret(new Chart(app, 'sec2', { namespace: 'training' }), 'creds', { name: 'x' });
+      expect(() => same.mountInto(t, { path: '/etc/x', onRotation: Reload.sync() })).not.toThrow();
+    });
+
     test('mountInto twice on one path is refused, and leaves the pod as it was', () => {
       const chart = new Chart(Testing.app(), 'c');
       const t = trainer(chart);
