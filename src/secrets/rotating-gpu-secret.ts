@@ -8,6 +8,7 @@ import { contentHash } from '../common/hash';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY } from '../common/labels';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { containerSecurityContext, DEFAULT_NON_ROOT_UID, podSecurityContext } from '../common/security';
+import { checkUniqueObjectsAtSynth } from '../common/unique-objects';
 import { Validator } from '../common/validate';
 import { DEFAULT_RELOAD_IMAGE, DEFAULT_RELOAD_TIMEOUT_SECONDS, Reload, ReloadSpec } from './reload';
 import { COMM_MAX, endingRule, normalizeSignal, RELOAD_SIGNALS, RESERVED_COMMS } from './signals';
@@ -199,6 +200,8 @@ export class RotatingGpuSecret extends Construct {
     }
 
     Node.of(this).addValidation({ validate: () => this.findEnvConsumers() });
+    // Two Secrets (or rotators) of one name in one namespace: the later apply would replace the other.
+    checkUniqueObjectsAtSynth(this);
   }
 
   /** The worst case from a scheduled rotation to the new credential in every pod, in seconds. */

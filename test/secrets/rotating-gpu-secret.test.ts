@@ -330,6 +330,13 @@ describe('RotatingGpuSecret', () => {
     });
   });
 
+  test('two RotatingGpuSecrets of one name in one namespace are refused at synth', () => {
+    const chart = new Chart(Testing.app(), 'c');
+    new RotatingGpuSecret(chart, 'a', { name: 'creds', rotation });
+    new RotatingGpuSecret(chart, 'b', { name: 'creds' });
+    expect(() => Testing.synth(chart)).toThrow(/RotatingGpuSecret 'b': name must make objects unique, but Secret "creds" is also made by RotatingGpuSecret 'a'/);
+  });
+
   describe('timing model', () => {
     test('two periods plus the worst-case propagation must fit in the credential TTL, showing the sum', () => {
       expect(() => setup({ rotation: { ...rotation, every: Duration.hours(24), credentialTtl: Duration.hours(48) } })).toThrow(
