@@ -1,41 +1,87 @@
-// One measurement in a fresh process, so peak memory belongs to this case alone.
-// Usage: node -r ts-node/register/transpile-only bench/case.ts synth <impl> <n> <layout>
-//        node -r ts-node/register/transpile-only bench/case.ts guard <objects>
+// One measurement in a fresh process, so that time and peak memory belong to this case alone.
+// Module loading happens before the clock starts (load time is measured on its own).
+//   node case.js fixture <kinds> <n> <layout> <fixture.json>   the library's objects, per chart (not timed)
+//   node case.js library <kinds> <n> <layout> <outdir>         constructs + cdk8s synth
+//   node case.js raw <fixture.json> <outdir>                   the same objects as plain ApiObjects + cdk8s synth
+//   node case.js yaml <fixture.json> <outdir>                  the same bytes written by `yaml` alone, as cdk8s calls it
+//   node case.js load <project dir> <module>                   require() of a module, as a user's app does it
 import * as fs from 'fs';
-import * as os from 'os';
+import { createRequire } from 'module';
 import * as path from 'path';
-import { App, Chart, Testing } from 'cdk8s';
-import { guard, TgiInferenceService } from '../src';
-import { build, Impl, Layout } from './workloads';
+import { ApiObject, App, Chart, Names } from 'cdk8s';
+import { cdk8sYaml } from './env';
+import { buildWithLibrary, kindsNamed, Layout } from './workloads';
 
-const [what, ...args] = process.argv.slice(2);
-const result: Record<string, number> = {};
-
-if (what === 'synth') {
-  const [impl, n, layout] = args as [Impl, string, Layout];
-  const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
-  const t0 = process.hrtime.bigint();
-  const app = new App({ outdir });
-  build(app, impl, Number(n), layout);
-  app.synth();
-  result.ms = Number(process.hrtime.bigint() - t0) / 1e6;
-  result.yamlKb = fs.readdirSync(outdir).reduce((sum, f) => sum + fs.statSync(path.join(outdir, f)).size, 0) / 1024;
-  fs.rmSync(outdir, { recursive: true, force: true });
-} else if (what === 'guard') {
-  // Objects from the constructs, then the same app with every image bumped: in-place changes.
-  const services = Math.ceil(Number(args[0]) / 4);
-  const synth = (image: string) => {
-    const chart = new Chart(Testing.app(), 'c');
-    for (let i = 0; i < services; i++) new TgiInferenceService(chart, `t${i}`, { name: `tgi-${i}`, modelId: 'm', image });
-    return Testing.synth(chart);
-  };
-  const before = synth('tgi:3.3.6');
-  const after = synth('tgi:3.3.7');
-  const t0 = process.hrtime.bigint();
-  const r = guard(before, after);
-  result.ms = Number(process.hrtime.bigint() - t0) / 1e6;
-  result.objects = before.length;
-  result.errors = r.errors;
+/** What `fixture` writes: each chart's id, file name and synthesized objects, in output order. */
+export interface Fixture {
+  readonly charts: Array<{ id: string; file: string; objects: any[] }>;
 }
-result.maxRssMb = process.resourceUsage().maxRSS / 1024;
+
+const now = () => process.hrtime.bigint();
+const result: Record<string, number> = {};
+/** Milliseconds since t0; also records the window (monotonic µs, the clock of --cpu-prof) for bench/profile. */
+let cpu0 = process.cpuUsage();
+const ms = (t0: bigint) => {
+  const t1 = now();
+  const cpu = process.cpuUsage(cpu0);
+  result.cpuMs = (cpu.user + cpu.system) / 1000;
+  result.fromUs = Number(t0 / 1000n);
+  result.toUs = Number(t1 / 1000n);
+  return Number(t1 - t0) / 1e6;
+};
+const [what, ...args] = process.argv.slice(2);
+
+if (what === 'fixture') {
+  const [kinds, n, layout, file] = args;
+  const app = new App({ outdir: path.dirname(file) });
+  buildWithLibrary(app, kindsNamed(kinds.split(',')), Number(n), layout as Layout);
+  // Chart.toJson() is what app.synth() writes for each chart (sanitized, patched, in topological order).
+  const charts = app.charts.map(c => ({ id: c.node.id, file: `${Names.toDnsLabel(c)}${app.outputFileExtension}`, objects: c.toJson() }));
+  fs.writeFileSync(file, JSON.stringify({ charts } satisfies Fixture));
+  result.objects = charts.reduce((s, c) => s + c.objects.length, 0);
+} else if (what === 'library') {
+  const [kinds, n, layout, outdir] = args;
+  const mix = kindsNamed(kinds.split(','));
+  const t0 = now();
+  cpu0 = process.cpuUsage();
+  const app = new App({ outdir });
+  buildWithLibrary(app, mix, Number(n), layout as Layout);
+  app.synth();
+  result.ms = ms(t0);
+} else if (what === 'raw') {
+  const [file, outdir] = args;
+  const fixture: Fixture = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const t0 = now();
+  cpu0 = process.cpuUsage();
+  const app = new App({ outdir });
+  for (const c of fixture.charts) {
+    const chart = new Chart(app, c.id);
+    c.objects.forEach((o, j) => new ApiObject(chart, `o${j}`, o));
+  }
+  app.synth();
+  result.ms = ms(t0);
+} else if (what === 'yaml') {
+  const [file, outdir] = args;
+  const fixture: Fixture = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const YAML = cdk8sYaml();
+  const t0 = now();
+  cpu0 = process.cpuUsage();
+  fs.mkdirSync(outdir, { recursive: true });
+  // Exactly cdk8s's Yaml.save (node_modules/cdk8s/lib/yaml.js): one stringify per object, joined by '---'.
+  for (const c of fixture.charts) {
+    const text = c.objects.map(o => YAML.stringify(o, { keepUndefined: true, lineWidth: 0, version: '1.1' })).join('---\n');
+    fs.writeFileSync(path.join(outdir, c.file), text, { encoding: 'utf8' });
+  }
+  result.ms = ms(t0);
+} else if (what === 'load') {
+  const [project, id] = args;
+  const req = createRequire(path.join(project, 'package.json'));
+  const t0 = now();
+  cpu0 = process.cpuUsage();
+  req(id);
+  result.ms = ms(t0);
+} else {
+  throw new Error(`bench/case: unknown case ${what}`);
+}
+result.rssMb = process.resourceUsage().maxRSS / 1024;
 process.stdout.write(JSON.stringify(result));

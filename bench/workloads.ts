@@ -1,99 +1,89 @@
-import { ApiObject, App, Chart, Duration, JsonPatch, Size } from 'cdk8s';
-import * as kplus from 'cdk8s-plus-28';
-import { k8s } from 'cdk8s-plus-28';
-import { GpuTrainingStatefulSet, TgiInferenceService } from '../src';
+// The workload mix the bench synthesizes with the library. Only inputs live here (the props a user
+// writes); every output the bench compares against is derived from the library's own synth at run
+// time, so the bench stays right while the constructs change.
+import { App, Chart, Duration } from 'cdk8s';
+import { Construct } from 'constructs';
+import { library } from './env';
 
-export type Impl = 'cdk8s-gpu' | 'cdk8s-plus';
 export type Layout = 'one-chart' | 'chart-per-workload';
 
+/** One kind of workload in the mix: a name for the report and how to create one with the library. */
+export interface WorkloadKind {
+  readonly name: string;
+  readonly create: (scope: Construct, i: number) => void;
+}
+
 /**
- * Workload i: even i is a training StatefulSet (Service, StatefulSet, PDB), odd i an inference
- * service (headless Service, client Service, StatefulSet, PDB). Both implementations produce the
- * same number and kinds of objects.
+ * Every kind the mix can hold: training, TGI, every other serving engine the library exports
+ * (vLLM, SGLang, ... found by their export names, so new engines join without editing the bench),
+ * and a rotating Secret mounted into a training job.
  */
-export function build(app: App, impl: Impl, n: number, layout: Layout): void {
+export function candidateKinds(): { kinds: WorkloadKind[]; absent: string[] } {
+  const gpu = library();
+  const kinds: WorkloadKind[] = [
+    {
+      name: 'training',
+      create: (s, i) => new gpu.GpuTrainingStatefulSet(s, `train-${i}`, { name: `train-${i}`, image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 2, replicas: 2 }),
+    },
+    {
+      name: 'TgiInferenceService',
+      create: (s, i) => new gpu.TgiInferenceService(s, `tgi-${i}`, { name: `tgi-${i}`, modelId: 'meta-llama/Llama-3.1-8B-Instruct' }),
+    },
+  ];
+  const absent: string[] = [];
+  const exported = gpu as unknown as Record<string, unknown>;
+  for (const engine of ['vllm', 'sglang']) {
+    const found = Object.keys(exported).filter(k => k.toLowerCase().startsWith(engine) && /(Service|Server)$/.test(k) && typeof exported[k] === 'function');
+    for (const exportName of found) {
+      const Ctor = exported[exportName] as new (s: Construct, id: string, props: object) => unknown;
+      kinds.push({ name: exportName, create: (s, i) => new Ctor(s, `${engine}-${i}`, { name: `${engine}-${i}`, modelId: 'Qwen/Qwen2.5-7B-Instruct' }) });
+    }
+    if (found.length === 0) absent.push(`${engine}: not exported by this build`);
+  }
+  kinds.push({
+    name: 'RotatingGpuSecret.mountInto(training)',
+    create: (s, i) => {
+      const trainer = new gpu.GpuTrainingStatefulSet(s, `job-${i}`, { name: `job-${i}`, image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 1, replicas: 1 });
+      const creds = new gpu.RotatingGpuSecret(s, `creds-${i}`, { name: `creds-${i}`, rotation: { image: 'myorg/rotator:1.0.0', every: Duration.hours(12) } });
+      creds.mountInto(trainer, { path: '/etc/gpu', onRotation: gpu.Reload.signal('SIGHUP', { process: 'python' }) });
+    },
+  });
+  return { kinds, absent };
+}
+
+/** The kinds that synthesize with minimal props (checked once, in the runner, never in a measured process). */
+export function usableKinds(): { kinds: WorkloadKind[]; skipped: string[] } {
+  const { kinds, absent } = candidateKinds();
+  const skipped = [...absent];
+  const usable = kinds.filter(k => {
+    try {
+      const app = new App({ outdir: '/nonexistent' });
+      k.create(new Chart(app, 'probe'), 0);
+      app.synthYaml();
+      return true;
+    } catch (e) {
+      skipped.push(`${k.name}: refused with minimal props (${(e as Error).message.split('\n')[0]})`);
+      return false;
+    }
+  });
+  return { kinds: usable, skipped };
+}
+
+/** The named kinds, in the runner's order, for a measured process. */
+export function kindsNamed(names: string[]): WorkloadKind[] {
+  const all = candidateKinds().kinds;
+  return names.map(n => {
+    const k = all.find(x => x.name === n);
+    if (!k) throw new Error(`bench: unknown workload kind ${n}`);
+    return k;
+  });
+}
+
+/** n workloads cycling through the kinds, in one chart or in one chart each. */
+export function buildWithLibrary(app: App, kinds: WorkloadKind[], n: number, layout: Layout): void {
   let shared: Chart | undefined;
   for (let i = 0; i < n; i++) {
     const chart = layout === 'one-chart' ? (shared ??= new Chart(app, 'all')) : new Chart(app, `w${i}`);
-    if (impl === 'cdk8s-gpu') withConstructs(chart, i);
-    else handWritten(chart, i);
+    kinds[i % kinds.length].create(chart, i);
   }
-}
-
-function withConstructs(chart: Chart, i: number): void {
-  if (i % 2 === 0) {
-    new GpuTrainingStatefulSet(chart, `train-${i}`, { name: `train-${i}`, image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 2, replicas: 2 });
-  } else {
-    new TgiInferenceService(chart, `tgi-${i}`, { name: `tgi-${i}`, modelId: 'EleutherAI/gpt-neox-20b' });
-  }
-}
-
-/**
- * What a careful user would write by hand with cdk8s-plus-28 for the same workloads: the same
- * objects, and the same practice inside them (rank wiring, probes, preStop, shm, caches, security),
- * so the comparison measures the construct layer rather than a smaller output.
- */
-function handWritten(chart: Chart, i: number): void {
-  const training = i % 2 === 0;
-  const name = training ? `train-${i}` : `tgi-${i}`;
-  const port = training ? 29500 : 8080;
-  const env: Record<string, kplus.EnvValue> = {};
-  const value = (k: string, v: string) => { env[k] = kplus.EnvValue.fromValue(v); };
-  env.POD_NAMESPACE = kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAMESPACE);
-  if (training) {
-    const master = `${name}-0.${name}.$(POD_NAMESPACE).svc.cluster.local`;
-    for (const [k, v] of Object.entries({ MASTER_ADDR: master, MASTER_PORT: '29500', NNODES: '2', NPROC_PER_NODE: '2', WORLD_SIZE: '4', PET_NNODES: '2', PET_NPROC_PER_NODE: '2', PET_MASTER_ADDR: master, PET_MASTER_PORT: '29500' })) value(k, v);
-    env.NODE_RANK = kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_LABEL, { key: 'apps.kubernetes.io/pod-index' });
-    env.PET_NODE_RANK = kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_LABEL, { key: 'apps.kubernetes.io/pod-index' });
-  } else {
-    for (const [k, v] of Object.entries({ MODEL_ID: 'EleutherAI/gpt-neox-20b', NUM_SHARD: '1', GRACEFUL_TERMINATION_TIMEOUT: '90', PORT: '8080', HOSTNAME: '0.0.0.0', HF_HOME: '/data', HUGGINGFACE_HUB_CACHE: '/data/hub' })) value(k, v);
-  }
-  const home = training ? '/home/trainer' : '/home/tgi';
-  for (const [k, v] of Object.entries({ HOME: home, XDG_CACHE_HOME: `${home}/.cache`, TORCH_HOME: `${home}/.cache/torch`, TRITON_CACHE_DIR: `${home}/.cache/triton` })) value(k, v);
-  const emptyDir = (id: string, opts?: kplus.EmptyDirVolumeOptions) => kplus.Volume.fromEmptyDir(chart, `${name}-${id}`, id, opts);
-  const mounts: kplus.VolumeMount[] = [
-    { path: '/dev/shm', volume: emptyDir('dshm', { medium: kplus.EmptyDirMedium.MEMORY, sizeLimit: Size.gibibytes(training ? 8 : 1) }) },
-    { path: home, volume: emptyDir('home') },
-    { path: '/tmp', volume: emptyDir('tmp') },
-    ...(training ? [] : [{ path: '/data', volume: emptyDir('model-cache') }]),
-  ];
-  const health = (o: kplus.ProbeOptions) => kplus.Probe.fromHttpGet('/health', { port, ...o });
-  const sts = new kplus.StatefulSet(chart, name, {
-    metadata: { name, labels: { 'app.kubernetes.io/name': name } },
-    replicas: training ? 2 : 1,
-    podManagementPolicy: kplus.PodManagementPolicy.PARALLEL,
-    terminationGracePeriod: Duration.seconds(training ? 300 : 120),
-    automountServiceAccountToken: false,
-    securityContext: { ensureNonRoot: training, user: training ? 1000 : undefined, group: training ? 1000 : undefined, fsGroup: training ? 1000 : undefined },
-    containers: [{
-      name: training ? 'trainer' : 'tgi',
-      image: training ? 'nvcr.io/nvidia/pytorch:24.08-py3' : 'ghcr.io/huggingface/text-generation-inference:3.3.7',
-      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
-      ports: [{ number: port, name: training ? 'rendezvous' : 'http' }],
-      envVariables: env,
-      resources: { cpu: { request: kplus.Cpu.units(training ? 8 : 4) }, memory: { request: Size.gibibytes(training ? 32 : 16), limit: Size.gibibytes(training ? 32 : 16) } },
-      securityContext: { ensureNonRoot: training, readOnlyRootFilesystem: false, allowPrivilegeEscalation: false },
-      volumeMounts: mounts,
-      ...(training ? {} : {
-        startup: health({ periodSeconds: Duration.seconds(10), failureThreshold: 90, timeoutSeconds: Duration.seconds(5) }),
-        readiness: health({ periodSeconds: Duration.seconds(10), failureThreshold: 3, timeoutSeconds: Duration.seconds(5) }),
-        liveness: health({ periodSeconds: Duration.seconds(30), failureThreshold: 6, timeoutSeconds: Duration.seconds(10) }),
-        lifecycle: { preStop: kplus.Handler.fromCommand(['sleep', '15']) },
-      }),
-    }],
-  });
-  sts.scheduling.tolerate(kplus.Node.tainted(kplus.NodeTaintQuery.exists('nvidia.com/gpu', { effect: kplus.TaintEffect.NO_SCHEDULE })));
-  // cdk8s-plus has no API for extended resources: a JsonPatch with a typed Quantity (REFERENCE).
-  const gpu = k8s.Quantity.fromNumber(training ? 2 : 1);
-  ApiObject.of(sts).addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu', gpu));
-  ApiObject.of(sts).addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/resources/requests/nvidia.com~1gpu', gpu));
-  if (!training) new kplus.Service(chart, `${name}-client`, { metadata: { name: `${name}-client` }, selector: sts, ports: [{ port: 80, targetPort: 8080 }] });
-  new k8s.KubePodDisruptionBudget(chart, `${name}-pdb`, {
-    metadata: { name },
-    spec: {
-      maxUnavailable: k8s.IntOrString.fromNumber(training ? 0 : 1),
-      selector: { matchLabels: { 'app.kubernetes.io/name': name } },
-      unhealthyPodEvictionPolicy: 'AlwaysAllow',
-    },
-  });
 }

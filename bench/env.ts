@@ -1,0 +1,34 @@
+// Where the bench runs from and what it measures: the library as built by `npm run build` (lib/),
+// loaded the way a user's app loads it. The bench itself runs compiled, from a scratch folder.
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import type * as Library from '../src';
+
+/** The repository root, found from wherever the compiled bench runs. */
+export const ROOT = ((): string => {
+  for (let dir = __dirname; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const pkg = path.join(dir, 'package.json');
+    if (fs.existsSync(pkg) && JSON.parse(fs.readFileSync(pkg, 'utf8')).name === 'cdk8s-gpu') return dir;
+  }
+  throw new Error(`bench: no cdk8s-gpu package.json above ${__dirname}`);
+})();
+
+/** The built library (lib/), exactly what the npm package ships. */
+export function library(): typeof Library {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require(path.join(ROOT, 'lib'));
+}
+
+/** The `yaml` module that cdk8s itself writes manifests with (its own copy when it has one). */
+export function cdk8sYaml(): typeof import('yaml') {
+  const cdk8sMain = require.resolve('cdk8s', { paths: [ROOT] });
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require(require.resolve('yaml', { paths: [path.dirname(cdk8sMain)] }));
+}
+
+export function machine(): string {
+  const cpus = os.cpus();
+  return `${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, `
+    + `Node ${process.version}, ${os.platform()} ${os.arch()}, load average ${os.loadavg().map(l => l.toFixed(2)).join(' ')}`;
+}
