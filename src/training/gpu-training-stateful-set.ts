@@ -1,5 +1,3 @@
-import * as fs from 'fs';
-import * as path from 'path';
 import { Chart, Duration, Size } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
@@ -16,9 +14,11 @@ import { scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
 import { GpuStatefulSet } from '../common/stateful-set';
 import { INT32_MAX, Validator } from '../common/validate';
-import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
+import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS } from '../common/workload-pod';
 import { AdoptedVolumes, adoptVolumes } from './adopt-volumes';
+import { completionStateDir, jobCommands, launchCommand, launchEnv, launchVolume, POD_STATE_DIR, POD_STATE_VOLUME } from './launch';
 import { Rdma } from './rdma';
+import { rankWiring, rendezvousIdFor, shutdownTimeoutSeconds } from './rendezvous';
 
 /** PyTorch's conventional rendezvous port (torch.distributed and torchrun default). */
 export const DEFAULT_MASTER_PORT = 29500;
@@ -33,28 +33,15 @@ export const TRAINING_HOME = '/home/trainer';
  * (an NCCL timeout, a flaky step) costs a restart from the last checkpoint, not the job.
  */
 export const DEFAULT_MAX_RESTARTS = 3;
-/**
- * Seconds of the grace period kept back from torchrun's shutdown timeout: after it SIGKILLs its
- * workers, torchrun and the launch wrapper still have to reap them and exit before the kubelet's
- * SIGKILL at the end of the grace period.
- */
-export const SHUTDOWN_MARGIN_SECONDS = 15;
-/** Pod-lifetime scratch of the launch wrapper (an emptyDir): attempt counts, "announced" flags. */
-export const POD_STATE_DIR = '/var/lib/cdk8s-gpu';
-/** The directory, inside a checkpoint volume, that holds the completion markers of runs. */
-export const STATE_SUBDIR = '.cdk8s-gpu';
 
 const COMPONENT = 'training';
 const CONTAINER = 'trainer';
 const RENDEZVOUS_PORT_NAME = 'rendezvous';
 const GPU_CONFIG_HASH_ANNOTATION = 'cdk8s-gpu.io/gpu-config-hash';
-const POD_STATE_VOLUME = 'job-state';
 const SHARED_CHECKPOINT_VOLUME = 'shared-checkpoints';
 /** Kueue's label naming the LocalQueue of a workload (kueue.sigs.k8s.io, "Run StatefulSet"). */
 export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
 const KUEUE_PREFIX = 'kueue.x-k8s.io/';
-const LAUNCHER = 'cdk8s-gpu-launch';
-const LAUNCH_SCRIPT = fs.readFileSync(path.join(__dirname, 'launch.sh'), 'utf8');
 
 /** How pods pick up a changed pod template. */
 export enum TrainingUpdateStrategy {
@@ -309,7 +296,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this.masterPort = v.wholeNumber('masterPort', props.masterPort ?? DEFAULT_MASTER_PORT, 1024, 65535);
     this.maxRestarts = v.wholeNumber('maxRestarts', props.maxRestarts ?? DEFAULT_MAX_RESTARTS, 0, 1000);
     const grace = v.seconds('terminationGracePeriod', props.terminationGracePeriod ?? Duration.seconds(DEFAULT_TRAINING_GRACE_SECONDS), 0, 31536000);
-    this.shutdownTimeoutSeconds = grace >= 2 * SHUTDOWN_MARGIN_SECONDS ? grace - SHUTDOWN_MARGIN_SECONDS : Math.floor(grace / 2);
+    this.shutdownTimeoutSeconds = shutdownTimeoutSeconds(grace);
     const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
     const runAsRoot = v.boolean('runAsRoot', props.runAsRoot, false);
     const strategy = props.updateStrategy ?? TrainingUpdateStrategy.ON_DELETE;
@@ -330,8 +317,6 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
 
     const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
     this.podSelector = `${LABEL_INSTANCE}=${name}`;
-    const namespace = Chart.of(this).namespace;
-    const ns = namespace ? ` -n ${namespace}` : '';
 
     if (props.queueName !== undefined) {
       // A LocalQueue name (DNS subdomain) that is also a label value (at most 63 characters).
@@ -343,8 +328,9 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
 
     // Storage: per-rank claims, a shared claim, and where completion markers live.
     const claims: Array<{ name: string; mountPath: string; prop: string }> = [];
-    const volumes: k8s.Volume[] = [{ name: POD_STATE_VOLUME, emptyDir: {} }];
-    const mounts: k8s.VolumeMount[] = [{ name: POD_STATE_VOLUME, mountPath: POD_STATE_DIR }];
+    const scratch = launchVolume();
+    const volumes: k8s.Volume[] = [scratch.volume];
+    const mounts: k8s.VolumeMount[] = [scratch.mount];
     let volumeClaimTemplates: k8s.KubePersistentVolumeClaimProps[] | undefined;
     let storageMount: string | undefined;
     this.claimNames = [];
@@ -385,7 +371,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     }
     const durable = sharedMount ?? storageMount;
     this.completionIsDurable = durable !== undefined;
-    this.completionStateDir = durable !== undefined ? `${durable}/${STATE_SUBDIR}` : `${POD_STATE_DIR}/completion`;
+    this.completionStateDir = completionStateDir(durable);
 
     if (props.adoptVolumes !== undefined && !props.storage) {
       v.fail('adoptVolumes', 'needs storage: adopted volumes are bound to the checkpoint claims');
@@ -401,10 +387,10 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     const defaultEnv: k8s.EnvVar[] = [];
     if (!runAsRoot) {
       // A non-root UID has no writable home in images built for root (NGC PyTorch and friends).
-      const scratch = scratchSpace(TRAINING_HOME);
-      volumes.push(...scratch.volumes);
-      mounts.push(...scratch.mounts);
-      defaultEnv.push(...scratch.env, { name: 'HF_HOME', value: `${TRAINING_HOME}/.cache/huggingface` });
+      const home = scratchSpace(TRAINING_HOME);
+      volumes.push(...home.volumes);
+      mounts.push(...home.mounts);
+      defaultEnv.push(...home.env, { name: 'HF_HOME', value: `${TRAINING_HOME}/.cache/huggingface` });
     }
     defaultEnv.push(...(rdma?.env ?? []));
 
@@ -424,41 +410,11 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     const defaults = defaultEnv.filter(e => !(gpuConfigData && e.name in gpuConfigData));
 
     this.masterAddress = `${name}-0.${this.serviceName}.$(POD_NAMESPACE).svc.${clusterDomain}`;
-    const nodeRank: k8s.EnvVarSource = { fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } };
-    const rendezvousIdEnv: k8s.EnvVar = { name: 'PET_RDZV_ID', value: '' };
-    const own = (envName: string, value: string | k8s.EnvVarSource, via?: string): OwnedEnv =>
-      ({ env: typeof value === 'string' ? { name: envName, value } : { name: envName, valueFrom: value }, via });
-    const ownedEnv: OwnedEnv[] = [
-      // First, so that $(POD_NAMESPACE) expands in the variables below.
-      own('POD_NAMESPACE', { fieldRef: { fieldPath: 'metadata.namespace' } }),
-      // torch.distributed's env:// variables, for launchers other than torchrun.
-      own('MASTER_ADDR', this.masterAddress, 'name and clusterDomain'),
-      own('MASTER_PORT', String(this.masterPort), 'masterPort'),
-      own('NNODES', String(this.replicas), 'replicas'),
-      own('NPROC_PER_NODE', String(this.gpusPerPod), 'gpusPerPod'),
-      own('WORLD_SIZE', String(this.worldSize), 'replicas and gpusPerPod'),
-      own('NODE_RANK', nodeRank),
-      // torchrun reads each --option from PET_<OPTION>. The c10d rendezvous re-forms the gang on
-      // rank 0's stable address; with it, torchrun assigns node ranks itself and ignores
-      // --node-rank, --master-addr and --master-port (torch/distributed/run.py), which stay set
-      // for a user who passes --rdzv-backend static.
-      own('PET_NNODES', String(this.replicas), 'replicas'),
-      own('PET_NPROC_PER_NODE', String(this.gpusPerPod), 'gpusPerPod'),
-      own('PET_RDZV_BACKEND', 'c10d'),
-      own('PET_RDZV_ENDPOINT', `${this.masterAddress}:${this.masterPort}`, 'masterPort'),
-      { env: rendezvousIdEnv, via: 'runId' },
-      own('PET_MAX_RESTARTS', String(this.maxRestarts), 'maxRestarts'),
-      own('PET_NODE_RANK', nodeRank),
-      own('PET_MASTER_ADDR', this.masterAddress, 'name and clusterDomain'),
-      own('PET_MASTER_PORT', String(this.masterPort), 'masterPort'),
-      // torchrun's SIGTERM-to-SIGKILL window for its workers (pytorch/pytorch#172596); older
-      // releases ignore it and keep 30 s.
-      own('TORCH_ELASTIC_SHUTDOWN_TIMEOUT', String(this.shutdownTimeoutSeconds), 'terminationGracePeriod'),
-      // The launch wrapper's state.
-      own('CDK8S_GPU_RUN_ID', this.runId, 'runId'),
-      own('CDK8S_GPU_STATE_DIR', this.completionStateDir, 'storage or sharedCheckpoints'),
-      own('CDK8S_GPU_POD_STATE_DIR', POD_STATE_DIR),
-    ];
+    const wiring = rankWiring({
+      masterAddress: this.masterAddress, masterPort: this.masterPort, replicas: this.replicas, gpusPerPod: this.gpusPerPod,
+      maxRestarts: this.maxRestarts, shutdownTimeoutSeconds: this.shutdownTimeoutSeconds,
+    });
+    const ownedEnv = [...wiring.env, ...launchEnv(this.runId, this.completionStateDir)];
 
     const envFrom: k8s.EnvFromSource[] = this.gpuConfigMapName ? [{ configMapRef: { name: this.gpuConfigMapName } }] : [];
     const extendedResources = { ...(props.extendedResources ?? {}) };
@@ -491,8 +447,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
         image: props.image,
         imagePullPolicy: 'IfNotPresent',
         // The launch wrapper runs the launcher and gives the rank job semantics (src/training/launch.sh).
-        command: ['sh', '-c', LAUNCH_SCRIPT, LAUNCHER],
-        args: launch,
+        ...launchCommand(launch),
         ports: [{ name: RENDEZVOUS_PORT_NAME, containerPort: this.masterPort, protocol: 'TCP' }],
       },
       ownedEnv,
@@ -508,17 +463,8 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this.podSecurityLevel = pod.podSecurityLevel;
     for (const [key, value] of Object.entries(rdma?.annotations ?? {})) pod.template.annotate(key, value);
 
-    // The rank spec: what every rank of one gang must agree on. Its hash goes into the rendezvous
-    // id, so a rank re-created with a different spec waits in its own rendezvous instead of
-    // joining ranks still running the old one (mixed generations under OnDelete).
-    const main = pod.template.main;
-    const spec = JSON.stringify({
-      replicas: this.replicas,
-      image: main.image, args: main.args, resources: main.resources, envFrom: main.envFrom,
-      env: main.env.filter(e => e !== rendezvousIdEnv),
-    });
-    this.rendezvousId = `${this.runId}-${contentHash({ spec }).slice(0, 10)}`;
-    (rendezvousIdEnv as { value: string }).value = this.rendezvousId;
+    // Known only now that the pod is built: the rank spec the gang must agree on.
+    this.rendezvousId = wiring.rendezvousId.value = rendezvousIdFor(this.runId, this.replicas, pod.template.main, wiring.rendezvousId);
 
     if (gpuConfigData) {
       this.gpuConfigMap = new k8s.KubeConfigMap(this, 'GpuConfig', { metadata: { name: this.gpuConfigMapName, labels }, data: gpuConfigData });
@@ -554,9 +500,9 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
 
     this.podDisruptionBudget = podDisruptionBudget(this, 'Budget', { name, labels, selector, budget });
 
-    const container = `{.status.containerStatuses[?(@.name=="${CONTAINER}")].lastState.terminated.reason}`;
-    this.waitForCompletionCommand = `kubectl wait pod${ns} -l ${this.podSelector} --for=jsonpath='${container}'=Completed --timeout=-1s`;
-    this.restartCommand = `kubectl delete pod${ns} -l ${this.podSelector} --wait=false`;
+    const commands = jobCommands(CONTAINER, this.podSelector, Chart.of(this).namespace);
+    this.waitForCompletionCommand = commands.waitForCompletion;
+    this.restartCommand = commands.restart;
   }
 }
 

@@ -1,0 +1,53 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { k8s } from 'cdk8s-plus-28';
+import { OwnedEnv } from '../common/workload-pod';
+
+/** Pod-lifetime scratch of the launch wrapper (an emptyDir): attempt counts, "announced" flags. */
+export const POD_STATE_DIR = '/var/lib/cdk8s-gpu';
+/** The emptyDir volume behind POD_STATE_DIR. */
+export const POD_STATE_VOLUME = 'job-state';
+/** The directory, inside a checkpoint volume, that holds the completion markers of runs. */
+export const STATE_SUBDIR = '.cdk8s-gpu';
+/** argv[0] of the wrapper, shown in its log lines. */
+const LAUNCHER = 'cdk8s-gpu-launch';
+/** The wrapper itself: a real POSIX sh file, run as is by the tests under dash and busybox. */
+const LAUNCH_SCRIPT = fs.readFileSync(path.join(__dirname, 'launch.sh'), 'utf8');
+
+/** The container command and args that run `launcher` under the launch wrapper. */
+export function launchCommand(launcher: string[]): { command: string[]; args: string[] } {
+  return { command: ['sh', '-c', LAUNCH_SCRIPT, LAUNCHER], args: launcher };
+}
+
+/** Where completion markers live: on the checkpoint volume at `durableMount`, or in pod scratch. */
+export function completionStateDir(durableMount: string | undefined): string {
+  return durableMount !== undefined ? `${durableMount}/${STATE_SUBDIR}` : `${POD_STATE_DIR}/completion`;
+}
+
+/** The wrapper's scratch volume and its mount. */
+export function launchVolume(): { volume: k8s.Volume; mount: k8s.VolumeMount } {
+  return { volume: { name: POD_STATE_VOLUME, emptyDir: {} }, mount: { name: POD_STATE_VOLUME, mountPath: POD_STATE_DIR } };
+}
+
+/** The wrapper's environment (src/training/launch.sh documents each variable). */
+export function launchEnv(runId: string, stateDir: string): OwnedEnv[] {
+  return [
+    { env: { name: 'CDK8S_GPU_RUN_ID', value: runId }, via: 'runId' },
+    { env: { name: 'CDK8S_GPU_STATE_DIR', value: stateDir }, via: 'storage or sharedCheckpoints' },
+    { env: { name: 'CDK8S_GPU_POD_STATE_DIR', value: POD_STATE_DIR } },
+  ];
+}
+
+/**
+ * The kubectl commands that observe and restart a job. Completion shows in the trainer container's
+ * last termination (the wrapper's one exit 0 per pod after a run completed); `kubectl wait` filter
+ * expressions need kubectl 1.28 (kubernetes#118748).
+ */
+export function jobCommands(container: string, selector: string, namespace: string | undefined): { waitForCompletion: string; restart: string } {
+  const ns = namespace ? ` -n ${namespace}` : '';
+  const reason = `{.status.containerStatuses[?(@.name=="${container}")].lastState.terminated.reason}`;
+  return {
+    waitForCompletion: `kubectl wait pod${ns} -l ${selector} --for=jsonpath='${reason}'=Completed --timeout=-1s`,
+    restart: `kubectl delete pod${ns} -l ${selector} --wait=false`,
+  };
+}

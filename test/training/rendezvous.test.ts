@@ -1,0 +1,47 @@
+import { rankWiring, rendezvousIdFor, shutdownTimeoutSeconds, SHUTDOWN_MARGIN_SECONDS } from '../../src/training/rendezvous';
+
+describe('rank wiring', () => {
+  const wiring = rankWiring({ masterAddress: 'j-0.j.$(POD_NAMESPACE).svc.cluster.local', masterPort: 29500, replicas: 4, gpusPerPod: 8, maxRestarts: 2, shutdownTimeoutSeconds: 285 });
+  const env = Object.fromEntries(wiring.env.map(o => [o.env.name, o.env.value ?? o.env.valueFrom]));
+
+  test('POD_NAMESPACE comes first, so $(POD_NAMESPACE) expands in every later variable', () => {
+    expect(wiring.env[0].env.name).toBe('POD_NAMESPACE');
+    const later = wiring.env.slice(1).filter(o => o.env.value?.includes('$(POD_NAMESPACE)'));
+    expect(later.map(o => o.env.name)).toEqual(['MASTER_ADDR', 'PET_RDZV_ENDPOINT', 'PET_MASTER_ADDR']);
+  });
+
+  test('torchrun options through PET_* with the c10d backend on rank 0', () => {
+    expect(env).toMatchObject({
+      PET_RDZV_BACKEND: 'c10d', PET_RDZV_ENDPOINT: 'j-0.j.$(POD_NAMESPACE).svc.cluster.local:29500', PET_MAX_RESTARTS: '2',
+      PET_NNODES: '4', PET_NPROC_PER_NODE: '8', WORLD_SIZE: '32', TORCH_ELASTIC_SHUTDOWN_TIMEOUT: '285',
+    });
+    expect(wiring.env.find(o => o.env.name === 'PET_RDZV_ID')!.env).toBe(wiring.rendezvousId);
+  });
+
+  test('every variable a user might set names the prop that controls it, or none', () => {
+    const via = Object.fromEntries(wiring.env.map(o => [o.env.name, o.via]));
+    expect(via).toMatchObject({ WORLD_SIZE: 'replicas and gpusPerPod', PET_MAX_RESTARTS: 'maxRestarts', PET_RDZV_ID: 'runId', TORCH_ELASTIC_SHUTDOWN_TIMEOUT: 'terminationGracePeriod' });
+  });
+});
+
+describe('shutdown timeout', () => {
+  test.each([[300, 285], [30, 15], [29, 14], [2, 1], [0, 0]])('grace %ds -> %ds', (grace, timeout) => {
+    expect(shutdownTimeoutSeconds(grace)).toBe(timeout);
+    expect(grace - shutdownTimeoutSeconds(grace)).toBeGreaterThanOrEqual(Math.min(SHUTDOWN_MARGIN_SECONDS, Math.ceil(grace / 2)));
+  });
+});
+
+describe('rendezvous id', () => {
+  const rdzv = { name: 'PET_RDZV_ID', value: 'old' };
+  const main = { name: 'trainer', image: 'i:1', args: ['torchrun', 'train.py'], env: [rdzv, { name: 'A', value: '1' }] };
+
+  test('ignores its own variable and changes with the rank spec', () => {
+    const id = rendezvousIdFor('run', 2, main, rdzv);
+    expect(id).toMatch(/^run-[0-9a-f]{10}$/);
+    // Its own value (set after hashing) does not feed the hash.
+    rdzv.value = id;
+    expect(rendezvousIdFor('run', 2, main, rdzv)).toBe(id);
+    expect(rendezvousIdFor('run', 3, main, rdzv)).not.toBe(id);
+    expect(rendezvousIdFor('run', 2, { ...main, args: ['torchrun', 'train.py', '--lr', '1'] }, rdzv)).not.toBe(id);
+  });
+});
