@@ -105,6 +105,18 @@ export class Sidecar {
   kill(): void {
     if (this.running) this.proc.kill('SIGKILL');
   }
+
+  /**
+   * Cleanup that leaves nothing behind: TERM first, so the script also stops the sleep or reload
+   * it waits for, then KILL if it is still there after a second.
+   */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.proc.kill('SIGTERM');
+    const timer = setTimeout(() => this.kill(), 1000);
+    await this.exited;
+    clearTimeout(timer);
+  }
 }
 
 /** Starts the script under a shell, with only the given env and the toolbox PATH. */

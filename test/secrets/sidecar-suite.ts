@@ -62,10 +62,7 @@ function suite(shell: Shell): void {
   });
 
   afterEach(async () => {
-    for (const s of started.splice(0)) {
-      s.kill();
-      await s.exited;
-    }
+    await Promise.all(started.splice(0).map(s => s.stop()));
     for (const h of helpers.splice(0)) h.kill();
     fs.rmSync(work, { recursive: true, force: true });
   });
