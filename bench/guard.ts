@@ -36,7 +36,7 @@ export interface GuardBenchRow {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Compiles src/guard (and what it imports) to plain JavaScript in a temporary folder. */
-function compileGuard(outDir: string): string {
+export function compileGuard(outDir: string): string {
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   execFileSync(process.execPath, [tsc, '--outDir', outDir, '--rootDir', path.join(ROOT, 'src'), '--module', 'commonjs', '--target', 'ES2020', '--esModuleInterop', '--skipLibCheck',
     '--types', 'node', path.join(ROOT, 'src', 'guard', 'cli.ts')], { cwd: ROOT, stdio: 'pipe' });
@@ -48,11 +48,12 @@ function compileGuard(outDir: string): string {
  * templates and probes, its headless Service, a client Service, a PodDisruptionBudget, four
  * ConfigMaps and two Secrets (10 objects), as a live export (`before`) and as new manifests with every image bumped (`after`).
  */
-function workload(i: number, image: string, live: boolean): object[] {
-  const name = `tgi-${i}`;
+function workload(image: string, live: boolean): object[] {
+  // `@@` is the workload number, `@@H.@@L` its Service IP: filled in per copy by writeSide.
+  const name = 'tgi-@@';
   const labels = { 'app.kubernetes.io/name': name, 'app.kubernetes.io/instance': `${name}-v1`, 'app.kubernetes.io/component': 'inference', 'app.kubernetes.io/managed-by': 'cdk8s-gpu' };
   const meta = (n: string) => (live
-    ? { name: n, namespace: 'ml', labels, uid: `u-${n}`, resourceVersion: String(1000 + i), creationTimestamp: '2026-11-01T10:00:00Z', managedFields: [{ manager: 'kubectl', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': {} } }] }
+    ? { name: n, namespace: 'ml', labels, uid: `u-${n}`, resourceVersion: '81234', creationTimestamp: '2026-11-01T10:00:00Z', managedFields: [{ manager: 'kubectl', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': {} } }] }
     : { name: n, labels });
   const probe = { httpGet: { path: '/health', port: 8080, ...(live ? { scheme: 'HTTP' } : {}) }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 5, ...(live ? { successThreshold: 1 } : {}) };
   const sts: any = {
@@ -87,28 +88,33 @@ function workload(i: number, image: string, live: boolean): object[] {
     spec: {
       selector: labels, ports: [{ name: 'http', port: headless ? 8080 : 80, targetPort: 8080, ...(live ? { protocol: 'TCP' } : {}) }],
       ...(headless ? { clusterIP: 'None', publishNotReadyAddresses: true } : {}),
-      ...(live ? { type: 'ClusterIP', sessionAffinity: 'None', clusterIPs: [headless ? 'None' : `10.96.${(i >> 8) & 255}.${i & 255}`], ipFamilies: ['IPv4'], ipFamilyPolicy: 'SingleStack', internalTrafficPolicy: 'Cluster', ...(headless ? {} : { clusterIP: `10.96.${(i >> 8) & 255}.${i & 255}` }) } : {}),
+      ...(live ? { type: 'ClusterIP', sessionAffinity: 'None', clusterIPs: [headless ? 'None' : '10.96.@@H.@@L'], ipFamilies: ['IPv4'], ipFamilyPolicy: 'SingleStack', internalTrafficPolicy: 'Cluster', ...(headless ? {} : { clusterIP: '10.96.@@H.@@L' }) } : {}),
     },
   });
   const pdb = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: meta(`${name}-v1`), spec: { maxUnavailable: 1, selector: { matchLabels: labels }, unhealthyPodEvictionPolicy: 'AlwaysAllow' } };
   // Small objects make up most of a real export (about 470 bytes per object on average in the
   // 108k-object export of the issue): configuration and credentials beside each workload.
   const cm = (k: number) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: meta(`${name}-config-${k}`), data: { 'config.json': `{"max_batch_prefill_tokens": ${4096 * k}}`, LOG_LEVEL: 'info' } });
-  const secret = (k: number) => ({ apiVersion: 'v1', kind: 'Secret', metadata: meta(`${name}-token-${k}`), type: 'Opaque', data: { token: Buffer.from(`hf_${i}_${k}`).toString('base64') } });
+  const secret = (k: number) => ({ apiVersion: 'v1', kind: 'Secret', metadata: meta(`${name}-token-${k}`), type: 'Opaque', data: { token: Buffer.from(`hf_${k}`).toString('base64') } });
   return [sts, svc(`${name}-v1`, true), svc(name, false), pdb, cm(1), cm(2), cm(3), cm(4), secret(1), secret(2)];
 }
 
 const PER_WORKLOAD = 10;
 
 /** Writes `objects` objects as multi-document YAML, in files of 1,000 objects (as cdk8s writes per chart). */
-function writeSide(dir: string, objects: number, image: string, live: boolean): number {
+export function writeSide(dir: string, objects: number, image: string, live: boolean): number {
   const jsyaml = require('js-yaml') as typeof import('js-yaml');
   fs.mkdirSync(dir, { recursive: true });
+  // One block-style YAML rendering, copied per workload: writing 200k objects through a YAML
+  // serializer would take longer than the guard reads them.
+  const template = workload(image, live).map(o => jsyaml.dump(o, { noRefs: true, lineWidth: -1 })).join('---\n');
   let bytes = 0;
   const perFile = 1000;
   for (let f = 0; f * perFile < objects; f++) {
     const docs: string[] = [];
-    for (let i = f * perFile / PER_WORKLOAD; i < Math.min(objects, (f + 1) * perFile) / PER_WORKLOAD; i++) for (const o of workload(i, image, live)) docs.push(jsyaml.dump(o, { noRefs: true, lineWidth: -1 }));
+    for (let i = f * perFile / PER_WORKLOAD; i < Math.min(objects, (f + 1) * perFile) / PER_WORKLOAD; i++) {
+      docs.push(template.replace(/@@H|@@L|@@/g, m => String(m === '@@H' ? (i >> 8) & 255 : m === '@@L' ? i & 255 : i)));
+    }
     const text = docs.join('---\n');
     bytes += Buffer.byteLength(text);
     fs.writeFileSync(path.join(dir, `chart-${String(f).padStart(4, '0')}.k8s.yaml`), text);

@@ -8,7 +8,10 @@ import { clone, isLiveExport, KubeObject, normalize, StatusFacts, statusFacts } 
 import { appName, claimNames, claimsAreCaches, claimTemplateNames, isTraining, remedyFor } from './remedy';
 import { FieldRule, GuardCheck, MIN_SERVER_VERSION, minorOf, rulesFor } from './rules';
 
-const groupOf = (o: KubeObject) => (o.apiVersion.includes('/') ? o.apiVersion.split('/')[0] : '');
+const groupOf = (o: KubeObject) => {
+  const slash = o.apiVersion.indexOf('/');
+  return slash < 0 ? '' : o.apiVersion.slice(0, slash);
+};
 const versionOf = (o: KubeObject) => o.apiVersion.split('/').pop()!;
 const describe = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
 const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
@@ -309,6 +312,22 @@ function duplicateError(side: string, o: KubeObject, first: KubeObject): GuardIn
   return new GuardInputError(`${where(o)}: ${describe(o)} appears twice in ${side} (first at ${where(first)}); the API server keeps only one, so the comparison would be a guess`);
 }
 
+/** Objects by metadata.name; throws when group, kind, namespace and name repeat on one side. */
+function indexByName(objects: readonly KubeObject[], side: string): Map<string, KubeObject[]> {
+  const index = new Map<string, KubeObject[]>();
+  for (const o of objects) {
+    const bucket = index.get(o.metadata.name);
+    if (!bucket) {
+      index.set(o.metadata.name, [o]);
+      continue;
+    }
+    const first = bucket.find(c => c.kind === o.kind && c.metadata.namespace === o.metadata.namespace && groupOf(c) === groupOf(o));
+    if (first) throw duplicateError(side, o, first);
+    bucket.push(o);
+  }
+  return index;
+}
+
 /** The comparison behind guard(). @internal */
 export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: readonly KubeObject[], options: GuardOptions = {}): GuardResult {
   const serverVersion = options.serverVersion ?? MIN_SERVER_VERSION;
@@ -319,37 +338,26 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
   const rules = rulesFor(minor);
   const crdRules = celRules([...beforeObjects, ...afterObjects]);
 
-  // Index `before` by group/kind/name; a manifest without a namespace matches any namespace.
-  const index = new Map<string, KubeObject[]>();
-  const seen = new Map<string, KubeObject>();
-  for (const o of beforeObjects) {
-    const exact = `${groupOf(o)}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-    const first = seen.get(exact);
-    if (first) throw duplicateError('--before', o, first);
-    seen.set(exact, o);
-    const k = `${groupOf(o)}/${o.kind}/${o.metadata.name}`;
-    const list = index.get(k);
-    if (list) list.push(o);
-    else index.set(k, [o]);
-  }
-  seen.clear();
-  for (const o of afterObjects) {
-    const exact = `${groupOf(o)}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-    const first = seen.get(exact);
-    if (first) throw duplicateError('--after', o, first);
-    seen.set(exact, o);
-  }
+  // Index `before` by name (short keys, no string building per object), then match group and kind
+  // in the small bucket; a manifest without a namespace matches any namespace.
+  const index = indexByName(beforeObjects, '--before');
+  indexByName(afterObjects, '--after');
 
   const errors: Finding[] = [];
   const warnings: Finding[] = [];
   const matched = new Set<KubeObject>();
   const created: KubeObject[] = [];
   for (const after of afterObjects) {
-    const candidates = index.get(`${groupOf(after)}/${after.kind}/${after.metadata.name}`) ?? [];
+    const group = groupOf(after);
     const ns = after.metadata.namespace;
-    const before = ns !== undefined
-      ? candidates.find(c => !matched.has(c) && (c.metadata.namespace === undefined || c.metadata.namespace === ns))
-      : candidates.find(c => !matched.has(c));
+    let before: KubeObject | undefined;
+    for (const c of index.get(after.metadata.name) ?? []) {
+      if (c.kind !== after.kind || groupOf(c) !== group || matched.has(c)) continue;
+      if (ns === undefined || c.metadata.namespace === undefined || c.metadata.namespace === ns) {
+        before = c;
+        break;
+      }
+    }
     if (!before) {
       created.push(after);
       continue;

@@ -5,16 +5,17 @@
 import * as jsyaml from 'js-yaml';
 
 /** go-yaml v2 resolve.go: the YAML 1.1 booleans, not only `true`/`false`. */
-const BOOLS: Record<string, boolean> = {};
-for (const s of ['y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON']) BOOLS[s] = true;
-for (const s of ['n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF']) BOOLS[s] = false;
+// Maps, not object literals: `'toString' in {}` is true, and `in` on a literal is slow at scale.
+const BOOLS = new Map<string, boolean>();
+for (const s of ['y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON']) BOOLS.set(s, true);
+for (const s of ['n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF']) BOOLS.set(s, false);
 
 const NULLS = new Set(['~', 'null', 'Null', 'NULL']);
-const SPECIAL_FLOATS: Record<string, number> = {
+const SPECIAL_FLOATS = new Map<string, number>(Object.entries({
   '.nan': NaN, '.NaN': NaN, '.NAN': NaN,
   '.inf': Infinity, '.Inf': Infinity, '.INF': Infinity, '+.inf': Infinity, '+.Inf': Infinity, '+.INF': Infinity,
   '-.inf': -Infinity, '-.Inf': -Infinity, '-.INF': -Infinity,
-};
+}));
 /** strconv.ParseInt(s, 0, 64) after go-yaml strips `_`: sign, then 0x / 0o / 0b / leading-0 octal / decimal. */
 const GO_INT = /^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/;
 /** go-yaml v2 yamlStyleFloat. */
@@ -34,13 +35,13 @@ function goInt(plain: string): number {
 
 const nullType = new jsyaml.Type('tag:yaml.org,2002:null', {
   kind: 'scalar',
-  resolve: (s: string) => s === '' || NULLS.has(s),
+  resolve: (s: string) => s === '' || (s.length <= 4 && NULLS.has(s)),
   construct: () => null,
 });
 const boolType = new jsyaml.Type('tag:yaml.org,2002:bool', {
   kind: 'scalar',
-  resolve: (s: string) => s in BOOLS,
-  construct: (s: string) => BOOLS[s],
+  resolve: (s: string) => s.length <= 5 && BOOLS.has(s),
+  construct: (s: string) => BOOLS.get(s),
 });
 const intType = new jsyaml.Type('tag:yaml.org,2002:int', {
   kind: 'scalar',
@@ -57,12 +58,12 @@ const intType = new jsyaml.Type('tag:yaml.org,2002:int', {
 const floatType = new jsyaml.Type('tag:yaml.org,2002:float', {
   kind: 'scalar',
   resolve: (s: string) => {
-    if (s in SPECIAL_FLOATS) return true;
+    if (s.length <= 5 && SPECIAL_FLOATS.has(s)) return true;
     const c = s.charCodeAt(0);
     if (!(c >= 48 && c <= 57) && c !== 43 && c !== 45 && c !== 46) return false;
     return GO_FLOAT.test(s.includes('_') ? s.replace(/_/g, '') : s);
   },
-  construct: (s: string) => (s in SPECIAL_FLOATS ? SPECIAL_FLOATS[s] : parseFloat(s.replace(/_/g, ''))),
+  construct: (s: string) => SPECIAL_FLOATS.get(s) ?? parseFloat(s.replace(/_/g, '')),
 });
 
 /** `<<` merge keys, which go-yaml v2 applies like js-yaml's loader does for this tag. */
