@@ -235,6 +235,13 @@ describe('GpuTrainingStatefulSet', () => {
     });
   });
 
+  test('the README shows the exact wait and restart commands the construct reports', () => {
+    const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8').replace(/ \\\n\s+/g, ' ');
+    const { trainer } = synth({ name: 'llm-pretrain' }, 'pretrain', 'ml');
+    expect(readme).toContain(trainer.waitForCompletionCommand);
+    expect(readme).toContain(trainer.restartCommand);
+  });
+
   describe('an honest checkpoint window', () => {
     test.each([[300, 285], [900, 885], [30, 15], [29, 14], [10, 5], [1, 0], [0, 0]])('a grace period of %ds gives torchrun %ds', (grace, timeout) => {
       const { main, pod, trainer } = synth({ terminationGracePeriod: Duration.seconds(grace) });
