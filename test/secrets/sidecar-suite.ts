@@ -151,13 +151,17 @@ function suite(shell: Shell): void {
   });
 
   test('quick successive rotations coalesce and end on the latest content', async () => {
-    fs.writeFileSync(path.join(work, 'fail'), '1');
-    const s = await startRecorder({ BACKOFF_SECONDS: '0.3' });
+    // Reloads fail until the gate opens, so two more rotations land while the first one retries.
+    const gate = path.join(work, 'gate');
+    const cmd = `[ -f ${gate} ] || exit 1; cat ${watch}/credentials.json >> ${reloads}; echo >> ${reloads}`;
+    const s = run(synthesized(Reload.exec(['sh', '-c', cmd])), {});
+    expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
     atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
-    // While the first attempt backs off, two more rotations land.
     expect(await waitFor(() => s.output.includes('reload failed'))).toBe(true);
     for (const token of ['v3', 'v4']) atomicWrite(watch, { 'credentials.json': `{"token":"${token}"}` });
+    fs.writeFileSync(gate, '');
     expect(await waitFor(() => lines(reloads).length >= 1)).toBe(true);
+    // The retry re-read the fingerprint: the next polls see no change, so no second reload.
     await morePolls(3);
     expect(lines(reloads)).toEqual(['{"token":"v4"}']);
   });
