@@ -397,6 +397,13 @@ function celRulesFor(crdRules: Map<string, Map<string, CelRule[]>>, kindKey: str
   return byVersion.get(versionOf(o)) ?? [...byVersion.values()][0] ?? [];
 }
 
+/** What an object left behind goes on doing, by kind. */
+const STAYS: Record<string, string> = {
+  StatefulSet: 'keeps running', Deployment: 'keeps running', DaemonSet: 'keeps running', ReplicaSet: 'keeps running', Pod: 'keeps running',
+  Job: 'stays (running to completion if it has not finished, then kept with its pods until deleted)', CronJob: 'keeps scheduling Jobs',
+  Service: 'keeps routing to the pods it selects', PersistentVolumeClaim: 'stays with its volume and data',
+};
+
 const WORLD_SIZE_ENV = new Set(['WORLD_SIZE', 'NNODES', 'PET_NNODES']);
 
 /**
@@ -462,7 +469,7 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
     const claimNote = claims.length > 0 ? ` Its claims (${claims.join(', ')}) stay too.` : '';
     out.push({
       severity: 'warning', code: 'object-removed', ...identity(old), path: '', before: old.metadata.name, after: undefined,
-      message: `${describe(old)} is in the old set but not in the new one: kubectl apply does not delete it, so it keeps running${running} (a renamed object leaves the old one behind).${claimNote}`,
+      message: `${describe(old)} is in the old set but not in the new one: kubectl apply does not delete it, so it ${STAYS[old.kind] ?? 'stays in the cluster'}${running} (a renamed object leaves the old one behind).${claimNote}`,
       remedy: `if it is meant to go, delete it (kubectl delete ${old.kind.toLowerCase()} ${old.metadata.name}${ns}) or apply with --prune; if it was renamed by mistake, restore its name`,
       source: undefined,
     });

@@ -41,7 +41,8 @@ function checkStrings(o: KubeObject, where: string): void {
   const stringMap = (m: unknown, p: string) => {
     if (m === undefined || m === null) return;
     if (!isObject(m)) return fail(p, m);
-    for (const [k, v] of Object.entries(m)) if (typeof v !== 'string') fail(`${p}.${k}`, v);
+    // null is accepted (a patch deletes the key; a decoder leaves the zero value).
+    for (const [k, v] of Object.entries(m)) if (typeof v !== 'string' && v !== null) fail(`${p}.${k}`, v);
   };
   for (const f of ['namespace', 'generateName']) if (o.metadata[f] !== undefined && typeof o.metadata[f] !== 'string') fail(`metadata.${f}`, o.metadata[f]);
   stringMap(o.metadata.labels, 'metadata.labels');

@@ -38,11 +38,13 @@ export class GuardValidation {
     if (!props || typeof props.baseline !== 'string' || props.baseline === '') {
       throw new Error('GuardValidation: baseline is required: a folder (or file) of the YAML to compare against (got none)');
     }
-    if (props.serverVersion !== undefined && !/^1\.\d{1,3}$/.test(String(props.serverVersion))) {
-      throw new Error(`GuardValidation: serverVersion must be a Kubernetes minor version such as '1.28' (got ${JSON.stringify(props.serverVersion)})`);
+    if (props.serverVersion !== undefined && (typeof props.serverVersion !== 'string' || !/^1\.\d{1,3}$/.test(props.serverVersion))) {
+      // YAML reads an unquoted 1.30 in cdk8s.yaml as the number 1.3.
+      const hint = typeof props.serverVersion === 'number' ? "; quote it in cdk8s.yaml (serverVersion: '1.30'), YAML reads 1.30 as the number 1.3" : '';
+      throw new Error(`GuardValidation: serverVersion must be a Kubernetes minor version such as '1.28' (got ${JSON.stringify(props.serverVersion)})${hint}`);
     }
     this.baseline = props.baseline;
-    this.serverVersion = props.serverVersion === undefined ? undefined : String(props.serverVersion);
+    this.serverVersion = props.serverVersion;
   }
 
   /** Compares the synthesized manifests with the baseline and reports forbidden changes to cdk8s-cli. */

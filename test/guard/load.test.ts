@@ -12,6 +12,8 @@ describe('YAML as kubectl reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scala
       'spec:', '  template:', '    spec:', '      <<: *d', '      volumes:', '      - name: s', '        secret: {secretName: s, defaultMode: 0644, optional: yes}',
     ].join('\n'), 'f.yaml');
     expect(o.metadata.labels).toEqual({ quoted: 'yes' });
+    // Only go-yaml's own words are booleans or nulls: not 'toString' (an inherited property name).
+    expect(parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {a: toString, b: constructor, c: Null, d: "~"}\n', 'x')[0].data).toEqual({ a: 'toString', b: 'constructor', c: null, d: '~' });
     expect(o.spec.template.spec).toMatchObject({ hostNetwork: true, terminationGracePeriodSeconds: 1000, volumes: [{ secret: { defaultMode: 420, optional: true } }] });
   });
 
@@ -67,6 +69,7 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
     expect(c.submitted[0][0]).toBe('failure');
     expect(() => new GuardValidation({} as any)).toThrow(/baseline is required/);
     expect(() => new GuardValidation({ baseline: 'x', serverVersion: 'new' })).toThrow(/serverVersion must be/);
+    expect(() => new GuardValidation({ baseline: 'x', serverVersion: 1.3 as any })).toThrow(/quote it in cdk8s.yaml/);
   });
 
   test('a StatefulSet violation names the StatefulSet, not the PDB that shares its name', async () => {
