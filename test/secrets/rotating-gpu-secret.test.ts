@@ -1,4 +1,4 @@
-import { ApiObject, Chart, Duration, Testing } from 'cdk8s';
+import { ApiObject, Chart, Duration, Size, Testing } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import {
   ConfigurationError, GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, Reload, RotatingGpuSecret, RotatingGpuSecretProps,
@@ -387,7 +387,7 @@ describe('RotatingGpuSecret', () => {
     ];
     test.each(refused)('refused: %s', (_label, p, message) => {
       const chart = new Chart(Testing.app(), 'c');
-      const t = trainer(chart, { storage: { size: require('cdk8s').Size.gibibytes(10) } });
+      const t = trainer(chart, { storage: { size: Size.gibibytes(10) } });
       const e = errorOf(() => new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(t, { path: p, onRotation: Reload.sync() }));
       expect(e).toBeInstanceOf(ConfigurationError);
       expect(e.message).toMatch(/^RotatingGpuSecret 'creds': /);
