@@ -49,16 +49,27 @@ export function clone<T>(x: T): T {
 
 const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
 
-/** Removes nulls and empty lists everywhere, and empty maps where a Go map or value struct stands. */
-function prune(x: any): any {
+/** Keys whose value is a Go map: its entries are data, kept even when empty (`token: ""`). */
+const MAP_FIELDS = new Set(['labels', 'annotations', 'matchLabels', 'nodeSelector', 'data', 'stringData', 'binaryData', 'limits', 'requests', 'parameters', 'capacity', 'volumeAttributes', 'attributes', 'overhead']);
+/** String fields that are pointers in the Go types: `""` there differs from absent. */
+const POINTER_STRINGS = new Set(['storageClassName', 'volumeAttributesClassName', 'loadBalancerClass', 'runtimeClassName', 'managedBy', 'podReplacementPolicy', 'preemptionPolicy', 'timeZone']);
+
+/**
+ * Removes nulls and empty lists everywhere, empty maps where a Go map or value struct stands, and
+ * empty strings of non-pointer string fields (Go's zero value, which `omitempty` never writes).
+ */
+function prune(x: any, parentKey = ''): any {
   if (Array.isArray(x)) {
     for (let i = 0; i < x.length; i++) x[i] = prune(x[i]);
     return x;
   }
   if (!isObject(x)) return x;
+  const isMap = MAP_FIELDS.has(parentKey);
   for (const k of Object.keys(x)) {
-    const v = prune(x[k]);
-    if (v === null || v === undefined || (Array.isArray(v) && v.length === 0) || (isObject(v) && EMPTY_MAP_MEANS_ABSENT.has(k) && Object.keys(v).length === 0)) delete x[k];
+    const v = prune(x[k], isMap ? '' : k);
+    if (v === null || v === undefined || (Array.isArray(v) && v.length === 0)
+      || (isObject(v) && EMPTY_MAP_MEANS_ABSENT.has(k) && Object.keys(v).length === 0)
+      || (v === '' && !isMap && !POINTER_STRINGS.has(k))) delete x[k];
     else x[k] = v;
   }
   return x;

@@ -64,6 +64,12 @@ describe('ValidateStatefulSetUpdate', () => {
   test('an empty volumeClaimTemplates list equals none (apiequality.Semantic)', () => {
     expect(paths([sts()], [sts({ volumeClaimTemplates: [] })])).toEqual([]);
   });
+
+  test('a string field set to "" is Go\'s zero value, the same as absent; a pointer string is not', () => {
+    expect(paths([sts()], [sts({ podManagementPolicy: '' })])).toEqual([]);
+    const vct = (sc?: string) => sts({ volumeClaimTemplates: [{ metadata: { name: 'd' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, ...(sc === undefined ? {} : { storageClassName: sc }) } }] });
+    expect(paths([vct()], [vct('')])).toEqual(['spec.volumeClaimTemplates']);
+  });
 });
 
 describe('Deployment, ReplicaSet, DaemonSet strategies: ValidateUpdate keeps spec.selector immutable', () => {
@@ -230,6 +236,9 @@ describe('ValidateSecretUpdate and ValidateConfigMapUpdate', () => {
     expect(paths([liveExport(secret({ stringData: { token: 'hf_abc' } }))], [secret({ stringData: { token: 'hf_abc' }, immutable: true })].map(s => ({ ...s, immutable: undefined })))).toEqual([]);
     expect(paths([liveExport(secret({ stringData: { token: 'hf_abc' }, immutable: true }))], [secret({ stringData: { token: 'hf_abc' }, immutable: true })])).toEqual([]);
     expect(paths([liveExport(secret({ stringData: { token: 'hf_abc' }, immutable: true }))], [secret({ stringData: { token: 'hf_xyz' }, immutable: true })])).toEqual(['data']);
+  });
+  test('an empty value in data is data: {token: ""} is not the same as no token', () => {
+    expect(paths([secret({ data: { token: '' }, immutable: true })], [secret({ data: {}, immutable: true })])).toEqual(['data']);
   });
   test('immutable ConfigMaps: data, binaryData and the flag', () => {
     const cm = (data: object, immutable?: boolean) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data, ...(immutable === undefined ? {} : { immutable }) });
