@@ -6,9 +6,11 @@ const ROOT = path.join(__dirname, '..');
 test('the public API is exactly this list: a change to it is deliberate', () => {
   const api = require(path.join(ROOT, 'lib', 'index.js'));
   expect(Object.keys(api).sort()).toEqual([
-    'ConfigurationError', 'DEFAULT_RELOAD_IMAGE', 'DisruptionBudget', 'EnvFrom', 'EnvValue', 'GpuTrainingStatefulSet', 'GuardCheck', 'GuardInputError', 'GuardValidation',
-    'IMMUTABLE_FIELDS', 'ModelCache', 'PodSecurityLevel', 'Rdma', 'Reload', 'RotatingGpuSecret', 'StrictSchemaValidation', 'TGI_DEFAULT_IMAGE', 'TgiInferenceService',
-    'TgiQuantization', 'TrainingUpdateStrategy', 'formatReport', 'guard', 'loadObjects', 'parseObjects',
+    'Autoscaler', 'ConfigurationError', 'DEFAULT_RELOAD_IMAGE', 'DisruptionBudget', 'EnvFrom', 'EnvValue', 'GpuTrainingStatefulSet', 'GuardCheck',
+    'GuardInputError', 'GuardValidation', 'IMMUTABLE_FIELDS', 'InferenceService', 'IpFamily', 'ModelCache', 'PodSecurityLevel', 'Rdma', 'Reload',
+    'RotatingGpuSecret', 'SGLANG_DEFAULT_IMAGE', 'SglangInferenceService', 'SglangQuantization', 'StrictSchemaValidation', 'TGI_DEFAULT_IMAGE',
+    'TgiInferenceService', 'TgiQuantization', 'TrainingUpdateStrategy', 'VLLM_DEFAULT_IMAGE', 'VllmInferenceService', 'VllmQuantization',
+    'formatReport', 'guard', 'loadObjects', 'parseObjects',
   ]);
 });
 

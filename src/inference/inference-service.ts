@@ -250,6 +250,9 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const engine = binding.engine;
     const v = new Validator(engine.construct, id);
     v.knownProps('', props, [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...binding.keys]);
+    for (const [key, value] of Object.entries(props)) {
+      if (value === null) v.fail(key, 'must not be null: omit it for the default', value);
+    }
 
     const name = this.statefulSetName = statefulSetName(v, props.name, props.version);
     this.serviceName = props.name;

@@ -1,5 +1,5 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
-import { ModelCache, PodSecurityLevel, TGI_DEFAULT_IMAGE, TgiInferenceService, TgiInferenceServiceProps, TgiQuantization } from '../../src';
+import { IpFamily, ModelCache, PodSecurityLevel, TGI_DEFAULT_IMAGE, TgiInferenceService, TgiInferenceServiceProps, TgiQuantization } from '../../src';
 import { podSecurityLevel } from '../support/pod-security';
 import { envOf, findOne, synthValid } from '../support/synth';
 
@@ -49,10 +49,23 @@ describe('TgiInferenceService', () => {
       expect(synth({ image: 'registry/tgi:3.0.1' }).main.image).toBe('registry/tgi:3.0.1');
     });
 
-    test('listens on 0.0.0.0:8080, not the pod hostname or a privileged port', () => {
+    test('listens on 0.0.0.0:8080, not the pod hostname or a privileged port; :: on IPv6 clusters', () => {
       const { env } = synth();
       expect(env.PORT).toBe('8080');
       expect(env.HOSTNAME).toBe('0.0.0.0');
+      expect(synth({ ipFamily: IpFamily.IPV6 }).env.HOSTNAME).toBe('::');
+      expect(() => synth({ env: { HOSTNAME: 'tgi-0' } })).toThrow("TgiInferenceService 'tgi': env.HOSTNAME is set by the construct; set ipFamily instead (got \"tgi-0\")");
+    });
+
+    test('usage statistics are off unless usageStats is set', () => {
+      expect(synth().env.USAGE_STATS).toBe('off');
+      expect(synth({ usageStats: true }).env.USAGE_STATS).toBe('on');
+      expect(() => synth({ extraArgs: ['--usage-stats', 'on'] })).toThrow(/extraArgs\[0\] must not set --usage-stats: the construct sets it from usageStats/);
+    });
+
+    test.each([['--max-total-tokens', '8192'], ['--port', '9000'], ['--model-id', 'x'], ['--num-shard', '2'], ['--hostname', '::'], ['-p', '9000']])('extraArgs %s is refused', (flag, value) => {
+      expect(() => synth({ extraArgs: [flag, value] })).toThrow(new RegExp(`^TgiInferenceService 'tgi': extraArgs\\[0\\] must not set ${flag}`));
+      expect(() => synth({ extraArgs: [`${flag}=${value}`] })).toThrow(/extraArgs\[0\] must not set/);
     });
   });
 
@@ -69,8 +82,10 @@ describe('TgiInferenceService', () => {
     test('a grace period shorter than the sum is an error that shows the sum', () => {
       expect(() => synth({ terminationGracePeriod: Duration.seconds(100) })).toThrow(
         "TgiInferenceService 'tgi': terminationGracePeriod must be at least preStopSleep + drainTimeout + margin = 15s + 90s + 15s = 120s, or SIGKILL cuts the drain short (got 100s)");
-      expect(() => synth({ drainTimeout: Duration.seconds(120) })).toThrow(/= 15s \+ 120s \+ 15s = 150s.*\(got 120s\)/);
+      expect(() => synth({ drainTimeout: Duration.seconds(120), terminationGracePeriod: Duration.seconds(120) })).toThrow(/= 15s \+ 120s \+ 15s = 150s.*\(got 120s\)/);
       expect(synth({ drainTimeout: Duration.seconds(120), terminationGracePeriod: Duration.seconds(150) }).pod.terminationGracePeriodSeconds).toBe(150);
+      // Without an explicit grace period, it follows the drain.
+      expect(synth({ drainTimeout: Duration.seconds(120) }).pod.terminationGracePeriodSeconds).toBe(150);
     });
   });
 
@@ -100,8 +115,17 @@ describe('TgiInferenceService', () => {
       expect(env.NUM_SHARD).toBe('4');
     });
 
-    test('/dev/shm is a memory emptyDir', () => {
+    test('/dev/shm is a memory emptyDir of 1 GiB per shard', () => {
       expect(synth().pod.volumes).toContainEqual({ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '1Gi' } });
+      expect(synth({ gpusPerReplica: 4, memory: Size.gibibytes(64) }).pod.volumes).toContainEqual({ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '4Gi' } });
+    });
+
+    test('the launcher\'s own download step runs in an init container; the launcher then finds the files offline', () => {
+      const { pod, env } = synth({ revision: 'abc' });
+      expect(pod.initContainers[0].command).toEqual(['text-generation-server', 'download-weights', 'EleutherAI/gpt-neox-20b', '--extension', '.safetensors', '--revision', 'abc']);
+      expect(env.HF_HUB_OFFLINE).toBe('1');
+      // The router reads the tokenizer from HUGGINGFACE_HUB_CACHE in offline mode (router/src/server.rs).
+      expect(env.HUGGINGFACE_HUB_CACHE).toBe('/data/hub');
     });
 
     test('the model cache is a per-replica claim on /data by default, with HF_HOME pointing at it', () => {
@@ -209,8 +233,8 @@ describe('TgiInferenceService', () => {
 
   describe('bad input throws clear errors', () => {
     const cases: Array<[string, Partial<TgiInferenceServiceProps>, string | RegExp]> = [
-      ['replicas 0', { replicas: 0 }, "TgiInferenceService 'tgi': replicas must be a whole number >= 1 (got 0)"],
-      ['gpusPerReplica 0', { gpusPerReplica: 0 }, "TgiInferenceService 'tgi': gpusPerReplica must be a whole number >= 1 (got 0)"],
+      ['replicas 0', { replicas: 0 }, /^TgiInferenceService 'tgi': replicas must be a whole number .*1.* \(got 0\)$/],
+      ['gpusPerReplica 0', { gpusPerReplica: 0 }, /^TgiInferenceService 'tgi': gpusPerReplica must be a whole number .*1.* \(got 0\)$/],
       ['empty modelId', { modelId: '' }, `TgiInferenceService 'tgi': modelId must be a non-empty string (got "")`],
       ['startup budget under a minute', { maxModelLoadTime: Duration.seconds(30) }, "TgiInferenceService 'tgi': maxModelLoadTime must be a whole number of seconds >= 60s (got 30s)"],
       ['short grace', { terminationGracePeriod: Duration.seconds(30) }, /terminationGracePeriod must be at least .* = 120s/],

@@ -1,0 +1,101 @@
+import { Chart, Duration, Size, Testing } from 'cdk8s';
+import { Autoscaler, ConfigurationError, IpFamily, ModelCache, SglangQuantization, TgiQuantization, VllmQuantization } from '../../src';
+import { synthValid } from '../support/synth';
+import { BASE, ENGINES } from './support';
+
+/** Boundary values per prop: [value, accepted]. Rejected ones must throw a ConfigurationError naming the prop. */
+const SHARED: Array<[string, unknown, boolean]> = [
+  ['name', 'a', true], ['name', 'a'.repeat(52), true], ['name', 'a'.repeat(53), false], ['name', '1llm', false], ['name', 'LLM', false],
+  ['modelId', 'org/model', true], ['modelId', '', false], ['modelId', 'org/model name', false],
+  ['revision', 'main', true], ['revision', '', false],
+  ['replicas', 1, true], ['replicas', 2147483647, true], ['replicas', 0, false], ['replicas', 1.5, false], ['replicas', NaN, false], ['replicas', 2147483648, false],
+  ['gpusPerReplica', 1, true], ['gpusPerReplica', 8, true], ['gpusPerReplica', 0, false], ['gpusPerReplica', -1, false],
+  ['version', 1, true], ['version', 0, false],
+  ['image', 'registry.example.com:5000/llm/server:1.0', true], ['image', 'Registry/Server', false], ['image', 'a b', false],
+  ['hfTokenSecret', { name: 'hf', key: 'token' }, true], ['hfTokenSecret', { name: 'HF', key: 'token' }, false], ['hfTokenSecret', { name: 'hf', key: '' }, false],
+  ['preStopSleep', Duration.seconds(0), true], ['preStopSleep', Duration.millis(1500), false],
+  ['drainTimeout', Duration.seconds(1), true], ['drainTimeout', Duration.seconds(0), false],
+  ['terminationGracePeriod', Duration.seconds(120), true], ['terminationGracePeriod', Duration.seconds(119), false],
+  ['maxModelLoadTime', Duration.seconds(60), true], ['maxModelLoadTime', Duration.seconds(59), false],
+  ['modelSize', Size.gibibytes(83), true], ['modelSize', Size.gibibytes(0), false],
+  ['sharedMemory', Size.mebibytes(64), true], ['sharedMemory', Size.gibibytes(16), false], ['sharedMemory', Size.gibibytes(1.3), false],
+  ['cpu', 0.5, true], ['cpu', 0, false], ['memory', Size.gibibytes(4), true], ['memory', Size.gibibytes(0), false],
+  ['runAsRoot', false, true], ['runAsRoot', true, true], ['runAsUser', 1, true], ['runAsUser', 0, false], ['runAsUser', 2147483648, false],
+  ['nodeSelector', { 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' }, true], ['nodeSelector', { pool: 'has space' }, false],
+  ['clusterDomain', 'cluster.local', true], ['clusterDomain', 'Cluster Local', false],
+  ['serviceMonitorInterval', Duration.seconds(1), false],
+  ['ipFamily', IpFamily.IPV6, true], ['ipFamily', 'IPv5', false],
+  ['usageStats', true, true],
+  ['extraArgs', [], true], ['extraArgs', ['--port', '1'], false], ['extraArgs', [1], false],
+  ['modelCache', ModelCache.emptyDir(), true], ['modelCache', ModelCache.sharedClaim({ claimName: 'm' }), true],
+  ['modelCache', ModelCache.sharedClaim({ claimName: 'M_' }), false], ['modelCache', ModelCache.persistentClaim({ size: Size.gibibytes(0) }), false],
+  ['autoscaling', { maxReplicas: 1 }, true], ['autoscaling', { maxReplicas: 2147483648 }, false],
+  ['autoscaling', { maxReplicas: 2, autoscaler: Autoscaler.keda({ serverAddress: 'https://prom:9090' }), scaleDownStabilization: Duration.seconds(3600) }, true],
+  ['autoscaling', { maxReplicas: 2, scaleDownStabilization: Duration.seconds(3601) }, false],
+];
+
+const SPECIFIC: Record<string, Array<[string, unknown, boolean]>> = {
+  TgiInferenceService: [
+    ['quantize', TgiQuantization.AWQ, true], ['quantize', 'int3', false],
+    ['maxInputTokens', 1, true], ['maxInputTokens', 0, false], ['maxTotalTokens', 2, true], ['maxTotalTokens', 1.5, false],
+    ['maxConcurrentRequests', 1, true], ['maxConcurrentRequests', 0, false], ['maxBatchPrefillTokens', 1, true], ['maxBatchPrefillTokens', -5, false],
+  ],
+  VllmInferenceService: [
+    ['quantization', VllmQuantization.FP8, true], ['quantization', 'int3', false],
+    ['maxModelLen', 1, true], ['maxModelLen', 0, false], ['servedModelNames', ['a', 'b'], true], ['servedModelNames', [], false],
+    ['servedModelNames', ['a', 'a'], false], ['servedModelNames', ['a b'], false], ['maxNumSeqs', 1, true], ['maxNumSeqs', 0, false],
+    ['gpuMemoryUtilization', 1, true], ['gpuMemoryUtilization', 0.05, true], ['gpuMemoryUtilization', 0, false], ['gpuMemoryUtilization', 1.01, false],
+  ],
+  SglangInferenceService: [
+    ['quantization', SglangQuantization.W8A8_FP8, true], ['quantization', 'int3', false],
+    ['contextLength', 1, true], ['contextLength', 0, false], ['servedModelName', 'chat', true], ['servedModelName', '', false],
+    ['maxRunningRequests', 1, true], ['maxRunningRequests', 0, false], ['memFractionStatic', 0.99, true], ['memFractionStatic', 1, false],
+  ],
+};
+
+/** Combinations whose props interact: GPUs, memory and shm; drain arithmetic; size, cache and budget. */
+const COMBINATIONS: Array<[string, Record<string, unknown>, boolean, string | undefined]> = [
+  ['8 GPUs scale shm within the default memory', { gpusPerReplica: 8 }, true, undefined],
+  ['shm equal to memory', { memory: Size.gibibytes(8), sharedMemory: Size.gibibytes(8) }, false, 'sharedMemory'],
+  ['long drain with a matching grace', { preStopSleep: Duration.seconds(30), drainTimeout: Duration.minutes(10), terminationGracePeriod: Duration.seconds(645) }, true, undefined],
+  ['long drain, grace 1 s short', { preStopSleep: Duration.seconds(30), drainTimeout: Duration.minutes(10), terminationGracePeriod: Duration.seconds(644) }, false, 'terminationGracePeriod'],
+  ['405B-class FP8 on a shared cache, scaled by hand', { modelSize: Size.gibibytes(382), gpusPerReplica: 8, modelCache: ModelCache.sharedClaim({ claimName: 'models' }) }, true, undefined],
+  ['405B-class FP8 autoscaled', { modelSize: Size.gibibytes(382), autoscaling: { maxReplicas: 2 } }, false, 'autoscaling'],
+  ['70B-class autoscaled', { modelSize: Size.gibibytes(132), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(200) }), autoscaling: { minReplicas: 2, maxReplicas: 4 } }, true, undefined],
+  ['serviceMonitor labels without serviceMonitor', { serviceMonitorLabels: { release: 'x' } }, false, 'serviceMonitorLabels'],
+  ['a model too big for the default 100Gi cache', { modelSize: Size.gibibytes(84) }, false, 'modelCache.size'],
+  ['MIG with one instance', { gpuResource: 'nvidia.com/mig-1g.10gb', gpusPerReplica: 1 }, true, undefined],
+];
+
+describe.each(ENGINES)('$construct props over boundary values', e => {
+  const cases = [...SHARED, ...SPECIFIC[e.construct]];
+  const build = (props: Record<string, unknown>) => {
+    const chart = new Chart(Testing.app(), 'c', { namespace: 'ns' });
+    e.make(chart, 'svc', { ...BASE, ...props } as any);
+    return chart;
+  };
+
+  test.each(cases)('%s = %p (accepted: %p)', (prop, value, accepted) => {
+    if (accepted) {
+      expect(synthValid(build({ [prop]: value })).length).toBeGreaterThan(0);
+      return;
+    }
+    let err: unknown;
+    try {
+      synthValid(build({ [prop]: value }));
+    } catch (x) {
+      err = x;
+    }
+    expect(err).toBeInstanceOf(ConfigurationError);
+    expect((err as Error).message).toMatch(new RegExp(`^${e.construct} 'svc': ${prop}[ .\\[]`));
+  });
+
+  test.each(COMBINATIONS)('%s', (_label, props, accepted, prop) => {
+    if (accepted) {
+      expect(synthValid(build(props)).length).toBeGreaterThan(0);
+      return;
+    }
+    expect(() => build(props)).toThrow(ConfigurationError);
+    expect(() => build(props)).toThrow(new RegExp(`^${e.construct} 'svc': ${prop!}`));
+  });
+});

@@ -1,0 +1,57 @@
+import { SGLANG_DEFAULT_IMAGE, SglangInferenceService, SglangInferenceServiceProps, SglangQuantization } from '../../src';
+import { podSecurityLevel } from '../support/pod-security';
+import { envOf, findOne, synthValid, testChart } from '../support/synth';
+import { flagValue } from './support';
+
+const base: SglangInferenceServiceProps = { name: 'sgl', modelId: 'Qwen/Qwen2.5-7B-Instruct' };
+
+function synth(props: Partial<SglangInferenceServiceProps> = {}) {
+  const chart = testChart();
+  const sgl = new SglangInferenceService(chart, 'sgl', { ...base, ...props });
+  const objects = synthValid(chart);
+  const pod = findOne(objects, 'StatefulSet').spec.template.spec;
+  return { sgl, objects, pod, main: pod.containers[0], init: pod.initContainers[0] };
+}
+
+describe('SglangInferenceService', () => {
+  test('the issue example: launch_server with an explicit host (its default 127.0.0.1 is unreachable), port 30000 and metrics', () => {
+    const { main, sgl } = synth();
+    expect(main.command).toEqual(['python3', '-m', 'sglang.launch_server']);
+    expect(flagValue(main.args, '--model-path')).toBe(base.modelId);
+    expect(flagValue(main.args, '--host')).toBe('0.0.0.0');
+    expect(flagValue(main.args, '--port')).toBe('30000');
+    expect(flagValue(main.args, '--tp-size')).toBe('1');
+    expect(main.args).toContain('--enable-metrics');
+    expect(sgl.serviceName).toBe('sgl');
+  });
+
+  test('pins a released image that runs as root: baseline, everything else locked down', () => {
+    expect(SGLANG_DEFAULT_IMAGE).toMatch(/^lmsysorg\/sglang:v\d+\.\d+\.\d+$/);
+    const { pod, main, sgl } = synth();
+    expect(main.image).toBe(SGLANG_DEFAULT_IMAGE);
+    expect(podSecurityLevel(pod)).toBe('baseline');
+    expect(sgl.podSecurityLevel).toBe('baseline');
+    expect(pod.securityContext.runAsUser).toBeUndefined();
+    expect(main.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+  });
+
+  test('no drain flag: SGLang drains without a timeout, so the grace period bounds it', () => {
+    const { main, pod } = synth();
+    expect(main.args.some((a: string) => a.includes('timeout'))).toBe(false);
+    expect(pod.terminationGracePeriodSeconds).toBe(120);
+  });
+
+  test('modelled props become flags; DO_NOT_TRACK by default', () => {
+    const { main } = synth({ contextLength: 32768, quantization: SglangQuantization.FP8, servedModelName: 'qwen', maxRunningRequests: 128, memFractionStatic: 0.85 });
+    expect(main.args).toEqual(expect.arrayContaining(['--context-length', '32768', '--quantization', 'fp8', '--served-model-name', 'qwen', '--max-running-requests', '128', '--mem-fraction-static', '0.85']));
+    expect(envOf(main).DO_NOT_TRACK).toBe('1');
+  });
+
+  test('the download uses the hub CLI', () => {
+    expect(synth().init.command).toEqual(['hf', 'download', base.modelId, '--exclude', 'original/*']);
+  });
+
+  test.each(['--tp', '--tp-size', '--context-length', '--model-path', '--enable-metrics', '--host'])('extraArgs %s is refused', flag => {
+    expect(() => synth({ extraArgs: [flag, '2'] })).toThrow(new RegExp(`^SglangInferenceService 'sgl': extraArgs\\[0\\] must not set ${flag}`));
+  });
+});

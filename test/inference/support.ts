@@ -1,0 +1,72 @@
+import { Chart, Testing } from 'cdk8s';
+import {
+  ConfigurationError, InferenceService, InferenceServiceProps, SGLANG_DEFAULT_IMAGE, SglangInferenceService, TGI_DEFAULT_IMAGE,
+  TgiInferenceService, VLLM_DEFAULT_IMAGE, VllmInferenceService,
+} from '../../src';
+import { envOf, findOne, synthValid } from '../support/synth';
+
+/** What the tests need to know about each engine, and how to read its settings from the pod. */
+export interface EngineCase {
+  readonly construct: string;
+  readonly make: (chart: Chart, id: string, props: InferenceServiceProps) => InferenceService;
+  readonly container: string;
+  readonly port: number;
+  readonly image: string;
+  readonly rootByDefault: boolean;
+  readonly defaultUid?: number;
+  readonly queueMetric: string;
+  readonly shmGibPerGpu: number;
+  /** A setting as the engine reads it: from a flag (`--x y`) or a variable. */
+  readonly setting: (main: any, key: 'tp' | 'host' | 'port' | 'drain' | 'model') => string | undefined;
+}
+
+/** The value after `flag` in args. */
+export function flagValue(args: string[] | undefined, flag: string): string | undefined {
+  const i = (args ?? []).indexOf(flag);
+  return i < 0 ? undefined : args![i + 1];
+}
+
+export const ENGINES: EngineCase[] = [
+  {
+    construct: 'TgiInferenceService',
+    make: (c, id, p) => new TgiInferenceService(c, id, p),
+    container: 'tgi', port: 8080, image: TGI_DEFAULT_IMAGE, rootByDefault: true, queueMetric: 'tgi_queue_size', shmGibPerGpu: 1,
+    setting: (main, key) => envOf(main)[{ tp: 'NUM_SHARD', host: 'HOSTNAME', port: 'PORT', drain: 'GRACEFUL_TERMINATION_TIMEOUT', model: 'MODEL_ID' }[key]],
+  },
+  {
+    construct: 'VllmInferenceService',
+    make: (c, id, p) => new VllmInferenceService(c, id, p),
+    container: 'vllm', port: 8000, image: VLLM_DEFAULT_IMAGE, rootByDefault: false, defaultUid: 2000, queueMetric: 'vllm:num_requests_waiting', shmGibPerGpu: 2,
+    setting: (main, key) => (key === 'model' ? main.args[0] : flagValue(main.args, { tp: '--tensor-parallel-size', host: '--host', port: '--port', drain: '--shutdown-timeout' }[key])),
+  },
+  {
+    construct: 'SglangInferenceService',
+    make: (c, id, p) => new SglangInferenceService(c, id, p),
+    container: 'sglang', port: 30000, image: SGLANG_DEFAULT_IMAGE, rootByDefault: true, queueMetric: 'sglang:num_queue_reqs', shmGibPerGpu: 2,
+    setting: (main, key) => (key === 'drain' ? undefined : flagValue(main.args, { tp: '--tp-size', host: '--host', port: '--port', model: '--model-path' }[key])),
+  },
+];
+
+export const BASE: InferenceServiceProps = { name: 'llm', modelId: 'Qwen/Qwen2.5-7B-Instruct' };
+
+/** Synthesizes one construct of an engine, strictly validated, with the usual handles. */
+export function synthEngine(e: EngineCase, props: Partial<InferenceServiceProps> = {}, namespace?: string) {
+  const chart = new Chart(Testing.app(), 'test', namespace ? { namespace } : {});
+  const svc = e.make(chart, 'svc', { ...BASE, ...props } as InferenceServiceProps);
+  const objects = synthValid(chart);
+  const sts = findOne(objects, 'StatefulSet');
+  const pod = sts.spec.template.spec;
+  const main = pod.containers.find((c: any) => c.name === e.container);
+  return { svc, objects, sts, pod, main, env: envOf(main), init: (pod.initContainers ?? []).find((c: any) => c.name === 'model-download') };
+}
+
+/** The ConfigurationError a construction throws, or fails the test. */
+export function configError(fn: () => unknown): ConfigurationError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof ConfigurationError) return e;
+    throw new Error(`expected a ConfigurationError, got ${(e as Error)?.name}: ${(e as Error)?.message}`);
+  }
+  throw new Error('expected a ConfigurationError, but construction succeeded');
+}
