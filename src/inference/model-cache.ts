@@ -42,13 +42,16 @@ export class ModelCache {
    * An existing ReadWriteMany claim (NFS, EFS, Filestore, CephFS, Azure Files...) mounted by every
    * replica and every version: the weights are downloaded once for the whole service.
    *
-   * Concurrency: each replica's init container runs the download; huggingface_hub writes each file
-   * to `<name>.incomplete` under a per-file lock (`<cache>/hub/.locks/...`, an `flock`) and renames
-   * it into place, so when replicas start together one downloads each file while the others wait
-   * on its lock and then find it present. The lock is released by the kernel when its holder dies,
-   * so a killed download leaves no stale lock. The filesystem must support `flock` across nodes
-   * (NFSv4, EFS, Filestore, CephFS do; NFS mounted `nolock` and Lustre without `-o flock` do not).
-   * The claim's files must be writable by the pod's UID (fsGroup is not applied by NFS drivers).
+   * Concurrency: each replica's init container runs the download; huggingface_hub's
+   * `hf_hub_download` takes a per-file lock (`<cache>/hub/.locks/<repo>/<etag>.lock`, a
+   * `WeakFileLock`, i.e. `flock`), downloads to a temporary `.incomplete` file and renames it into
+   * place. When replicas start together, one downloads each file while the others wait on its lock
+   * and then find it present; a warm cache costs only metadata requests. The kernel releases the
+   * lock when its holder dies, so a killed download leaves no stale lock. On a filesystem without
+   * `flock` across nodes (NFS mounted `nolock`, Lustre without `-o flock`) the hub logs a warning
+   * and goes on without the lock: replicas may then fetch the same file in parallel (wasted
+   * bandwidth, not a corrupt cache, since each file appears only by rename). The claim's files must
+   * be writable by the pod's UID (NFS drivers do not apply fsGroup).
    */
   static sharedClaim(o: { readonly claimName: string }): ModelCache {
     return new ModelCache('shared', undefined, undefined, o?.claimName);
