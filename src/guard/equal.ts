@@ -35,7 +35,7 @@ export function quantityNanos(q: unknown): bigint | undefined {
 /** Keys whose map values are quantities (ResourceList and friends). */
 const QUANTITY_MAPS = new Set(['limits', 'requests', 'capacity', 'allocatable', 'overhead', 'hard', 'used', 'allocatedResources']);
 /** Keys whose value is a single quantity. */
-const QUANTITY_FIELDS = new Set(['sizeLimit']);
+const QUANTITY_FIELDS = new Set(['sizeLimit', 'divisor']);
 
 const isEmpty = (x: unknown) => x === undefined || x === null || (Array.isArray(x) && x.length === 0)
   || (typeof x === 'object' && x !== null && !Array.isArray(x) && Object.keys(x).length === 0);

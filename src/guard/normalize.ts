@@ -54,6 +54,9 @@ const MAP_FIELDS = new Set(['labels', 'annotations', 'matchLabels', 'nodeSelecto
 /** String fields that are pointers in the Go types: `""` there differs from absent. */
 const POINTER_STRINGS = new Set(['storageClassName', 'volumeAttributesClassName', 'loadBalancerClass', 'runtimeClassName', 'managedBy', 'podReplacementPolicy', 'preemptionPolicy', 'timeZone']);
 
+/** Non-pointer bool and int fields: `false` / `0` is Go's zero value, which `omitempty` never writes. */
+const ZERO_MEANS_ABSENT = new Set(['hostNetwork', 'hostPID', 'hostIPC', 'stdin', 'stdinOnce', 'tty', 'readOnly', 'initialDelaySeconds', 'hostPort', 'minReadySeconds', 'publishNotReadyAddresses', 'subPath']);
+
 /**
  * Removes nulls and empty lists everywhere, empty maps where a Go map or value struct stands, and
  * empty strings of non-pointer string fields (Go's zero value, which `omitempty` never writes).
@@ -69,7 +72,8 @@ function prune(x: any, parentKey = ''): any {
     const v = prune(x[k], isMap ? '' : k);
     if (v === null || v === undefined || (Array.isArray(v) && v.length === 0)
       || (isObject(v) && EMPTY_MAP_MEANS_ABSENT.has(k) && Object.keys(v).length === 0)
-      || (v === '' && !isMap && !POINTER_STRINGS.has(k))) delete x[k];
+      || (v === '' && !isMap && !POINTER_STRINGS.has(k))
+      || ((v === false || v === 0) && !isMap && ZERO_MEANS_ABSENT.has(k))) delete x[k];
     else x[k] = v;
   }
   return x;
@@ -110,7 +114,11 @@ function defaultContainer(c: any): void {
   for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe]) defaultProbe(probe);
   defaultHandler(c.lifecycle?.postStart);
   defaultHandler(c.lifecycle?.preStop);
-  for (const e of c.env ?? []) if (isObject(e?.valueFrom?.fieldRef)) defaults(e.valueFrom.fieldRef, { apiVersion: 'v1' });
+  for (const e of c.env ?? []) {
+    if (isObject(e?.valueFrom?.fieldRef)) defaults(e.valueFrom.fieldRef, { apiVersion: 'v1' });
+    // Divisor is a non-pointer Quantity: the server writes its zero value, "0".
+    if (isObject(e?.valueFrom?.resourceFieldRef)) defaults(e.valueFrom.resourceFieldRef, { divisor: '0' });
+  }
 }
 
 const DEFAULT_MODE_SOURCES = ['secret', 'configMap', 'downwardAPI', 'projected'];
@@ -138,7 +146,16 @@ export function defaultPodSpec(spec: any, pod: boolean): void {
     if (isObject(v.ephemeral?.volumeClaimTemplate?.spec)) defaults(v.ephemeral.volumeClaimTemplate.spec, { volumeMode: 'Filesystem' });
     for (const s of v.projected?.sources ?? []) {
       if (isObject(s?.serviceAccountToken)) defaults(s.serviceAccountToken, { expirationSeconds: 3600 });
+      defaultDownwardItems(s?.downwardAPI?.items);
     }
+    defaultDownwardItems(v.downwardAPI?.items);
+  }
+}
+
+function defaultDownwardItems(items: unknown): void {
+  for (const i of Array.isArray(items) ? items : []) {
+    if (isObject(i?.fieldRef)) defaults(i.fieldRef, { apiVersion: 'v1' });
+    if (isObject(i?.resourceFieldRef)) defaults(i.resourceFieldRef, { divisor: '0' });
   }
 }
 

@@ -189,6 +189,15 @@ describe('ValidateJobSpecUpdate', () => {
     expect(paths([bl(1)], [bl(2)], '1.29')).toEqual(['spec.backoffLimitPerIndex']);
   });
 
+  test('zero values a manifest spells out (hostNetwork: false, initialDelaySeconds: 0) and server-written divisors are no change', () => {
+    const spelled = job({}, { hostNetwork: false, containers: [{ name: 'c', image: 'i:1', stdin: false, readinessProbe: { exec: { command: ['true'] }, initialDelaySeconds: 0 }, env: [{ name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } }] }] });
+    const plain = job({}, { containers: [{ name: 'c', image: 'i:1', readinessProbe: { exec: { command: ['true'] } }, env: [{ name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } }] }] });
+    const live = liveExport(plain);
+    live.spec.template.spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor = '0';
+    expect(paths([live], [spelled])).toEqual([]);
+    expect(paths([live], [job({}, { hostNetwork: true, containers: plain.spec.template.spec.containers })])).toEqual(['spec.template']);
+  });
+
   test('the selector and labels the Job strategy generated are not a change; parallelism and backoffLimit may change', () => {
     expect(paths([liveExport(job())], [job({ parallelism: 3, backoffLimit: 2 })])).toEqual([]);
   });
