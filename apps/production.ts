@@ -1,13 +1,14 @@
 import { App, Chart, ChartProps, Size } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { EnvValue, GpuTrainingStatefulSet, TgiInferenceService } from '../src';
+import { EnvValue, GpuTrainingStatefulSet, Rdma, TgiInferenceService } from '../src';
 
 /**
  * A production cluster, with no JSON patch: GPU nodes in a pool tainted `sku=gpu:NoSchedule` and
  * labelled by product, images from a private NGC registry, AWS access through IRSA (an annotated
  * ServiceAccount; the pod identity webhook injects its own token, so the API token stays
- * unmounted), a priority class per workload, EFA devices and Guaranteed QoS for the trainer, and
+ * unmounted), a priority class per workload, EFA with its libfabric settings and Guaranteed QoS for
+ * the trainer, and
  * pod labels for cost reports.
  */
 export class ProductionChart extends Chart {
@@ -37,7 +38,7 @@ export class ProductionChart extends Chart {
       memory: Size.gibibytes(640),
       cpu: 88,
       guaranteedQos: true,
-      extendedResources: { 'vpc.amazonaws.com/efa': 4 },
+      rdma: Rdma.efa(4),
       nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' },
       env: { WANDB_API_KEY: EnvValue.fromSecretKey('wandb', 'api-key'), AWS_REGION: 'us-east-1' },
       volumes: [{ volume: { name: 'datasets', persistentVolumeClaim: { claimName: 'datasets', readOnly: true } }, mountPath: '/datasets', readOnly: true }],

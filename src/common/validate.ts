@@ -96,7 +96,10 @@ export class Validator {
   /** A whole number in [min, max]; max defaults to the int32 limit of Kubernetes integer fields. */
   wholeNumber(prop: string, value: number, min: number, max: number = INT32_MAX): number {
     const ok = typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
-    if (!ok) this.fail(prop, `must be a whole number from ${min} to ${max}`, value);
+    if (!ok) {
+      const range = max !== INT32_MAX ? `from ${min} to ${max}` : `>= ${min}${value > max ? ` and at most ${max}, the largest Kubernetes integer` : ''}`;
+      this.fail(prop, `must be a whole number ${range}`, value);
+    }
     return value;
   }
 
@@ -209,6 +212,13 @@ export class Validator {
   /** An object literal (not an array, not null). */
   plainObject(prop: string, value: unknown): void {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) this.fail(prop, 'must be an object', value);
+  }
+
+  /** An array (of anything), or an empty one when absent. */
+  array<T>(prop: string, value: readonly T[] | undefined): readonly T[] {
+    if (value === undefined) return [];
+    if (!Array.isArray(value)) this.fail(prop, 'must be an array', value);
+    return value;
   }
 
   /** An array of strings, each non-empty. */

@@ -93,7 +93,7 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
   const extended = extendedResources(v, props.extendedResources ?? {}, gpuResource);
 
   const env = mergeEnv(v, input.ownedEnv, input.defaultEnv, props.env);
-  const envFrom = [...(input.envFrom ?? []), ...(props.envFrom ?? []).map((e, i) => {
+  const envFrom = [...(input.envFrom ?? []), ...v.array('envFrom', props.envFrom).map((e, i) => {
     if (!e || typeof (e as { _toSource?: unknown })._toSource !== 'function') v.fail(`envFrom[${i}]`, 'must be made with EnvFrom.configMap() or EnvFrom.secret()', e);
     return e._toSource(v, `envFrom[${i}]`);
   })];
@@ -213,11 +213,13 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
   };
   if (nodeSelector !== undefined) set('nodeSelector', { ...v.labels('nodeSelector', nodeSelector) });
 
-  (pod.tolerations ?? []).forEach((t, i) => toleration(v, `pod.tolerations[${i}]`, t));
+  v.array('pod.tolerations', pod.tolerations).forEach((t, i) => toleration(v, `pod.tolerations[${i}]`, t));
   if (pod.tolerations) set('tolerations', [...(spec.tolerations ?? []), ...pod.tolerations]);
   if (pod.affinity !== undefined) v.plainObject('pod.affinity', pod.affinity);
   set('affinity', pod.affinity);
-  if (pod.topologySpreadConstraints) set('topologySpreadConstraints', [...(spec.topologySpreadConstraints ?? []), ...pod.topologySpreadConstraints]);
+  const spread = v.array('pod.topologySpreadConstraints', pod.topologySpreadConstraints);
+  spread.forEach((c, i) => v.plainObject(`pod.topologySpreadConstraints[${i}]`, c));
+  if (spread.length) set('topologySpreadConstraints', [...(spec.topologySpreadConstraints ?? []), ...spread]);
   if (pod.priorityClassName !== undefined) set('priorityClassName', v.dnsSubdomain('pod.priorityClassName', pod.priorityClassName));
   if (pod.runtimeClassName !== undefined) set('runtimeClassName', v.dnsSubdomain('pod.runtimeClassName', pod.runtimeClassName));
   if (pod.schedulerName !== undefined) set('schedulerName', v.dnsSubdomain('pod.schedulerName', pod.schedulerName));
@@ -234,10 +236,10 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
   }
   for (const [key, value] of Object.entries(v.annotations('pod.annotations', pod.annotations))) template.annotate(key, value);
 
-  (pod.initContainers ?? []).forEach((c, i) => template.addInitContainer(userContainer(v, `pod.initContainers[${i}]`, c, identity), v, `pod.initContainers[${i}].name`));
-  (pod.sidecars ?? []).forEach((c, i) => template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity), v, `pod.sidecars[${i}].name`));
+  v.array('pod.initContainers', pod.initContainers).forEach((c, i) => template.addInitContainer(userContainer(v, `pod.initContainers[${i}]`, c, identity), v, `pod.initContainers[${i}].name`));
+  v.array('pod.sidecars', pod.sidecars).forEach((c, i) => template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity), v, `pod.sidecars[${i}].name`));
   for (const c of [...(pod.initContainers ?? []), ...(pod.sidecars ?? [])]) {
-    for (const m of c.volumeMounts ?? []) {
+    for (const m of v.array(`pod container '${c.name}' volumeMounts`, c.volumeMounts)) {
       if (!template.volumeNames().has(m.name)) v.fail(`pod container '${c.name}' volumeMounts`, 'must name a volume of the pod (add it with volumes)', m.name);
     }
   }

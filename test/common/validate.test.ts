@@ -32,7 +32,7 @@ describe('values in messages read as the user wrote them', () => {
 describe('Validator', () => {
   test('whole numbers stop at the int32 limit of Kubernetes integer fields', () => {
     expect(v.wholeNumber('replicas', INT32_MAX, 1)).toBe(INT32_MAX);
-    expect(message(() => v.wholeNumber('replicas', INT32_MAX + 1, 1))).toBe(`Thing 'id': replicas must be a whole number from 1 to ${INT32_MAX} (got ${INT32_MAX + 1})`);
+    expect(message(() => v.wholeNumber('replicas', INT32_MAX + 1, 1))).toBe(`Thing 'id': replicas must be a whole number >= 1 and at most ${INT32_MAX}, the largest Kubernetes integer (got ${INT32_MAX + 1})`);
     expect(message(() => v.wholeNumber('replicas', NaN, 1))).toContain('(got NaN)');
     expect(message(() => v.wholeNumber('replicas', '3' as any, 1))).toContain('(got "3")');
   });

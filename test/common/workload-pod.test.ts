@@ -239,3 +239,22 @@ describe('pod options', () => {
     [{ nodeselector: {} } as any, /nodeselector is not a known prop; did you mean 'nodeSelector'\?/],
   ])('refused: %j', (props, prop) => refused(props as Partial<TestWorkloadProps>, prop as string | RegExp));
 });
+
+describe('wrong types from JavaScript get the library\'s error, never a TypeError', () => {
+  test.each([
+    [{ envFrom: 'nccl' }, 'envFrom'],
+    [{ pod: { tolerations: {} } }, 'pod.tolerations'],
+    [{ pod: { tolerations: [null] } }, 'pod.tolerations[0]'],
+    [{ pod: { topologySpreadConstraints: 'zone' } }, 'pod.topologySpreadConstraints'],
+    [{ pod: { sidecars: { name: 's' } } }, 'pod.sidecars'],
+    [{ pod: { initContainers: 'x' } }, 'pod.initContainers'],
+    [{ pod: { sidecars: [{ name: 's', image: 'busybox:1.36.1', volumeMounts: {} }] } }, /volumeMounts must be an array/],
+    [{ pod: { affinity: [] } }, 'pod.affinity'],
+    [{ pod: 'x' }, 'pod'],
+    [{ volumes: {} }, 'volumes'],
+    [{ volumes: [null] }, 'volumes[0]'],
+    [{ extendedResources: [] }, 'extendedResources'],
+    [{ nodeSelector: 'gpu' }, 'nodeSelector'],
+    [{ runAsUser: '1000' }, 'runAsUser'],
+  ])('%j', (props, prop) => refused(props as any, prop as string | RegExp));
+});
