@@ -92,10 +92,13 @@ function optional(o: boolean | undefined): { optional?: boolean } {
 
 const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
 
-/** A ConfigMap or Secret key (`IsConfigMapKey`): `[-._a-zA-Z0-9]+`, at most 253, not `.` or `..`. */
+/**
+ * A ConfigMap or Secret key (apimachinery `IsConfigMapKey`): `[-._a-zA-Z0-9]+`, at most 253, not
+ * `.`, and not starting with `..` (the kubelet's atomic writer owns those names).
+ */
 export function configKey(v: Validator, prop: string, key: string): string {
-  if (typeof key !== 'string' || !CONFIG_KEY.test(key) || key.length > 253 || key === '.' || key === '..') {
-    v.fail(prop, 'must be a valid ConfigMap or Secret key: letters, digits, "-", "_" and ".", at most 253 characters, not "." or ".."', key);
+  if (typeof key !== 'string' || !CONFIG_KEY.test(key) || key.length > 253 || key === '.' || key.startsWith('..')) {
+    v.fail(prop, 'must be a valid ConfigMap or Secret key: letters, digits, "-", "_" and ".", at most 253 characters, not "." and not starting with ".."', key);
   }
   return key;
 }

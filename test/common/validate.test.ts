@@ -73,7 +73,7 @@ describe('Validator', () => {
     expect(message(() => v.knownProps('', null as any, ['a']))).toMatch(/props must be an object/);
   });
 
-  test.each(['.', '..', 'a/b', '', 'x'.repeat(254), 'has space'])('ConfigMap/Secret key %j is refused', key => {
+  test.each(['.', '..', '..data', '..x', 'a/b', '', 'x'.repeat(254), 'has space'])('ConfigMap/Secret key %j is refused', key => {
     expect(message(() => configKey(v, 'keys', key))).toMatch(/keys must be a valid ConfigMap or Secret key/);
   });
 
