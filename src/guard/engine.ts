@@ -198,6 +198,12 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       if (typeof av === 'number' && typeof bv === 'number' && av > bv) emit(rule, rule.path, bv, av, { value: av, detail: 'must be less than or equal to previous value' });
       else if (av === undefined && bv !== undefined) emit(rule, rule.path, bv, av, { value: null, detail: 'must not update from a positive integer to nil value' });
       return;
+    case GuardCheck.POD_SCHEDULING_GATES: {
+      const old = new Set(((bv as any[]) ?? []).map(g => g?.name));
+      const added = ((av as any[]) ?? []).find(g => !old.has(g?.name));
+      if (added) emit(rule, rule.path, bv, av, { detail: added.name });
+      return;
+    }
     case GuardCheck.PVC_SPEC: {
       if (!isObject(bv) || !isObject(av)) return;
       const oldSpec = clone(bv) as any;

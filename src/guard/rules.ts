@@ -22,6 +22,8 @@ export enum GuardCheck {
   POD_TOLERATIONS = 'pod-tolerations',
   /** Pod activeDeadlineSeconds: may be set or lowered, never raised or unset. */
   POD_ACTIVE_DEADLINE = 'pod-active-deadline',
+  /** Pod schedulingGates: gates may be removed, never added. */
+  POD_SCHEDULING_GATES = 'pod-scheduling-gates',
   /** A PVC spec: volumeName once, storageClassName from unset, storage of a bound claim. */
   PVC_SPEC = 'pvc-spec',
   /** A PVC storage request may not shrink. */
@@ -123,6 +125,10 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
       {
         path: 'spec.activeDeadlineSeconds', check: GuardCheck.POD_ACTIVE_DEADLINE, source: 'ValidatePodUpdate (pkg/apis/core/validation/validation.go)',
         message: 'spec.activeDeadlineSeconds: Invalid value: {value}: {detail}',
+      },
+      {
+        path: 'spec.schedulingGates', check: GuardCheck.POD_SCHEDULING_GATES, source: 'validateOnlyDeletedSchedulingGates (pkg/apis/core/validation/validation.go)',
+        message: "spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate '{detail}'",
       },
     ],
   },

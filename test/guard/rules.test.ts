@@ -98,6 +98,11 @@ describe('ValidatePodUpdate', () => {
     expect(errorsOf([pod({ activeDeadlineSeconds: 10 })], [pod()])[0].message).toBe('spec.activeDeadlineSeconds: Invalid value: null: must not update from a positive integer to nil value');
   });
 
+  test('scheduling gates may be removed, not added (validateOnlyDeletedSchedulingGates)', () => {
+    expect(paths([pod({ schedulingGates: [{ name: 'kueue' }] })], [pod()])).toEqual([]);
+    expect(errorsOf([pod()], [pod({ schedulingGates: [{ name: 'kueue' }] })])[0].message).toBe("spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate 'kueue'");
+  });
+
   test('a live pod with its admission-added fields, against its manifest, is clean', () => {
     const live = liveExport(pod());
     Object.assign(live.spec, {
