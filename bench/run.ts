@@ -182,7 +182,7 @@ import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret, TgiInferenceService 
 const app = new App();
 const chart = new Chart(app, 'ml');
 const trainer = new GpuTrainingStatefulSet(chart, 'trainer', {
-  name: 'trainer', image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 8, replicas: 2, storage: { size: Size.gibibytes(500) },
+  name: 'trainer', image: 'nvcr.io/nvidia/pytorch:24.08-py3', args: ['train.py'], gpusPerPod: 8, replicas: 2, storage: { size: Size.gibibytes(500) },
 });
 new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'meta-llama/Llama-3.1-8B-Instruct', replicas: 2 });
 const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation: { image: 'myorg/rotator:1.0.0', every: Duration.hours(12) } });

@@ -23,7 +23,7 @@ export function candidateKinds(): { kinds: WorkloadKind[]; absent: string[] } {
   const kinds: WorkloadKind[] = [
     {
       name: 'training',
-      create: (s, i) => new gpu.GpuTrainingStatefulSet(s, `train-${i}`, { name: `train-${i}`, image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 2, replicas: 2 }),
+      create: (s, i) => new gpu.GpuTrainingStatefulSet(s, `train-${i}`, { name: `train-${i}`, image: 'nvcr.io/nvidia/pytorch:24.08-py3', args: ['train.py'], gpusPerPod: 2, replicas: 2 }),
     },
     {
       name: 'TgiInferenceService',
@@ -43,7 +43,7 @@ export function candidateKinds(): { kinds: WorkloadKind[]; absent: string[] } {
   kinds.push({
     name: 'RotatingGpuSecret.mountInto(training)',
     create: (s, i) => {
-      const trainer = new gpu.GpuTrainingStatefulSet(s, `job-${i}`, { name: `job-${i}`, image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 1, replicas: 1 });
+      const trainer = new gpu.GpuTrainingStatefulSet(s, `job-${i}`, { name: `job-${i}`, image: 'nvcr.io/nvidia/pytorch:24.08-py3', args: ['train.py'], gpusPerPod: 1, replicas: 1 });
       const creds = new gpu.RotatingGpuSecret(s, `creds-${i}`, { name: `creds-${i}`, rotation: { image: 'myorg/rotator:1.0.0', every: Duration.hours(12) } });
       creds.mountInto(trainer, { path: '/etc/gpu', onRotation: gpu.Reload.signal('SIGHUP', { process: 'python' }) });
     },

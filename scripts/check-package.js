@@ -88,7 +88,7 @@ import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret, TgiInferenceService,
 const app = new App();
 const chart = new Chart(app, 'ml');
 const trainer = new GpuTrainingStatefulSet(chart, 'trainer', {
-  name: 'trainer', image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 8, replicas: 2,
+  name: 'trainer', image: 'nvcr.io/nvidia/pytorch:24.08-py3', args: ['train.py'], gpusPerPod: 8, replicas: 2,
   storage: { size: Size.gibibytes(500) },
 });
 new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'meta-llama/Llama-3.1-8B-Instruct', replicas: 2 });
@@ -168,7 +168,8 @@ async function main() {
   check('no tests, apps, snapshots or sources', !files.some(f => /^(test|apps|snapshots|src)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts')));
 
   // 2. A fresh TypeScript cdk8s project that depends on the tarball.
-  const { project, install } = consumerProject(work, packed.tarball, { 'main.ts': MAIN_TS, 'cdk8s.yaml': cdk8sYaml([GUARD]) });
+  // No validation plugin yet: the guard needs a baseline, which the first synth makes.
+  const { project, install } = consumerProject(work, packed.tarball, { 'main.ts': MAIN_TS, 'cdk8s.yaml': cdk8sYaml([]) });
   fs.mkdirSync(path.join(project, 'baseline'));
   if (!check('npm install of the tarball into a fresh project', install.status === 0, install.out)) finish();
 
@@ -177,7 +178,7 @@ async function main() {
   const tsc = run(process.execPath, [bin(ROOT, 'tsc'), '-p', '.'], project);
   if (!check('the app type-checks against the shipped declarations (strict tsconfig of cdk8s init)', tsc.status === 0, tsc.out)) finish();
 
-  // 4. The real cdk8s synth, with an empty baseline, beside the Helm synth (its own output folder).
+  // 4. The real cdk8s synth, beside the Helm synth (its own output folder).
   const cdk8s = (...args) => runAsync(bin(ROOT, 'cdk8s'), ['synth', '--no-check-upgrade', ...args], project);
   const [synth, helm] = await Promise.all([cdk8s(), cdk8s('--format', 'helm', '--chart-version', '1.0.0', '--output', 'helm', '--no-validate')]);
   check('cdk8s synth --format helm, as documented in the README', helm.status === 0 && fs.existsSync(path.join(project, 'helm', 'Chart.yaml'))
