@@ -441,7 +441,10 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
   const newByApp = new Map<string, KubeObject[]>();
   for (const c of created) {
     const app = appName(c);
-    if (isSts(c) && app) newByApp.set(app, [...(newByApp.get(app) ?? []), c]);
+    if (!isSts(c) || !app) continue;
+    const list = newByApp.get(app);
+    if (list) list.push(c);
+    else newByApp.set(app, [c]);
   }
   const boundClaims = new Set<string>();
   for (const o of after) if (o.kind === 'PersistentVolumeClaim' && o.spec?.volumeName) boundClaims.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);

@@ -78,7 +78,13 @@ export class GuardValidation {
     // report never points at the wrong construct.
     const byName = new Map<string, number>();
     for (const { o } of after) byName.set(o.metadata.name, (byName.get(o.metadata.name) ?? 0) + 1);
-    const manifestOf = (f: Finding) => after.find(x => x.o.kind === f.kind && x.o.metadata.name === f.name && (f.namespace === undefined || x.o.metadata.namespace === f.namespace))?.m ?? '';
+    // One map, not a search per finding: a large change set stays linear.
+    const manifests = new Map<string, string>();
+    for (const { o, m } of after) {
+      manifests.set(`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`, m);
+      if (!manifests.has(`${o.kind}//${o.metadata.name}`)) manifests.set(`${o.kind}//${o.metadata.name}`, m);
+    }
+    const manifestOf = (f: Finding) => manifests.get(`${f.kind}/${f.namespace ?? ''}/${f.name}`) ?? manifests.get(`${f.kind}//${f.name}`) ?? '';
     for (const f of result.findings) {
       if (f.severity === 'warning') continue;
       context.report.addViolation({
