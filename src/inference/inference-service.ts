@@ -245,6 +245,7 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   /** @internal */
   readonly _templateChangesRollOut = true;
 
+  /** @internal Each engine's construct passes its facts; the practice is not extended from outside. */
   protected constructor(scope: Construct, id: string, props: InferenceServiceProps, binding: EngineBinding) {
     super(scope, id);
     const engine = binding.engine;
