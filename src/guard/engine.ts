@@ -454,7 +454,7 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
     const app = appName(old);
     const replacement = isSts(old) && app ? newByApp.get(app)?.[0] : undefined;
     const gpus = gpuCount(old);
-    const running = gpus > 0 ? `, with its pods and their ${gpus} GPU(s),` : '';
+    const running = gpus > 0 ? ` with its pods and their ${gpus} GPU(s)` : '';
     const claims = isSts(old) ? claimNames(old) : [];
     const ns = old.metadata.namespace ? ` -n ${old.metadata.namespace}` : '';
     if (replacement) {
@@ -467,7 +467,7 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
             : ` ${replacement.metadata.name}'s claims (${newClaims.join(', ') || 'none'}) start empty, and the old claims (${claims.join(', ')}) stay behind with the data.`;
       out.push({
         severity: 'warning', code: 'statefulset-replaced', ...identity(old), path: 'spec.volumeClaimTemplates', before: old.metadata.name, after: replacement.metadata.name,
-        message: `StatefulSet ${replacement.metadata.name} replaces ${old.metadata.name}: kubectl apply does not delete ${old.metadata.name}, which keeps running${running} until deleted.${claimNote}`,
+        message: `StatefulSet ${replacement.metadata.name} replaces ${old.metadata.name}: kubectl apply does not delete ${old.metadata.name}, which keeps running${running} until it is deleted.${claimNote}`,
         remedy: caches || claimTemplateNames(old).length === 0 || adopted
           ? `once ${replacement.metadata.name} is ready, delete the old version: kubectl delete statefulset ${old.metadata.name}${ns}`
           : `to start from the old data, set adoptVolumes on the new version and follow the README's adoption runbook; otherwise delete the old version once the new one is ready (kubectl delete statefulset ${old.metadata.name}${ns}) and the old claims when their data is no longer needed`,
@@ -475,10 +475,12 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
       });
       continue;
     }
-    const claimNote = claims.length > 0 ? ` Its claims (${claims.join(', ')}) stay too.` : '';
+    const claimNote = claims.length === 0 ? ''
+      : claimsAreCaches(old) ? ` Its claims (${claims.join(', ')}) stay with it; deleting it deletes them (whenDeleted: Delete).`
+        : ` Its claims (${claims.join(', ')}) stay with it, and stay with their data when it is deleted (Retain).`;
     out.push({
       severity: 'warning', code: 'object-removed', ...identity(old), path: '', before: old.metadata.name, after: undefined,
-      message: `${describe(old)} is in the old set but not in the new one: kubectl apply does not delete it, so it ${STAYS[old.kind] ?? 'stays in the cluster'}${running} (a renamed object leaves the old one behind).${claimNote}`,
+      message: `${describe(old)} is in the old set but not in the new one: kubectl apply does not delete it, so it ${STAYS[old.kind] ?? 'stays in the cluster'}${running}; a renamed object leaves the old one behind.${claimNote}`,
       remedy: `if it is meant to go, delete it (kubectl delete ${old.kind.toLowerCase()} ${old.metadata.name}${ns}) or apply with --prune; if it was renamed by mistake, restore its name`,
       source: undefined,
     });

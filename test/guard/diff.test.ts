@@ -131,7 +131,7 @@ describe('what actually happens: warnings and remedies', () => {
     const w = result.findings.find(f => f.code === 'statefulset-replaced')!;
     expect(w.message).toContain('gpu-pvc-onnx-trainer-v2-0, gpu-pvc-onnx-trainer-v2-1');
     expect(w.message).toContain('gpu-pvc-onnx-trainer-v1-0, gpu-pvc-onnx-trainer-v1-1');
-    expect(w.message).toMatch(/keeps running, with its pods and their 4 GPU\(s\)/);
+    expect(w.message).toMatch(/keeps running with its pods and their 4 GPU\(s\)/);
     expect(w.remedy).toMatch(/adoptVolumes/);
     const adopted = guard(training(1), training(2, { adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } })).findings.find(f => f.code === 'statefulset-replaced')!;
     expect(adopted.remedy).not.toMatch(/set adoptVolumes/);
@@ -174,7 +174,7 @@ describe('what actually happens: warnings and remedies', () => {
     expect(result.errors).toBe(0);
     const sts = result.findings.find(f => f.kind === 'StatefulSet')!;
     expect(sts).toMatchObject({ severity: 'warning', code: 'object-removed' });
-    expect(sts.message).toMatch(/keeps running, with its pods and their 4 GPU\(s\)/);
+    expect(sts.message).toMatch(/keeps running with its pods and their 4 GPU\(s\)/);
     expect(sts.message).toContain('gpu-pvc-onnx-trainer-v1-0');
   });
 
