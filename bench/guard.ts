@@ -11,7 +11,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 
-const ROOT = path.join(__dirname, '..');
+// The repository root, also when the bench runs compiled from a scratch folder (bench/start.js).
+import { ROOT } from './env';
 
 export interface GuardBenchOptions {
   /** Object counts to measure. @default [1000, 10000, 100000] */
