@@ -42,7 +42,7 @@ export function toJson(result: GuardResult): object {
     errors: result.errors,
     warnings: result.warnings,
     findings: result.findings.map(f => ({
-      severity: f.severity, code: f.code, object: f.object, kind: f.kind, namespace: n(f.namespace), name: f.name, path: f.path,
+      severity: f.severity, code: f.code, object: f.object, kind: f.kind, namespace: n(f.namespace), name: f.name, path: f.path === '' ? null : f.path,
       before: n(f.before), after: n(f.after), message: f.message, remedy: f.remedy, source: n(f.source),
     })),
   };

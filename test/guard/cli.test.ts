@@ -50,6 +50,7 @@ describe('cdk8s-gpu guard CLI', () => {
     expect(removed.after).toBeNull();
     expect(removed.namespace).toBeNull();
     expect(removed.source).toBeNull();
+    expect(removed.path).toBeNull();
   });
 
   test('--server-version picks the rules and wording of that release', () => {
