@@ -62,6 +62,11 @@ export interface ServingEngine {
    * construct): `extraArgs` may not repeat them, in `--x y` or `--x=y` form.
    */
   readonly ownedFlags: Readonly<Record<string, string>>;
+  /**
+   * Whether the engine parses flags with Python's argparse defaults (`allow_abbrev`), which expand
+   * an unambiguous prefix (`--tp` for `--tp-size`): a prefix of an owned flag is then refused too.
+   */
+  readonly abbreviatedFlags: boolean;
   /** Cache locations, as defaults a user variable may replace. */
   cacheEnv(cachePath: string): k8s.EnvVar[];
   /** Extra default variables (caches under the home). */

@@ -297,6 +297,11 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
         const via = engine.ownedFlags[flag];
         v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it${via ? ` from ${via}` : ''}, and probes, Services and validation depend on it`, arg);
       }
+      const expands = engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
+        ? Object.keys(engine.ownedFlags).find(owned => owned.startsWith(flag)) : undefined;
+      if (expands) {
+        v.fail(`extraArgs[${i}]`, `must not abbreviate ${expands}: argparse expands ${flag} to it (or refuses it as ambiguous), and the construct sets it${engine.ownedFlags[expands] ? ` from ${engine.ownedFlags[expands]}` : ''}`, arg);
+      }
     });
 
     const cache = (props.modelCache ?? ModelCache.persistentClaim({ size: DEFAULT_CACHE_SIZE }));

@@ -51,7 +51,14 @@ describe('SglangInferenceService', () => {
     expect(synth().init.command).toEqual(['hf', 'download', base.modelId, '--exclude', 'original/*']);
   });
 
-  test.each(['--tp', '--tp-size', '--context-length', '--model-path', '--enable-metrics', '--host'])('extraArgs %s is refused', flag => {
+  test.each(['--tp', '--tp-size', '--tensor-parallel-size', '--context-length', '--model-path', '--enable-metrics', '--host'])('extraArgs %s is refused', flag => {
     expect(() => synth({ extraArgs: [flag, '2'] })).toThrow(new RegExp(`^SglangInferenceService 'sgl': extraArgs\\[0\\] must not set ${flag}`));
+  });
+
+  test('argparse abbreviations of owned flags are refused too', () => {
+    expect(() => synth({ extraArgs: ['--contex', '4096'] })).toThrow(
+      "SglangInferenceService 'sgl': extraArgs[0] must not abbreviate --context-length: argparse expands --contex to it (or refuses it as ambiguous), and the construct sets it from contextLength (got \"--contex\")");
+    expect(() => synth({ extraArgs: ['--po=1'] })).toThrow(/must not abbreviate --port/);
+    expect(synth({ extraArgs: ['--trust-remote-code', '--chunked-prefill-size', '4096'] }).main.args).toContain('--chunked-prefill-size');
   });
 });

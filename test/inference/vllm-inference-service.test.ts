@@ -65,4 +65,9 @@ describe('VllmInferenceService', () => {
     expect(flagValue(main.args, '--shutdown-timeout')).toBe('600');
     expect(pod.terminationGracePeriodSeconds).toBe(630);
   });
+
+  test('argparse abbreviations of owned flags are refused too', () => {
+    expect(() => synth({ extraArgs: ['--max-model', '4096'] })).toThrow(/extraArgs\[0\] must not abbreviate --max-model-len: argparse expands --max-model to it/);
+    expect(synth({ extraArgs: ['--max-num-batched-tokens', '8192'] }).main.args).toContain('--max-num-batched-tokens');
+  });
 });

@@ -30,11 +30,13 @@ export const SGLANG: ServingEngine = {
   // Tensor-parallel ranks exchange through NCCL and shared-memory queues.
   shmGibPerGpu: 2,
   ownedFlags: {
-    '--model-path': 'modelId', '--model': 'modelId', '--revision': 'revision', '--tp-size': 'gpusPerReplica', '--tp': 'gpusPerReplica',
+    '--model-path': 'modelId', '--model': 'modelId', '--revision': 'revision', '--tp-size': 'gpusPerReplica', '--tensor-parallel-size': 'gpusPerReplica', '--tp': 'gpusPerReplica',
     '--host': 'ipFamily', '--port': '', '--enable-metrics': '', '--quantization': 'quantization', '--context-length': 'contextLength',
     '--served-model-name': 'servedModelName', '--download-dir': 'modelCache', '--max-running-requests': 'maxRunningRequests',
     '--mem-fraction-static': 'memFractionStatic',
   },
+  // server_args.py builds a plain argparse.ArgumentParser (allow_abbrev on).
+  abbreviatedFlags: true,
   cacheEnv: path => [{ name: 'HF_HOME', value: path }],
   extraEnv: () => [],
   launch(o: LaunchOptions): Launch {

@@ -44,6 +44,8 @@ export const TGI: ServingEngine = {
     '--graceful-termination-timeout': 'drainTimeout', '-g': 'drainTimeout', '--port': '', '-p': '', '--hostname': 'ipFamily',
     '--usage-stats': 'usageStats', '--huggingface-hub-cache': 'modelCache',
   },
+  // clap matches long flags exactly (no inferred abbreviations).
+  abbreviatedFlags: false,
   cacheEnv: path => [{ name: 'HF_HOME', value: path }, { name: 'HUGGINGFACE_HUB_CACHE', value: `${path}/hub` }],
   extraEnv: home => [{ name: 'OUTLINES_CACHE_DIR', value: `${home}/.cache/outlines` }],
   launch(o: LaunchOptions): Launch {

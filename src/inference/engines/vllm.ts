@@ -44,6 +44,8 @@ export const VLLM: ServingEngine = {
     '--max-model-len': 'maxModelLen', '--served-model-name': 'servedModelNames', '--download-dir': 'modelCache',
     '--max-num-seqs': 'maxNumSeqs', '--gpu-memory-utilization': 'gpuMemoryUtilization',
   },
+  // FlexibleArgumentParser is an argparse.ArgumentParser: treat prefixes as the flags they expand to.
+  abbreviatedFlags: true,
   cacheEnv: path => [{ name: 'HF_HOME', value: path }],
   // torch.compile and CUDA graph caches (VLLM_CACHE_ROOT defaults to ~/.cache/vllm, under the home).
   extraEnv: () => [],
