@@ -68,6 +68,7 @@ export class Autoscaler {
       scaleDown: { stabilizationWindowSeconds: c.scaleDownSeconds, policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }] },
     };
     if (this.kind === 'hpa') {
+      v.knownProps('autoscaling.autoscaler', this.hpaOptions, ['metricName']);
       const metricName = this.hpaOptions?.metricName ?? c.queueMetric.replace(/:/g, '_');
       // The HPA's metric name is a path segment of the custom metrics API.
       if (typeof metricName !== 'string' || metricName.length === 0 || /[/%]/.test(metricName) || metricName === '.' || metricName === '..') {
@@ -89,6 +90,7 @@ export class Autoscaler {
       return { hpa };
     }
     const o = this.kedaOptions as KedaAutoscalerOptions;
+    v.plainObject('autoscaling.autoscaler', o);
     v.knownProps('autoscaling.autoscaler', o, ['serverAddress', 'query', 'authenticationRef']);
     if (typeof o.serverAddress !== 'string' || !/^https?:\/\/[^\s/]+/.test(o.serverAddress)) {
       v.fail('autoscaling.autoscaler serverAddress', 'must be an http(s) URL of a Prometheus server', o.serverAddress);

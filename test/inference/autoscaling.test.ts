@@ -68,6 +68,9 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
     [{ maxReplicas: 2, maxReplica: 3 }, "autoscaling.maxReplica is not a known prop; did you mean 'maxReplicas'?"],
     [{ maxReplicas: 2, autoscaler: 'keda' }, 'autoscaling.autoscaler must be made with Autoscaler.hpa() or Autoscaler.keda()'],
     [{ maxReplicas: 2, autoscaler: Autoscaler.keda({ serverAddress: 'prometheus:9090' }) }, 'autoscaling.autoscaler serverAddress must be an http(s) URL'],
+    [{ maxReplicas: 2, autoscaler: Autoscaler.keda(undefined as any) }, 'autoscaling.autoscaler must be an object'],
+    [{ maxReplicas: 2, autoscaler: Autoscaler.hpa({ metricNme: 'q' } as any) }, "autoscaling.autoscaler.metricNme is not a known prop; did you mean 'metricName'?"],
+    [{ maxReplicas: 2, autoscaler: Autoscaler.hpa({ metricName: 'a/b' }) }, 'autoscaling.autoscaler metricName must be a metric name'],
   ])('%p is refused naming %s', (autoscaling, message) => {
     expect(() => make({ autoscaling }, 'ns')).toThrow(`${e.construct} 'svc': ${message}`);
   });
