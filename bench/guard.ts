@@ -172,9 +172,9 @@ export function runGuardBench(options: GuardBenchOptions = {}): GuardBenchRow[] 
       };
       rows.push(row);
       const f = (x: number) => (x >= 1000 ? `${(x / 1000).toFixed(2)} s` : `${x.toFixed(0)} ms`);
-      const time = `${f(row.ms[0]).padStart(8)} [${f(row.ms[1])}-${f(row.ms[2])}]`;
-      const rss = `${row.rssMiB[0].toFixed(0).padStart(5)} MiB [${row.rssMiB[1].toFixed(0)}-${row.rssMiB[2].toFixed(0)}]`;
-      log(`   ${String(n).padStart(7)} | ${row.yamlMiB.toFixed(0).padStart(3)} MiB | ${time.padEnd(26)} | ${rss.padEnd(24)} | ${row.errors} errors, ${row.warnings} warnings`);
+      const timeCell = `${f(row.ms[0]).padStart(8)} [${f(row.ms[1])}-${f(row.ms[2])}]`;
+      const rssCell = `${row.rssMiB[0].toFixed(0).padStart(5)} MiB [${row.rssMiB[1].toFixed(0)}-${row.rssMiB[2].toFixed(0)}]`;
+      log(`   ${String(n).padStart(7)} | ${row.yamlMiB.toFixed(0).padStart(3)} MiB | ${timeCell.padEnd(26)} | ${rssCell.padEnd(24)} | ${row.errors} errors, ${row.warnings} warnings`);
       fs.rmSync(before, { recursive: true, force: true });
       fs.rmSync(after, { recursive: true, force: true });
     }
