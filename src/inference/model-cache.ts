@@ -30,12 +30,12 @@ export class ModelCache {
    * instead of downloading again. Each replica downloads once, the first time.
    */
   static persistentClaim(o: { readonly size: Size; readonly storageClassName?: string }): ModelCache {
-    return new ModelCache('claim', o?.size, o?.storageClassName, undefined);
+    return new ModelCache('claim', o?.size, o?.storageClassName, undefined, o, ['size', 'storageClassName']);
   }
 
   /** An emptyDir: every pod start downloads the weights again. Good for small models. */
   static emptyDir(o: { readonly sizeLimit?: Size } = {}): ModelCache {
-    return new ModelCache('emptyDir', o?.sizeLimit, undefined, undefined);
+    return new ModelCache('emptyDir', o?.sizeLimit, undefined, undefined, o, ['sizeLimit']);
   }
 
   /**
@@ -54,7 +54,7 @@ export class ModelCache {
    * be writable by the pod's UID (NFS drivers do not apply fsGroup).
    */
   static sharedClaim(o: { readonly claimName: string }): ModelCache {
-    return new ModelCache('shared', undefined, undefined, o?.claimName);
+    return new ModelCache('shared', undefined, undefined, o?.claimName, o, ['claimName']);
   }
 
   private constructor(
@@ -62,10 +62,13 @@ export class ModelCache {
     private readonly size: Size | undefined,
     private readonly storageClassName: string | undefined,
     private readonly claimName: string | undefined,
+    private readonly options: object | undefined,
+    private readonly optionKeys: string[],
   ) {}
 
   /** @internal */
   _bind(v: Validator, modelSize: Size | undefined): BoundModelCache {
+    if (this.options !== undefined && this.options !== null) v.knownProps('modelCache', this.options, this.optionKeys);
     const sizeProp = this.kind === 'emptyDir' ? 'modelCache.sizeLimit' : 'modelCache.size';
     if (this.kind === 'claim' && this.size === undefined) v.fail(sizeProp, 'is required for a persistent claim', this.size);
     if (this.size !== undefined) {

@@ -28,7 +28,7 @@ const SHARED: Array<[string, unknown, boolean]> = [
   ['usageStats', true, true],
   ['extraArgs', [], true], ['extraArgs', ['--port', '1'], false], ['extraArgs', [1], false],
   ['modelCache', ModelCache.emptyDir(), true], ['modelCache', ModelCache.sharedClaim({ claimName: 'm' }), true],
-  ['modelCache', ModelCache.sharedClaim({ claimName: 'M_' }), false], ['modelCache', ModelCache.persistentClaim({ size: Size.gibibytes(0) }), false],
+  ['modelCache', ModelCache.sharedClaim({ claimName: 'M_' }), false], ['modelCache', ModelCache.persistentClaim({ size: Size.gibibytes(50), storageclass: 'ssd' } as any), false], ['modelCache', ModelCache.persistentClaim(undefined as any), false], ['modelCache', ModelCache.persistentClaim({ size: Size.gibibytes(0) }), false],
   ['autoscaling', { maxReplicas: 1 }, true], ['autoscaling', { maxReplicas: 2147483648 }, false],
   ['autoscaling', { maxReplicas: 2, autoscaler: Autoscaler.keda({ serverAddress: 'https://prom:9090' }), scaleDownStabilization: Duration.seconds(3600) }, true],
   ['autoscaling', { maxReplicas: 2, scaleDownStabilization: Duration.seconds(3601) }, false],
