@@ -64,7 +64,8 @@ export const VLLM: ServingEngine = {
       ],
       env: [
         ...o.tuning.env,
-        // vllm/usage/usage_lib.py: usage reports unless VLLM_NO_USAGE_STATS=1 or DO_NOT_TRACK=1.
+        // vLLM reports anonymous usage unless VLLM_NO_USAGE_STATS=1 or DO_NOT_TRACK=1 (docs
+        // serving/usage_stats.md; vllm/usage/usage_lib.py).
         ...(o.usageStats ? [] : [
           { env: { name: 'VLLM_NO_USAGE_STATS', value: '1' }, via: 'usageStats' },
           { env: { name: 'DO_NOT_TRACK', value: '1' }, via: 'usageStats' },
