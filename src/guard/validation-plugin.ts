@@ -50,7 +50,7 @@ export class GuardValidation {
   /** Compares the synthesized manifests with the baseline and reports forbidden changes to cdk8s-cli. */
   async validate(context: GuardValidationContext): Promise<void> {
     const { guard } = require('./diff') as typeof import('./diff');
-    const { GuardInputError, loadObjects } = require('./load') as typeof import('./load');
+    const { GuardInputError, loadObjects, parseObjects } = require('./load') as typeof import('./load');
     const { formatReport } = require('./report') as typeof import('./report');
     const failInput = (message: string) => {
       context.logger.log(`cdk8s-gpu guard: ${message}`);
@@ -64,7 +64,9 @@ export class GuardValidation {
     let before: KubeObject[];
     let result;
     try {
-      for (const m of context.manifests) for (const o of loadObjects(m)) after.push({ o, m });
+      // A chart may synthesize an empty file; only no objects at all is an error.
+      for (const m of context.manifests) for (const o of parseObjects(fs.readFileSync(m, 'utf8'), m)) after.push({ o, m });
+      if (after.length === 0) throw new GuardInputError('the synthesized manifests hold no objects: nothing to compare with the baseline');
       before = loadObjects(this.baseline);
       result = guard(before, after.map(x => x.o), { serverVersion: this.serverVersion });
     } catch (e) {

@@ -67,6 +67,10 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
     const c = context([]);
     await new GuardValidation({ baseline: path.join(dir, 'nope') }).validate(c.ctx);
     expect(c.submitted[0][0]).toBe('failure');
+    const empty = context([]);
+    fs.writeFileSync(path.join(dir, 'base-one.yaml'), yaml([seed000('1.2.0')]));
+    await new GuardValidation({ baseline: path.join(dir, 'base-one.yaml') }).validate(empty.ctx);
+    expect(empty.submitted[0]).toEqual(['failure', { error: expect.stringMatching(/hold no objects/) }]);
     expect(() => new GuardValidation({} as any)).toThrow(/baseline is required/);
     expect(() => new GuardValidation({ baseline: 'x', serverVersion: 'new' })).toThrow(/serverVersion must be/);
     expect(() => new GuardValidation({ baseline: 'x', serverVersion: 1.3 as any })).toThrow(/quote it in cdk8s.yaml/);
@@ -79,7 +83,9 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
     const stsFile = path.join(dir, 'sts.k8s.yaml');
     fs.writeFileSync(pdbFile, yaml([pdb]));
     fs.writeFileSync(stsFile, yaml([seed000('1.3.0', 'gpu-pvc')]));
-    const c = context([pdbFile, stsFile]);
+    const emptyChart = path.join(dir, 'empty.k8s.yaml');
+    fs.writeFileSync(emptyChart, '');
+    const c = context([pdbFile, stsFile, emptyChart]);
     await new GuardValidation({ baseline: path.join(dir, 'base.yaml'), serverVersion: '1.30' }).validate(c.ctx);
     expect(c.submitted[0][0]).toBe('failure');
     expect(c.submitted[0][1]).toMatchObject({ serverVersion: '1.30', objectsBefore: '2', objectsAfter: '2' });
