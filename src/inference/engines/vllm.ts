@@ -25,10 +25,10 @@ export const VLLM: ServingEngine = {
   port: VLLM_PORT,
   home: '/home/vllm',
   // The API server starts listening only after the engine has loaded the model (the port is closed
-  // while loading). With --shutdown-timeout N (v0.18+, vllm#34730; docs/deployment/k8s.md) SIGTERM
-  // starts a drain that waits up to N s for in-flight requests; before v0.18, and with the default
-  // 0, in-flight requests are aborted. The preStop sleep takes the pod out of the endpoints before
-  // SIGTERM, so routing does not depend on what /health answers during the drain.
+  // while loading). On SIGTERM (v0.18+, vllm#34730 re-landed as #36666) the API server rejects new
+  // requests at once and, with --shutdown-timeout N, waits up to N s for in-flight ones; the
+  // default 0 aborts them. The preStop sleep takes the pod out of the endpoints before SIGTERM, so
+  // routing does not depend on what /health answers during the drain.
   healthPath: '/health',
   // `vllm:*` Prometheus metrics on the API port.
   metricsPath: '/metrics',
