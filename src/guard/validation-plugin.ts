@@ -65,7 +65,15 @@ export class GuardValidation {
     let result;
     try {
       // A chart may synthesize an empty file; only no objects at all is an error.
-      for (const m of context.manifests) for (const o of parseObjects(fs.readFileSync(m, 'utf8'), m)) after.push({ o, m });
+      for (const m of context.manifests) {
+        let text: string;
+        try {
+          text = fs.readFileSync(m, 'utf8');
+        } catch (e) {
+          throw new GuardInputError(`${m}: cannot read (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+        }
+        for (const o of parseObjects(text, m)) after.push({ o, m });
+      }
       if (after.length === 0) throw new GuardInputError('the synthesized manifests hold no objects: nothing to compare with the baseline');
       before = loadObjects(this.baseline);
       result = guard(before, after.map(x => x.o), { serverVersion: this.serverVersion });
