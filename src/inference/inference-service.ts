@@ -238,6 +238,13 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   readonly horizontalPodAutoscaler?: k8s.KubeHorizontalPodAutoscalerV2;
   /** The KEDA ScaledObject, when autoscaled with `Autoscaler.keda()`. */
   readonly scaledObject?: ApiObject;
+  /**
+   * The model cache's claim: the claim template's name for a per-replica cache (the PVCs are
+   * `<name>-<statefulSet>-<ordinal>`), the existing claim for a shared cache, undefined for an emptyDir.
+   */
+  readonly modelCacheClaimName?: string;
+  /** The engine's queue gauge, the autoscaling signal (e.g. `vllm:num_requests_waiting`). */
+  readonly queueMetric: string;
   /** @internal */
   readonly _podTemplate: PodTemplate;
   /** @internal */
@@ -307,6 +314,8 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const cache = (props.modelCache ?? ModelCache.persistentClaim({ size: DEFAULT_CACHE_SIZE }));
     if (!(cache instanceof ModelCache)) v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', cache);
     const boundCache = cache._bind(v, modelSize);
+    this.modelCacheClaimName = boundCache.claimTemplate ? boundCache.volumeName : boundCache.volume?.persistentVolumeClaim?.claimName;
+    this.queueMetric = engine.queueMetric;
 
     const { identity, uid } = resolveProcessIdentity(v, {
       runAsRoot: v.boolean('runAsRoot', props.runAsRoot, engine.runAsRoot),

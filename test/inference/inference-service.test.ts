@@ -138,6 +138,13 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(sts.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenDeleted: 'Delete', whenScaled: 'Delete' });
     });
 
+    test('the cache claim is a public member', () => {
+      expect(synthEngine(e).svc.modelCacheClaimName).toBe('model-cache');
+      expect(synthEngine(e, { modelCache: ModelCache.sharedClaim({ claimName: 'rwx' }) }).svc.modelCacheClaimName).toBe('rwx');
+      expect(synthEngine(e, { modelCache: ModelCache.emptyDir() }).svc.modelCacheClaimName).toBeUndefined();
+      expect(synthEngine(e).svc.queueMetric).toBe(e.queueMetric);
+    });
+
     test('a shared ReadWriteMany claim is mounted by every replica, with no claim template', () => {
       const { sts, pod, main } = synthEngine(e, { modelCache: ModelCache.sharedClaim({ claimName: 'models-rwx' }) });
       expect(sts.spec.volumeClaimTemplates).toBeUndefined();
