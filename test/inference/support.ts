@@ -3,11 +3,17 @@ import {
   ConfigurationError, InferenceService, InferenceServiceProps, SGLANG_DEFAULT_IMAGE, SglangInferenceService, TGI_DEFAULT_IMAGE,
   TgiInferenceService, VLLM_DEFAULT_IMAGE, VllmInferenceService,
 } from '../../src';
+import { ServingEngine } from '../../src/inference/engine';
+import { SGLANG } from '../../src/inference/engines/sglang';
+import { TGI } from '../../src/inference/engines/tgi';
+import { VLLM } from '../../src/inference/engines/vllm';
 import { envOf, findOne, synthValid } from '../support/synth';
 
 /** What the tests need to know about each engine, and how to read its settings from the pod. */
 export interface EngineCase {
   readonly construct: string;
+  /** The engine's facts, as data. */
+  readonly engine: ServingEngine;
   readonly make: (chart: Chart, id: string, props: InferenceServiceProps) => InferenceService;
   readonly container: string;
   readonly port: number;
@@ -28,19 +34,19 @@ export function flagValue(args: string[] | undefined, flag: string): string | un
 
 export const ENGINES: EngineCase[] = [
   {
-    construct: 'TgiInferenceService',
+    construct: 'TgiInferenceService', engine: TGI,
     make: (c, id, p) => new TgiInferenceService(c, id, p),
     container: 'tgi', port: 8080, image: TGI_DEFAULT_IMAGE, rootByDefault: true, queueMetric: 'tgi_queue_size', shmGibPerGpu: 1,
     setting: (main, key) => envOf(main)[{ tp: 'NUM_SHARD', host: 'HOSTNAME', port: 'PORT', drain: 'GRACEFUL_TERMINATION_TIMEOUT', model: 'MODEL_ID' }[key]],
   },
   {
-    construct: 'VllmInferenceService',
+    construct: 'VllmInferenceService', engine: VLLM,
     make: (c, id, p) => new VllmInferenceService(c, id, p),
     container: 'vllm', port: 8000, image: VLLM_DEFAULT_IMAGE, rootByDefault: false, defaultUid: 2000, queueMetric: 'vllm:num_requests_waiting', shmGibPerGpu: 2,
     setting: (main, key) => (key === 'model' ? main.args[0] : flagValue(main.args, { tp: '--tensor-parallel-size', host: '--host', port: '--port', drain: '--shutdown-timeout' }[key])),
   },
   {
-    construct: 'SglangInferenceService',
+    construct: 'SglangInferenceService', engine: SGLANG,
     make: (c, id, p) => new SglangInferenceService(c, id, p),
     container: 'sglang', port: 30000, image: SGLANG_DEFAULT_IMAGE, rootByDefault: true, queueMetric: 'sglang:num_queue_reqs', shmGibPerGpu: 2,
     setting: (main, key) => (key === 'drain' ? undefined : flagValue(main.args, { tp: '--tp-size', host: '--host', port: '--port', model: '--model-path' }[key])),
