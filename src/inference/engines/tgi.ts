@@ -69,7 +69,10 @@ export const TGI: ServingEngine = {
     };
   },
   // server/text_generation_server/cli.py download_weights: the launcher's own download step, run
-  // alone (it skips files already present, so a warm cache costs a few metadata requests).
+  // alone (it skips files already present, so a warm cache costs a few metadata requests). The
+  // launcher runs it again at start; with HF_HUB_OFFLINE=1 it lists the cached files instead of
+  // asking the hub (utils/hub.py `_cached_weight_files`), and the router reads the tokenizer from
+  // HUGGINGFACE_HUB_CACHE (router/src/server.rs).
   download: (modelId, revision) => [
     'text-generation-server', 'download-weights', modelId, '--extension', '.safetensors',
     ...(revision !== undefined ? ['--revision', revision] : []),
