@@ -449,15 +449,36 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
   const boundClaims = new Set<string>();
   for (const o of after) if (o.kind === 'PersistentVolumeClaim' && o.spec?.volumeName) boundClaims.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
 
-  for (const old of before) {
-    if (matched.has(old) || serverOwned(old)) continue;
+  const removed = before.filter(o => !matched.has(o) && !serverOwned(o));
+  // The objects of a replaced version (same app.kubernetes.io/instance) are reported with it.
+  const INSTANCE = 'app.kubernetes.io/instance';
+  const instanceKey = (o: KubeObject) => (o.metadata.labels?.[INSTANCE] ? `${o.metadata.namespace ?? ''}/${o.metadata.labels[INSTANCE]}` : undefined);
+  const replacements = new Map<KubeObject, KubeObject>();
+  const companions = new Map<string, KubeObject[]>();
+  for (const old of removed) {
     const app = appName(old);
     const replacement = isSts(old) && app ? newByApp.get(app)?.[0] : undefined;
+    const key = instanceKey(old);
+    if (replacement && key) {
+      replacements.set(old, replacement);
+      companions.set(key, []);
+    }
+  }
+  for (const old of removed) {
+    const key = instanceKey(old);
+    if (!replacements.has(old) && key && companions.has(key)) companions.get(key)!.push(old);
+  }
+
+  for (const old of removed) {
+    const replacement = replacements.get(old);
+    const key = instanceKey(old);
+    if (!replacement && key && companions.get(key)?.includes(old)) continue;
     const gpus = gpuCount(old);
     const running = gpus > 0 ? ` with its pods and their ${gpus} GPU(s)` : '';
     const claims = isSts(old) ? claimNames(old) : [];
     const ns = old.metadata.namespace ? ` -n ${old.metadata.namespace}` : '';
     if (replacement) {
+      const others = companions.get(key!) ?? [];
       const newClaims = claimNames(replacement);
       const adopted = newClaims.length > 0 && newClaims.every(n => boundClaims.has(`${replacement.metadata.namespace ?? ''}/${n}`));
       const caches = claimsAreCaches(old);
@@ -465,12 +486,17 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
         : adopted ? ` Its claims (${claims.join(', ')}) are adopted by the new version's pre-bound claims: follow the adoption runbook to move the volumes.`
           : caches ? ` ${replacement.metadata.name} gets new, empty model-cache claims (${newClaims.join(', ') || 'none'}) and downloads the model again; the old cache claims (${claims.join(', ')}) are deleted with ${old.metadata.name} (whenDeleted: Delete).`
             : ` ${replacement.metadata.name}'s claims (${newClaims.join(', ') || 'none'}) start empty, and the old claims (${claims.join(', ')}) stay behind with the data.`;
+      const othersNote = others.length > 0 ? ` The old version's ${others.map(describe).join(', ')} stay too.` : '';
+      const kinds = [...new Set(['statefulset', ...others.map(o => o.kind.toLowerCase())])].join(',');
+      const deleteOld = others.length > 0
+        ? `kubectl delete ${kinds} -l ${INSTANCE}=${old.metadata.labels![INSTANCE]}${ns}`
+        : `kubectl delete statefulset ${old.metadata.name}${ns}`;
       out.push({
         severity: 'warning', code: 'statefulset-replaced', ...identity(old), path: 'spec.volumeClaimTemplates', before: old.metadata.name, after: replacement.metadata.name,
-        message: `StatefulSet ${replacement.metadata.name} replaces ${old.metadata.name}: kubectl apply does not delete ${old.metadata.name}, which keeps running${running} until it is deleted.${claimNote}`,
+        message: `StatefulSet ${replacement.metadata.name} replaces ${old.metadata.name}: kubectl apply does not delete ${old.metadata.name}, which keeps running${running} until it is deleted.${claimNote}${othersNote}`,
         remedy: caches || claimTemplateNames(old).length === 0 || adopted
-          ? `once ${replacement.metadata.name} is ready, delete the old version: kubectl delete statefulset ${old.metadata.name}${ns}`
-          : `to start from the old data, set adoptVolumes on the new version and follow the README's adoption runbook; otherwise delete the old version once the new one is ready (kubectl delete statefulset ${old.metadata.name}${ns}) and the old claims when their data is no longer needed`,
+          ? `once ${replacement.metadata.name} is ready, delete the old version: ${deleteOld}`
+          : `to start from the old data, set adoptVolumes on the new version and follow the README's adoption runbook; otherwise delete the old version once the new one is ready (${deleteOld}) and the old claims when their data is no longer needed`,
         source: undefined,
       });
       continue;

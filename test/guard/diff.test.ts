@@ -143,8 +143,11 @@ describe('what actually happens: warnings and remedies', () => {
     if (JSON.stringify(before) === JSON.stringify(after)) return; // the construct has no version prop
     const result = guard(before, after);
     for (const f of result.findings) expect(`${f.message} ${f.remedy}`).not.toMatch(/adoptVolumes|adoption runbook/);
-    const w = result.findings.find(f => f.code === 'statefulset-replaced');
-    if (w && JSON.stringify(before).includes('"whenDeleted":"Delete"')) expect(w.message).toMatch(/downloads the model again/);
+    const w = result.findings.find(f => f.code === 'statefulset-replaced')!;
+    if (JSON.stringify(before).includes('"whenDeleted":"Delete"')) expect(w.message).toMatch(/downloads the model again/);
+    // The old version's Services and PDB are reported with it, and removed with it by label.
+    expect(result.findings).toEqual([w]);
+    expect(w.remedy).toMatch(/kubectl delete statefulset,.* -l app.kubernetes.io\/instance=tgi-v1/);
   });
 
   test('an immutable change on a TGI StatefulSet: bump version, no adoption', () => {
