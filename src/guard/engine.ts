@@ -322,6 +322,9 @@ function duplicateError(side: string, o: KubeObject, first: KubeObject): GuardIn
 function indexByName(objects: readonly KubeObject[], side: string): Map<string, KubeObject[]> {
   const index = new Map<string, KubeObject[]>();
   for (const o of objects) {
+    if (!isObject(o) || typeof o.apiVersion !== 'string' || typeof o.kind !== 'string' || !isObject(o.metadata) || typeof o.metadata.name !== 'string') {
+      throw new GuardInputError(`${side}: ${JSON.stringify(o)?.slice(0, 80)} is not a Kubernetes object (needs apiVersion, kind and metadata.name)`);
+    }
     const bucket = index.get(o.metadata.name);
     if (!bucket) {
       index.set(o.metadata.name, [o]);

@@ -31,6 +31,7 @@ describe('the rules table', () => {
     expect(() => guard([], [], { serverVersion: 'latest' })).toThrow(/not supported/);
     expect(guard([], [], { serverVersion: '1.31' }).serverVersion).toBe('1.31');
     expect(guard([], []).serverVersion).toBe('1.28');
+    expect(() => guard([{ kind: 'ConfigMap' } as any], [])).toThrow(/--before: .* is not a Kubernetes object/);
   });
 });
 
