@@ -1,5 +1,5 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
-import { EnvFrom, EnvValue, IpFamily, ModelCache, PodSecurityLevel } from '../../src';
+import { EnvFrom, EnvValue, guard, IpFamily, ModelCache, PodSecurityLevel } from '../../src';
 import { podSecurityLevel } from '../support/pod-security';
 import { envOf, findOne, synthValid } from '../support/synth';
 import { BASE, configError, ENGINES, synthEngine } from './support';
@@ -349,6 +349,26 @@ describe('the client Service across versions and engines (migration from TGI)', 
     expect(objects.filter(o => o.kind === 'PodDisruptionBudget').map(o => o.metadata.name).sort()).toEqual(['chat', 'chat-v2']);
     // The PDBs never span versions: each selects its own StatefulSet's pods only.
     for (const pdb of objects.filter(o => o.kind === 'PodDisruptionBudget')) expect(pdb.spec.selector.matchLabels['app.kubernetes.io/instance']).toBe(pdb.metadata.name);
+  });
+
+  test('the client Service is the same object before, during and after the switch, and the guard sees no forbidden change', () => {
+    const service = (build: (chart: Chart) => void) => {
+      const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+      build(chart);
+      return synthValid(chart);
+    };
+    const model = 'meta-llama/Llama-3.1-8B-Instruct';
+    const before = service(c => ENGINES[0].make(c, 'v1', { name: 'chat', modelId: model }));
+    const during = service(c => {
+      ENGINES[0].make(c, 'v1', { name: 'chat', modelId: model });
+      ENGINES[1].make(c, 'v2', { name: 'chat', modelId: model, version: 2 });
+    });
+    const after = service(c => ENGINES[1].make(c, 'v2', { name: 'chat', modelId: model, version: 2 }));
+    const client = (objects: any[]) => findOne(objects, 'Service', 'chat');
+    expect(client(during)).toEqual(client(before));
+    expect(client(after)).toEqual(client(before));
+    expect(guard(before, during).errors).toBe(0);
+    expect(guard(during, after).errors).toBe(0);
   });
 
   test('the same name and version twice is still a duplicate', () => {
