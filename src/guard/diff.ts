@@ -49,6 +49,13 @@ export interface GuardOptions {
    * @default '1.28' (the library's API floor)
    */
   readonly serverVersion?: string;
+  /**
+   * CustomResourceDefinitions whose `x-kubernetes-validations` rules (`self == oldSelf`) apply to
+   * the custom resources compared, e.g. JobSet or LeaderWorkerSet CRDs installed apart from the
+   * manifests. CRDs inside `before` or `after` are read too.
+   * @default none beyond those in the inputs
+   */
+  readonly customResourceDefinitions?: KubeObject[];
 }
 
 /**

@@ -345,7 +345,7 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     throw new GuardInputError(`server version ${JSON.stringify(serverVersion)} is not supported: give 1.NN, ${MIN_SERVER_VERSION} or newer`);
   }
   const rules = rulesFor(minor);
-  const crdRules = celRules([...beforeObjects, ...afterObjects]);
+  const crdRules = celRules([...(options.customResourceDefinitions ?? []), ...beforeObjects, ...afterObjects]);
 
   // Index `before` by name (short keys, no string building per object), then match group and kind
   // in the small bucket; a manifest without a namespace matches any namespace.

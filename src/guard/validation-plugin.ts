@@ -21,6 +21,12 @@ export interface GuardValidationProps {
    * @default '1.28' (the library's API floor)
    */
   readonly serverVersion?: string;
+  /**
+   * A folder (or file) of CustomResourceDefinitions whose `self == oldSelf` rules apply to the
+   * custom resources the app synthesizes (JobSet, LeaderWorkerSet...).
+   * @default none: only CRDs among the manifests and the baseline are read
+   */
+  readonly crds?: string;
 }
 
 /**
@@ -33,6 +39,7 @@ export interface GuardValidationProps {
 export class GuardValidation {
   private readonly baseline: string;
   private readonly serverVersion?: string;
+  private readonly crds?: string;
 
   constructor(props: GuardValidationProps) {
     if (!props || typeof props.baseline !== 'string' || props.baseline === '') {
@@ -45,6 +52,10 @@ export class GuardValidation {
     }
     this.baseline = props.baseline;
     this.serverVersion = props.serverVersion;
+    if (props.crds !== undefined && (typeof props.crds !== 'string' || props.crds === '')) {
+      throw new Error(`GuardValidation: crds must be a folder or file of CustomResourceDefinitions (got ${JSON.stringify(props.crds)})`);
+    }
+    this.crds = props.crds;
   }
 
   /** Compares the synthesized manifests with the baseline and reports forbidden changes to cdk8s-cli. */
@@ -76,7 +87,8 @@ export class GuardValidation {
       }
       if (after.length === 0) throw new GuardInputError('the synthesized manifests hold no objects: nothing to compare with the baseline');
       before = loadObjects(this.baseline);
-      result = guard(before, after.map(x => x.o), { serverVersion: this.serverVersion });
+      const customResourceDefinitions = this.crds === undefined ? [] : loadObjects(this.crds);
+      result = guard(before, after.map(x => x.o), { serverVersion: this.serverVersion, customResourceDefinitions });
     } catch (e) {
       if (!(e instanceof GuardInputError)) throw e;
       failInput(e.message);

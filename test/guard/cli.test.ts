@@ -65,6 +65,19 @@ describe('cdk8s-gpu guard CLI', () => {
     expect(bad.stderr).toMatch(/not supported/);
   });
 
+  test('--crds reads CustomResourceDefinitions whose self == oldSelf rules apply', () => {
+    const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'leaderworkersets.leaderworkerset.x-k8s.io' },
+      spec: { group: 'leaderworkerset.x-k8s.io', names: { kind: 'LeaderWorkerSet', plural: 'leaderworkersets' }, scope: 'Namespaced', versions: [{ name: 'v1', served: true, storage: true,
+        schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { leaderWorkerTemplate: { type: 'object', properties: { size: { type: 'integer', 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'size is immutable' }] } } } } } } } } }] } };
+    const lws = (size: number) => stringify({ apiVersion: 'leaderworkerset.x-k8s.io/v1', kind: 'LeaderWorkerSet', metadata: { name: 'vllm' }, spec: { replicas: 1, leaderWorkerTemplate: { size } } });
+    const b = write('lws-before.yaml', lws(2));
+    const a = write('lws-after.yaml', lws(4));
+    expect(run(['guard', '--before', b, '--after', a]).status).toBe(0);
+    const r = run(['guard', '--before', b, '--after', a, '--crds', write('crds/lws.yaml', stringify(crd))]);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain('spec.leaderWorkerTemplate.size: Invalid value: "integer": size is immutable');
+  });
+
   test('reads --before from stdin, and folders with subfolders and .YAML / .yml for --after', () => {
     const folder = path.join(dir, 'after');
     write('after/a.k8s.YAML', fs.readFileSync(forbidden, 'utf8'));

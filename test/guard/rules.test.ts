@@ -310,4 +310,7 @@ describe('CRDs: x-kubernetes-validations self == oldSelf (apiextensions CEL tran
     expect(paths([crd, js(2)], [crd, js(2, true)])).toEqual([]);
     expect(paths([js(2)], [js(4)])).toEqual([]);
   });
+  test('CRDs installed apart from the manifests are given as customResourceDefinitions', () => {
+    expect(guard([js(2)], [js(4)], { customResourceDefinitions: [crd] }).findings.map(f => f.path)).toEqual(['spec.replicatedJobs']);
+  });
 });
