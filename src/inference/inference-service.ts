@@ -267,8 +267,10 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     this.headlessServiceName = `${name}-headless`;
     this.port = engine.port;
     const modelId = v.nonEmpty('modelId', props.modelId);
-    if (/\s/.test(modelId)) v.fail('modelId', 'must not contain whitespace', modelId);
+    // Both become command-line arguments: a leading "-" would be read as a flag.
+    if (/\s/.test(modelId) || modelId.startsWith('-')) v.fail('modelId', 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
     const revision = props.revision === undefined ? undefined : v.nonEmpty('revision', props.revision);
+    if (revision !== undefined && (/\s/.test(revision) || revision.startsWith('-'))) v.fail('revision', 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
     const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
     const image = v.image('image', props.image ?? engine.defaultImage);
 

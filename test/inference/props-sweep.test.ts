@@ -6,8 +6,8 @@ import { BASE, ENGINES } from './support';
 /** Boundary values per prop: [value, accepted]. Rejected ones must throw a ConfigurationError naming the prop. */
 const SHARED: Array<[string, unknown, boolean]> = [
   ['name', 'a', true], ['name', 'a'.repeat(52), true], ['name', 'a'.repeat(53), false], ['name', '1llm', false], ['name', 'LLM', false],
-  ['modelId', 'org/model', true], ['modelId', '', false], ['modelId', 'org/model name', false],
-  ['revision', 'main', true], ['revision', '', false],
+  ['modelId', 'org/model', true], ['modelId', '/models/llama', true], ['modelId', '', false], ['modelId', 'org/model name', false], ['modelId', '--port', false],
+  ['revision', 'main', true], ['revision', '0123abc', true], ['revision', '', false], ['revision', '-x', false], ['revision', 'a b', false],
   ['replicas', 1, true], ['replicas', 2147483647, true], ['replicas', 0, false], ['replicas', 1.5, false], ['replicas', NaN, false], ['replicas', 2147483648, false],
   ['gpusPerReplica', 1, true], ['gpusPerReplica', 8, true], ['gpusPerReplica', 0, false], ['gpusPerReplica', -1, false],
   ['version', 1, true], ['version', 0, false],
