@@ -13,17 +13,24 @@ export interface CelRule extends FieldRule {
   readonly type: string;
 }
 
+/** `self.a.b == oldSelf.a.b` on an object: the same rule, on a field below it. */
+const FIELD_EQUALS_OLD_FIELD = /^\s*self\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*==\s*oldSelf\.\1\s*$/;
+
 function walk(schema: any, path: string[], out: CelRule[]): void {
   if (!schema || typeof schema !== 'object') return;
   for (const v of schema['x-kubernetes-validations'] ?? []) {
-    if (typeof v?.rule === 'string' && SELF_EQUALS_OLD_SELF.test(v.rule) && path.length > 0) {
-      const p = path.join('.');
+    if (typeof v?.rule !== 'string') continue;
+    const field = FIELD_EQUALS_OLD_FIELD.exec(v.rule)?.[1];
+    if ((SELF_EQUALS_OLD_SELF.test(v.rule) && path.length > 0) || field) {
+      // The server names the schema node the rule sits on, not the field the rule reads.
+      const node = path.join('.');
       out.push({
-        path: p,
+        path: [...path, ...(field ? field.split('.') : [])].join('.'),
+        ...(field ? { reportPath: node } : {}),
         check: GuardCheck.CEL_SELF_EQUALS_OLD_SELF,
         type: String(schema.type ?? 'object'),
         source: 'x-kubernetes-validations transition rule in the CustomResourceDefinition (apiextensions-apiserver CEL validation)',
-        message: `${p}: Invalid value: "${schema.type ?? 'object'}": ${typeof v.message === 'string' && v.message ? v.message : `failed rule: ${v.rule}`}`,
+        message: `${node ? `${node}: ` : ''}Invalid value: "${schema.type ?? 'object'}": ${typeof v.message === 'string' && v.message ? v.message : `failed rule: ${v.rule}`}`,
       });
     }
   }

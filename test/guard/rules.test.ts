@@ -310,6 +310,11 @@ describe('CRDs: x-kubernetes-validations self == oldSelf (apiextensions CEL tran
     expect(paths([crd, js(2)], [crd, js(2, true)])).toEqual([]);
     expect(paths([js(2)], [js(4)])).toEqual([]);
   });
+  test('a rule self.x == oldSelf.x on an object guards field x, reported on the object', () => {
+    const withRule = JSON.parse(JSON.stringify(crd));
+    withRule.spec.versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'] = [{ rule: 'self.suspend == oldSelf.suspend' }];
+    expect(errorsOf([withRule, js(2, false)], [withRule, js(2, true)])[0]).toMatchObject({ path: 'spec', message: 'spec: Invalid value: "object": failed rule: self.suspend == oldSelf.suspend' });
+  });
   test('CRDs installed apart from the manifests are given as customResourceDefinitions', () => {
     expect(guard([js(2)], [js(4)], { customResourceDefinitions: [crd] }).findings.map(f => f.path)).toEqual(['spec.replicatedJobs']);
   });
