@@ -67,6 +67,11 @@ export interface ServingEngine {
    * an unambiguous prefix (`--tp` for `--tp-size`): a prefix of an owned flag is then refused too.
    */
   readonly abbreviatedFlags: boolean;
+  /**
+   * Whether the image's entrypoint passes args through an unquoted `$@`, which splits them on
+   * whitespace and expands globs: such args may then contain neither.
+   */
+  readonly argsWordSplit: boolean;
   /** Cache locations, as defaults a user variable may replace. */
   cacheEnv(cachePath: string): k8s.EnvVar[];
   /** Extra default variables (caches under the home). */

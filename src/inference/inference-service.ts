@@ -301,6 +301,9 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const launch = engine.launch({ modelId, revision, gpus, port: engine.port, host, drainSeconds: drain, usageStats, tuning });
     const extraArgs = v.stringArray('extraArgs', props.extraArgs) ?? [];
     extraArgs.forEach((arg, i) => {
+      if (engine.argsWordSplit && /[\s*?[]/.test(arg)) {
+        v.fail(`extraArgs[${i}]`, 'must not contain whitespace or glob characters: the image\'s entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env)', arg);
+      }
       const flag = arg.split('=')[0];
       if (Object.prototype.hasOwnProperty.call(engine.ownedFlags, flag)) {
         const via = engine.ownedFlags[flag];

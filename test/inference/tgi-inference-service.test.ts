@@ -57,6 +57,13 @@ describe('TgiInferenceService', () => {
       expect(() => synth({ env: { HOSTNAME: 'tgi-0' } })).toThrow("TgiInferenceService 'tgi': env.HOSTNAME is set by the construct; set ipFamily instead (got \"tgi-0\")");
     });
 
+    test('extraArgs that the entrypoint\'s unquoted $@ would split or glob are refused', () => {
+      expect(() => synth({ extraArgs: ['--otlp-service-name', 'my service'] })).toThrow(
+        "TgiInferenceService 'tgi': extraArgs[1] must not contain whitespace or glob characters: the image's entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env) (got \"my service\")");
+      expect(() => synth({ extraArgs: ['--lora-adapters=org/*'] })).toThrow(/extraArgs\[0\] must not contain whitespace or glob/);
+      expect(synth({ extraArgs: ['--otlp-service-name', 'tgi-prod'] }).main.args).toEqual(['--otlp-service-name', 'tgi-prod']);
+    });
+
     test('usage statistics are off unless usageStats is set', () => {
       expect(synth().env.USAGE_STATS).toBe('off');
       expect(synth({ usageStats: true }).env.USAGE_STATS).toBe('on');

@@ -36,6 +36,7 @@ export const SGLANG: ServingEngine = {
     '--mem-fraction-static': 'memFractionStatic',
   },
   // server_args.py builds a plain argparse.ArgumentParser (allow_abbrev on).
+  argsWordSplit: false,
   abbreviatedFlags: true,
   cacheEnv: path => [{ name: 'HF_HOME', value: path }],
   extraEnv: () => [],

@@ -45,6 +45,8 @@ export const TGI: ServingEngine = {
     '--usage-stats': 'usageStats', '--huggingface-hub-cache': 'modelCache',
   },
   // clap matches long flags exactly (no inferred abbreviations).
+  // tgi-entrypoint.sh runs `exec text-generation-launcher $@`, unquoted.
+  argsWordSplit: true,
   abbreviatedFlags: false,
   cacheEnv: path => [{ name: 'HF_HOME', value: path }, { name: 'HUGGINGFACE_HUB_CACHE', value: `${path}/hub` }],
   extraEnv: home => [{ name: 'OUTLINES_CACHE_DIR', value: `${home}/.cache/outlines` }],

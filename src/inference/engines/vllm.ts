@@ -45,6 +45,7 @@ export const VLLM: ServingEngine = {
     '--max-num-seqs': 'maxNumSeqs', '--gpu-memory-utilization': 'gpuMemoryUtilization',
   },
   // FlexibleArgumentParser is an argparse.ArgumentParser: treat prefixes as the flags they expand to.
+  argsWordSplit: false,
   abbreviatedFlags: true,
   cacheEnv: path => [{ name: 'HF_HOME', value: path }],
   // torch.compile and CUDA graph caches (VLLM_CACHE_ROOT defaults to ~/.cache/vllm, under the home).
