@@ -452,7 +452,15 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
   const boundClaims = new Set<string>();
   for (const o of after) if (o.kind === 'PersistentVolumeClaim' && o.spec?.volumeName) boundClaims.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
 
-  const removed = before.filter(o => !matched.has(o) && !serverOwned(o));
+  // Claims a StatefulSet controller created from its templates (`<template>-<sts>-<ordinal>`) are
+  // never in a manifest; with Retain they carry no ownerReference, so they are recognised by name.
+  const templateClaims = new Set<string>();
+  for (const o of [...before, ...after]) {
+    if (!isSts(o)) continue;
+    for (const t of claimTemplateNames(o)) templateClaims.add(`${o.metadata.namespace ?? ''}/${t}-${o.metadata.name}`);
+  }
+  const fromTemplate = (o: KubeObject) => o.kind === 'PersistentVolumeClaim' && templateClaims.has(`${o.metadata.namespace ?? ''}/${o.metadata.name.replace(/-\d+$/, '')}`);
+  const removed = before.filter(o => !matched.has(o) && !serverOwned(o) && !fromTemplate(o));
   // The objects of a replaced version (same app.kubernetes.io/instance) are reported with it.
   const INSTANCE = 'app.kubernetes.io/instance';
   const instanceKey = (o: KubeObject) => (o.metadata.labels?.[INSTANCE] ? `${o.metadata.namespace ?? ''}/${o.metadata.labels[INSTANCE]}` : undefined);

@@ -185,6 +185,10 @@ describe('what actually happens: warnings and remedies', () => {
     const owned = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x-0', ownerReferences: [{ kind: 'StatefulSet', name: 'x' }] }, spec: { containers: [] } };
     const ca = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace: 'ml' } };
     expect(guard([owned, ca], []).findings).toEqual([]);
+    // Claims the StatefulSet controller made from its templates (Retain: no ownerReference).
+    const sts = liveExport(seed000('1.2.0'));
+    const claim = liveExport({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data-pvc-onnx-trainer-2' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } } });
+    expect(guard([sts, claim], [seed000('1.2.0')]).findings).toEqual([]);
   });
 
   test('replicas on an OnDelete training StatefulSet warns about mixed world sizes', () => {
