@@ -40,6 +40,8 @@ function serverOwned(o: KubeObject): boolean {
   if (Array.isArray(o.metadata.ownerReferences) && o.metadata.ownerReferences.length > 0) return true;
   if (['Event', 'Endpoints', 'EndpointSlice', 'ControllerRevision', 'Lease'].includes(o.kind)) return true;
   if (o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') return true;
+  // Dynamically provisioned volumes: the provisioner made them for a claim.
+  if (o.kind === 'PersistentVolume' && (o.metadata.annotations as Record<string, string> | undefined)?.['pv.kubernetes.io/provisioned-by']) return true;
   if (o.kind === 'ServiceAccount' && o.metadata.name === 'default') return true;
   if (o.kind === 'Service' && o.metadata.name === 'kubernetes' && o.metadata.namespace === 'default') return true;
   return false;

@@ -184,7 +184,8 @@ describe('what actually happens: warnings and remedies', () => {
   test('objects the server creates (owned, Endpoints, kube-root-ca.crt) are not reported missing', () => {
     const owned = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x-0', ownerReferences: [{ kind: 'StatefulSet', name: 'x' }] }, spec: { containers: [] } };
     const ca = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace: 'ml' } };
-    expect(guard([owned, ca], []).findings).toEqual([]);
+    const pv = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pvc-1', annotations: { 'pv.kubernetes.io/provisioned-by': 'ebs.csi.aws.com' } }, spec: { csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-1' } } };
+    expect(guard([owned, ca, pv], []).findings).toEqual([]);
     // Claims the StatefulSet controller made from its templates (Retain: no ownerReference).
     const sts = liveExport(seed000('1.2.0'));
     const claim = liveExport({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data-pvc-onnx-trainer-2' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } } });
