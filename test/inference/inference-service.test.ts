@@ -1,8 +1,10 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
 import { EnvFrom, EnvValue, guard, IpFamily, ModelCache, PodSecurityLevel } from '../../src';
+import { GPU_WORKLOAD_PROP_KEYS } from '../../src/common/workload-pod';
+import { SERVING_PROP_KEYS } from '../../src/inference/inference-service';
 import { podSecurityLevel } from '../support/pod-security';
 import { envOf, findOne, synthValid } from '../support/synth';
-import { BASE, configError, ENGINES, synthEngine } from './support';
+import { BASE, configError, ENGINES, SPECIFIC_KEYS, synthEngine } from './support';
 
 describe.each(ENGINES)('$construct: the shared serving practice', e => {
   const make = (props: any = {}) => e.make(new Chart(Testing.app(), 'c'), 'svc', { ...BASE, ...props });
@@ -223,8 +225,10 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       SglangInferenceService: ['--port', '--host', '--model-path', '--tp-size', '--tensor-parallel-size', '--context-length', '--enable-metrics'],
     };
     const owned = Object.keys(e.engine.ownedFlags);
-    test('the owned-flag table covers the modelled flags', () => {
+    test('the owned-flag table covers the modelled flags, and names real props', () => {
       expect(owned).toEqual(expect.arrayContaining(REQUIRED[e.construct]));
+      const known = [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...SPECIFIC_KEYS[e.construct]] as string[];
+      for (const via of Object.values(e.engine.ownedFlags).filter(Boolean)) expect(known).toContain(via);
     });
     test.each(owned)('%s is refused as `--x y` and `--x=y`', flag => {
       const via = e.engine.ownedFlags[flag];

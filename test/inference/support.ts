@@ -53,6 +53,13 @@ export const ENGINES: EngineCase[] = [
   },
 ];
 
+/** Each construct's own props, beyond the shared serving props. */
+export const SPECIFIC_KEYS: Record<string, string[]> = {
+  TgiInferenceService: ['quantize', 'maxConcurrentRequests', 'maxInputTokens', 'maxTotalTokens', 'maxBatchPrefillTokens'],
+  VllmInferenceService: ['maxModelLen', 'quantization', 'servedModelNames', 'maxNumSeqs', 'gpuMemoryUtilization'],
+  SglangInferenceService: ['contextLength', 'quantization', 'servedModelName', 'maxRunningRequests', 'memFractionStatic'],
+};
+
 export const BASE: InferenceServiceProps = { name: 'llm', modelId: 'Qwen/Qwen2.5-7B-Instruct' };
 
 /** Synthesizes one construct of an engine, strictly validated, with the usual handles. */

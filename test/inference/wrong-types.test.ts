@@ -3,18 +3,13 @@ import { ConfigurationError } from '../../src';
 import { SERVING_PROP_KEYS } from '../../src/inference/inference-service';
 import { GPU_WORKLOAD_PROP_KEYS } from '../../src/common/workload-pod';
 import { synthValid } from '../support/synth';
-import { BASE, ENGINES } from './support';
+import { BASE, ENGINES, SPECIFIC_KEYS } from './support';
 
-const SPECIFIC: Record<string, string[]> = {
-  TgiInferenceService: ['quantize', 'maxConcurrentRequests', 'maxInputTokens', 'maxTotalTokens', 'maxBatchPrefillTokens'],
-  VllmInferenceService: ['maxModelLen', 'quantization', 'servedModelNames', 'maxNumSeqs', 'gpuMemoryUtilization'],
-  SglangInferenceService: ['contextLength', 'quantization', 'servedModelName', 'maxRunningRequests', 'memFractionStatic'],
-};
 /** Values of every JavaScript type, as a caller without types could pass them. */
 const VALUES: unknown[] = ['x', '', 5, -1, 0.5, NaN, true, {}, [], ['x'], [5], { a: 1 }, () => 1];
 
 describe.each(ENGINES)('$construct: any value of any type gets the library\'s error or works', e => {
-  const keys = [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...SPECIFIC[e.construct]].filter(k => k !== 'name' && k !== 'modelId');
+  const keys = [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...SPECIFIC_KEYS[e.construct]].filter(k => k !== 'name' && k !== 'modelId');
   test.each(keys)('%s', key => {
     for (const value of VALUES) {
       const chart = new Chart(Testing.app(), 'c', { namespace: 'ns' });
