@@ -42,7 +42,9 @@ const PER_POD_ENDPOINTS_LABEL = 'cdk8s-gpu.io/per-pod-endpoints';
 const COMPONENT = 'inference';
 const PORT_NAME = 'http';
 const DOWNLOAD_CONTAINER = 'model-download';
-const DEFAULT_CACHE_SIZE = Size.gibibytes(100);
+/** The default per-replica cache: room for a 7B–30B-class model, or the declared model with headroom. */
+const DEFAULT_CACHE_GIB = 100;
+const CACHE_HEADROOM = 1.2;
 
 /** A key of a Secret, e.g. a HuggingFace token. */
 export interface SecretKeyRef {
@@ -99,7 +101,7 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   /**
    * Where downloaded weights live (`/data`, HF_HOME). An init container downloads into it before the
    * server starts; the server reads it offline.
-   * @default ModelCache.persistentClaim({ size: Size.gibibytes(100) }) - per-replica claim, so a restart does not download again
+   * @default ModelCache.persistentClaim({ size: Size.gibibytes(100) }) - per-replica claim, so a restart does not download again; larger when modelSize needs it (modelSize + 20%)
    */
   readonly modelCache?: ModelCache;
   /**
@@ -316,7 +318,8 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
       }
     });
 
-    const cache = (props.modelCache ?? ModelCache.persistentClaim({ size: DEFAULT_CACHE_SIZE }));
+    const defaultCacheGib = Math.max(DEFAULT_CACHE_GIB, modelSize ? Math.ceil(modelSize.toKibibytes() * CACHE_HEADROOM / 1024 ** 2) : 0);
+    const cache = (props.modelCache ?? ModelCache.persistentClaim({ size: Size.gibibytes(defaultCacheGib) }));
     if (!(cache instanceof ModelCache)) v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', cache);
     const boundCache = cache._bind(v, modelSize);
     this.modelCacheClaimName = boundCache.claimTemplate ? boundCache.volumeName : boundCache.volume?.persistentVolumeClaim?.claimName;

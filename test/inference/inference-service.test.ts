@@ -134,9 +134,10 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(init.command).toEqual(expect.arrayContaining(['--revision', 'abc123']));
     });
 
-    test('default: a per-replica 100Gi claim deleted with the StatefulSet', () => {
+    test('default: a per-replica 100Gi claim deleted with the StatefulSet, grown to modelSize + 20%', () => {
       const { sts } = synthEngine(e);
       expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } });
+      expect(synthEngine(e, { modelSize: Size.gibibytes(132) }).sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('159Gi');
       expect(sts.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenDeleted: 'Delete', whenScaled: 'Delete' });
     });
 

@@ -63,7 +63,8 @@ const COMBINATIONS: Array<[string, Record<string, unknown>, boolean, string | un
   ['405B-class FP8 autoscaled', { modelSize: Size.gibibytes(382), autoscaling: { maxReplicas: 2 } }, false, 'autoscaling'],
   ['70B-class autoscaled', { modelSize: Size.gibibytes(132), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(200) }), autoscaling: { minReplicas: 2, maxReplicas: 4 } }, true, undefined],
   ['serviceMonitor labels without serviceMonitor', { serviceMonitorLabels: { release: 'x' } }, false, 'serviceMonitorLabels'],
-  ['a model too big for the default 100Gi cache', { modelSize: Size.gibibytes(84) }, false, 'modelCache.size'],
+  ['a model too big for an explicit 100Gi cache', { modelSize: Size.gibibytes(84), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(100) }) }, false, 'modelCache.size'],
+  ['a model bigger than the default cache grows it', { modelSize: Size.gibibytes(84) }, true, undefined],
   ['MIG with one instance', { gpuResource: 'nvidia.com/mig-1g.10gb', gpusPerReplica: 1 }, true, undefined],
 ];
 
