@@ -2,6 +2,8 @@
 #
 # Run as: sh -c "<this script>" cdk8s-gpu-launch <command> [args...]
 # POSIX sh only (dash, busybox ash, bash); external tools: date, mkdir, mv, sleep.
+# The kubelet expands $(NAME) and turns a double dollar into one in command and args, so this
+# script never writes either form (the tests run it after that expansion).
 #
 # - Finished once. A StatefulSet only allows restartPolicy Always, so when the command exits 0
 #   the kubelet would start it again and retrain over the checkpoints. On exit 0 this wrapper
@@ -15,7 +17,11 @@
 #   restarts and CrashLoopBackOff; the kubelet retries with its back-off.
 # - Signals. The wrapper is PID 1: it forwards SIGTERM/SIGINT to the command as SIGTERM (a
 #   background job of a non-interactive shell ignores SIGINT) and exits with the command's
-#   status. A run stopped by a signal is never marked complete, whatever it exits with.
+#   status. A run stopped by a signal is never marked complete, whatever it exits with. PID 1
+#   ignores a signal it has no trap for, so TERM is trapped from the first line; a command that
+#   ignores TERM is waited for (exiting first would SIGKILL it with every process of the pod).
+# - Completion is recorded in the pod's scratch first, then on the checkpoint volume: a restart
+#   after a failed durable write retries the write and never trains again.
 #
 # Environment (set by GpuTrainingStatefulSet):
 #   CDK8S_GPU_RUN_ID         the run whose completion is recorded (runId prop)
@@ -24,6 +30,10 @@
 #   NODE_RANK                this pod's ordinal (falls back to the suffix of HOSTNAME)
 #   PET_RDZV_ID              torchrun's rendezvous id, logged (it carries the spec hash)
 #   CDK8S_GPU_TERMINATION_LOG  the termination message file (default /dev/termination-log)
+
+# Until the command runs there is nothing to stop: a TERM (pod deleted while starting) ends the wrapper.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 PROG=cdk8s-gpu-launch
 
@@ -67,6 +77,7 @@ run_dir=$state_dir/runs/$run_id
 done_marker=$run_dir/rank-$rank.done
 announced=$pod_dir/$run_id.announced
 attempts_file=$pod_dir/$run_id.attempts
+pod_done=$pod_dir/$run_id.done
 
 mkdir -p "$pod_dir" || fail "cannot create $pod_dir"
 
@@ -89,6 +100,28 @@ idle() {
   done
 }
 
+# Records completion: in the pod's scratch first (a restart of this container never trains again),
+# then on the checkpoint volume (a re-created pod does not either).
+record_done() {
+  if [ ! -f "$pod_done" ]; then
+    date -u +%Y-%m-%dT%H:%M:%SZ > "$pod_done" || log "cannot write $pod_done"
+  fi
+  mkdir -p "$run_dir" 2>/dev/null
+  tmp=$run_dir/.rank-$rank.done.tmp
+  { done_stamp > "$tmp" && mv -f "$tmp" "$done_marker"; } 2>/dev/null
+}
+
+done_stamp() {
+  finished=
+  [ -f "$pod_done" ] && read -r finished < "$pod_done"
+  printf '%s\n' "${finished:-unknown}"
+}
+
+if [ -f "$pod_done" ] && [ ! -f "$done_marker" ]; then
+  # Finished in this pod, but the durable marker is missing: write it again, never retrain.
+  record_done || fail "run $run_id finished on rank $rank but the completion marker $done_marker still cannot be written; this rank will not train again in this pod"
+fi
+
 if [ -f "$done_marker" ]; then
   if [ -f "$announced" ]; then
     idle
@@ -99,6 +132,7 @@ if [ -f "$done_marker" ]; then
 fi
 
 mkdir -p "$run_dir" || fail "cannot create $run_dir (is the checkpoint volume writable by this user?)"
+[ -w "$run_dir" ] || fail "$run_dir is not writable by this user (uid and fsGroup of the pod, or the volume's permissions)"
 
 attempt=0
 if [ -f "$attempts_file" ]; then
@@ -111,17 +145,32 @@ printf '%s\n' "$attempt" > "$attempts_file"
 log "run $run_id, rank $rank, start $attempt in this pod, rendezvous ${PET_RDZV_ID:-none}: $*"
 
 terminating=
+interrupted=
+child=
+# Set before the command starts, so no TERM falls between its start and the trap.
+trap 'terminating=1; interrupted=1; if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null; fi' TERM INT
 "$@" &
 child=$!
-trap 'terminating=1; kill -TERM "$child" 2>/dev/null' TERM INT
-wait "$child"
-rc=$?
-# A trapped signal interrupts wait: wait again until the command itself has exited.
-while kill -0 "$child" 2>/dev/null; do
+if [ -n "$terminating" ]; then kill -TERM "$child" 2>/dev/null; fi
+while :; do
+  interrupted=
   wait "$child"
-  rc=$?
+  status=$?
+  if [ -z "$interrupted" ]; then
+    rc=$status
+    break
+  fi
+  # A trap ran during wait: its status is the interruption's (128+signal) or the command's.
+  # While the command exists (a zombie included) wait again; once it is gone, ask once more:
+  # a shell that still holds its status reports it, one that already did answers 127.
+  if kill -0 "$child" 2>/dev/null; then continue; fi
+  wait "$child" 2>/dev/null
+  again=$?
+  if [ "$again" -eq 127 ]; then rc=$status; else rc=$again; fi
+  break
 done
-trap - TERM INT
+# The command has exited: nothing is left to stop, and recording the outcome is quick.
+trap '' TERM INT
 
 if [ -n "$terminating" ]; then
   log "stopped by a signal; '$1' exited $rc; run $run_id is not complete"
@@ -129,10 +178,7 @@ if [ -n "$terminating" ]; then
 fi
 
 if [ "$rc" -eq 0 ]; then
-  tmp=$run_dir/.rank-$rank.done.$$
-  if ! { date -u +%Y-%m-%dT%H:%M:%SZ > "$tmp" && mv -f "$tmp" "$done_marker"; }; then
-    fail "run $run_id finished but the completion marker $done_marker could not be written"
-  fi
+  record_done || fail "run $run_id finished on rank $rank but the completion marker $done_marker could not be written; this rank will not train again in this pod"
   : > "$announced"
   announce
   exit 0

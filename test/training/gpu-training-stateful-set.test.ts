@@ -468,8 +468,8 @@ describe('GpuTrainingStatefulSet', () => {
 
     test.each<[DisruptionBudget, RegExp]>([
       [DisruptionBudget.minAvailable(4), /disruptionBudget minAvailable must be at most replicas \(3\).*\(got 4\)/],
-      [DisruptionBudget.maxUnavailable(-1), /disruptionBudget \(maxUnavailable\) must be a whole number from 0/],
-      [DisruptionBudget.minAvailable(1.5), /disruptionBudget \(minAvailable\) must be a whole number from 0/],
+      [DisruptionBudget.maxUnavailable(-1), /disruptionBudget \(maxUnavailable\) must be a whole number >= 0 \(got -1\)/],
+      [DisruptionBudget.minAvailable(1.5), /disruptionBudget \(minAvailable\) must be a whole number >= 0 \(got 1.5\)/],
       ['maxUnavailable' as any, /disruptionBudget must be made with DisruptionBudget/],
     ])('%p is refused', (budget, message) => {
       expect(() => construct({ replicas: 3, disruptionBudget: budget })).toThrow(message);
@@ -572,12 +572,12 @@ describe('GpuTrainingStatefulSet', () => {
       ['empty name', { name: '' }, `GpuTrainingStatefulSet 'trainer': name must be a non-empty DNS-1123 label (got "")`],
       ['invalid name', { name: 'Onnx_Trainer' }, /^GpuTrainingStatefulSet 'trainer': name must be a DNS-1123 label.* \(got "Onnx_Trainer"\)$/],
       ['name too long with -vN', { name: 'a'.repeat(50), version: 2 }, /name must leave the StatefulSet name at most 52 characters once "-v2" is added/],
-      ['gpusPerPod 0', { gpusPerPod: 0 }, `GpuTrainingStatefulSet 'trainer': gpusPerPod must be a whole number from 1 to 2147483647 (got 0)`],
-      ['gpusPerPod 1.5', { gpusPerPod: 1.5 }, `GpuTrainingStatefulSet 'trainer': gpusPerPod must be a whole number from 1 to 2147483647 (got 1.5)`],
-      ['replicas 0', { replicas: 0 }, `GpuTrainingStatefulSet 'trainer': replicas must be a whole number from 1 to 2147483647 (got 0)`],
-      ['replicas NaN', { replicas: NaN }, `GpuTrainingStatefulSet 'trainer': replicas must be a whole number from 1 to 2147483647 (got NaN)`],
+      ['gpusPerPod 0', { gpusPerPod: 0 }, `GpuTrainingStatefulSet 'trainer': gpusPerPod must be a whole number >= 1 (got 0)`],
+      ['gpusPerPod 1.5', { gpusPerPod: 1.5 }, `GpuTrainingStatefulSet 'trainer': gpusPerPod must be a whole number >= 1 (got 1.5)`],
+      ['replicas 0', { replicas: 0 }, `GpuTrainingStatefulSet 'trainer': replicas must be a whole number >= 1 (got 0)`],
+      ['replicas NaN', { replicas: NaN }, `GpuTrainingStatefulSet 'trainer': replicas must be a whole number >= 1 (got NaN)`],
       ['storage size 0', { storage: { size: Size.gibibytes(0) } }, /storage.size must be a positive size \(got 0Gi\)/],
-      ['version 0', { version: 0 }, /version must be a whole number from 1/],
+      ['version 0', { version: 0 }, /version must be a whole number >= 1 \(got 0\)/],
       ['shm >= memory', { memory: Size.gibibytes(8), sharedMemory: Size.gibibytes(8) }, /sharedMemory must be smaller than memory \(8Gi\)/],
       ['an image with a space', { image: 'onnx runtime' }, /image must be an image reference/],
       ['a typo in a prop', { replica: 3 } as any, /replica is not a known prop; did you mean 'replicas'\?/],

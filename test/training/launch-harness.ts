@@ -14,6 +14,9 @@ import { Testing } from 'cdk8s';
 
 export type Shell = 'dash' | 'busybox';
 
+/** A new PID namespace (and a user namespace, so it works unprivileged) whose PID 1 is the wrapper. */
+const UNSHARE_ARGS = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child'];
+
 export function onPath(tool: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(':')) {
     const candidate = path.join(dir, tool);
@@ -29,21 +32,29 @@ export function onPath(tool: string): string | undefined {
 
 export const SHELLS: Record<Shell, string | undefined> = { dash: onPath('dash'), busybox: onPath('busybox') };
 
-/** What a Debian/Ubuntu training image has besides its shell. */
-const DEBIAN_TOOLS = ['date', 'mkdir', 'mv', 'sleep', 'cat', 'rm', 'ls'];
+/** The wrapper as shipped (src/training/launch.sh). */
+export const LAUNCH_SCRIPT = fs.readFileSync(path.join(__dirname, '..', '..', 'src', 'training', 'launch.sh'), 'utf8');
 
-/** A bin directory with `sh` the shell under test and the other tools of the same world. */
+/** The external tools the wrapper checks for at start (its `for tool in ...` line). */
+export const WRAPPER_TOOLS: string[] = /^for tool in ([a-z ]+); do$/m.exec(LAUNCH_SCRIPT)![1].split(' ');
+
+/**
+ * A bin directory with `sh` the shell under test and the tools of the same world: every busybox
+ * applet, or for dash exactly the tools the wrapper declares, so a wrapper that starts using an
+ * undeclared tool fails here.
+ */
 export function toolbox(shell: Shell, dir: string, omit: string[] = []): string {
-  const bin = path.join(dir, `bin-${shell}`);
+  const bin = path.join(dir, `bin-${shell}${omit.length ? `-without-${omit.join('-')}` : ''}`);
   fs.mkdirSync(bin, { recursive: true });
   const sh = SHELLS[shell]!;
   const tools = new Map<string, string>();
   if (shell === 'busybox') {
     for (const applet of execFileSync(sh, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean)) tools.set(applet, sh);
   } else {
-    for (const tool of DEBIAN_TOOLS) {
+    for (const tool of WRAPPER_TOOLS) {
       const found = onPath(tool);
-      if (found) tools.set(tool, found);
+      if (!found) throw new Error(`${tool} is not installed here`);
+      tools.set(tool, found);
     }
     tools.set('sh', sh);
   }
@@ -51,6 +62,51 @@ export function toolbox(shell: Shell, dir: string, omit: string[] = []): string 
   for (const [tool, target] of tools) fs.symlinkSync(target, path.join(bin, tool));
   return bin;
 }
+
+/**
+ * The kubelet's expansion of a container's command and args (k8s.io/kubernetes
+ * third_party/forked/golang/expansion/expand.go): `$(NAME)` of a defined variable becomes its
+ * value, `$$` becomes `$`, anything else stays as written.
+ */
+export function kubeletExpand(input: string, env: Record<string, string>): string {
+  let out = '';
+  for (let i = 0; i < input.length; i++) {
+    if (input[i] !== '$' || i + 1 >= input.length) {
+      out += input[i];
+      continue;
+    }
+    const next = input[i + 1];
+    if (next === '$') {
+      out += '$';
+      i += 1;
+    } else if (next === '(') {
+      const close = input.indexOf(')', i + 2);
+      if (close < 0) {
+        out += '$(';
+        i += 1;
+      } else {
+        const name = input.slice(i + 2, close);
+        out += Object.prototype.hasOwnProperty.call(env, name) ? env[name] : `$(${name})`;
+        i = close;
+      }
+    } else {
+      out += `$${next}`;
+      i += 1;
+    }
+  }
+  return out;
+}
+
+/** Whether this machine can run a process as PID 1 of its own PID namespace (util-linux unshare). */
+export const PID_NAMESPACES: boolean = (() => {
+  const unshare = onPath('unshare');
+  if (!unshare) return false;
+  try {
+    return execFileSync(unshare, [...UNSHARE_ARGS, 'sh', '-c', 'echo $$'], { encoding: 'utf8', timeout: 5000 }).trim() === '1';
+  } catch {
+    return false;
+  }
+})();
 
 /** The main container of a synthesized training StatefulSet. */
 export function synthesizedTrainer(props: Partial<GpuTrainingStatefulSetProps>): any {
@@ -60,21 +116,32 @@ export function synthesizedTrainer(props: Partial<GpuTrainingStatefulSetProps>):
   return sts.spec.template.spec.containers[0];
 }
 
+/** How a test starts the wrapper. */
+export interface LaunchOptions {
+  /** Run it as PID 1 of a new PID namespace, as in a container (needs PID_NAMESPACES). */
+  readonly pid1?: boolean;
+}
+
 /** A run of the wrapper the test started. */
 export class Launch {
   output = '';
   readonly exited: Promise<number | null>;
   private code: number | null | undefined;
   private readonly proc: ChildProcess;
+  private readonly pid1: boolean;
 
-  constructor(shell: Shell, container: any, env: Record<string, string>) {
+  constructor(shell: Shell, container: any, env: Record<string, string>, options: LaunchOptions = {}) {
     const [sh, dashC, script, argv0] = container.command;
     expect([sh, dashC]).toEqual(['sh', '-c']);
     const yamlEnv: Record<string, string> = {};
     for (const e of container.env) if (e.value !== undefined) yamlEnv[e.name] = e.value;
-    this.proc = spawn(SHELLS[shell]!, [...(shell === 'busybox' ? ['sh'] : []), '-c', script, argv0, ...container.args], {
-      env: { ...yamlEnv, ...env },
-    });
+    const fullEnv = { ...yamlEnv, ...env };
+    // What the container runs: command and args after the kubelet's $(VAR) expansion.
+    const argv = [...(shell === 'busybox' ? ['sh'] : []), '-c', kubeletExpand(script, fullEnv), argv0, ...container.args.map((a: string) => kubeletExpand(a, fullEnv))];
+    this.pid1 = options.pid1 === true;
+    this.proc = this.pid1
+      ? spawn(onPath('unshare')!, [...UNSHARE_ARGS, SHELLS[shell]!, ...argv], { env: fullEnv })
+      : spawn(SHELLS[shell]!, argv, { env: fullEnv });
     this.proc.stdout!.on('data', d => { this.output += d; });
     this.proc.stderr!.on('data', d => { this.output += d; });
     this.exited = new Promise(resolve => this.proc.on('exit', code => {
@@ -87,19 +154,38 @@ export class Launch {
     return this.code === undefined;
   }
 
-  signal(sig: NodeJS.Signals): void {
-    this.proc.kill(sig);
+  /** The wrapper's process: the shell itself, or under pid1 the child unshare forked. */
+  private async wrapperPid(): Promise<number> {
+    if (!this.pid1) return this.proc.pid!;
+    let pid: number | undefined;
+    await waitFor(() => {
+      try {
+        pid = Number(fs.readFileSync(`/proc/${this.proc.pid}/task/${this.proc.pid}/children`, 'utf8').trim().split(' ')[0]) || undefined;
+      } catch {
+        pid = undefined;
+      }
+      return pid !== undefined;
+    }, 5000);
+    if (pid === undefined) throw new Error('the PID-1 wrapper did not start');
+    return pid;
+  }
+
+  /** Sends a signal to the wrapper, as the container runtime does at pod deletion. */
+  async signal(sig: NodeJS.Signals): Promise<void> {
+    process.kill(await this.wrapperPid(), sig);
   }
 
   /**
    * Ends the run if the test left it running: SIGTERM first, so the wrapper ends its own child
-   * (an idle sleep, the fake launcher), then SIGKILL for a wrapper that did not exit.
+   * (an idle sleep, the fake launcher), then SIGKILL for a wrapper that did not exit (under pid1,
+   * unshare's --kill-child then kills the wrapper and with it its whole PID namespace).
    */
   async stop(): Promise<void> {
     if (!this.running) return;
-    this.proc.kill('SIGTERM');
-    await Promise.race([this.exited, sleep(2000)]);
+    if (!this.pid1) this.proc.kill('SIGTERM');
+    await Promise.race([this.exited, sleep(this.pid1 ? 0 : 2000)]);
     if (this.running) this.proc.kill('SIGKILL');
+    await Promise.race([this.exited, sleep(2000)]);
   }
 }
 

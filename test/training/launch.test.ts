@@ -2,21 +2,41 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Size } from 'cdk8s';
-import { Launch, SHELLS, Shell, sleep, synthesizedTrainer, toolbox, waitFor } from './launch-harness';
+import {
+  kubeletExpand, Launch, LaunchOptions, LAUNCH_SCRIPT, PID_NAMESPACES, SHELLS, Shell, sleep, synthesizedTrainer, toolbox, waitFor, WRAPPER_TOOLS,
+} from './launch-harness';
 
 /**
- * A stand-in for torchrun: records each start (with the rendezvous id it saw), blocks while a
- * `block` file exists, records SIGTERM, and exits with the code in the `rc` file.
+ * A stand-in for torchrun: records each start (with the rendezvous id it saw) and its arguments,
+ * blocks while a `block` file exists, records SIGTERM (and keeps running while an `ignore-term`
+ * file exists, like a launcher still checkpointing), and exits with the code in the `rc` file.
  */
 const FAKE_TORCHRUN = [
   'echo "run $PET_RDZV_ID" >> "$WORK/runs"',
-  'trap \'echo term >> "$WORK/runs"; exit 0\' TERM',
+  'printf \'%s\\n\' "$@" > "$WORK/args"',
+  'trap \'echo term >> "$WORK/runs"; [ -f "$WORK/ignore-term" ] || exit 0\' TERM',
   'while [ -f "$WORK/block" ]; do sleep 0.05; done',
   'read -r rc < "$WORK/rc"',
   'exit "$rc"',
 ].join('\n');
 
+/** Arguments a shell or the kubelet could mangle: spaces, quotes, globs, `$` forms, an empty one. */
+const AWKWARD_ARGS = ['train.py', 'two words', '"double"', "it's", '*', '$HOME', '${X:-y}', '$$', '', '--lr=1e-4'];
+
 const available = (Object.keys(SHELLS) as Shell[]).filter(s => SHELLS[s] !== undefined);
+
+test('the wrapper survives the kubelet\'s $(VAR) and $$ expansion of the container command unchanged', () => {
+  const container = synthesizedTrainer({});
+  const env = Object.fromEntries(container.env.map((e: any) => [e.name, 'X']));
+  expect(container.command[2]).toBe(LAUNCH_SCRIPT);
+  expect(kubeletExpand(LAUNCH_SCRIPT, env)).toBe(LAUNCH_SCRIPT);
+  expect(kubeletExpand('a$$b $(A) $(B) $(', { A: '1' })).toBe('a$b 1 $(B) $(');
+});
+
+test('PID namespaces are available here, so the wrapper is also tested as PID 1', () => {
+  if (!PID_NAMESPACES) console.warn('!!! The launch wrapper was NOT tested as PID 1: `unshare --user --map-root-user --pid --fork` does not work here.');
+  expect(typeof PID_NAMESPACES).toBe('boolean');
+});
 
 test('both shells training images have are installed here (dash, and busybox from Debian\'s busybox package)', () => {
   const missing = (Object.keys(SHELLS) as Shell[]).filter(s => SHELLS[s] === undefined);
@@ -32,6 +52,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
   let bin: string;
   const launches: Launch[] = [];
   const trainer = synthesizedTrainer({ command: ['sh', '-c', FAKE_TORCHRUN, 'fake-torchrun'], storage: { size: Size.gibibytes(1) } });
+  const awkward = synthesizedTrainer({ command: ['sh', '-c', FAKE_TORCHRUN, 'fake-torchrun'], args: AWKWARD_ARGS, storage: { size: Size.gibibytes(1) } });
 
   beforeEach(() => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'launch-'));
@@ -50,16 +71,17 @@ describe.each(available)('the launch wrapper under %s', shell => {
   const marker = (run = 'job', rank = 1) => path.join(work, 'state', 'runs', run, `rank-${rank}.done`);
 
   /** One start of the container: `pod` names the pod's emptyDir, so a new name is a re-created pod. */
-  function start(o: { pod?: string; env?: Record<string, string>; binDir?: string } = {}): Launch {
-    const launch = new Launch(shell, trainer, {
+  function start(o: { pod?: string; env?: Record<string, string>; binDir?: string; container?: any } & LaunchOptions = {}): Launch {
+    const launch = new Launch(shell, o.container ?? trainer, {
       PATH: o.binDir ?? bin,
       WORK: work,
       NODE_RANK: '1',
       CDK8S_GPU_STATE_DIR: path.join(work, 'state'),
       CDK8S_GPU_POD_STATE_DIR: path.join(work, o.pod ?? 'pod-a'),
       CDK8S_GPU_TERMINATION_LOG: path.join(work, 'termination-log'),
+      POD_NAMESPACE: 'ml',
       ...o.env,
-    });
+    }, { pid1: o.pid1 });
     launches.push(launch);
     return launch;
   }
@@ -85,7 +107,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
 
     // Pod deletion: SIGTERM ends the idle wrapper at once, with success.
     const t = Date.now();
-    again.signal('SIGTERM');
+    await again.signal('SIGTERM');
     expect(await again.exited).toBe(0);
     expect(Date.now() - t).toBeLessThan(2000);
   });
@@ -129,7 +151,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
     const running = start();
     expect(await waitFor(() => runs().length === 1, 5000)).toBe(true);
     await sleep(100);
-    running.signal('SIGTERM');
+    await running.signal('SIGTERM');
     expect(await running.exited).toBe(0);
     expect(runs()).toEqual([expect.stringMatching(/^run /), 'term']);
     expect(fs.existsSync(marker())).toBe(false);
@@ -141,12 +163,112 @@ describe.each(available)('the launch wrapper under %s', shell => {
     expect(fs.existsSync(marker('job', 2))).toBe(true);
   });
 
-  test('an image without a tool the wrapper needs fails loudly instead of retraining forever', async () => {
-    const poor = toolbox(shell, path.join(work, 'poor'), ['mv']);
+  test.each(WRAPPER_TOOLS)('an image without %s fails loudly at start instead of training', async tool => {
+    const poor = toolbox(shell, path.join(work, 'poor'), [tool]);
     const launch = start({ binDir: poor });
     expect(await launch.exited).toBe(127);
-    expect(launch.output).toContain('the image has no "mv"');
+    expect(launch.output).toContain(`the image has no "${tool}"`);
+    expect(termination()).toBe(`cdk8s-gpu-launch: the image has no ${tool}\n`);
     expect(runs()).toEqual([]);
+  });
+
+  test('arguments with spaces, quotes, globs and $ forms reach the launcher exactly as written', async () => {
+    expect(await start({ container: awkward }).exited).toBe(0);
+    // The kubelet turns $$ into $ in args (as in any pod); nothing else changes on the way.
+    const expected = AWKWARD_ARGS.map(a => kubeletExpand(a, {}));
+    expect(fs.readFileSync(path.join(work, 'args'), 'utf8')).toBe(expected.map(a => `${a}\n`).join(''));
+  });
+
+  test('a launcher that keeps running after SIGTERM (still checkpointing) is waited for, and its exit code passed on', async () => {
+    fs.writeFileSync(path.join(work, 'block'), '');
+    fs.writeFileSync(path.join(work, 'ignore-term'), '');
+    fs.writeFileSync(path.join(work, 'rc'), '7\n');
+    const running = start();
+    expect(await waitFor(() => runs().length === 1, 5000)).toBe(true);
+    await running.signal('SIGTERM');
+    expect(await waitFor(() => runs().includes('term'), 5000)).toBe(true);
+    await sleep(300);
+    // Exiting now would SIGKILL the launcher (and every process of the pod) mid-checkpoint.
+    expect(running.running).toBe(true);
+    fs.rmSync(path.join(work, 'block'));
+    expect(await running.exited).toBe(7);
+    expect(running.output).toContain("stopped by a signal; 'sh' exited 7");
+    expect(fs.existsSync(marker())).toBe(false);
+  });
+
+  test('a completion marker that cannot be written fails loudly, and a restart retries the write instead of training again', async () => {
+    const state = path.join(work, 'state');
+    expect(await start({ pod: 'pod-a' }).exited).toBe(0);
+    expect(runs()).toHaveLength(1);
+    // A new pod of the same rank: make the durable marker unwritable after training has begun.
+    fs.rmSync(marker());
+    fs.writeFileSync(path.join(work, 'block'), '');
+    const second = start({ pod: 'pod-b', env: { CDK8S_GPU_RUN_ID: 'job' } });
+    expect(await waitFor(() => runs().length === 2, 5000)).toBe(true);
+    fs.rmSync(path.join(state, 'runs', 'job'), { recursive: true });
+    fs.writeFileSync(path.join(state, 'runs', 'job'), 'not a directory');
+    fs.rmSync(path.join(work, 'block'));
+    expect(await second.exited).toBe(2);
+    expect(termination()).toMatch(/finished on rank 1 but the completion marker .* could not be written; this rank will not train again in this pod/);
+    // The kubelet restarts the container: still unwritable, so it fails again, without training.
+    const third = start({ pod: 'pod-b' });
+    expect(await third.exited).toBe(2);
+    expect(runs()).toHaveLength(2);
+    // Once the volume is writable again, the restart records completion and announces it.
+    fs.rmSync(path.join(state, 'runs', 'job'));
+    const fourth = start({ pod: 'pod-b' });
+    expect(await fourth.exited).toBe(0);
+    expect(fs.existsSync(marker())).toBe(true);
+    expect(termination()).toMatch(/^run job completed on rank 1/);
+    expect(runs()).toHaveLength(2);
+  });
+
+  // Root writes anywhere, so this runs only as another user (CI); the marker test above covers root.
+  (process.getuid?.() === 0 ? test.skip : test)('a checkpoint directory the user cannot write stops the wrapper before training', async () => {
+    fs.mkdirSync(path.join(work, 'state', 'runs', 'job'), { recursive: true });
+    fs.chmodSync(path.join(work, 'state', 'runs', 'job'), 0o555);
+    const launch = start();
+    expect(await launch.exited).toBe(2);
+    expect(launch.output).toContain('is not writable by this user');
+    expect(runs()).toEqual([]);
+  });
+
+  describe('as PID 1 of its container', () => {
+    const pid1Test = PID_NAMESPACES ? test : test.skip;
+
+    pid1Test('SIGTERM during training reaches the launcher; the run is not marked complete', async () => {
+      fs.writeFileSync(path.join(work, 'block'), '');
+      const running = start({ pid1: true });
+      expect(await waitFor(() => runs().length === 1, 5000)).toBe(true);
+      await running.signal('SIGTERM');
+      expect(await running.exited).toBe(0);
+      expect(runs()).toEqual([expect.stringMatching(/^run /), 'term']);
+      expect(fs.existsSync(marker())).toBe(false);
+    });
+
+    pid1Test('SIGTERM while idle after completion exits at once', async () => {
+      expect(await start({ pid1: true }).exited).toBe(0);
+      const idle = start({ pid1: true });
+      expect(await waitFor(() => idle.output.includes('idling'), 5000)).toBe(true);
+      await idle.signal('SIGTERM');
+      expect(await Promise.race([idle.exited, sleep(3000).then(() => 'still running')])).toBe(0);
+    });
+
+    pid1Test('SIGTERM before the launcher starts ends the wrapper instead of being ignored', async () => {
+      // A date that blocks while date-block exists holds the wrapper in its first log line.
+      const bin = toolbox(shell, path.join(work, 'slow'), ['date']);
+      const realDate = shell === 'busybox' ? `${SHELLS.busybox} date` : '/bin/date';
+      fs.writeFileSync(path.join(bin, 'date'), `#!${SHELLS[shell] === SHELLS.busybox ? `${SHELLS.busybox} sh` : SHELLS.dash}\n`
+        + `while [ -f "$WORK/date-block" ]; do ${shell === 'busybox' ? `${SHELLS.busybox} ` : ''}sleep 0.05; done\nexec ${realDate} "$@"\n`, { mode: 0o755 });
+      fs.writeFileSync(path.join(work, 'date-block'), '');
+      const starting = start({ pid1: true, binDir: bin });
+      await sleep(300);
+      await starting.signal('SIGTERM');
+      await sleep(100);
+      fs.rmSync(path.join(work, 'date-block'));
+      expect(await Promise.race([starting.exited, sleep(3000).then(() => 'still running')])).toBe(143);
+      expect(runs()).toEqual([]);
+    });
   });
 
   test('missing wrapper state is a loud error, not a run', async () => {
