@@ -43,6 +43,9 @@ export function remedyFor(o: KubeObject): string {
     return `${bump} Its claims are new and empty; to keep the data (checkpoints), set adoptVolumes on the new version and follow the README's adoption runbook.`;
   }
   switch (kind) {
+    case 'StatefulSet':
+      // The usual way round an immutable StatefulSet field: the pods and claims outlive the object.
+      return `delete the StatefulSet but not its pods (kubectl delete statefulset ${name}${ns(o)} --cascade=orphan), then apply: the new one adopts the running pods its selector matches and, under the same name, reuses the same claims with their data; changed claim templates apply only to claims created later.`;
     case 'PersistentVolumeClaim':
       return `a claim cannot be changed this way: create a claim under a new name (and copy the data), or delete and re-create it (kubectl delete pvc ${name}${ns(o)}); with a Delete reclaim policy that deletes the volume and its data.`;
     case 'Pod':

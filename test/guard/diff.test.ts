@@ -69,6 +69,8 @@ describe('seeds', () => {
     expect(f).toMatchObject({ severity: 'error', code: 'immutable-field', object: 'StatefulSet/onnx-trainer', path: 'spec.volumeClaimTemplates', message: STS_MESSAGE, source: expect.stringContaining('ValidateStatefulSetUpdate') });
     expect(JSON.stringify(f.before)).toContain('data-pvc');
     expect(JSON.stringify(f.after)).toContain('gpu-pvc');
+    // A plain StatefulSet: orphan-delete and re-apply keeps the pods and the claims.
+    expect(f.remedy).toMatch(/--cascade=orphan/);
   });
 
   test('seed 000: pod-template changes (image, securityContext, env, resources) apply', () => {
