@@ -18,7 +18,7 @@ import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS } from '../c
 import { AdoptedVolumes, adoptVolumes } from './adopt-volumes';
 import { completionStateDir, jobCommands, launchCommand, launchEnv, launchVolume, POD_STATE_DIR, POD_STATE_VOLUME } from './launch';
 import { Rdma } from './rdma';
-import { rankWiring, rendezvousIdFor, shutdownTimeoutSeconds } from './rendezvous';
+import { findTorchrunConflict, rankWiring, rendezvousIdFor, shutdownTimeoutSeconds } from './rendezvous';
 
 /** PyTorch's conventional rendezvous port (torch.distributed and torchrun default). */
 export const DEFAULT_MASTER_PORT = 29500;
@@ -28,6 +28,8 @@ export const DEFAULT_SHM_GIB_PER_GPU = 4;
 export const DEFAULT_TRAINING_GRACE_SECONDS = 300;
 /** Where the pod's writable home and caches live when it does not run as root. */
 export const TRAINING_HOME = '/home/trainer';
+/** The user name the pod reports in USER when it does not run as root. */
+const TRAINING_USER = 'trainer';
 /**
  * Whole-gang restarts torchrun makes after a worker fails (`--max-restarts`): a transient fault
  * (an NCCL timeout, a flaky step) costs a restart from the last checkpoint, not the job.
@@ -314,6 +316,12 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     const launch = [...(v.stringArray('command', props.command) ?? ['torchrun']), ...(v.stringArray('args', props.args) ?? [])];
     if (props.command !== undefined && props.command.length === 0) v.fail('command', 'must not be empty: it is the program the launch wrapper runs', props.command);
     if (props.command === undefined && launch.length === 1) v.fail('args', 'must name the training script when command is the default torchrun, e.g. [\'train.py\']', props.args);
+    const conflict = findTorchrunConflict(launch);
+    if (conflict) {
+      const commandLength = props.command?.length ?? 1;
+      const prop = conflict.index < commandLength ? `command[${conflict.index}]` : `args[${conflict.index - commandLength}]`;
+      v.fail(prop, `must not pass torchrun's ${conflict.option}: the construct sets it${conflict.via ? ` from ${conflict.via}; set that instead` : ' for its gang rendezvous'}`, conflict.token);
+    }
 
     const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
     this.podSelector = `${LABEL_INSTANCE}=${name}`;
@@ -391,8 +399,19 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       volumes.push(...home.volumes);
       mounts.push(...home.mounts);
       defaultEnv.push(...home.env, { name: 'HF_HOME', value: `${TRAINING_HOME}/.cache/huggingface` });
+      // A UID without a passwd entry (1000 in NGC PyTorch, which runs as root) makes Python's
+      // getpass.getuser() raise unless USER is set, and torch.compile calls it for its cache
+      // directory (torch/_inductor/runtime/cache_dir_utils.py).
+      defaultEnv.push({ name: 'USER', value: TRAINING_USER });
     }
     defaultEnv.push(...(rdma?.env ?? []));
+
+    this.masterAddress = `${name}-0.${this.serviceName}.$(POD_NAMESPACE).svc.${clusterDomain}`;
+    const wiring = rankWiring({
+      masterAddress: this.masterAddress, masterPort: this.masterPort, replicas: this.replicas, gpusPerPod: this.gpusPerPod,
+      maxRestarts: this.maxRestarts, shutdownTimeoutSeconds: this.shutdownTimeoutSeconds,
+    });
+    const ownedEnv = [...wiring.env, ...launchEnv(this.runId, this.completionStateDir)];
 
     let gpuConfigData: Record<string, string> | undefined;
     if (props.gpuConfig !== undefined) {
@@ -402,6 +421,8 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
         v.envName(`gpuConfig.${key}`, key);
         if (typeof value !== 'string') v.fail(`gpuConfig.${key}`, 'must be a string', value);
         if (hasKey(props.env, key)) v.fail(`gpuConfig.${key}`, 'is also set in env, which would silently win over the ConfigMap; set it in one place', value);
+        const owned = ownedEnv.find(o => o.env.name === key);
+        if (owned) v.fail(`gpuConfig.${key}`, `is set by the construct, whose value would silently win over the ConfigMap${owned.via ? `; set ${owned.via} instead` : ''}`, value);
         gpuConfigData[key] = value;
       }
       this.gpuConfigMapName = `${name}-gpu-config`;
@@ -409,12 +430,6 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     // envFrom loses to env: drop a default the ConfigMap sets, so the ConfigMap's value is the one used.
     const defaults = defaultEnv.filter(e => !(gpuConfigData && e.name in gpuConfigData));
 
-    this.masterAddress = `${name}-0.${this.serviceName}.$(POD_NAMESPACE).svc.${clusterDomain}`;
-    const wiring = rankWiring({
-      masterAddress: this.masterAddress, masterPort: this.masterPort, replicas: this.replicas, gpusPerPod: this.gpusPerPod,
-      maxRestarts: this.maxRestarts, shutdownTimeoutSeconds: this.shutdownTimeoutSeconds,
-    });
-    const ownedEnv = [...wiring.env, ...launchEnv(this.runId, this.completionStateDir)];
 
     const envFrom: k8s.EnvFromSource[] = this.gpuConfigMapName ? [{ configMapRef: { name: this.gpuConfigMapName } }] : [];
     const extendedResources = { ...(props.extendedResources ?? {}) };

@@ -91,8 +91,10 @@ export class Rdma {
   /**
    * AWS Elastic Fabric Adapter: `count` EFA interfaces per pod (4 on p4d, 32 on p5), through the
    * AWS EFA device plugin. The image needs libfabric and the aws-ofi-nccl plugin (AWS Deep
-   * Learning Containers and NGC images with EFA support have them). No extra capability, so the
-   * pod keeps its Pod Security level.
+   * Learning Containers and NGC images with EFA support have them). No extra capability (the
+   * node's container runtime must allow unlimited locked memory, as EKS GPU AMIs do), so the pod
+   * keeps its Pod Security level. GPUDirect RDMA is libfabric's choice per device: it is used on
+   * p4d and p5 and not on g5, g6 or p3dn.
    */
   static efa(count: number): Rdma {
     return new Rdma({ kind: 'efa', count });
@@ -112,9 +114,14 @@ export class Rdma {
       const count = v.wholeNumber(`${prop} (Rdma.efa count)`, s.count, 1, 64);
       return {
         resources: { [EFA_RESOURCE]: count },
-        // FI_PROVIDER=efa keeps libfabric from quietly choosing its TCP provider;
-        // FI_EFA_USE_DEVICE_RDMA=1 enables GPUDirect RDMA on p4d/p5 (AWS EFA docs, aws-ofi-nccl).
-        env: [{ name: 'FI_PROVIDER', value: 'efa' }, { name: 'FI_EFA_USE_DEVICE_RDMA', value: '1' }],
+        // FI_PROVIDER=efa keeps libfabric from quietly choosing its TCP provider.
+        // FI_EFA_USE_DEVICE_RDMA is left to libfabric: from API 1.18 it uses RDMA read wherever
+        // the device has it (p4d, p5), and a 1 on a device without it (g5, g6, p3dn) aborts the
+        // process (prov/efa efa_rdm_get_use_device_rdma).
+        // FI_EFA_USE_HUGE_PAGE=0: the pod requests no hugepages (its hugetlb limit is 0), and
+        // huge-page bounce buffers also make fork() fail with ENOMEM in PyTorch data loaders
+        // (aws-ofi-nccl doc/efa-env-var.md); the cost is a small bandwidth loss.
+        env: [{ name: 'FI_PROVIDER', value: 'efa' }, { name: 'FI_EFA_USE_HUGE_PAGE', value: '0' }],
         capabilities: [],
         annotations: {},
       };

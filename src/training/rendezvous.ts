@@ -65,9 +65,15 @@ export function rankWiring(o: RankWiringOptions): RankWiring {
     own('PET_NODE_RANK', NODE_RANK),
     own('PET_MASTER_ADDR', o.masterAddress, 'name and clusterDomain'),
     own('PET_MASTER_PORT', String(o.masterPort), 'masterPort'),
-    // torchrun's SIGTERM-to-SIGKILL window for its workers (pytorch/pytorch#172596, read by
-    // LaunchConfig); older releases ignore it and keep 30 s.
+    // torchrun's SIGTERM-to-SIGKILL window for its workers (pytorch/pytorch#172596, first in
+    // 2.12): LaunchConfig reads TORCH_ELASTIC_SHUTDOWN_TIMEOUT when --shutdown-timeout is not
+    // given, and torchrun reads --shutdown-timeout from PET_SHUTDOWN_TIMEOUT; a user value of
+    // either would silently move the window past the grace period. Older releases ignore both
+    // and keep 30 s.
     own('TORCH_ELASTIC_SHUTDOWN_TIMEOUT', String(o.shutdownTimeoutSeconds), 'terminationGracePeriod'),
+    own('PET_SHUTDOWN_TIMEOUT', String(o.shutdownTimeoutSeconds), 'terminationGracePeriod'),
+    // --standalone (read from PET_STANDALONE) replaces the gang's rendezvous with one on localhost.
+    own('PET_STANDALONE', '0'),
   ];
   return { env, rendezvousId };
 }
@@ -85,4 +91,87 @@ export function rendezvousIdFor(runId: string, replicas: number, main: k8s.Conta
     env: (main.env ?? []).filter(e => e !== exclude),
   });
   return `${runId}-${contentHash({ spec }).slice(0, 10)}`;
+}
+
+/**
+ * torchrun options the construct sets through `PET_*` variables, and the prop that controls each:
+ * an option on the command line wins over its variable (torch/distributed/argparse_util.py), so
+ * passing one would silently undo the prop (a different world size, no gang restart, a window
+ * past the grace period). `undefined` means no prop: the construct's rendezvous needs it as set.
+ */
+const TORCHRUN_OWNED_OPTIONS: ReadonlyArray<[string, string | undefined]> = [
+  ['nnodes', 'replicas'],
+  ['nproc-per-node', 'gpusPerPod'],
+  ['max-restarts', 'maxRestarts'],
+  ['rdzv-id', 'runId'],
+  ['rdzv-endpoint', 'masterPort'],
+  ['rdzv-backend', undefined],
+  ['standalone', undefined],
+  ['node-rank', undefined],
+  ['master-addr', undefined],
+  ['master-port', 'masterPort'],
+  ['shutdown-timeout', 'terminationGracePeriod'],
+];
+
+/** torchrun's other options (torch/distributed/run.py), so that an abbreviation is judged as argparse judges it. */
+const TORCHRUN_OTHER_OPTIONS = [
+  'rdzv-conf', 'monitor-interval', 'start-method', 'event-log-handler', 'role', 'module', 'no-python', 'run-path', 'log-dir',
+  'redirects', 'tee', 'local-ranks-filter', 'local-addr', 'logs-specs', 'numa-binding', 'signals-to-handle', 'virtual-local-rank',
+];
+
+/** torchrun options that take no value. */
+const TORCHRUN_FLAGS = ['standalone', 'module', 'no-python', 'run-path', 'virtual-local-rank'];
+
+/** A torchrun option in the launcher's arguments that the construct sets itself. */
+export interface TorchrunConflict {
+  /** Its index in the launcher's argv (command then args). */
+  readonly index: number;
+  readonly token: string;
+  /** The option, in its canonical form, e.g. `--nnodes`. */
+  readonly option: string;
+  readonly via?: string;
+}
+
+/**
+ * Finds the first torchrun option in `argv` (command then args) that the construct sets itself,
+ * when the launcher is torchrun (`torchrun ...` or `python -m torch.distributed.run ...`). Only
+ * torchrun's own options count: the scan stops at the training script. argparse accepts an
+ * unambiguous abbreviation and `_` for `-`, and so does this scan.
+ */
+export function findTorchrunConflict(argv: string[]): TorchrunConflict | undefined {
+  const start = torchrunOptionsStart(argv);
+  if (start === undefined) return undefined;
+  const all = [...TORCHRUN_OWNED_OPTIONS.map(([o]) => o), ...TORCHRUN_OTHER_OPTIONS];
+  for (let i = start; i < argv.length; i++) {
+    const token = argv[i];
+    if (token === '--' || !token.startsWith('-') || token === '-') return undefined;
+    if (token === '-m') continue;
+    if (!token.startsWith('--')) {
+      // A short option with a value (-r 3, -t 3, or -r3).
+      if (token.length === 2) i++;
+      continue;
+    }
+    const [raw, inline] = [token.slice(2).split('=')[0], token.includes('=')];
+    const name = raw.replace(/_/g, '-');
+    const matches = all.includes(name) ? [name] : all.filter(o => o.startsWith(name));
+    if (matches.length === 1) {
+      const owned = TORCHRUN_OWNED_OPTIONS.find(([o]) => o === matches[0]);
+      if (owned) return { index: i, token, option: `--${owned[0]}`, via: owned[1] };
+    }
+    if (!inline && !(matches.length === 1 && TORCHRUN_FLAGS.includes(matches[0]))) i++;
+  }
+  return undefined;
+}
+
+/** Where torchrun's own options begin in `argv`, or undefined when the launcher is not torchrun. */
+function torchrunOptionsStart(argv: string[]): number | undefined {
+  const program = (argv[0] ?? '').split('/').pop()!;
+  if (program === 'torchrun') return 1;
+  if (!/^python[0-9.]*$/.test(program)) return undefined;
+  for (let i = 1; i < argv.length; i++) {
+    if (argv[i] === '-m' && argv[i + 1] === 'torch.distributed.run') return i + 2;
+    if (argv[i] === '-mtorch.distributed.run') return i + 1;
+    if (!argv[i].startsWith('-')) return undefined;
+  }
+  return undefined;
 }

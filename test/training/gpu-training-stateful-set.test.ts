@@ -140,10 +140,49 @@ describe('GpuTrainingStatefulSet', () => {
 
     test.each([
       ['WORLD_SIZE', 'replicas and gpusPerPod'], ['PET_MAX_RESTARTS', 'maxRestarts'], ['PET_RDZV_ID', 'runId'],
-      ['TORCH_ELASTIC_SHUTDOWN_TIMEOUT', 'terminationGracePeriod'], ['MASTER_PORT', 'masterPort'], ['CDK8S_GPU_STATE_DIR', 'storage or sharedCheckpoints'],
+      ['TORCH_ELASTIC_SHUTDOWN_TIMEOUT', 'terminationGracePeriod'], ['PET_SHUTDOWN_TIMEOUT', 'terminationGracePeriod'], ['MASTER_PORT', 'masterPort'],
+      ['CDK8S_GPU_STATE_DIR', 'storage or sharedCheckpoints'],
     ])('user env %s is refused, naming the prop to use (%s)', (name, via) => {
       expect(() => construct({ env: { [name]: '8' } })).toThrow(
         `GpuTrainingStatefulSet 'trainer': env.${name} is set by the construct; set ${via} instead (got "8")`);
+    });
+
+    test('PET_STANDALONE, which would replace the gang rendezvous with one on localhost, is pinned off and refused in env', () => {
+      expect(envOf(synth().main).PET_STANDALONE).toBe('0');
+      expect(() => construct({ env: { PET_STANDALONE: '1' } })).toThrow(/env.PET_STANDALONE is set by the construct for its own mechanism/);
+    });
+
+    test.each([
+      ['WORLD_SIZE', /gpuConfig.WORLD_SIZE is set by the construct, whose value would silently win over the ConfigMap; set replicas and gpusPerPod instead \(got "1"\)/],
+      ['PET_SHUTDOWN_TIMEOUT', /gpuConfig.PET_SHUTDOWN_TIMEOUT is set by the construct.*set terminationGracePeriod instead/],
+      ['PET_STANDALONE', /gpuConfig.PET_STANDALONE is set by the construct, whose value would silently win over the ConfigMap \(got "1"\)/],
+    ])('a gpuConfig key the construct sets (%s), which the ConfigMap could never change, is refused', (key, message) => {
+      expect(() => construct({ gpuConfig: { [key]: '1' } })).toThrow(message);
+    });
+
+    test.each<[string, Partial<GpuTrainingStatefulSetProps>, string]>([
+      ['--nnodes', { args: ['--nnodes', '2', 'train.py'] }, "args[0] must not pass torchrun's --nnodes: the construct sets it from replicas; set that instead (got \"--nnodes\")"],
+      ['--nnodes=', { args: ['--nnodes=1:4', 'train.py'] }, "args[0] must not pass torchrun's --nnodes: the construct sets it from replicas"],
+      ['--nproc_per_node', { args: ['--nproc_per_node=gpu', 'train.py'] }, "args[0] must not pass torchrun's --nproc-per-node: the construct sets it from gpusPerPod"],
+      ['an abbreviation', { args: ['--max-rest', '9', 'train.py'] }, "args[0] must not pass torchrun's --max-restarts: the construct sets it from maxRestarts"],
+      ['--rdzv-backend', { args: ['--rdzv-conf', 'read_timeout=300', '--rdzv-backend', 'static', 'train.py'] }, "args[2] must not pass torchrun's --rdzv-backend: the construct sets it for its gang rendezvous"],
+      ['--rdzv-id', { args: ['--rdzv_id=x', 'train.py'] }, "args[0] must not pass torchrun's --rdzv-id: the construct sets it from runId"],
+      ['--standalone', { args: ['--standalone', 'train.py'] }, "args[0] must not pass torchrun's --standalone"],
+      ['--shutdown-timeout', { args: ['--shutdown-timeout', '900', 'train.py'] }, "args[0] must not pass torchrun's --shutdown-timeout: the construct sets it from terminationGracePeriod"],
+      ['--master-port', { args: ['--master-port', '1234', 'train.py'] }, "args[0] must not pass torchrun's --master-port"],
+      ['in command', { command: ['torchrun', '--node-rank', '0'], args: ['train.py'] }, "command[1] must not pass torchrun's --node-rank"],
+      ['python -m torch.distributed.run', { command: ['python3', '-m', 'torch.distributed.run'], args: ['--nnodes', '2', 'train.py'] }, "args[0] must not pass torchrun's --nnodes"],
+    ])('torchrun option %s, which would silently undo a prop, is refused', (_label, props, message) => {
+      expect(() => construct(props)).toThrow(`GpuTrainingStatefulSet 'trainer': ${message}`);
+    });
+
+    test.each<[string, Partial<GpuTrainingStatefulSetProps>]>([
+      ['the script\'s own options', { args: ['train.py', '--nnodes', '2', '--max-restarts', '1'] }],
+      ['options torchrun leaves to the user', { args: ['--rdzv-conf', 'read_timeout=300', '--log-dir', '/tmp/logs', '-r', '3', '--tee=3', 'train.py'] }],
+      ['a module launch', { args: ['-m', 'mypkg.train', '--nnodes', '2'] }],
+      ['another launcher', { command: ['accelerate', 'launch'], args: ['--num_machines', '2', 'train.py'] }],
+    ])('%s are accepted', (_label, props) => {
+      expect(() => construct(props)).not.toThrow();
     });
 
     test('a user HF_HOME replaces the default instead of duplicating it', () => {
@@ -331,7 +370,8 @@ describe('GpuTrainingStatefulSet', () => {
     test('AWS EFA: the EFA resource and libfabric settings, and no capability: the pod stays restricted', () => {
       const { main, pod, trainer } = synth({ rdma: Rdma.efa(4) });
       expect(main.resources.limits['vpc.amazonaws.com/efa']).toBe(4);
-      expect(envOf(main)).toMatchObject({ FI_PROVIDER: 'efa', FI_EFA_USE_DEVICE_RDMA: '1' });
+      expect(envOf(main)).toMatchObject({ FI_PROVIDER: 'efa', FI_EFA_USE_HUGE_PAGE: '0' });
+      expect(envOf(main).FI_EFA_USE_DEVICE_RDMA).toBeUndefined();
       expect(main.securityContext.capabilities.add).toBeUndefined();
       expect(podSecurityLevel(pod)).toBe('restricted');
       expect(trainer.podSecurityLevel).toBe(PodSecurityLevel.RESTRICTED);
@@ -438,6 +478,8 @@ describe('GpuTrainingStatefulSet', () => {
       const env = envOf(main);
       expect(env.HOME).toBe('/home/trainer');
       expect(env.XDG_CACHE_HOME).toBe('/home/trainer/.cache');
+      // UID 1000 has no passwd entry in root images: getpass.getuser() (torch.compile) needs USER.
+      expect(env.USER).toBe('trainer');
       expect(main.volumeMounts).toContainEqual({ name: 'home', mountPath: '/home/trainer' });
     });
 
@@ -447,6 +489,7 @@ describe('GpuTrainingStatefulSet', () => {
       expect(main.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
       expect(podSecurityLevel(pod)).toBe('baseline');
       expect(envOf(main).HOME).toBeUndefined();
+      expect(envOf(main).USER).toBeUndefined();
     });
   });
 

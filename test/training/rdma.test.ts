@@ -27,10 +27,14 @@ describe('Rdma', () => {
   test('efa: the EFA resource and libfabric settings, no capability', () => {
     expect(resolve(Rdma.efa(32))).toEqual({
       resources: { 'vpc.amazonaws.com/efa': 32 },
-      env: [{ name: 'FI_PROVIDER', value: 'efa' }, { name: 'FI_EFA_USE_DEVICE_RDMA', value: '1' }],
+      env: [{ name: 'FI_PROVIDER', value: 'efa' }, { name: 'FI_EFA_USE_HUGE_PAGE', value: '0' }],
       capabilities: [],
       annotations: {},
     });
+  });
+
+  test('efa never forces device RDMA, which aborts libfabric on EFA devices without RDMA read (g5, g6, p3dn)', () => {
+    expect(env(Rdma.efa(1)).FI_EFA_USE_DEVICE_RDMA).toBeUndefined();
   });
 
   test('the Pod Security level each implies', () => {
