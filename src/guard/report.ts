@@ -1,4 +1,5 @@
 import type { Finding, GuardResult } from './diff';
+import { MAX_SERVER_VERSION, minorOf } from './rules';
 
 const show = (v: unknown) => (v === undefined ? '(absent)' : JSON.stringify(v));
 
@@ -6,7 +7,8 @@ const show = (v: unknown) => (v === undefined ? '(absent)' : JSON.stringify(v));
 export function formatReport(result: GuardResult): string {
   const lines: string[] = [];
   for (const f of result.findings) lines.push(formatFinding(f), '');
-  const read = result.objects ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}` : '';
+  const newer = (minorOf(result.serverVersion) ?? 0) > minorOf(MAX_SERVER_VERSION)! ? ` (the table is checked through ${MAX_SERVER_VERSION}; newer releases may relax or add rules)` : '';
+  const read = result.objects ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}` : '';
   if (read) lines.push(`guard: ${read}`);
   lines.push(result.errors === 0
     ? `guard: no forbidden changes${result.warnings ? `, ${result.warnings} warning(s)` : ''}`

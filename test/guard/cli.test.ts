@@ -60,6 +60,7 @@ describe('cdk8s-gpu guard CLI', () => {
     expect(run(['guard', '--before', b, '--after', a]).status).toBe(1);
     expect(run(['guard', `--before=${b}`, `--after=${a}`, '--server-version=1.31']).status).toBe(1);
     expect(run(['guard', '--before', b, '--after', a, '--server-version', '1.33']).status).toBe(0);
+    expect(run(['guard', '--before', b, '--after', a, '--server-version', '1.40']).stdout).toContain('rules of Kubernetes 1.40 (the table is checked through 1.35');
     const bad = run(['guard', '--before', b, '--after', a, '--server-version', '1.20']);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/not supported/);
