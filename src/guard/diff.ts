@@ -33,6 +33,10 @@ export interface GuardObjectCounts {
   readonly after: number;
 }
 
+/**
+ * What the guard found. `serverVersion` and `objects` are read like any field but are not
+ * enumerable, so a result still deep-equals `{ findings, errors, warnings }`.
+ */
 export interface GuardResult {
   /** The server version the rules were taken for, `1.NN`. */
   readonly serverVersion: string;

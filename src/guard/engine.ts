@@ -399,7 +399,14 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
 
   removedWarnings(beforeObjects, afterObjects, matched, created, warnings);
   const findings = [...errors, ...warnings];
-  return { serverVersion: `1.${minor}`, objects: { before: beforeObjects.length, after: afterObjects.length }, findings, errors: errors.length, warnings: warnings.length };
+  const result = { findings, errors: errors.length, warnings: warnings.length } as GuardResult;
+  // Read like any field, but kept out of the enumerable shape so that code written against the
+  // first GuardResult ({ findings, errors, warnings }) keeps comparing equal.
+  Object.defineProperties(result, {
+    serverVersion: { value: `1.${minor}`, enumerable: false },
+    objects: { value: { before: beforeObjects.length, after: afterObjects.length }, enumerable: false },
+  });
+  return result;
 }
 
 function celRulesFor(crdRules: Map<string, Map<string, CelRule[]>>, kindKey: string, o: KubeObject): CelRule[] {

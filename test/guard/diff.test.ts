@@ -21,6 +21,7 @@ describe('guard on this library\'s own output', () => {
     const result = guard(objects.map(o => liveExport(o)), objects);
     expect(result.findings).toEqual([]);
     expect(result.objects).toEqual({ before: objects.length, after: objects.length });
+    expect(result).toEqual({ findings: [], errors: 0, warnings: 0 });
   });
 
   test.each([
