@@ -31,6 +31,13 @@ export interface SharedRdmaOptions extends InfinibandOptions {
    * @default 'rdma/rdma_shared_device_a' - the name in the network operator's examples
    */
   readonly resourceName?: string;
+  /**
+   * Secondary networks to attach through Multus, as Multus reads them (`name`, `namespace/name`,
+   * `name@interface`). RoCE needs one: the RoCE GID is an address of a netdevice in the pod,
+   * which the network operator's MacvlanNetwork (or an IPoIB network) provides; InfiniBand does not.
+   * @default - none: InfiniBand over the shared HCA, bootstrap on the pod network
+   */
+  readonly networks?: string[];
 }
 
 /** SR-IOV virtual functions attached through Multus (NVIDIA network operator with the SR-IOV network operator). */
@@ -73,8 +80,9 @@ type RdmaSpec =
 export class Rdma {
   /**
    * InfiniBand or RoCE through a device resource shared by the pods of a node (the NVIDIA network
-   * operator's RDMA shared device plugin). Adds `IPC_LOCK` (memory registration pins pages beyond
-   * the default memlock limit), so the pod needs the **privileged** Pod Security level.
+   * operator's RDMA shared device plugin); for RoCE, name the secondary network in `networks`.
+   * Adds `IPC_LOCK` (memory registration pins pages beyond the default memlock limit), so the pod
+   * needs the **privileged** Pod Security level.
    */
   static sharedDevice(options: SharedRdmaOptions = {}): Rdma {
     return new Rdma({ kind: 'shared', options });
@@ -128,7 +136,7 @@ export class Rdma {
     }
     const o = s.options;
     v.plainObject(prop, o);
-    const known = s.kind === 'shared' ? ['resourceName', 'hca', 'gidIndex'] : ['networks', 'resourceName', 'count', 'hca', 'gidIndex'];
+    const known = s.kind === 'shared' ? ['resourceName', 'networks', 'hca', 'gidIndex'] : ['networks', 'resourceName', 'count', 'hca', 'gidIndex'];
     v.knownProps(prop, o, known);
     // NCCL_NET=IB makes NCCL fail at init when no IB device is usable, instead of silently using
     // TCP sockets (NCCL environment variables, NCCL_NET). Bootstrap stays on the pod network.
@@ -144,24 +152,33 @@ export class Rdma {
     if (s.kind === 'shared') {
       resource = o.resourceName ?? DEFAULT_RDMA_SHARED_RESOURCE;
       v.qualifiedName(`${prop}.resourceName`, resource);
+      if (o.networks !== undefined) attachNetworks(v, prop, o.networks, annotations, env);
     } else {
       const so = s.options;
-      const networks = v.stringArray(`${prop}.networks`, so.networks);
-      if (!networks || networks.length === 0) v.fail(`${prop}.networks`, 'must name at least one NetworkAttachmentDefinition', so.networks);
-      networks.forEach((n, i) => {
-        if (!/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?(@[A-Za-z0-9_.-]{1,15})?$/.test(n)) {
-          v.fail(`${prop}.networks[${i}]`, 'must be a NetworkAttachmentDefinition as Multus reads it: name, namespace/name or name@interface', n);
-        }
-      });
-      if (new Set(networks).size !== networks.length) v.fail(`${prop}.networks`, 'must not name an attachment twice', networks);
+      const networks = attachNetworks(v, prop, so.networks, annotations, env);
       resource = so.resourceName;
       v.qualifiedName(`${prop}.resourceName`, resource);
       count = so.count === undefined ? networks.length : v.wholeNumber(`${prop}.count`, so.count, 1, 64);
-      annotations[MULTUS_NETWORKS_ANNOTATION] = networks.join(',');
-      // The Multus interfaces carry RDMA; NCCL's bootstrap and socket fallback stay on eth0, the pod network.
-      env.push({ name: 'NCCL_SOCKET_IFNAME', value: 'eth0' });
     }
     if (!resource.includes('/')) v.fail(`${prop}.resourceName`, 'must be an extended resource name with a domain prefix, e.g. "rdma/rdma_shared_device_a"', resource);
     return { resources: { [resource]: count }, env, capabilities: ['IPC_LOCK'], annotations };
   }
+}
+
+/**
+ * Validates Multus attachments and records them: the networks annotation, and NCCL_SOCKET_IFNAME
+ * so that NCCL's bootstrap and socket fallback stay on eth0, the pod network.
+ */
+function attachNetworks(v: Validator, prop: string, value: string[] | undefined, annotations: Record<string, string>, env: k8s.EnvVar[]): string[] {
+  const networks = v.stringArray(`${prop}.networks`, value);
+  if (!networks || networks.length === 0) v.fail(`${prop}.networks`, 'must name at least one NetworkAttachmentDefinition', value);
+  networks.forEach((n, i) => {
+    if (!/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?(@[A-Za-z0-9_.-]{1,15})?$/.test(n)) {
+      v.fail(`${prop}.networks[${i}]`, 'must be a NetworkAttachmentDefinition as Multus reads it: name, namespace/name or name@interface', n);
+    }
+  });
+  if (new Set(networks).size !== networks.length) v.fail(`${prop}.networks`, 'must not name an attachment twice', networks);
+  annotations[MULTUS_NETWORKS_ANNOTATION] = networks.join(',');
+  env.push({ name: 'NCCL_SOCKET_IFNAME', value: 'eth0' });
+  return networks;
 }

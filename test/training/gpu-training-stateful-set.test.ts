@@ -396,6 +396,7 @@ describe('GpuTrainingStatefulSet', () => {
       ['an unknown option', { rdma: Rdma.sharedDevice({ hcas: 'mlx5' } as any) }, /rdma.hcas is not a known prop; did you mean 'hca'\?/],
       ['the resource twice', { rdma: Rdma.efa(4), extendedResources: { 'vpc.amazonaws.com/efa': 4 } }, /extendedResources.vpc.amazonaws.com\/efa is requested by rdma already/],
       ['the networks annotation twice', { rdma: Rdma.sriov({ networks: ['a'], resourceName: 'nvidia.com/vf' }), pod: { annotations: { 'k8s.v1.cni.cncf.io/networks': 'b' } } }, /pod.annotations.k8s.v1.cni.cncf.io\/networks is set by rdma/],
+      ['the networks annotation beside shared-device networks', { rdma: Rdma.sharedDevice({ networks: ['a'] }), pod: { annotations: { 'k8s.v1.cni.cncf.io/networks': 'b' } } }, /pod.annotations.k8s.v1.cni.cncf.io\/networks is set by rdma/],
     ])('%s is refused', (_label, props, message) => {
       expect(() => construct(props)).toThrow(message);
     });

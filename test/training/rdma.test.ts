@@ -16,6 +16,13 @@ describe('Rdma', () => {
     expect(env(Rdma.sharedDevice({ hca: '=mlx5_0:1,mlx5_1:1', gidIndex: 3 }))).toEqual({ NCCL_NET: 'IB', NCCL_IB_HCA: '=mlx5_0:1,mlx5_1:1', NCCL_IB_GID_INDEX: '3' });
   });
 
+  test('sharedDevice over RoCE: the macvlan network through Multus, bootstrap kept on eth0', () => {
+    const parts = resolve(Rdma.sharedDevice({ resourceName: 'rdma/rdma_shared_device_eth', networks: ['rdmashared-net'], gidIndex: 3 }));
+    expect(parts.annotations).toEqual({ 'k8s.v1.cni.cncf.io/networks': 'rdmashared-net' });
+    expect(parts.resources).toEqual({ 'rdma/rdma_shared_device_eth': 1 });
+    expect(Object.fromEntries(parts.env.map(e => [e.name, e.value]))).toEqual({ NCCL_NET: 'IB', NCCL_IB_GID_INDEX: '3', NCCL_SOCKET_IFNAME: 'eth0' });
+  });
+
   test('sriov: the Multus annotation lists the networks in order; VFs default to one per network', () => {
     const parts = resolve(Rdma.sriov({ networks: ['a', 'ns/b', 'c@net3'], resourceName: 'nvidia.com/sriov_rdma_vf' }));
     expect(parts.annotations).toEqual({ 'k8s.v1.cni.cncf.io/networks': 'a,ns/b,c@net3' });
@@ -49,6 +56,8 @@ describe('Rdma', () => {
     ['networks that are not an array', Rdma.sriov({ networks: 'a' as any, resourceName: 'nvidia.com/vf' }), /rdma.networks must be an array of strings/],
     ['a VF count of 0', Rdma.sriov({ networks: ['a'], resourceName: 'nvidia.com/vf', count: 0 }), /rdma.count must be a whole number from 1 to 64/],
     ['options that are not an object', Rdma.sharedDevice('mlx5' as any), /rdma must be an object/],
+    ['shared-device networks that are empty', Rdma.sharedDevice({ networks: [] }), /rdma.networks must name at least one NetworkAttachmentDefinition/],
+    ['a bad shared-device network', Rdma.sharedDevice({ networks: ['ns/Bad'] }), /rdma.networks\[0\] must be a NetworkAttachmentDefinition/],
   ])('%s is refused', (_label, rdma, message) => {
     expect(() => resolve(rdma)).toThrow(ConfigurationError);
     expect(() => resolve(rdma)).toThrow(message);
