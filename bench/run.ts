@@ -229,7 +229,7 @@ if (section('cold')) {
   const cdk8s = path.join(ROOT, 'node_modules', '.bin', 'cdk8s');
   let guardFailure: string | undefined;
   const sides = {
-    'npm run build (tsc of src/ + sidecar script copy)': () => mustPass('npm run build', wall(npm, ['run', 'build'], ROOT)),
+    'npm run build (tsc of src/ + copy of the assets)': () => mustPass('npm run build', wall(npm, ['run', 'build'], ROOT)),
     'cdk8s synth --no-validate (app under ts-node --transpile-only)': () => mustPass('cdk8s synth --no-validate', wall(cdk8s, ['synth', '--no-check-upgrade', '--no-validate', '--output', out], ROOT)),
     'cdk8s synth with the guard plugin (against snapshots/)': () => {
       const s = wall(cdk8s, ['synth', '--no-check-upgrade', '--output', out], ROOT);
