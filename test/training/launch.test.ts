@@ -3,7 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { Size } from 'cdk8s';
 import {
-  kubeletExpand, Launch, LaunchOptions, LAUNCH_SCRIPT, PID_NAMESPACES, SHELLS, Shell, sleep, synthesizedTrainer, toolbox, waitFor, WRAPPER_TOOLS,
+  kubeletExpand, Launch, LaunchOptions, LAUNCH_SCRIPT, onPath, PID_NAMESPACES, SHELLS, Shell, sleep, synthesizedTrainer, toolbox, waitFor, WRAPPER_TOOLS,
 } from './launch-harness';
 
 /**
@@ -257,7 +257,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
     pid1Test('SIGTERM before the launcher starts ends the wrapper instead of being ignored', async () => {
       // A date that blocks while date-block exists holds the wrapper in its first log line.
       const bin = toolbox(shell, path.join(work, 'slow'), ['date']);
-      const realDate = shell === 'busybox' ? `${SHELLS.busybox} date` : '/bin/date';
+      const realDate = shell === 'busybox' ? `${SHELLS.busybox} date` : onPath('date')!;
       fs.writeFileSync(path.join(bin, 'date'), `#!${SHELLS[shell] === SHELLS.busybox ? `${SHELLS.busybox} sh` : SHELLS.dash}\n`
         + `while [ -f "$WORK/date-block" ]; do ${shell === 'busybox' ? `${SHELLS.busybox} ` : ''}sleep 0.05; done\nexec ${realDate} "$@"\n`, { mode: 0o755 });
       fs.writeFileSync(path.join(work, 'date-block'), '');
