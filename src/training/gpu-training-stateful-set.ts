@@ -101,7 +101,7 @@ export interface GpuTrainingStatefulSetProps extends GpuWorkloadProps {
   readonly gpusPerPod: number;
   /**
    * Pods (nodes) in the job.
-   * @default 1
+   * @default 1 - one node; set the node count of a multi-node job explicitly
    */
   readonly replicas?: number;
   /**
@@ -119,7 +119,7 @@ export interface GpuTrainingStatefulSetProps extends GpuWorkloadProps {
   readonly storage?: CheckpointStorage;
   /**
    * An existing ReadWriteMany claim mounted by every rank. Completion markers are kept here when set.
-   * @default - none
+   * @default - none: the claim must exist before the job, so the construct cannot assume one
    */
   readonly sharedCheckpoints?: SharedCheckpoints;
   /**
@@ -148,12 +148,13 @@ export interface GpuTrainingStatefulSetProps extends GpuWorkloadProps {
   readonly gpuConfig?: Record<string, string>;
   /**
    * The size limit of the `/dev/shm` memory volume; counts against `memory`.
-   * @default 4 GiB × gpusPerPod
+   * @default 4 GiB × gpusPerPod - NCCL and data-loader workers use /dev/shm per GPU, and a quarter
+   * of the default memory keeps the rest for the trainer
    */
   readonly sharedMemory?: Size;
   /**
    * Rank 0's port for torchrun's c10d rendezvous store (also `MASTER_PORT`).
-   * @default 29500
+   * @default 29500 - the torch.distributed and torchrun convention
    */
   readonly masterPort?: number;
   /**
@@ -180,7 +181,8 @@ export interface GpuTrainingStatefulSetProps extends GpuWorkloadProps {
   /**
    * Run as the image's user (root for most training images) instead of a non-root UID.
    * The pod then meets only the baseline profile.
-   * @default false
+   * @default false - a non-root UID with a writable home keeps the pod restricted, and the
+   * trainer runs without it
    */
   readonly runAsRoot?: boolean;
   /**
