@@ -161,8 +161,8 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
     case GuardCheck.IMMUTABLE_EXCEPT: {
       const { keys } = changedChildren(bv, av, rule.except);
       if (keys.length === 0) return;
-      if (rule.reportPath) emit(rule, rule.reportPath, pick(bv, keys), pick(av, keys));
-      else for (const k of keys) emit(rule, `${rule.path}.${k}`, (bv as any)?.[k], (av as any)?.[k]);
+      // One finding per changed field (the path a user edits); the message keeps the server's path.
+      for (const k of keys) emit(rule, `${rule.path}.${k}`, (bv as any)?.[k], (av as any)?.[k]);
       return;
     }
     case GuardCheck.IMMUTABLE_WHEN_FLAGGED:
@@ -185,7 +185,7 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
         munged.terminationGracePeriodSeconds = (bv as any).terminationGracePeriodSeconds;
       }
       const { keys } = changedChildren(bv, munged);
-      if (keys.length > 0) emit(rule, 'spec', pick(bv, keys), pick(av, keys));
+      for (const k of keys) emit(rule, `spec.${k}`, (bv as any)[k], (av as any)[k]);
       return;
     }
     case GuardCheck.POD_TOLERATIONS: {
@@ -220,7 +220,7 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       }
       if (rule.since !== undefined) newSpec.volumeAttributesClassName = oldSpec.volumeAttributesClassName;
       const { keys } = changedChildren(oldSpec, newSpec);
-      if (keys.length > 0) emit(rule, 'spec', pick(bv, keys), pick(av, keys));
+      for (const k of keys) emit(rule, `spec.${k}`, (bv as any)[k], (av as any)[k]);
       return;
     }
     case GuardCheck.PVC_STORAGE_SHRINK:
@@ -289,7 +289,9 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       const oFam: string[] = os.ipFamilies ?? [];
       const nFam: string[] = ns.ipFamilies ?? [];
       for (const i of [0, 1]) {
-        if (oIPs[i] !== undefined && nIPs[i] !== undefined && oIPs[i] !== nIPs[i]) emit(rule, `spec.clusterIPs[${i}]`, oIPs, nIPs, { path: `spec.clusterIPs[${i}]`, value: nIPs });
+        // Reported on the field the manifest changed: clusterIP when it sets that one.
+        const field = i === 0 && typeof p.after.spec?.clusterIP === 'string' && p.after.spec.clusterIP !== '' && p.after.spec.clusterIP !== oIPs[0] ? 'spec.clusterIP' : `spec.clusterIPs[${i}]`;
+        if (oIPs[i] !== undefined && nIPs[i] !== undefined && oIPs[i] !== nIPs[i]) emit(rule, field, field === 'spec.clusterIP' ? oIPs[0] : oIPs, field === 'spec.clusterIP' ? nIPs[0] : nIPs, { path: `spec.clusterIPs[${i}]`, value: nIPs });
         if (oFam[i] !== undefined && nFam[i] !== undefined && oFam[i] !== nFam[i]) emit(rule, `spec.ipFamilies[${i}]`, oFam[i], nFam[i], { path: `spec.ipFamilies[${i}]`, value: nFam[i] });
       }
       // A dual-stack downgrade releases the secondary IP or family only with SingleStack.
@@ -385,12 +387,12 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     carryForward(kindKey, before, b, a);
     const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
     let remedy: string | undefined;
-    // A manifest without a namespace is reported in the namespace of the object it matched.
-    const resolved = after.metadata.namespace === undefined && before.metadata.namespace !== undefined ? { ...after, metadata: { ...after.metadata, namespace: before.metadata.namespace } } : after;
+    // The object as the manifest names it; its namespace is the one it matched in, if it names none.
+    const namespace = after.metadata.namespace ?? before.metadata.namespace;
     const emit: Emit = (rule, path, bv, av, vars = {}) => {
       remedy ??= remedyFor(before);
       errors.push({
-        severity: 'error', code: 'immutable-field', ...identity(resolved), path, before: bv, after: av,
+        severity: 'error', code: 'immutable-field', ...identity(after), namespace, path, before: bv, after: av,
         message: fill(rule.message, { value: av ?? null, path, ...vars }), remedy, source: rule.source,
       });
     };

@@ -92,7 +92,7 @@ describe('ValidatePodUpdate', () => {
   });
 
   test('other spec fields, removed tolerations and a raised or unset deadline are refused', () => {
-    expect(paths([pod()], [pod({ nodeSelector: { a: 'b' } })])).toEqual(['spec']);
+    expect(paths([pod()], [pod({ nodeSelector: { a: 'b' } })])).toEqual(['spec.nodeSelector']);
     expect(errorsOf([pod()], [pod({ nodeSelector: { a: 'b' } })])[0].message).toMatch(/^spec: Forbidden: pod updates may not change fields other than `spec.containers\[\*\].image`/);
     expect(paths([pod({ tolerations: [{ key: 'a', operator: 'Exists' }] })], [pod()])).toEqual(['spec.tolerations']);
     expect(errorsOf([pod({ activeDeadlineSeconds: 10 })], [pod({ activeDeadlineSeconds: 20 })])[0].message).toBe('spec.activeDeadlineSeconds: Invalid value: 20: must be less than or equal to previous value');
@@ -120,7 +120,7 @@ describe('ValidatePersistentVolumeUpdate', () => {
   const pv = (spec: object) => ({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pv-a' }, spec: { capacity: { storage: '100Gi' }, accessModes: ['ReadWriteOnce'], ...spec } });
   test('the volume source is immutable; reclaim policy, capacity and claimRef are not', () => {
     const [f] = errorsOf([pv({ csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-1' } })], [pv({ csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-2' } })]);
-    expect(f).toMatchObject({ path: 'spec.persistentvolumesource', message: 'spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation' });
+    expect(f).toMatchObject({ path: 'spec.csi', message: 'spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation' });
     const src = { csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-1' } };
     expect(paths([pv({ ...src, persistentVolumeReclaimPolicy: 'Delete' })], [pv({ ...src, persistentVolumeReclaimPolicy: 'Retain', capacity: { storage: '200Gi' }, claimRef: { name: 'x', namespace: 'ml' } })])).toEqual([]);
   });
@@ -134,7 +134,7 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
 
   test('a pending claim may not change its request at all', () => {
     const [f] = errorsOf([liveExport(pvc(), { pvcPhase: 'Pending' })], [pvc({ resources: { requests: { storage: '20Gi' } } })]);
-    expect(f).toMatchObject({ path: 'spec', message: 'spec: Forbidden: spec is immutable after creation except resources.requests for bound claims' });
+    expect(f).toMatchObject({ path: 'spec.resources', message: 'spec: Forbidden: spec is immutable after creation except resources.requests for bound claims' });
     expect(errorsOf([liveExport(pvc(), { pvcPhase: 'Pending' })], [pvc({ resources: { requests: { storage: '20Gi' } } })], '1.29')[0].message)
       .toBe('spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims');
   });
@@ -153,9 +153,9 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
 
   test('volumeName may be set once; storageClassName may go from unset to set; both kept when a manifest omits them', () => {
     expect(paths([pvc()], [pvc({ volumeName: 'pv-a' })])).toEqual([]);
-    expect(paths([pvc({ volumeName: 'pv-a' })], [pvc({ volumeName: 'pv-b' })])).toEqual(['spec']);
+    expect(paths([pvc({ volumeName: 'pv-a' })], [pvc({ volumeName: 'pv-b' })])).toEqual(['spec.volumeName']);
     expect(paths([pvc()], [pvc({ storageClassName: 'fast' })])).toEqual([]);
-    expect(paths([pvc({ storageClassName: 'a' })], [pvc({ storageClassName: 'b' })])).toEqual(['spec']);
+    expect(paths([pvc({ storageClassName: 'a' })], [pvc({ storageClassName: 'b' })])).toEqual(['spec.storageClassName']);
     expect(paths([liveExport(pvc())], [pvc()])).toEqual([]);
   });
 
@@ -222,9 +222,10 @@ describe('ValidateServiceUpdate / validateServiceClusterIPsRelatedFields', () =>
 
   test('a changed cluster IP or IP family is refused', () => {
     const [f] = errorsOf([liveExport(svc({ clusterIP: '10.0.0.1' }))], [svc({ clusterIP: '10.0.0.2' })]);
-    expect(f).toMatchObject({ path: 'spec.clusterIPs[0]', message: 'spec.clusterIPs[0]: Invalid value: ["10.0.0.2"]: may not change once set' });
+    expect(f).toMatchObject({ path: 'spec.clusterIP', before: '10.0.0.1', after: '10.0.0.2', message: 'spec.clusterIPs[0]: Invalid value: ["10.0.0.2"]: may not change once set' });
+    expect(paths([liveExport(svc({ clusterIP: '10.0.0.1' }))], [svc({ clusterIPs: ['10.0.0.2'] })])).toEqual(['spec.clusterIPs[0]']);
     expect(paths([liveExport(svc())], [svc({ ipFamilies: ['IPv6'] })])).toEqual(['spec.ipFamilies[0]']);
-    expect(paths([liveExport(svc({ clusterIP: 'None' }))], [svc({ clusterIP: '10.0.0.9' })])).toEqual(['spec.clusterIPs[0]']);
+    expect(paths([liveExport(svc({ clusterIP: 'None' }))], [svc({ clusterIP: '10.0.0.9' })])).toEqual(['spec.clusterIP']);
   });
 
   test('a dual-stack upgrade is allowed; a downgrade needs SingleStack', () => {
