@@ -32,7 +32,7 @@ describe('cdk8s-gpu guard CLI', () => {
   test('exit 1 with a readable report when a forbidden change is found', () => {
     const r = run(['guard', '--before', before, '--after', forbidden]);
     expect(r.status).toBe(1);
-    expect(r.stdout).toContain('FORBIDDEN StatefulSet/ml/onnx-trainer spec.volumeClaimTemplates');
+    expect(r.stdout).toContain('FORBIDDEN StatefulSet/onnx-trainer spec.volumeClaimTemplates');
     expect(r.stdout).toContain('api server: spec: Forbidden: updates to statefulset spec');
     expect(r.stdout).toContain('rule:   ValidateStatefulSetUpdate');
   });
