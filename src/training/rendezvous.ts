@@ -41,9 +41,12 @@ function own(name: string, value: string | k8s.EnvVarSource, via?: string): Owne
  * The variables that make the pods one gang. torchrun reads each `--option` from `PET_<OPTION>`
  * (torch/distributed/argparse_util.py). The c10d rendezvous re-forms the gang on rank 0's stable
  * address, and `--max-restarts` restarts every rank's workers together. With c10d, torchrun
- * assigns node ranks itself and ignores `--node-rank`, `--master-addr` and `--master-port`
- * (torch/distributed/run.py); those stay set for a user who passes `--rdzv-backend static`, and
- * the torch.distributed `env://` variables stay set for launchers other than torchrun.
+ * assigns node ranks itself and uses `--node-rank`, `--master-addr` and `--master-port` only for
+ * the static backend (torch/distributed/run.py), which the construct refuses: their `PET_*`
+ * variables are not set, because argparse converts a `PET_*` default with the option's type even
+ * when unused, and an empty `PET_NODE_RANK` (a pod without the pod-index label) would stop
+ * torchrun with "invalid int value". The torch.distributed `env://` variables stay set for
+ * launchers other than torchrun.
  */
 export function rankWiring(o: RankWiringOptions): RankWiring {
   const rendezvousId = { name: 'PET_RDZV_ID', value: '' };
@@ -62,9 +65,6 @@ export function rankWiring(o: RankWiringOptions): RankWiring {
     own('PET_RDZV_ENDPOINT', `${o.masterAddress}:${o.masterPort}`, 'masterPort'),
     { env: rendezvousId, via: 'runId' },
     own('PET_MAX_RESTARTS', String(o.maxRestarts), 'maxRestarts'),
-    own('PET_NODE_RANK', NODE_RANK),
-    own('PET_MASTER_ADDR', o.masterAddress, 'name and clusterDomain'),
-    own('PET_MASTER_PORT', String(o.masterPort), 'masterPort'),
     // torchrun's SIGTERM-to-SIGKILL window for its workers (pytorch/pytorch#172596, first in
     // 2.12): LaunchConfig reads TORCH_ELASTIC_SHUTDOWN_TIMEOUT when --shutdown-timeout is not
     // given, and torchrun reads --shutdown-timeout from PET_SHUTDOWN_TIMEOUT; a user value of

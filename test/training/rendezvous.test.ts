@@ -7,7 +7,7 @@ describe('rank wiring', () => {
   test('POD_NAMESPACE comes first, so $(POD_NAMESPACE) expands in every later variable', () => {
     expect(wiring.env[0].env.name).toBe('POD_NAMESPACE');
     const later = wiring.env.slice(1).filter(o => o.env.value?.includes('$(POD_NAMESPACE)'));
-    expect(later.map(o => o.env.name)).toEqual(['MASTER_ADDR', 'PET_RDZV_ENDPOINT', 'PET_MASTER_ADDR']);
+    expect(later.map(o => o.env.name)).toEqual(['MASTER_ADDR', 'PET_RDZV_ENDPOINT']);
   });
 
   test('torchrun options through PET_* with the c10d backend on rank 0', () => {
@@ -16,6 +16,14 @@ describe('rank wiring', () => {
       PET_NNODES: '4', PET_NPROC_PER_NODE: '8', WORLD_SIZE: '32', TORCH_ELASTIC_SHUTDOWN_TIMEOUT: '285',
     });
     expect(wiring.env.find(o => o.env.name === 'PET_RDZV_ID')!.env).toBe(wiring.rendezvousId);
+  });
+
+  test('no PET_* variable of an option c10d ignores: argparse would still convert it, and an empty PET_NODE_RANK stops torchrun', () => {
+    expect(Object.keys(env).filter(n => n.startsWith('PET_')).sort()).toEqual([
+      'PET_MAX_RESTARTS', 'PET_NNODES', 'PET_NPROC_PER_NODE', 'PET_RDZV_BACKEND', 'PET_RDZV_ENDPOINT', 'PET_RDZV_ID', 'PET_SHUTDOWN_TIMEOUT', 'PET_STANDALONE',
+    ]);
+    // Every value is a literal torchrun's argparse converts (NODE_RANK alone comes from a label, for the wrapper and other launchers).
+    expect(wiring.env.filter(o => o.env.name.startsWith('PET_') && o.env.valueFrom !== undefined)).toEqual([]);
   });
 
   test('every variable a user might set names the prop that controls it, or none', () => {
