@@ -10,6 +10,8 @@ export interface GuardValidationContext {
     submit(status: 'success' | 'failure', metadata?: Record<string, string>): void;
   };
   readonly logger: { log(message: string): void };
+  /** Construct paths by resource name (cdk8s-cli's construct metadata), when cdk8s-cli has them. */
+  readonly metadata?: Record<string, { path?: string } | undefined>;
 }
 
 export interface GuardValidationProps {
@@ -95,11 +97,30 @@ export class GuardValidation {
       return;
     }
     // cdk8s-cli finds a construct path by resource name alone (construct-metadata.json is keyed by
-    // metadata.name), so a StatefulSet and the PDB that shares its name are indistinguishable
-    // there. Use the plain name only when it is unique; otherwise name kind and object, so the
-    // report never points at the wrong construct.
-    const byName = new Map<string, number>();
-    for (const { o } of after) byName.set(o.metadata.name, (byName.get(o.metadata.name) ?? 0) + 1);
+    // metadata.name, the last object of a name wins), so a StatefulSet and the PDB that shares its
+    // name are indistinguishable there. A unique name is looked up as is. A shared one is reported
+    // as kind/name; when every object of that name comes from one cdk8s-gpu construct (one
+    // app.kubernetes.io/instance), that construct's path (the parent of the recorded one) is
+    // registered under kind/name, so the report names the user's construct and never a sibling.
+    const byName = new Map<string, KubeObject[]>();
+    for (const { o } of after) {
+      const list = byName.get(o.metadata.name);
+      if (list) list.push(o);
+      else byName.set(o.metadata.name, [o]);
+    }
+    const metadata = context.metadata;
+    const resourceName = (f: Finding): string => {
+      const same = byName.get(f.name) ?? [];
+      if (same.length <= 1) return f.name;
+      const key = `${f.kind}/${f.name}`;
+      const recorded = metadata?.[f.name]?.path;
+      const instances = new Set(same.map(o => o.metadata.labels?.['app.kubernetes.io/instance']));
+      const ours = same.every(o => o.metadata.labels?.['app.kubernetes.io/managed-by'] === 'cdk8s-gpu');
+      if (metadata && recorded && recorded.includes('/') && ours && instances.size === 1 && !instances.has(undefined)) {
+        metadata[key] ??= { path: recorded.slice(0, recorded.lastIndexOf('/')) };
+      }
+      return key;
+    };
     // One map, not a search per finding: a large change set stays linear.
     const manifests = new Map<string, string>();
     for (const { o, m } of after) {
@@ -113,7 +134,7 @@ export class GuardValidation {
         ruleName: 'cdk8s-gpu/immutable-field',
         recommendation: `${f.object} ${f.path}: ${f.message}`,
         fix: f.remedy,
-        violatingResources: [{ resourceName: byName.get(f.name) === 1 ? f.name : `${f.kind}/${f.name}`, locations: [`${f.kind}/${f.name}: ${f.path}`], manifestPath: manifestOf(f) }],
+        violatingResources: [{ resourceName: resourceName(f), locations: [`${f.kind}/${f.name}: ${f.path}`], manifestPath: manifestOf(f) }],
       });
     }
     context.logger.log(formatReport(result));

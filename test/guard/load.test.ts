@@ -2,7 +2,8 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { GuardInputError, GuardValidation, parseObjects } from '../../src';
+import { Chart, Testing } from 'cdk8s';
+import { GpuTrainingStatefulSet, GuardInputError, GuardValidation, parseObjects } from '../../src';
 import { seed000 } from './fixtures';
 
 describe('YAML as kubectl reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scalars)', () => {
@@ -74,6 +75,26 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
     expect(() => new GuardValidation({} as any)).toThrow(/baseline is required/);
     expect(() => new GuardValidation({ baseline: 'x', serverVersion: 'new' })).toThrow(/serverVersion must be/);
     expect(() => new GuardValidation({ baseline: 'x', serverVersion: 1.3 as any })).toThrow(/quote it in cdk8s.yaml/);
+  });
+
+  test("a shared name from one cdk8s-gpu construct is reported on that construct's path", async () => {
+    const chart = new Chart(Testing.app(), 'app');
+    new GpuTrainingStatefulSet(chart, 'trainer', { name: 'trainer', image: 'i:1', gpusPerPod: 1, args: ['train.py'] });
+    const before = Testing.synth(chart);
+    const after = JSON.parse(JSON.stringify(before));
+    const sts = after.find((o: any) => o.kind === 'StatefulSet');
+    sts.spec.podManagementPolicy = sts.spec.podManagementPolicy === 'Parallel' ? 'OrderedReady' : 'Parallel';
+    const shared = after.filter((o: any) => o.metadata.name === sts.metadata.name);
+    expect(shared.length).toBeGreaterThan(1);
+    fs.writeFileSync(path.join(dir, 'lib-base.yaml'), yaml(before));
+    const out = path.join(dir, 'lib-after.k8s.yaml');
+    fs.writeFileSync(out, yaml(after));
+    const c = context([out]);
+    // cdk8s writes one path per name: the last object of that name wins (here a sibling of the StatefulSet).
+    const metadata: Record<string, { path?: string }> = { [sts.metadata.name]: { path: 'app/trainer/Sibling' } };
+    await new GuardValidation({ baseline: path.join(dir, 'lib-base.yaml') }).validate({ ...c.ctx, metadata });
+    expect(c.violations[0].violatingResources[0].resourceName).toBe(`StatefulSet/${sts.metadata.name}`);
+    expect(metadata[`StatefulSet/${sts.metadata.name}`]).toEqual({ path: 'app/trainer' });
   });
 
   test('a StatefulSet violation names the StatefulSet, not the PDB that shares its name', async () => {
