@@ -61,9 +61,8 @@ function apiServer(pods: any[]): Promise<{ url: string; close: () => void }> {
       }
       const selector = url.searchParams.get('labelSelector');
       const field = url.searchParams.get('fieldSelector');
-      const items = pods
-        .filter(p => !selector || selector === 'app.kubernetes.io/instance=llm-pretrain')
-        .filter(p => !field || field === `metadata.name=${p.metadata.name}`);
+      if (selector && selector !== 'app.kubernetes.io/instance=llm-pretrain') return json({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: [] });
+      const items = pods.filter(p => !field || field === `metadata.name=${p.metadata.name}`);
       return json({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items });
     }
     return json({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404 }, 404);
