@@ -4,7 +4,7 @@ import { celRules, type CelRule } from './crd';
 import type { Finding, GuardOptions, GuardResult } from './diff';
 import { semanticEqual, quantityNanos } from './equal';
 import { GuardInputError, sourceOf } from './load';
-import { clone, isLiveExport, KubeObject, normalize, StatusFacts, statusFacts } from './normalize';
+import { arr, clone, isLiveExport, KubeObject, normalize, StatusFacts, statusFacts } from './normalize';
 import { appName, claimNames, claimsAreCaches, claimTemplateNames, isTraining, remedyFor } from './remedy';
 import { FieldRule, GuardCheck, MIN_SERVER_VERSION, minorOf, rulesFor } from './rules';
 
@@ -78,8 +78,9 @@ function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: 
       // families and node ports whatever the manifest says, while the type needs them.
       const keep = a.spec?.type !== 'ExternalName' && b.spec?.type !== 'ExternalName';
       for (const p of ['spec.clusterIP', 'spec.clusterIPs', 'spec.ipFamilies', 'spec.ipFamilyPolicy', 'spec.healthCheckNodePort']) carry(p, keep);
-      const bPorts: any[] = b.spec?.ports ?? [];
-      for (const p of a.spec?.ports ?? []) {
+      const bPorts = arr(b.spec?.ports).filter(isObject);
+      for (const p of arr(a.spec?.ports)) {
+        if (!isObject(p)) continue;
         const old = bPorts.find(q => q.port === p.port && q.protocol === p.protocol);
         if (keep && p.nodePort === undefined && old?.nodePort !== undefined && (a.spec.type === 'NodePort' || a.spec.type === 'LoadBalancer')) p.nodePort = old.nodePort;
       }
@@ -101,23 +102,24 @@ function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: 
     case '/Pod': {
       for (const p of ['spec.nodeName', 'spec.priority', 'spec.priorityClassName', 'spec.preemptionPolicy', 'spec.runtimeClassName', 'spec.overhead']) carry(p, keptByApply(p));
       // Added by the ServiceAccount admission plugin: the kube-api-access projected volume and its mounts.
-      const injected = new Set<string>((b.spec?.volumes ?? []).filter((v: any) => /^kube-api-access-/.test(v?.name ?? '')).map((v: any) => v.name));
+      const injected = new Set<string>(arr(b.spec?.volumes).filter((v: any) => /^kube-api-access-/.test(v?.name ?? '')).map((v: any) => v.name));
       if (live && injected.size > 0 && isObject(a.spec)) {
-        const has = new Set((a.spec.volumes ?? []).map((v: any) => v?.name));
-        a.spec.volumes = [...(a.spec.volumes ?? []), ...(b.spec.volumes ?? []).filter((v: any) => injected.has(v.name) && !has.has(v.name))];
+        const has = new Set(arr(a.spec.volumes).map((v: any) => v?.name));
+        a.spec.volumes = [...arr(a.spec.volumes), ...arr(b.spec.volumes).filter((v: any) => injected.has(v.name) && !has.has(v.name))];
         for (const list of ['initContainers', 'containers']) {
-          (a.spec[list] ?? []).forEach((c: any, i: number) => {
-            const old = b.spec[list]?.[i];
-            const mounts = (old?.volumeMounts ?? []).filter((m: any) => injected.has(m.name) && !(c.volumeMounts ?? []).some((n: any) => n.name === m.name));
-            if (mounts.length > 0) c.volumeMounts = [...(c.volumeMounts ?? []), ...mounts];
+          arr(a.spec[list]).forEach((c: any, i: number) => {
+            if (!isObject(c)) return;
+            const old = arr(b.spec[list])[i];
+            const mounts = arr(old?.volumeMounts).filter((m: any) => injected.has(m?.name) && !arr(c.volumeMounts).some((n: any) => n?.name === m.name));
+            if (mounts.length > 0) c.volumeMounts = [...arr(c.volumeMounts), ...mounts];
           });
         }
       }
       // Added by the DefaultTolerationSeconds admission plugin.
       if (live && isObject(a.spec)) {
         const defaultTol = (t: any) => ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].includes(t?.key) && t?.effect === 'NoExecute';
-        const add = (b.spec?.tolerations ?? []).filter((t: any) => defaultTol(t) && !(a.spec.tolerations ?? []).some((u: any) => u.key === t.key && u.effect === t.effect));
-        if (add.length > 0) a.spec.tolerations = [...(a.spec.tolerations ?? []), ...add];
+        const add = arr(b.spec?.tolerations).filter((t: any) => defaultTol(t) && !arr(a.spec.tolerations).some((u: any) => u?.key === t.key && u?.effect === t.effect));
+        if (add.length > 0) a.spec.tolerations = [...arr(a.spec.tolerations), ...add];
       }
       break;
     }
@@ -173,8 +175,8 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       if (!isObject(bv) || !isObject(av)) return;
       const munged = clone(av) as any;
       for (const list of ['containers', 'initContainers']) {
-        (munged[list] ?? []).forEach((c: any, i: number) => {
-          const old = (bv as any)[list]?.[i];
+        arr(munged[list]).forEach((c: any, i: number) => {
+          const old = arr((bv as any)[list])[i];
           if (old && isObject(c)) c.image = old.image;
         });
       }
@@ -435,7 +437,7 @@ function onDeleteReplicas(before: KubeObject, after: KubeObject, out: Finding[])
   const rb = before.spec?.replicas ?? 1;
   const ra = after.spec?.replicas ?? 1;
   if (rb === ra) return;
-  const env = (after.spec?.template?.spec?.containers ?? []).flatMap((c: any) => c?.env ?? []);
+  const env = arr(after.spec?.template?.spec?.containers).flatMap((c: any) => arr(c?.env));
   if (!isTraining(after) && !env.some((e: any) => WORLD_SIZE_ENV.has(e?.name))) return;
   out.push({
     severity: 'warning', code: 'ondelete-replicas', ...identity(after), path: 'spec.replicas', before: rb, after: ra,
@@ -538,7 +540,7 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
 function gpuCount(o: KubeObject): number {
   const pod = o.kind === 'Pod' ? o.spec : o.kind === 'CronJob' ? o.spec?.jobTemplate?.spec?.template?.spec : o.spec?.template?.spec;
   if (!isObject(pod)) return 0;
-  const perPod = (pod.containers ?? []).reduce((n: number, c: any) => n + (Number(c?.resources?.limits?.['nvidia.com/gpu'] ?? 0) || 0), 0);
+  const perPod = arr(pod.containers).reduce((n: number, c: any) => n + (Number(c?.resources?.limits?.['nvidia.com/gpu'] ?? 0) || 0), 0);
   const replicas = o.kind === 'StatefulSet' || o.kind === 'Deployment' || o.kind === 'ReplicaSet' ? (typeof o.spec?.replicas === 'number' ? o.spec.replicas : 1)
     : o.kind === 'Job' ? (typeof o.spec?.parallelism === 'number' ? o.spec.parallelism : 1) : 1;
   return perPod * replicas;

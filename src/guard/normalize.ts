@@ -48,6 +48,8 @@ export function clone<T>(x: T): T {
 }
 
 const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
+/** A list field as a list: malformed input (a number where a list belongs) must not crash the guard. */
+export const arr = (x: unknown): any[] => (Array.isArray(x) ? x : []);
 
 /** Keys whose value is a Go map: its entries are data, kept even when empty (`token: ""`). */
 const MAP_FIELDS = new Set(['labels', 'annotations', 'matchLabels', 'nodeSelector', 'data', 'stringData', 'binaryData', 'limits', 'requests', 'parameters', 'capacity', 'volumeAttributes', 'attributes', 'overhead']);
@@ -110,11 +112,11 @@ function defaultHandler(h: any): void {
 function defaultContainer(c: any): void {
   if (!isObject(c)) return;
   defaults(c, { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File', imagePullPolicy: defaultPullPolicy(c.image) });
-  for (const p of c.ports ?? []) defaults(p, { protocol: 'TCP' });
+  for (const p of arr(c.ports)) defaults(p, { protocol: 'TCP' });
   for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe]) defaultProbe(probe);
   defaultHandler(c.lifecycle?.postStart);
   defaultHandler(c.lifecycle?.preStop);
-  for (const e of c.env ?? []) {
+  for (const e of arr(c.env)) {
     if (isObject(e?.valueFrom?.fieldRef)) defaults(e.valueFrom.fieldRef, { apiVersion: 'v1' });
     // Divisor is a non-pointer Quantity: the server writes its zero value, "0".
     if (isObject(e?.valueFrom?.resourceFieldRef)) defaults(e.valueFrom.resourceFieldRef, { divisor: '0' });
@@ -130,21 +132,21 @@ export function defaultPodSpec(spec: any, pod: boolean): void {
   if (!spec.serviceAccountName && spec.serviceAccount) spec.serviceAccountName = spec.serviceAccount;
   delete spec.serviceAccount;
   for (const list of ['initContainers', 'containers', 'ephemeralContainers']) {
-    for (const c of spec[list] ?? []) {
+    for (const c of arr(spec[list])) {
       defaultContainer(c);
-      if (spec.hostNetwork === true) for (const p of c?.ports ?? []) defaults(p, { hostPort: p.containerPort });
+      if (spec.hostNetwork === true) for (const p of arr(c?.ports)) defaults(p, { hostPort: p.containerPort });
       // SetDefaults_Pod (pods only, not templates): requests default to limits.
       if (pod && isObject(c?.resources?.limits)) {
         c.resources.requests = { ...c.resources.limits, ...(c.resources.requests ?? {}) };
       }
     }
   }
-  for (const v of spec.volumes ?? []) {
+  for (const v of arr(spec.volumes)) {
     if (!isObject(v)) continue;
     for (const src of DEFAULT_MODE_SOURCES) if (isObject(v[src])) defaults(v[src], { defaultMode: 420 });
     if (isObject(v.hostPath) && v.hostPath.type === undefined) v.hostPath.type = '';
     if (isObject(v.ephemeral?.volumeClaimTemplate?.spec)) defaults(v.ephemeral.volumeClaimTemplate.spec, { volumeMode: 'Filesystem' });
-    for (const s of v.projected?.sources ?? []) {
+    for (const s of arr(v.projected?.sources)) {
       if (isObject(s?.serviceAccountToken)) defaults(s.serviceAccountToken, { expirationSeconds: 3600 });
       defaultDownwardItems(s?.downwardAPI?.items);
     }
@@ -259,7 +261,7 @@ export function normalize(obj: KubeObject): KubeObject {
       if (spec.type !== 'ExternalName') defaults(spec, { internalTrafficPolicy: 'Cluster' });
       if (spec.type === 'NodePort' || spec.type === 'LoadBalancer') defaults(spec, { externalTrafficPolicy: 'Cluster' });
       if (spec.type === 'LoadBalancer') defaults(spec, { allocateLoadBalancerNodePorts: true });
-      for (const p of spec.ports ?? []) if (isObject(p)) defaults(p, { protocol: 'TCP', targetPort: p.port });
+      for (const p of arr(spec.ports)) if (isObject(p)) defaults(p, { protocol: 'TCP', targetPort: p.port });
       // `clusterIP: ""` and `clusterIPs: []` ask the server to keep what it allocated.
       if (spec.clusterIP === '') delete spec.clusterIP;
       if (spec.clusterIP && !spec.clusterIPs) spec.clusterIPs = [spec.clusterIP];

@@ -22,7 +22,7 @@ export function isTraining(o: KubeObject): boolean {
 }
 
 export function claimTemplateNames(sts: KubeObject): string[] {
-  return (sts.spec?.volumeClaimTemplates ?? []).map((t: any) => String(t?.metadata?.name));
+  return (Array.isArray(sts.spec?.volumeClaimTemplates) ? sts.spec.volumeClaimTemplates : []).map((t: any) => String(t?.metadata?.name));
 }
 
 export function claimNames(sts: KubeObject): string[] {
