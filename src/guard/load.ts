@@ -97,6 +97,11 @@ export function parseObjects(text: string, source: string): KubeObject[] {
     const isList = isObject(value) && typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items);
     const items: unknown[] = isList ? (value as any).items : [value];
     for (const item of items) {
+      for (const [field, v] of [['apiVersion', isObject(item) ? item.apiVersion : undefined], ['kind', isObject(item) ? item.kind : undefined], ['metadata.name', isObject(item) && isObject(item.metadata) ? item.metadata.name : undefined]] as const) {
+        if (v !== undefined && v !== null && typeof v !== 'string') {
+          throw new GuardInputError(`${where}: ${field} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`);
+        }
+      }
       if (!isObject(item) || typeof item.apiVersion !== 'string' || typeof item.kind !== 'string' || !isObject(item.metadata) || typeof item.metadata.name !== 'string' || item.metadata.name === '') {
         throw new GuardInputError(`${where}: not a Kubernetes object (needs apiVersion, kind and metadata.name)`);
       }

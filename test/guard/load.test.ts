@@ -24,6 +24,7 @@ describe('YAML as kubectl reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scala
     const pod = 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: c, image: i, env: [{name: N, value: 1.10}]}\n';
     expect(() => parseObjects(`---\n${pod}`, 'pod.yaml')).toThrow(/pod\.yaml:2: Pod\/p: spec\.containers\[0\]\.env\[0\]\.value must be a string, got number 1\.1/);
     expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n', 'ok.yaml')).not.toThrow();
+    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 0644}\n', 'n.yaml')).toThrow(/^n\.yaml:1: metadata\.name must be a string, got number 420/);
     try {
       parseObjects('a: [1, 2\n', 'x.yaml');
     } catch (e) {
