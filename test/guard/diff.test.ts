@@ -26,6 +26,7 @@ describe('guard on this library\'s own output', () => {
 
   test.each([
     ['GpuTrainingStatefulSet', (c: Chart) => new GpuTrainingStatefulSet(c, 't', { name: 'trainer', image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 2, replicas: 2, args: ['train.py'] })],
+    ['GpuTrainingStatefulSet adopting volumes (pre-bound claims)', (c: Chart) => new GpuTrainingStatefulSet(c, 't', { name: 'trainer', image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 2, replicas: 2, args: ['train.py'], version: 2, storage: { size: Size.gibibytes(100) }, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } })],
     ['TgiInferenceService', (c: Chart) => new TgiInferenceService(c, 'tgi', { name: 'tgi', modelId: 'm', replicas: 2 })],
     ['VllmInferenceService', (c: Chart) => new VllmInferenceService(c, 'vllm', { name: 'vllm', modelId: 'meta-llama/Llama-3.1-8B-Instruct', replicas: 2 } as any)],
     ['SglangInferenceService', (c: Chart) => new SglangInferenceService(c, 'sglang', { name: 'sglang', modelId: 'meta-llama/Llama-3.1-8B-Instruct', replicas: 2 } as any)],
