@@ -220,7 +220,7 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
         if (oldSpec.resources?.requests?.storage === undefined) delete newSpec.resources.requests.storage;
         else newSpec.resources.requests.storage = oldSpec.resources.requests.storage;
       }
-      if (rule.since !== undefined) newSpec.volumeAttributesClassName = oldSpec.volumeAttributesClassName;
+      for (const k of rule.except ?? []) newSpec[k] = oldSpec[k];
       const { keys } = changedChildren(oldSpec, newSpec);
       for (const k of keys) emit(rule, `spec.${k}`, (bv as any)[k], (av as any)[k]);
       return;

@@ -46,7 +46,7 @@ export interface FieldRule {
   /** Dotted path from the object root, e.g. `spec.selector`. */
   readonly path: string;
   readonly check: GuardCheck;
-  /** Children of `path` that may change (IMMUTABLE_EXCEPT). */
+  /** Children of `path` that may change (IMMUTABLE_EXCEPT, PVC_SPEC). */
   readonly except?: readonly string[];
   /** The path the server names in its message, when it is not `path`. */
   readonly reportPath?: string;
@@ -154,7 +154,8 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         message: 'spec: Forbidden: spec is immutable after creation except resources.requests for bound claims',
       },
       {
-        path: 'spec', check: GuardCheck.PVC_SPEC, since: '1.29', source: 'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
+        // VolumeAttributesClass (1.29+): the class may be changed like the size.
+        path: 'spec', check: GuardCheck.PVC_SPEC, except: ['volumeAttributesClassName'], since: '1.29', source: 'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
         message: 'spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
       },
       {

@@ -139,6 +139,11 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
       .toBe('spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims');
   });
 
+  test('volumeAttributesClassName may change from 1.29 (the VolumeAttributesClass fields); before, the field does not exist', () => {
+    expect(paths([liveExport(pvc({ volumeAttributesClassName: 'gold' }))], [pvc({ volumeAttributesClassName: 'silver' })], '1.29')).toEqual([]);
+    expect(paths([liveExport(pvc({ volumeAttributesClassName: 'gold' }))], [pvc({ volumeAttributesClassName: 'silver' })], '1.28')).toEqual(['spec.volumeAttributesClassName']);
+  });
+
   test('a shrink is refused with the wording of the version', () => {
     expect(errorsOf([liveExport(pvc())], [pvc({ resources: { requests: { storage: '5Gi' } } })])[0].message).toBe('spec.resources.requests.storage: Forbidden: field can not be less than previous value');
     expect(errorsOf([liveExport(pvc())], [pvc({ resources: { requests: { storage: '5Gi' } } })], '1.32')[0].message).toBe('spec.resources.requests.storage: Forbidden: field can not be less than status.capacity');
