@@ -183,13 +183,16 @@ export class Launch {
   async stop(): Promise<void> {
     if (!this.running) return;
     if (!this.pid1) this.proc.kill('SIGTERM');
-    await Promise.race([this.exited, sleep(this.pid1 ? 0 : 2000)]);
+    await Promise.race([this.exited, deadline(this.pid1 ? 0 : 2000, null)]);
     if (this.running) this.proc.kill('SIGKILL');
-    await Promise.race([this.exited, sleep(2000)]);
+    await Promise.race([this.exited, deadline(2000, null)]);
   }
 }
 
 export const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+
+/** A timer for Promise.race that does not keep the test worker alive once the race is decided. */
+export const deadline = <T>(ms: number, value: T): Promise<T> => new Promise(r => setTimeout(() => r(value), ms).unref());
 
 export async function waitFor(predicate: () => boolean, ms: number): Promise<boolean> {
   const end = Date.now() + ms;

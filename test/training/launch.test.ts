@@ -3,7 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { Size } from 'cdk8s';
 import {
-  kubeletExpand, Launch, LaunchOptions, LAUNCH_SCRIPT, onPath, PID_NAMESPACES, SHELLS, Shell, sleep, synthesizedTrainer, toolbox, waitFor, WRAPPER_TOOLS,
+  deadline, kubeletExpand, Launch, LaunchOptions, LAUNCH_SCRIPT, onPath, PID_NAMESPACES, SHELLS, Shell, sleep, synthesizedTrainer, toolbox, waitFor, WRAPPER_TOOLS,
 } from './launch-harness';
 
 /**
@@ -251,7 +251,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
       const idle = start({ pid1: true });
       expect(await waitFor(() => idle.output.includes('idling'), 5000)).toBe(true);
       await idle.signal('SIGTERM');
-      expect(await Promise.race([idle.exited, sleep(3000).then(() => 'still running')])).toBe(0);
+      expect(await Promise.race([idle.exited, deadline(3000, 'still running')])).toBe(0);
     });
 
     pid1Test('SIGTERM before the launcher starts ends the wrapper instead of being ignored', async () => {
@@ -266,7 +266,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
       await starting.signal('SIGTERM');
       await sleep(100);
       fs.rmSync(path.join(work, 'date-block'));
-      expect(await Promise.race([starting.exited, sleep(3000).then(() => 'still running')])).toBe(143);
+      expect(await Promise.race([starting.exited, deadline(3000, 'still running')])).toBe(143);
       expect(runs()).toEqual([]);
     });
   });
