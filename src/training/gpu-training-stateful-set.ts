@@ -432,7 +432,6 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     // envFrom loses to env: drop a default the ConfigMap sets, so the ConfigMap's value is the one used.
     const defaults = defaultEnv.filter(e => !(gpuConfigData && e.name in gpuConfigData));
 
-
     const envFrom: k8s.EnvFromSource[] = this.gpuConfigMapName ? [{ configMapRef: { name: this.gpuConfigMapName } }] : [];
     const extendedResources = { ...(props.extendedResources ?? {}) };
     if (props.extendedResources !== undefined) v.plainObject('extendedResources', props.extendedResources);
