@@ -100,7 +100,9 @@ function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: 
       carry('spec.claimRef', keptByApply('spec.claimRef'));
       break;
     case '/Pod': {
-      for (const p of ['spec.nodeName', 'spec.priority', 'spec.priorityClassName', 'spec.preemptionPolicy', 'spec.runtimeClassName', 'spec.overhead']) carry(p, keptByApply(p));
+      // Set by the scheduler and by admission (Priority, RuntimeClass, and ServiceAccount, which adds
+      // the account's imagePullSecrets).
+      for (const p of ['spec.nodeName', 'spec.priority', 'spec.priorityClassName', 'spec.preemptionPolicy', 'spec.runtimeClassName', 'spec.overhead', 'spec.imagePullSecrets']) carry(p, keptByApply(p));
       // Added by the ServiceAccount admission plugin: the kube-api-access projected volume and its mounts.
       const injected = new Set<string>(arr(b.spec?.volumes).filter((v: any) => /^kube-api-access-/.test(v?.name ?? '')).map((v: any) => v.name));
       if (live && injected.size > 0 && isObject(a.spec)) {

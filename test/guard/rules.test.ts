@@ -107,7 +107,7 @@ describe('ValidatePodUpdate', () => {
   test('a live pod with its admission-added fields, against its manifest, is clean', () => {
     const live = liveExport(pod());
     Object.assign(live.spec, {
-      nodeName: 'gpu-1', priority: 0, preemptionPolicy: 'PreemptLowerPriority',
+      nodeName: 'gpu-1', priority: 0, preemptionPolicy: 'PreemptLowerPriority', imagePullSecrets: [{ name: 'registry' }],
       tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }, { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
       volumes: [{ name: 'kube-api-access-x7k2p', projected: { defaultMode: 420, sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: 'token' } }] } }],
     });
