@@ -97,8 +97,11 @@ const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
  * `.`, and not starting with `..` (the kubelet's atomic writer owns those names).
  */
 export function configKey(v: Validator, prop: string, key: string): string {
-  if (typeof key !== 'string' || !CONFIG_KEY.test(key) || key.length > 253 || key === '.' || key.startsWith('..')) {
-    v.fail(prop, 'must be a valid ConfigMap or Secret key: letters, digits, "-", "_" and ".", at most 253 characters, not "." and not starting with ".."', key);
+  if (typeof key === 'string' && key.startsWith('..')) {
+    v.fail(prop, 'must not start with "..": the kubelet\'s atomic writer owns those names in the volume', key);
+  }
+  if (typeof key !== 'string' || !CONFIG_KEY.test(key) || key.length > 253 || key === '.') {
+    v.fail(prop, 'must be a valid ConfigMap or Secret key: letters, digits, "-", "_" and ".", at most 253 characters, not "."', key);
   }
   return key;
 }

@@ -556,8 +556,6 @@ function secretKeys(v: Validator, keys: string[]): string[] {
   if (!Array.isArray(keys) || keys.length === 0) v.fail('keys', 'must be a non-empty array of Secret keys', keys);
   keys.forEach((k, i) => {
     configKey(v, `keys[${i}]`, k);
-    // A volume item path may not start with "..", which is also the kubelet's own bookkeeping.
-    if (k.startsWith('..')) v.fail(`keys[${i}]`, 'must not start with ".."', k);
   });
   const duplicate = keys.find((k, i) => keys.indexOf(k) !== i);
   if (duplicate !== undefined) v.fail('keys', 'must not repeat a key', duplicate);

@@ -90,9 +90,10 @@ announce() {
 }
 
 idle() {
-  log "run $run_id already completed on rank $rank: idling instead of training again (delete the StatefulSet to release the GPUs; a new runId starts a new run)"
+  # The trap comes first: a TERM that arrives right after the log line must end the idle rank cleanly.
   sleeper=
   trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; exit 0' TERM INT
+  log "run $run_id already completed on rank $rank: idling instead of training again (delete the StatefulSet to release the GPUs; a new runId starts a new run)"
   while :; do
     sleep 3600 &
     sleeper=$!

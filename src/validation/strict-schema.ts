@@ -84,7 +84,10 @@ export function strictErrors(obj: any, version: KubeVersion = '1.28.0'): string[
   if (KNOWN_CUSTOM_KINDS.has(gvkKey(group, ver, kind))) return errors;
   const { defs, byGvk } = load(version);
   const defName = byGvk.get(gvkKey(group, ver, kind));
-  if (!defName) return [...errors, `${who}: ${apiVersion} ${kind} does not exist in Kubernetes ${version} (a custom resource: its CRD schema is not known to this validator)`];
+  if (!defName) {
+    const custom = group.includes('.') && !group.endsWith('.k8s.io') ? ' (a custom resource: its CRD schema is not known to this validator)' : '';
+    return [...errors, `${who}: ${apiVersion} ${kind} does not exist in Kubernetes ${version}${custom}`];
+  }
   walk(obj, { $ref: `#/definitions/${defName}` }, who, defs, errors);
   return errors;
 }

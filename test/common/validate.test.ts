@@ -73,8 +73,12 @@ describe('Validator', () => {
     expect(message(() => v.knownProps('', null as any, ['a']))).toMatch(/props must be an object/);
   });
 
-  test.each(['.', '..', '..data', '..x', 'a/b', '', 'x'.repeat(254), 'has space'])('ConfigMap/Secret key %j is refused', key => {
+  test.each(['.', 'a/b', '', 'x'.repeat(254), 'has space'])('ConfigMap/Secret key %j is refused', key => {
     expect(message(() => configKey(v, 'keys', key))).toMatch(/keys must be a valid ConfigMap or Secret key/);
+  });
+
+  test.each(['..', '..data', '..x'])('ConfigMap/Secret key %j is refused: the atomic writer owns it', key => {
+    expect(message(() => configKey(v, 'keys', key))).toMatch(/keys must not start with "\.\."/);
   });
 
   test.each(['.hidden', 'credentials.json', 'a-b_c', 'x'.repeat(253)])('ConfigMap/Secret key %j is accepted', key => {

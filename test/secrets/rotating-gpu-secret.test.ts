@@ -517,7 +517,7 @@ describe('RotatingGpuSecret', () => {
       ['keys empty', { keys: [] }, /keys must be a non-empty array/],
       ['a key with a space', { keys: ['my token'] }, /keys\[0\] must be a valid ConfigMap or Secret key/],
       ['a key "."', { keys: ['.'] }, /keys\[0\] must be a valid ConfigMap or Secret key/],
-      ['a key ".."', { keys: ['..'] }, /keys\[0\] must be a valid ConfigMap or Secret key/],
+      ['a key ".."', { keys: ['..'] }, /keys\[0\] must not start with "\.\."/],
       ['a key starting with ".."', { keys: ['..data'] }, /keys\[0\] must not start with "\.\."/],
       ['a key of 254 characters', { keys: ['k'.repeat(254)] }, /keys\[0\] must be a valid ConfigMap or Secret key.*at most 253/],
       ['a key that is a number', { keys: [42] }, /keys\[0\] must be a valid ConfigMap or Secret key.*\(got 42\)/],

@@ -1,4 +1,4 @@
-import { strictErrors } from './strict-schema';
+import { strictErrors } from '../support/strict-schema';
 
 function pod(spec: any): any {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec };

@@ -1,4 +1,4 @@
-import { podSecurityLevel, restrictedViolations } from './pod-security';
+import { podSecurityLevel, restrictedViolations } from '../support/pod-security';
 
 const restricted = {
   securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
