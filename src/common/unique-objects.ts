@@ -9,6 +9,7 @@ const CLUSTER_SCOPED = new Set([
 ]);
 
 const REGISTERED = new WeakSet<IConstruct>();
+const SHARED = new WeakMap<IConstruct, Map<string, ApiObject>>();
 
 /**
  * Registers, once per app, a synth-time check that no two objects share a kind, namespace and
@@ -46,4 +47,22 @@ function owner(obj: ApiObject): string {
   const parent = obj.node.scope;
   const maker = parent && parent.node.scope && !Chart.isChart(parent) && !(parent instanceof ApiObject) ? parent : obj;
   return `${maker.constructor.name} '${maker.node.id}'`;
+}
+
+/**
+ * An object shared by design between constructs of one app, keyed by kind, namespace and name:
+ * the client Service that two versions of a serving construct share during a version bump (or an
+ * engine switch) is made by the first and reused by the second, so it is emitted once and the
+ * app-wide duplicate check holds. `make` runs only for the first.
+ */
+export function sharedObject<T extends ApiObject>(scope: IConstruct, kind: string, name: string, make: () => T): T {
+  const root = scope.node.root;
+  let objects = SHARED.get(root);
+  if (!objects) SHARED.set(root, objects = new Map());
+  const key = `${kind}/${Chart.of(scope).namespace ?? ''}/${name}`;
+  const found = objects.get(key);
+  if (found) return found as T;
+  const made = make();
+  objects.set(key, made);
+  return made;
 }

@@ -97,7 +97,7 @@ export class Validator {
   wholeNumber(prop: string, value: number, min: number, max: number = INT32_MAX): number {
     const ok = typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
     if (!ok) {
-      const range = max !== INT32_MAX ? `from ${min} to ${max}` : `>= ${min}${value > max ? ` and at most ${max}, the largest Kubernetes integer` : ''}`;
+      const range = max !== INT32_MAX ? `from ${min} to ${max}` : `>= ${min}${typeof value === 'number' && value > max ? ` and at most ${max}, the largest Kubernetes integer` : ''}`;
       this.fail(prop, `must be a whole number ${range}`, value);
     }
     return value;

@@ -10,12 +10,12 @@ import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
 import { GpuStatefulSet } from '../common/stateful-set';
+import { sharedObject } from '../common/unique-objects';
 import { show, Validator } from '../common/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
 import { EngineTuning, ServingEngine } from './engine';
 import { ModelCache } from './model-cache';
-import { sharedObject } from './shared-objects';
 
 /** Time for endpoints, kube-proxy and load balancers to stop sending new requests to a terminating pod. */
 export const DEFAULT_PRESTOP_SLEEP_SECONDS = 15;

@@ -35,6 +35,7 @@ describe('Validator', () => {
     expect(message(() => v.wholeNumber('replicas', INT32_MAX + 1, 1))).toBe(`Thing 'id': replicas must be a whole number >= 1 and at most ${INT32_MAX}, the largest Kubernetes integer (got ${INT32_MAX + 1})`);
     expect(message(() => v.wholeNumber('replicas', NaN, 1))).toContain('(got NaN)');
     expect(message(() => v.wholeNumber('replicas', '3' as any, 1))).toContain('(got "3")');
+    expect(message(() => v.wholeNumber('replicas', Symbol('x') as any, 1))).toContain('replicas must be a whole number >= 1');
   });
 
   test('durations: a fraction of a second or a wrong type names the prop', () => {
