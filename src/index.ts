@@ -38,6 +38,6 @@ export { loadObjects, parseObjects, GuardInputError } from './guard/load';
 export { formatReport } from './guard/report';
 export type { KubeObject } from './guard/normalize';
 export { GuardCheck, IMMUTABLE_FIELDS } from './guard/rules';
-export type { FieldRule, KindRules } from './guard/rules';
+export type { FieldRule, KindRules, KueueVersionRange } from './guard/rules';
 export { GuardValidation } from './guard/validation-plugin';
 export type { GuardValidationProps, GuardValidationContext } from './guard/validation-plugin';

@@ -3,19 +3,21 @@ import { parseArgs } from 'util';
 import { guard } from './diff';
 import { GuardInputError, loadObjects } from './load';
 import { formatReport, toJson } from './report';
-import { MIN_SERVER_VERSION } from './rules';
+import { MIN_KUEUE_VERSION, MIN_SERVER_VERSION } from './rules';
 
 /** Exit codes: 0 clean (warnings allowed), 1 forbidden changes found, 2 bad input or usage. */
 export const EXIT_CLEAN = 0;
 export const EXIT_FORBIDDEN = 1;
 export const EXIT_BAD_INPUT = 2;
 
-const USAGE = `usage: cdk8s-gpu guard --before <file|dir|-> --after <file|dir|-> [--server-version 1.NN] [--crds <file|dir>]... [--json]
+const USAGE = `usage: cdk8s-gpu guard --before <file|dir|-> --after <file|dir|-> [--server-version 1.NN] [--kueue-version 0.NN[.P]] [--crds <file|dir>]... [--json]
 
 Compares the objects in --before (a live export or the last applied manifests) with those in
 --after (the new manifests) and reports every change the API server would reject on update.
   --before, --after   a YAML/JSON file, a folder (read with its subfolders), or - for stdin
   --server-version    the target API server's version (default ${MIN_SERVER_VERSION}); rules differ by release
+  --kueue-version     the cluster's Kueue release (default ${MIN_KUEUE_VERSION}); its StatefulSet webhook rules apply
+                      to StatefulSets labelled kueue.x-k8s.io/queue-name
   --crds              CustomResourceDefinitions whose self == oldSelf rules apply (repeatable)
   --json              machine-readable output (a stable shape, see the README)
 exit codes: 0 no forbidden change (warnings allowed), 1 forbidden changes, 2 bad input or usage`;
@@ -24,6 +26,7 @@ const OPTIONS = {
   before: { type: 'string', multiple: true },
   after: { type: 'string', multiple: true },
   'server-version': { type: 'string', multiple: true },
+  'kueue-version': { type: 'string', multiple: true },
   crds: { type: 'string', multiple: true },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -52,7 +55,7 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
     err(`cdk8s-gpu guard: ${message}. ${USAGE.split('\n')[0]}`);
     return EXIT_BAD_INPUT;
   };
-  let values: { before?: string[]; after?: string[]; 'server-version'?: string[]; crds?: string[]; json?: boolean; help?: boolean };
+  let values: { before?: string[]; after?: string[]; 'server-version'?: string[]; 'kueue-version'?: string[]; crds?: string[]; json?: boolean; help?: boolean };
   try {
     values = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false }).values;
   } catch (e) {
@@ -63,7 +66,7 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
     return EXIT_CLEAN;
   }
   // A repeated flag is refused rather than silently resolved: which file did the user mean?
-  for (const name of ['before', 'after', 'server-version'] as const) {
+  for (const name of ['before', 'after', 'server-version', 'kueue-version'] as const) {
     const v = values[name];
     if (v && v.length > 1) return fail(`--${name} given ${v.length} times (${v.join(', ')}); give it once`);
     if (v && v[0] === '') return fail(`--${name} needs a value`);
@@ -75,7 +78,9 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
   if ([before, after, ...(values.crds ?? [])].filter(v => v === '-').length > 1) return fail('only one input can be stdin (-)');
   try {
     const crds = (values.crds ?? []).flatMap(c => loadObjects(c, stdin));
-    const result = guard(loadObjects(before, stdin), loadObjects(after, stdin), { serverVersion: values['server-version']?.[0], customResourceDefinitions: crds });
+    const result = guard(loadObjects(before, stdin), loadObjects(after, stdin), {
+      serverVersion: values['server-version']?.[0], kueueVersion: values['kueue-version']?.[0], customResourceDefinitions: crds,
+    });
     out(values.json ? JSON.stringify(toJson(result), null, 2) : formatReport(result));
     return result.errors > 0 ? EXIT_FORBIDDEN : EXIT_CLEAN;
   } catch (e) {

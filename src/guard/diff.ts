@@ -40,6 +40,8 @@ export interface GuardObjectCounts {
 export interface GuardResult {
   /** The server version the rules were taken for, `1.NN`. */
   readonly serverVersion: string;
+  /** The Kueue version whose StatefulSet webhook rules were applied, as given (`0.NN` or `0.NN.P`). */
+  readonly kueueVersion: string;
   readonly objects: GuardObjectCounts;
   readonly findings: Finding[];
   readonly errors: number;
@@ -54,6 +56,14 @@ export interface GuardOptions {
    */
   readonly serverVersion?: string;
   /**
+   * The Kueue release installed on the cluster, `0.NN` (its newest patch) or `0.NN.P`: Kueue's
+   * StatefulSet admission webhook refuses more changes than the API server (replicas, the queue
+   * name, the pod template's resources and scheduling fields), differently per release. Its rules
+   * apply only to StatefulSets labelled `kueue.x-k8s.io/queue-name`; other objects are unaffected.
+   * @default '0.9' (the oldest Kueue with a StatefulSet integration, the oldest the library supports)
+   */
+  readonly kueueVersion?: string;
+  /**
    * CustomResourceDefinitions whose `x-kubernetes-validations` rules (`self == oldSelf`) apply to
    * the custom resources compared, e.g. JobSet or LeaderWorkerSet CRDs installed apart from the
    * manifests. CRDs inside `before` or `after` are read too.
@@ -66,7 +76,7 @@ export interface GuardOptions {
  * Compares two sets of objects (before: the live export or the last applied manifests; after: the
  * new manifests) and reports every change the API server would reject on update (errors), and
  * objects left behind or replaced (warnings). Throws GuardInputError for an unsupported server
- * version or an object that appears twice on one side.
+ * or Kueue version or an object that appears twice on one side.
  */
 export function guard(before: KubeObject[], after: KubeObject[], options?: GuardOptions): GuardResult {
   // Required here: the engine, its rules and normalization load only when the guard runs.

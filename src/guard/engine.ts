@@ -6,7 +6,7 @@ import { semanticEqual, quantityNanos } from './equal';
 import { GuardInputError, sourceOf } from './load';
 import { arr, clone, isLiveExport, KubeObject, normalize, StatusFacts, statusFacts } from './normalize';
 import { appName, claimNames, claimsAreCaches, claimTemplateNames, isTraining, remedyFor } from './remedy';
-import { FieldRule, GuardCheck, MIN_SERVER_VERSION, minorOf, rulesFor } from './rules';
+import { FieldRule, GuardCheck, kueueVersionOf, MIN_KUEUE_VERSION, MIN_SERVER_VERSION, minorOf, rulesFor } from './rules';
 
 const groupOf = (o: KubeObject) => {
   const slash = o.apiVersion.indexOf('/');
@@ -142,13 +142,47 @@ function changedChildren(bv: any, av: any, except: readonly string[] = []): { ke
 const pick = (o: any, keys: string[]) => (isObject(o) ? Object.fromEntries(keys.filter(k => o[k] !== undefined).map(k => [k, o[k]])) : undefined);
 
 function fill(message: string, vars: Record<string, unknown>): string {
-  return message.replace(/\{(value|detail|path)\}/g, (_m, k) => (k === 'value' ? show(vars.value) : String(vars[k] ?? '')));
+  return message.replace(/\{(value|old|detail|path)\}/g, (_m, k) => (k === 'value' || k === 'old' ? show(vars[k]) : String(vars[k] ?? '')));
+}
+
+const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
+const labelOf = (o: KubeObject, key: string): string | undefined => (o.metadata.labels as Record<string, string> | undefined)?.[key] || undefined;
+/** Kueue's webhook checks a StatefulSet it manages: one with a queue name (jobframework.QueueNameForObject). */
+const queued = (o: KubeObject) => labelOf(o, KUEUE_QUEUE_LABEL) !== undefined;
+/**
+ * Kueue's isSuspended: no pod Ready (status.readyReplicas == 0). A manifest baseline has no status:
+ * a queued StatefulSet is taken to be running, so a change the webhook may refuse is not missed.
+ */
+const running = (o: KubeObject) => !isObject(o.status) || (Number(o.status.readyReplicas) || 0) > 0;
+
+/** utilpod.SpecShape's containers: each one's resource requests and ports. */
+const containersShape = (list: unknown) => arr(list).map((c: any) => ({ resources: { requests: c?.resources?.requests }, ports: c?.ports }));
+const SHAPE_FIELDS = ['nodeSelector', 'affinity', 'tolerations', 'runtimeClassName', 'priority', 'topologySpreadConstraints', 'overhead', 'resourceClaims'];
+
+/** jobframework.validateImmutablePodGroupPodSpecPath over utilpod.SpecShape: one finding per changed leaf. */
+function podShape(rule: FieldRule, bv: any, av: any, emit: Emit): void {
+  const base = rule.path;
+  for (const list of ['initContainers', 'containers']) {
+    const olds = containersShape(bv?.[list]);
+    const news = containersShape(av?.[list]);
+    if (olds.length !== news.length) {
+      emit(rule, `${base}.${list}`, olds, news);
+      continue;
+    }
+    news.forEach((n, i) => {
+      const o = olds[i];
+      if (!semanticEqual(o.resources.requests, n.resources.requests, 'requests')) emit(rule, `${base}.${list}[${i}].resources.requests`, o.resources.requests, n.resources.requests);
+      if (!semanticEqual(o.ports, n.ports, 'ports')) emit(rule, `${base}.${list}[${i}].ports`, o.ports, n.ports);
+    });
+  }
+  for (const k of SHAPE_FIELDS) if (!semanticEqual(bv?.[k], av?.[k], k)) emit(rule, `${base}.${k}`, bv?.[k], av?.[k]);
 }
 
 type Emit = (rule: FieldRule, path: string, before: unknown, after: unknown, vars?: Record<string, unknown>) => void;
 
 function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
   const { b, a, facts } = p;
+  if (rule.kueue) return checkKueueRule(rule, p, emit);
   const bv = get(b, rule.path);
   const av = get(a, rule.path);
   const key = lastKey(rule.path);
@@ -318,6 +352,73 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
 /** A finding's object identity. */
 const identity = (o: KubeObject) => ({ object: describe(o), kind: o.kind, namespace: o.metadata.namespace, name: o.metadata.name });
 
+/** The rules of Kueue's StatefulSet webhook ((*Webhook).ValidateUpdate, statefulset_webhook.go). */
+function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
+  const { before, after, b, a } = p;
+  const path = rule.reportPath ?? rule.path;
+  const labelChange = () => {
+    const old = rule.key ? labelOf(before, rule.key) : undefined;
+    const now = rule.key ? labelOf(after, rule.key) : undefined;
+    return { old, now, changed: (old ?? '') !== (now ?? '') };
+  };
+  // Each branch mirrors the condition in Kueue's source; values print as Go prints them ("" for unset).
+  const report = (old: string | undefined, now: string | undefined) => emit(rule, path, old ?? null, now ?? null, { value: now ?? '', old: old ?? '' });
+  switch (rule.check) {
+    case GuardCheck.KUEUE_LABEL: {
+      const { old, now, changed } = labelChange();
+      if (changed) report(old, now);
+      return;
+    }
+    case GuardCheck.KUEUE_WEBHOOK_LABEL: {
+      // The mutating webhook writes this label on create; apply keeps it unless the manifest sets it.
+      const old = rule.key ? (get(b, rule.path) as Record<string, string> | undefined)?.[rule.key] : undefined;
+      const now = rule.key ? (get(a, rule.path) as Record<string, string> | undefined)?.[rule.key] : undefined;
+      if (now !== undefined && (old ?? '') !== now) report(old, now);
+      return;
+    }
+    case GuardCheck.KUEUE_LABEL_WHILE_RUNNING: {
+      const { old, now, changed } = labelChange();
+      if (changed && (running(before) || now === undefined)) report(old, now);
+      return;
+    }
+    case GuardCheck.KUEUE_LABEL_ADDED_WHILE_RUNNING: {
+      const { old, now, changed } = labelChange();
+      if (changed && ((running(before) && old === undefined) || now === undefined)) report(old, now);
+      return;
+    }
+    default:
+      break;
+  }
+  // The rest only while the new object is managed by Kueue (isManagedByKueue / WorkloadShouldBeSuspended).
+  if (!queued(after)) return;
+  const rb = Number(b.spec?.replicas ?? 1);
+  const ra = Number(a.spec?.replicas ?? 1);
+  switch (rule.check) {
+    case GuardCheck.KUEUE_REPLICAS:
+      if (rb !== ra) emit(rule, path, rb, ra);
+      return;
+    case GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO:
+      if (rb !== ra && rb !== 0 && ra !== 0) emit(rule, path, rb, ra);
+      return;
+    case GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN:
+      // The update carries the stored status (the registry strategy copies it); only a live export knows it.
+      if (rb === 0 && ra > 0 && isObject(before.status) && (Number(before.status.replicas) || 0) > 0) emit(rule, path, rb, ra);
+      return;
+    case GuardCheck.KUEUE_POD_SHAPE:
+      podShape(rule, get(b, rule.path), get(a, rule.path), emit);
+      return;
+    case GuardCheck.KUEUE_POD_RESOURCES: {
+      const old = (get(b, rule.path) as any)?.requests;
+      const now = (get(a, rule.path) as any)?.requests;
+      // SpecShape adds pod-level requests only when spec.resources is set, on either side.
+      if ((get(b, rule.path) !== undefined || get(a, rule.path) !== undefined) && !semanticEqual(old, now, 'requests')) emit(rule, path, old, now);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
 function duplicateError(side: string, o: KubeObject, first: KubeObject): GuardInputError {
   const where = (x: KubeObject) => {
     const s = sourceOf(x);
@@ -352,7 +453,12 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
   if (minor === undefined || minor < minorOf(MIN_SERVER_VERSION)!) {
     throw new GuardInputError(`server version ${JSON.stringify(serverVersion)} is not supported: give 1.NN, ${MIN_SERVER_VERSION} or newer`);
   }
-  const rules = rulesFor(minor);
+  const kueueVersion = options.kueueVersion ?? MIN_KUEUE_VERSION;
+  const kueue = kueueVersionOf(kueueVersion);
+  if (kueue === undefined || kueue[0] < kueueVersionOf(MIN_KUEUE_VERSION)![0]) {
+    throw new GuardInputError(`Kueue version ${JSON.stringify(kueueVersion)} is not supported: give 0.NN or 0.NN.P, ${MIN_KUEUE_VERSION} (the first with a StatefulSet integration) or newer`);
+  }
+  const rules = rulesFor(minor, kueue);
   const crdRules = celRules([...(options.customResourceDefinitions ?? []), ...beforeObjects, ...afterObjects]);
 
   // Index `before` by name (short keys, no string building per object), then match group and kind
@@ -381,7 +487,9 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     }
     matched.add(before);
     const kindKey = `${groupOf(after)}/${after.kind}`;
-    const kindRules = [...(rules.get(kindKey) ?? []), ...celRulesFor(crdRules, kindKey, after)];
+    let kindRules = [...(rules.get(kindKey) ?? []), ...celRulesFor(crdRules, kindKey, after)];
+    // Kueue's webhook rules apply to a StatefulSet that has, or had, a queue name.
+    if (kindKey === 'apps/StatefulSet' && !queued(before) && !queued(after)) kindRules = kindRules.filter(r => r.kueue === undefined);
     if (after.kind === 'StatefulSet' && groupOf(after) === 'apps') onDeleteReplicas(before, after, warnings);
     if (kindRules.length === 0) continue;
     // Most objects of a large export are mutable Secrets and ConfigMaps: nothing to compare.
@@ -410,6 +518,7 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
   // first GuardResult ({ findings, errors, warnings }) keeps comparing equal.
   Object.defineProperties(result, {
     serverVersion: { value: `1.${minor}`, enumerable: false },
+    kueueVersion: { value: kueueVersion.replace(/^v/, ''), enumerable: false },
     objects: { value: { before: beforeObjects.length, after: afterObjects.length }, enumerable: false },
   });
   return result;

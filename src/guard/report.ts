@@ -8,7 +8,7 @@ export function formatReport(result: GuardResult): string {
   const lines: string[] = [];
   for (const f of result.findings) lines.push(formatFinding(f), '');
   const newer = (minorOf(result.serverVersion) ?? 0) > minorOf(MAX_SERVER_VERSION)! ? ` (the table is checked through ${MAX_SERVER_VERSION}; newer releases may relax or add rules)` : '';
-  const read = result.objects ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}` : '';
+  const read = result.objects ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}; Kueue ${result.kueueVersion ?? '0.9'} webhook rules on queued StatefulSets` : '';
   if (read) lines.push(`guard: ${read}`);
   lines.push(result.errors === 0
     ? `guard: no forbidden changes${result.warnings ? `, ${result.warnings} warning(s)` : ''}`
@@ -32,7 +32,7 @@ export const REPORT_SCHEMA_VERSION = 1;
 
 /**
  * The `--json` shape: every key always present, `null` where a value is absent.
- * { schemaVersion, serverVersion, objects: { before, after }, errors, warnings,
+ * { schemaVersion, serverVersion, kueueVersion, objects: { before, after }, errors, warnings,
  *   findings: [{ severity, code, object, kind, namespace, name, path, before, after, message, remedy, source }] }
  */
 export function toJson(result: GuardResult): object {
@@ -40,6 +40,7 @@ export function toJson(result: GuardResult): object {
   return {
     schemaVersion: REPORT_SCHEMA_VERSION,
     serverVersion: result.serverVersion,
+    kueueVersion: result.kueueVersion ?? null,
     objects: { before: result.objects.before, after: result.objects.after },
     errors: result.errors,
     warnings: result.warnings,

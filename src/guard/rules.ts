@@ -40,6 +40,42 @@ export enum GuardCheck {
   SERVICE_LOAD_BALANCER_CLASS = 'service-load-balancer-class',
   /** A CRD's `x-kubernetes-validations` rule `self == oldSelf` at a schema path. */
   CEL_SELF_EQUALS_OLD_SELF = 'cel-self-equals-old-self',
+  /** Kueue: the label `key` under `path` may not change, be added or be removed. */
+  KUEUE_LABEL = 'kueue-label',
+  /**
+   * Kueue: a label its mutating webhook writes on create; compared only when the manifest sets it,
+   * because kubectl apply keeps a label the manifest never set.
+   */
+  KUEUE_WEBHOOK_LABEL = 'kueue-webhook-label',
+  /** Kueue: the label may not change while a pod is Ready, and may never be removed. */
+  KUEUE_LABEL_WHILE_RUNNING = 'kueue-label-while-running',
+  /** Kueue: the label may not be added while a pod is Ready, and may never be removed. */
+  KUEUE_LABEL_ADDED_WHILE_RUNNING = 'kueue-label-added-while-running',
+  /** Kueue: `spec.replicas` of a queued StatefulSet may not change. */
+  KUEUE_REPLICAS = 'kueue-replicas',
+  /** Kueue: `spec.replicas` of a queued StatefulSet may change only to or from 0. */
+  KUEUE_REPLICAS_TO_OR_FROM_ZERO = 'kueue-replicas-to-or-from-zero',
+  /** Kueue: a scale-up from 0 is refused while pods of the scale-down still exist (`status.replicas` > 0). */
+  KUEUE_SCALE_UP_WHILE_SCALING_DOWN = 'kueue-scale-up-while-scaling-down',
+  /**
+   * Kueue: the pod template's scheduling shape (containers' and init containers' resource requests
+   * and ports, nodeSelector, affinity, tolerations, runtimeClassName, priority,
+   * topologySpreadConstraints, overhead, resourceClaims) may not change.
+   */
+  KUEUE_POD_SHAPE = 'kueue-pod-shape',
+  /** Kueue: the pod-level `resources.requests` (Kubernetes' pod-level resources) may not change. */
+  KUEUE_POD_RESOURCES = 'kueue-pod-resources',
+}
+
+/**
+ * Kueue releases a rule applies to, inclusive: `0.NN.P`. Kueue backports checks to patch
+ * releases, so a range starts and ends at a patch.
+ */
+export interface KueueVersionRange {
+  /** The first release, e.g. `0.9.4`. */
+  readonly from: string;
+  /** The last release, e.g. `0.12.8`, or `0.9` for every patch of the 0.9 line. @default every newer release */
+  readonly to?: string;
 }
 
 export interface FieldRule {
@@ -54,7 +90,16 @@ export interface FieldRule {
   readonly since?: string;
   /** Last server minor version the rule applies to. @default every newer version */
   readonly until?: string;
-  /** The Kubernetes function the rule comes from. */
+  /** A map key under `path` (label keys contain dots, so they are not part of the path). */
+  readonly key?: string;
+  /**
+   * Set on the rules of Kueue's StatefulSet admission webhook: the Kueue releases that enforce the
+   * rule. Such a rule applies only to a StatefulSet labelled `kueue.x-k8s.io/queue-name`, and only
+   * on the Kueue version given to the guard.
+   * @default not a Kueue rule: the API server's own, on every StatefulSet
+   */
+  readonly kueue?: readonly KueueVersionRange[];
+  /** The Kubernetes (or Kueue) function the rule comes from. */
   readonly source: string;
   /** The API server's words for the rejection on the versions this rule covers. */
   readonly message: string;
@@ -89,6 +134,99 @@ const selector = (kind: string, strategy: string): KindRules => ({
 /** PersistentVolumeSpec fields outside PersistentVolumeSource (core/types.go). */
 const PV_NON_SOURCE = ['capacity', 'accessModes', 'claimRef', 'persistentVolumeReclaimPolicy', 'storageClassName', 'mountOptions', 'volumeMode', 'nodeAffinity', 'volumeAttributesClassName'];
 
+// Kueue's StatefulSet webhook (vstatefulset.kb.io), read per release tag in kubernetes-sigs/kueue:
+// (*Webhook).ValidateUpdate in pkg/controller/jobs/statefulset/statefulset_webhook.go, with
+// jobframework.ValidateImmutablePodGroupPodSpec / ValidateUpdateForWorkloadPriorityClassName
+// (pkg/controller/jobframework/validation.go) and utilpod.SpecShape (pkg/util/pod/pod.go).
+// apivalidation.ValidateImmutableField(a, b, path) prints `a`: some releases pass the old value
+// first, so `{old}` or `{value}` (the new one) follows each release's argument order.
+const KUEUE_WEBHOOK = 'admission webhook "vstatefulset.kb.io" denied the request: ';
+const KUEUE_VU = 'Kueue (*Webhook).ValidateUpdate (pkg/controller/jobs/statefulset/statefulset_webhook.go)';
+const QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
+const PRIORITY_LABEL = 'kueue.x-k8s.io/priority-class';
+const kueueImmutable = (path: string, shown: 'value' | 'old') => `${KUEUE_WEBHOOK}${path}: Invalid value: {${shown}}: field is immutable`;
+const QUEUE_PATH = `metadata.labels[${QUEUE_LABEL}]`;
+const PRIORITY_PATH = `metadata.labels[${PRIORITY_LABEL}]`;
+/** A whole release line, as the end of a range: every patch of it. */
+const line = (minor: number) => `0.${minor}`;
+
+/** Exported through IMMUTABLE_FIELDS (StatefulSet); applied only to StatefulSets with the queue-name label. */
+const KUEUE_STATEFULSET: readonly FieldRule[] = [
+  // v0.9-v0.10: the queue name, the pod template's queue name (written by the mutating webhook on
+  // create) and the pod-group-name label are immutable.
+  {
+    path: 'metadata.labels', key: QUEUE_LABEL, reportPath: QUEUE_PATH, check: GuardCheck.KUEUE_LABEL, kueue: [{ from: '0.9.0', to: line(9) }],
+    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(new, old)`, message: kueueImmutable(QUEUE_PATH, 'value'),
+  },
+  {
+    path: 'metadata.labels', key: QUEUE_LABEL, reportPath: QUEUE_PATH, check: GuardCheck.KUEUE_LABEL, kueue: [{ from: '0.10.0', to: line(10) }],
+    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(old, new) on jobframework.QueueNameForObject`, message: kueueImmutable(QUEUE_PATH, 'old'),
+  },
+  {
+    path: 'spec.template.metadata.labels', key: QUEUE_LABEL, reportPath: `spec.template.metadata.labels[${QUEUE_LABEL}]`, check: GuardCheck.KUEUE_WEBHOOK_LABEL,
+    kueue: [{ from: '0.9.0', to: line(10) }], source: `${KUEUE_VU} / podSpecQueueNameLabelPath`,
+    message: kueueImmutable(`spec.template.metadata.labels[${QUEUE_LABEL}]`, 'value'),
+  },
+  {
+    path: 'metadata.labels', key: 'kueue.x-k8s.io/pod-group-name', reportPath: 'metadata.labels[kueue.x-k8s.io/pod-group-name]', check: GuardCheck.KUEUE_LABEL,
+    kueue: [{ from: '0.9.0', to: line(10) }], source: `${KUEUE_VU} / groupNameLabelPath`,
+    message: kueueImmutable('metadata.labels[kueue.x-k8s.io/pod-group-name]', 'value'),
+  },
+  // v0.11+: the queue name may change while no pod is Ready (status.readyReplicas == 0), never be removed.
+  {
+    path: 'metadata.labels', key: QUEUE_LABEL, reportPath: QUEUE_PATH, check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
+    kueue: [{ from: '0.11.0', to: '0.12.8' }, { from: '0.13.0', to: '0.13.3' }],
+    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(old, new) when status.readyReplicas > 0 or the new queue name is empty`,
+    message: kueueImmutable(QUEUE_PATH, 'old'),
+  },
+  {
+    path: 'metadata.labels', key: QUEUE_LABEL, reportPath: QUEUE_PATH, check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
+    kueue: [{ from: '0.12.9', to: line(12) }, { from: '0.13.4', to: line(13) }, { from: '0.14.0' }],
+    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(new, old) when status.readyReplicas > 0 or the new queue name is empty`,
+    message: kueueImmutable(QUEUE_PATH, 'value'),
+  },
+  // The workload priority class label (backported to v0.9.4 and v0.10.2).
+  {
+    path: 'metadata.labels', key: PRIORITY_LABEL, reportPath: PRIORITY_PATH, check: GuardCheck.KUEUE_LABEL,
+    kueue: [{ from: '0.9.4', to: line(9) }, { from: '0.10.2', to: line(11) }],
+    source: 'Kueue jobframework.ValidateUpdateForWorkloadPriorityClassName (pkg/controller/jobframework/validation.go)', message: kueueImmutable(PRIORITY_PATH, 'value'),
+  },
+  {
+    path: 'metadata.labels', key: PRIORITY_LABEL, reportPath: PRIORITY_PATH, check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING, kueue: [{ from: '0.12.0', to: line(14) }],
+    source: `${KUEUE_VU} / jobframework.ValidateUpdateForWorkloadPriorityClassName when status.readyReplicas > 0 or the new class is empty`,
+    message: kueueImmutable(PRIORITY_PATH, 'value'),
+  },
+  {
+    path: 'metadata.labels', key: PRIORITY_LABEL, reportPath: PRIORITY_PATH, check: GuardCheck.KUEUE_LABEL_ADDED_WHILE_RUNNING, kueue: [{ from: '0.15.0' }],
+    source: 'Kueue jobframework.ValidateUpdateForWorkloadPriorityClassName(isSuspended, old, new) (pkg/controller/jobframework/validation.go)',
+    message: kueueImmutable(PRIORITY_PATH, 'value'),
+  },
+  // replicas: immutable in v0.9 (kueue#3279: resizes not supported); from v0.10 only to or from 0.
+  {
+    path: 'spec.replicas', check: GuardCheck.KUEUE_REPLICAS, kueue: [{ from: '0.9.0', to: line(9) }],
+    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField on spec.replicas`, message: kueueImmutable('spec.replicas', 'value'),
+  },
+  {
+    path: 'spec.replicas', check: GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO, kueue: [{ from: '0.10.0' }],
+    source: `${KUEUE_VU}: "Allow only scale down to zero and scale up from zero"`, message: kueueImmutable('spec.replicas', 'value'),
+  },
+  {
+    path: 'spec.replicas', check: GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN, kueue: [{ from: '0.10.0' }],
+    source: `${KUEUE_VU}: field.Forbidden when status.replicas > 0`, message: `${KUEUE_WEBHOOK}spec.replicas: Forbidden: scaling down is still in progress`,
+  },
+  // The pod group's shape (backported to v0.9.4 and v0.10.2).
+  {
+    path: 'spec.template.spec', check: GuardCheck.KUEUE_POD_SHAPE, kueue: [{ from: '0.9.4', to: line(9) }, { from: '0.10.2' }],
+    source: 'Kueue jobframework.ValidateImmutablePodGroupPodSpec (pkg/controller/jobframework/validation.go) over utilpod.SpecShape',
+    message: `${KUEUE_WEBHOOK}{path}: Invalid value: {value}: field is immutable`,
+  },
+  {
+    path: 'spec.template.spec.resources', check: GuardCheck.KUEUE_POD_RESOURCES, kueue: [{ from: '0.17.7', to: line(17) }, { from: '0.18.3', to: line(18) }, { from: '0.19.0' }],
+    source: 'Kueue jobframework.ValidateImmutablePodGroupPodSpec over utilpod.SpecShape (pod-level resources, kueue#12334)',
+    message: `${KUEUE_WEBHOOK}spec.template.spec.resources: Invalid value: {value}: field is immutable`,
+  },
+];
+
 const JOB = 'ValidateJobSpecUpdate (pkg/apis/batch/validation/validation.go)';
 
 export const IMMUTABLE_FIELDS: readonly KindRules[] = [
@@ -105,6 +243,7 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         path: 'spec', check: GuardCheck.IMMUTABLE_EXCEPT, except: [...STS_ALLOWED, 'revisionHistoryLimit'], since: '1.33', source: STS,
         message: "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
       },
+      ...KUEUE_STATEFULSET,
     ],
   },
   selector('Deployment', 'pkg/registry/apps/deployment/strategy.go'),
@@ -259,11 +398,30 @@ export function minorOf(version: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** The rules that apply on a server of this minor version. @internal */
-export function rulesFor(minor: number): Map<string, readonly FieldRule[]> {
+/** The oldest Kueue with a StatefulSet integration (kubernetes-sigs/kueue#3001), the default. */
+export const MIN_KUEUE_VERSION = '0.9';
+/** The newest Kueue release the Kueue rules were read from; newer releases get its rules. */
+export const MAX_KUEUE_VERSION = '0.19.2';
+
+/**
+ * `0.NN[.P]` as [NN, P]; a release line without a patch stands for its newest patch (patch
+ * releases only ever added checks), undefined when not a Kueue version. @internal
+ */
+export function kueueVersionOf(version: string): [number, number] | undefined {
+  const m = /^v?0\.(\d{1,3})(?:\.(\d{1,3}))?$/.exec(String(version).trim());
+  return m ? [Number(m[1]), m[2] === undefined ? Infinity : Number(m[2])] : undefined;
+}
+
+const cmp = (a: [number, number], b: [number, number]) => (a[0] - b[0]) || (a[1] === b[1] ? 0 : a[1] < b[1] ? -1 : 1);
+const inKueue = (v: [number, number], ranges: readonly KueueVersionRange[]) =>
+  ranges.some(r => cmp(v, kueueVersionOf(r.from)!) >= 0 && (r.to === undefined || cmp(v, kueueVersionOf(r.to)!) <= 0));
+
+/** The rules that apply on a server of this minor version, with this Kueue. @internal */
+export function rulesFor(minor: number, kueue: [number, number] = kueueVersionOf(MIN_KUEUE_VERSION)!): Map<string, readonly FieldRule[]> {
   const out = new Map<string, readonly FieldRule[]>();
   for (const k of IMMUTABLE_FIELDS) {
-    out.set(`${k.group}/${k.kind}`, k.fields.filter(r => (r.since === undefined || minor >= minorOf(r.since)!) && (r.until === undefined || minor <= minorOf(r.until)!)));
+    out.set(`${k.group}/${k.kind}`, k.fields.filter(r => (r.since === undefined || minor >= minorOf(r.since)!) && (r.until === undefined || minor <= minorOf(r.until)!)
+      && (r.kueue === undefined || inKueue(kueue, r.kueue))));
   }
   return out;
 }

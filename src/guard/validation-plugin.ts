@@ -24,6 +24,13 @@ export interface GuardValidationProps {
    */
   readonly serverVersion?: string;
   /**
+   * The cluster's Kueue release, `0.NN` (its newest patch) or `0.NN.P`: Kueue's StatefulSet
+   * webhook rules apply to StatefulSets labelled `kueue.x-k8s.io/queue-name`. Quote it in
+   * cdk8s.yaml (YAML reads 0.10 as the number 0.1).
+   * @default '0.9' (the oldest Kueue with a StatefulSet integration, the oldest the library supports)
+   */
+  readonly kueueVersion?: string;
+  /**
    * A folder (or file) of CustomResourceDefinitions whose `self == oldSelf` rules apply to the
    * custom resources the app synthesizes (JobSet, LeaderWorkerSet...).
    * @default none: only CRDs among the manifests and the baseline are read
@@ -41,6 +48,7 @@ export interface GuardValidationProps {
 export class GuardValidation {
   private readonly baseline: string;
   private readonly serverVersion?: string;
+  private readonly kueueVersion?: string;
   private readonly crds?: string;
 
   constructor(props: GuardValidationProps) {
@@ -52,8 +60,13 @@ export class GuardValidation {
       const hint = typeof props.serverVersion === 'number' ? "; quote it in cdk8s.yaml (serverVersion: '1.30'), YAML reads 1.30 as the number 1.3" : '';
       throw new Error(`GuardValidation: serverVersion must be a Kubernetes minor version such as '1.28' (got ${JSON.stringify(props.serverVersion)})${hint}`);
     }
+    if (props.kueueVersion !== undefined && (typeof props.kueueVersion !== 'string' || !/^v?0\.\d{1,3}(\.\d{1,3})?$/.test(props.kueueVersion))) {
+      const hint = typeof props.kueueVersion === 'number' ? "; quote it in cdk8s.yaml (kueueVersion: '0.10'), YAML reads 0.10 as the number 0.1" : '';
+      throw new Error(`GuardValidation: kueueVersion must be a Kueue release such as '0.9' or '0.10.2' (got ${JSON.stringify(props.kueueVersion)})${hint}`);
+    }
     this.baseline = props.baseline;
     this.serverVersion = props.serverVersion;
+    this.kueueVersion = props.kueueVersion;
     if (props.crds !== undefined && (typeof props.crds !== 'string' || props.crds === '')) {
       throw new Error(`GuardValidation: crds must be a folder or file of CustomResourceDefinitions (got ${JSON.stringify(props.crds)})`);
     }
@@ -90,7 +103,7 @@ export class GuardValidation {
       if (after.length === 0) throw new GuardInputError('the synthesized manifests hold no objects: nothing to compare with the baseline');
       before = loadObjects(this.baseline);
       const customResourceDefinitions = this.crds === undefined ? [] : loadObjects(this.crds);
-      result = guard(before, after.map(x => x.o), { serverVersion: this.serverVersion, customResourceDefinitions });
+      result = guard(before, after.map(x => x.o), { serverVersion: this.serverVersion, kueueVersion: this.kueueVersion, customResourceDefinitions });
     } catch (e) {
       if (!(e instanceof GuardInputError)) throw e;
       failInput(e.message);
@@ -139,7 +152,7 @@ export class GuardValidation {
     }
     context.logger.log(formatReport(result));
     context.report.submit(result.errors > 0 ? 'failure' : 'success', {
-      errors: String(result.errors), warnings: String(result.warnings), objectsBefore: String(result.objects.before), objectsAfter: String(result.objects.after), serverVersion: result.serverVersion,
+      errors: String(result.errors), warnings: String(result.warnings), objectsBefore: String(result.objects.before), objectsAfter: String(result.objects.after), serverVersion: result.serverVersion, kueueVersion: result.kueueVersion,
     });
   }
 }
