@@ -68,8 +68,8 @@ export enum GuardCheck {
 }
 
 /**
- * Kueue releases a rule applies to, inclusive: `0.NN.P`. Kueue backports checks to patch
- * releases, so a range starts and ends at a patch.
+ * Kueue releases a rule applies to, inclusive. Kueue backports checks to patch releases, so a
+ * range starts at a patch (`0.NN.P`) and ends at a patch or at the end of a release line (`0.NN`).
  */
 export interface KueueVersionRange {
   /** The first release, e.g. `0.9.4`. */
