@@ -14,10 +14,13 @@ export const ROOT = ((): string => {
   throw new Error(`bench: no cdk8s-gpu package.json above ${__dirname}`);
 })();
 
-/** The built library (lib/), exactly what the npm package ships. */
+/**
+ * The built library (lib/), exactly what the npm package ships. BENCH_LIB names another build of it
+ * (e.g. a candidate fix compiled elsewhere), for comparisons.
+ */
 export function library(): typeof Library {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require(path.join(ROOT, 'lib'));
+  return require(path.resolve(ROOT, process.env.BENCH_LIB ?? 'lib'));
 }
 
 /** The `yaml` module that cdk8s itself writes manifests with (its own copy when it has one). */

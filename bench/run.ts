@@ -1,7 +1,8 @@
 // `npm run bench` (through bench/start.js, which builds lib/ and compiles this folder): prints
 // figures, never a verdict. Every measured case runs in a fresh `node` process on compiled
 // JavaScript; the sides of a comparison are paired round by round. BENCH_ROUNDS (default and
-// minimum 5) sets the rounds; BENCH_ONLY=overhead,load,user,cold,guard runs only those sections.
+// minimum 5) sets the rounds; BENCH_ONLY=overhead,load,user,cold,guard runs only those sections;
+// BENCH_LIB=<folder> measures another build of the library than lib/ (e.g. a candidate fix).
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
