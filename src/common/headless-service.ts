@@ -1,5 +1,5 @@
 import { Construct } from 'constructs';
-import { k8s } from 'cdk8s-plus-28';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 
 export interface HeadlessServiceOptions {
   readonly name: string;

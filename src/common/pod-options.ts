@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-28';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { EnvFrom, EnvValue } from './env';
 
 /**

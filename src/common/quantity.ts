@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-28';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 
 const UNITS: ReadonlyArray<[string, number]> = [['Ti', 1024 ** 3], ['Gi', 1024 ** 2], ['Mi', 1024], ['Ki', 1]];
 

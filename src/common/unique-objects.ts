@@ -1,5 +1,6 @@
 import { ApiObject, Chart } from 'cdk8s';
 import { IConstruct } from 'constructs';
+import { addAppCheck } from './app-checks';
 
 /** Kinds without a namespace: two of them clash by name alone. */
 const CLUSTER_SCOPED = new Set([
@@ -8,7 +9,6 @@ const CLUSTER_SCOPED = new Set([
   'CSIDriver', 'VolumeSnapshotClass', 'ClusterQueue', 'ResourceFlavor', 'APIService',
 ]);
 
-const REGISTERED = new WeakSet<IConstruct>();
 const SHARED = new WeakMap<IConstruct, Map<string, ApiObject>>();
 
 /**
@@ -17,10 +17,7 @@ const SHARED = new WeakMap<IConstruct, Map<string, ApiObject>>();
  * `tgi`, two StatefulSets). Objects shared by design are emitted once by their constructs.
  */
 export function checkUniqueObjectsAtSynth(scope: IConstruct): void {
-  const root = scope.node.root;
-  if (REGISTERED.has(root)) return;
-  REGISTERED.add(root);
-  root.node.addValidation({ validate: () => duplicateObjects(root) });
+  addAppCheck(scope, 'unique-objects', duplicateObjects);
 }
 
 function duplicateObjects(root: IConstruct): string[] {

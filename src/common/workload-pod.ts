@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-28';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { EnvValue } from './env';
 import { defaultHostResources, GPU_RESOURCE, gpuTolerations, shmVolume } from './gpu';
@@ -270,9 +270,10 @@ function userContainer(v: Validator, prop: string, c: k8s.Container, identity: P
  * limit CPU and memory to its request.
  */
 export function addPodValidation(scope: Construct, template: PodTemplate, guaranteedQos: boolean, describe: string): void {
+  // Registered only when asked: cdk8s runs every validation again for each chart it writes.
+  if (!guaranteedQos) return;
   scope.node.addValidation({
     validate: () => {
-      if (!guaranteedQos) return [];
       const errors: string[] = [];
       for (const c of [...(template.spec.initContainers ?? []), ...template.spec.containers]) {
         const r = c.resources ?? {};

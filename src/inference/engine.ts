@@ -1,4 +1,4 @@
-import { k8s } from 'cdk8s-plus-28';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { OwnedEnv } from '../common/workload-pod';
 
 /** What the shared serving practice hands an engine to start it. */

@@ -1,8 +1,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { ApiObject, Duration } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-28';
-import { Construct, Node } from 'constructs';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import { Construct, IConstruct, Node } from 'constructs';
+import { addAppCheck } from '../common/app-checks';
 import { configKey } from '../common/env';
 import { contentHash } from '../common/hash';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY } from '../common/labels';
@@ -199,7 +200,7 @@ export class RotatingGpuSecret extends Construct {
       this.addRotator(r, every, rotatorName);
     }
 
-    Node.of(this).addValidation({ validate: () => this.findEnvConsumers() });
+    registerForEnvCheck(this);
     // Two Secrets (or rotators) of one name in one namespace: the later apply would replace the other.
     checkUniqueObjectsAtSynth(this);
   }
@@ -524,23 +525,56 @@ export class RotatingGpuSecret extends Construct {
     if (errors.length > 0) this.v.fail('mountInto', errors[0]);
   }
 
-  /**
-   * At synth: any container anywhere in the app, in this Secret's namespace, that reads it through
-   * env or envFrom is an error. The walk covers every object (Deployments, Jobs, CronJobs, custom
-   * resources with pod templates) and every container list (init, regular, ephemeral).
-   */
-  private findEnvConsumers(): string[] {
-    const namespace = this.secret.metadata.namespace;
-    const errors: string[] = [];
-    for (const obj of Node.of(this).root.node.findAll()) {
-      if (!(obj instanceof ApiObject) || obj === this.secret || obj.metadata.namespace !== namespace) continue;
-      const json = obj.toJson();
-      const found: string[] = [];
-      envReadsIn(json, this.secretName, found);
-      for (const e of found) errors.push(`RotatingGpuSecret '${Node.of(this).id}': ${json.kind}/${json.metadata?.name}: ${e}`);
-    }
-    return errors;
+  /** @internal For the app-wide env check: the Secret object, its name and namespace. */
+  get _envCheck(): { secret: ApiObject; name: string; namespace: string | undefined; id: string } {
+    return { secret: this.secret, name: this.secretName, namespace: this.secret.metadata.namespace, id: Node.of(this).id };
   }
+}
+
+const SECRETS_OF_APP = new WeakMap<IConstruct, RotatingGpuSecret[]>();
+
+/**
+ * Kinds that never hold a pod template: skipped by the env check, which converts every other
+ * object of the app to JSON (custom resources included, since they may embed pod templates).
+ */
+const PODLESS_KINDS = new Set([
+  'Service', 'ServiceAccount', 'ConfigMap', 'Secret', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding',
+  'PodDisruptionBudget', 'PersistentVolumeClaim', 'PersistentVolume', 'StorageClass', 'Namespace', 'NetworkPolicy',
+  'Ingress', 'IngressClass', 'PriorityClass', 'RuntimeClass', 'HorizontalPodAutoscaler', 'ServiceMonitor', 'ScaledObject',
+  'LimitRange', 'ResourceQuota', 'Endpoints', 'EndpointSlice',
+]);
+
+/**
+ * At synth, once per app however many rotating Secrets and charts it has: any container anywhere in
+ * the app, in a rotating Secret's namespace, that reads it through env, envFrom or a subPath mount
+ * (none of which ever sees a rotation) is an error. The walk covers every object that can hold pods
+ * (Deployments, Jobs, CronJobs, custom resources with pod templates) and every container list (init,
+ * regular, ephemeral); each object is converted to JSON once.
+ */
+function registerForEnvCheck(secret: RotatingGpuSecret): void {
+  const root = Node.of(secret).root;
+  let secrets = SECRETS_OF_APP.get(root);
+  if (!secrets) SECRETS_OF_APP.set(root, secrets = []);
+  secrets.push(secret);
+  addAppCheck(secret, 'rotating-secret-env', () => findEnvConsumers(SECRETS_OF_APP.get(root) ?? [], root));
+}
+
+function findEnvConsumers(secrets: RotatingGpuSecret[], root: IConstruct): string[] {
+  const checks = secrets.map(s => s._envCheck);
+  const own = new Set(checks.map(c => c.secret));
+  const errors: string[] = [];
+  for (const obj of root.node.findAll()) {
+    if (!(obj instanceof ApiObject) || own.has(obj) || PODLESS_KINDS.has(obj.kind)) continue;
+    const relevant = checks.filter(c => c.namespace === obj.metadata.namespace);
+    if (relevant.length === 0) continue;
+    const json = obj.toJson();
+    for (const c of relevant) {
+      const found: string[] = [];
+      envReadsIn(json, c.name, found);
+      for (const e of found) errors.push(`RotatingGpuSecret '${c.id}': ${json.kind}/${json.metadata?.name}: ${e}`);
+    }
+  }
+  return errors;
 }
 
 /**

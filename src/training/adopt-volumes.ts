@@ -1,5 +1,5 @@
 import { Construct } from 'constructs';
-import { k8s } from 'cdk8s-plus-28';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../common/validate';
 import type { CheckpointStorage } from './gpu-training-stateful-set';

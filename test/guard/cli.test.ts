@@ -41,7 +41,7 @@ describe('cdk8s-gpu guard CLI', () => {
     const r = run(['guard', '--before', before, '--after', forbidden, '--json']);
     expect(r.status).toBe(1);
     const json = JSON.parse(r.stdout);
-    expect(Object.keys(json)).toEqual(['schemaVersion', 'serverVersion', 'objects', 'errors', 'warnings', 'findings']);
+    expect(Object.keys(json)).toEqual(['schemaVersion', 'serverVersion', 'kueueVersion', 'objects', 'errors', 'warnings', 'findings']);
     expect(json).toMatchObject({ schemaVersion: 1, serverVersion: '1.28', objects: { before: 1, after: 1 }, errors: 1, warnings: 0 });
     expect(Object.keys(json.findings[0])).toEqual(['severity', 'code', 'object', 'kind', 'namespace', 'name', 'path', 'before', 'after', 'message', 'remedy', 'source']);
     expect(json.findings[0]).toMatchObject({ path: 'spec.volumeClaimTemplates', namespace: 'ml', code: 'immutable-field' });
