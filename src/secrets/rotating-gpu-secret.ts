@@ -562,13 +562,18 @@ function registerForEnvCheck(secret: RotatingGpuSecret): void {
 function findEnvConsumers(secrets: RotatingGpuSecret[], root: IConstruct): string[] {
   const checks = secrets.map(s => s._envCheck);
   const own = new Set(checks.map(c => c.secret));
+  const byNamespace = new Map<string | undefined, typeof checks>();
+  for (const c of checks) byNamespace.set(c.namespace, [...(byNamespace.get(c.namespace) ?? []), c]);
   const errors: string[] = [];
   for (const obj of root.node.findAll()) {
     if (!(obj instanceof ApiObject) || own.has(obj) || PODLESS_KINDS.has(obj.kind)) continue;
-    const relevant = checks.filter(c => c.namespace === obj.metadata.namespace);
-    if (relevant.length === 0) continue;
+    const relevant = byNamespace.get(obj.metadata.namespace);
+    if (!relevant) continue;
     const json = obj.toJson();
-    for (const c of relevant) {
+    // One walk for the Secret names the object refers to at all; the precise check runs only for those.
+    const named = new Set<string>();
+    secretNamesIn(json, named);
+    for (const c of relevant.filter(r => named.has(r.name))) {
       const found: string[] = [];
       envReadsIn(json, c.name, found);
       for (const e of found) errors.push(`RotatingGpuSecret '${c.id}': ${json.kind}/${json.metadata?.name}: ${e}`);
@@ -602,6 +607,22 @@ const CONTAINER_LISTS = new Set(['containers', 'initContainers', 'ephemeralConta
  * Every container of a synthesized object, wherever its pod template is nested: env and envFrom
  * reads of the Secret, and subPath mounts of a volume that projects it (neither ever updates).
  */
+/** Every Secret name an object refers to: env and envFrom references and secret or projected volumes. */
+function secretNamesIn(node: unknown, out: Set<string>): void {
+  if (Array.isArray(node)) {
+    for (const item of node) secretNamesIn(item, out);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  for (const [key, value] of Object.entries(node)) {
+    if ((key === 'secretKeyRef' || key === 'secretRef' || key === 'secret') && value && typeof value === 'object') {
+      const ref = value as { name?: unknown; secretName?: unknown };
+      for (const name of [ref.name, ref.secretName]) if (typeof name === 'string') out.add(name);
+    }
+    secretNamesIn(value, out);
+  }
+}
+
 function envReadsIn(node: unknown, secret: string, out: string[], volumes: Set<string> = new Set()): void {
   if (Array.isArray(node)) {
     for (const item of node) envReadsIn(item, secret, out, volumes);
