@@ -569,14 +569,14 @@ function findEnvConsumers(secrets: RotatingGpuSecret[], root: IConstruct): strin
     if (!(obj instanceof ApiObject) || own.has(obj) || PODLESS_KINDS.has(obj.kind)) continue;
     const relevant = byNamespace.get(obj.metadata.namespace);
     if (!relevant) continue;
-    const json = obj.toJson();
+    const json = specOf(obj);
     // One walk for the Secret names the object refers to at all; the precise check runs only for those.
     const named = new Set<string>();
     secretNamesIn(json, named);
     for (const c of relevant.filter(r => named.has(r.name))) {
       const found: string[] = [];
       envReadsIn(json, c.name, found);
-      for (const e of found) errors.push(`RotatingGpuSecret '${c.id}': ${json.kind}/${json.metadata?.name}: ${e}`);
+      for (const e of found) errors.push(`RotatingGpuSecret '${c.id}': ${obj.kind}/${obj.name}: ${e}`);
     }
   }
   return errors;
@@ -607,6 +607,17 @@ const CONTAINER_LISTS = new Set(['containers', 'initContainers', 'ephemeralConta
  * Every container of a synthesized object, wherever its pod template is nested: env and envFrom
  * reads of the Secret, and subPath mounts of a volume that projects it (neither ever updates).
  */
+/**
+ * What the env check walks: an unpatched object's props as given (the field names it reads, env,
+ * envFrom, secretKeyRef, secretRef, volumes, secret, projected, volumeMounts, subPath, are the same
+ * in the typed props and in the API JSON), so the app is not synthesized twice; a patched object's
+ * JSON, since a patch may add what the props lack.
+ */
+function specOf(obj: ApiObject): unknown {
+  const o = obj as unknown as { patches?: unknown[]; props?: unknown };
+  return o.patches && o.patches.length === 0 && o.props !== undefined ? o.props : obj.toJson();
+}
+
 /** Every Secret name an object refers to: env and envFrom references and secret or projected volumes. */
 function secretNamesIn(node: unknown, out: Set<string>): void {
   if (Array.isArray(node)) {

@@ -1,7 +1,7 @@
-import { ApiObject, Chart, Duration, Size, Testing } from 'cdk8s';
+import { ApiObject, Chart, Duration, JsonPatch, Size, Testing } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import {
-  ConfigurationError, GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, Reload, RotatingGpuSecret, RotatingGpuSecretProps,
+  ConfigurationError, EnvValue, GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, Reload, RotatingGpuSecret, RotatingGpuSecretProps,
   TgiInferenceService, TrainingUpdateStrategy,
 } from '../../src';
 import { podSecurityLevel, podSpecsOf } from '../support/pod-security';
@@ -576,5 +576,29 @@ describe('RotatingGpuSecret', () => {
     expect(sidecar.image).toBe('myorg/gpu-driver:2.1.0');
     expect(envOf(sidecar)).toMatchObject({ ACTION: 'exec', KEYS: 'credentials.json', ACTION_TIMEOUT_SECONDS: '30', WATCH_DIR: '/etc/gpu' });
     for (const { where, spec } of podSpecsOf(objects)) expect(`${where}: ${podSecurityLevel(spec)}`).toBe(`${where}: restricted`);
+  });
+});
+
+describe('the env check covers the shared workload props and escape hatches', () => {
+  test('a workload reading the rotating Secret through EnvValue.fromSecretKey fails synth', () => {
+    const chart = new Chart(Testing.app(), 'c');
+    new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+    trainer(chart, { env: { TOKEN: EnvValue.fromSecretKey('gpu-credentials', 'token') } });
+    expect(() => Testing.synth(chart)).toThrow(/RotatingGpuSecret 'creds': StatefulSet\/\S+: container 'trainer' reads rotating Secret 'gpu-credentials' through env TOKEN/);
+  });
+
+  test('an envFrom added by a JsonPatch escape hatch fails synth too', () => {
+    const chart = new Chart(Testing.app(), 'c');
+    new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+    const t = trainer(chart);
+    t.statefulSet.addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/envFrom', [{ secretRef: { name: 'gpu-credentials' } }]));
+    expect(() => Testing.synth(chart)).toThrow(/container 'trainer' reads rotating Secret 'gpu-credentials' through envFrom/);
+  });
+
+  test('another Secret read through env is fine', () => {
+    const chart = new Chart(Testing.app(), 'c');
+    new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+    trainer(chart, { env: { TOKEN: EnvValue.fromSecretKey('wandb', 'key') } });
+    expect(() => synthValid(chart)).not.toThrow();
   });
 });
