@@ -1,6 +1,7 @@
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { onPath, Shell, SHELLS } from '../support/shells';
 
 /**
  * Runs the reload sidecar script under the shells it meets: dash (Debian-based exec images) and
@@ -9,22 +10,6 @@ import * as path from 'path';
  * calls a tool the image lacks fails here as it would in the pod.
  */
 
-export type Shell = 'dash' | 'busybox';
-
-export function onPath(tool: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    const candidate = path.join(dir, tool);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-
-export const SHELLS: Record<Shell, string | undefined> = { dash: onPath('dash'), busybox: onPath('busybox') };
 
 /** Host tools a Debian image with coreutils has, for the dash runs. */
 const DEBIAN_TOOLS = ['sleep', 'timeout', 'sha256sum', 'md5sum', 'cksum', 'cp', 'mv', 'cat', 'wget', 'rm'];
@@ -144,3 +129,6 @@ export async function waitFor(predicate: () => boolean, ms = 5000): Promise<bool
 export function lines(file: string): string[] {
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
 }
+
+export { onPath, SHELLS };
+export type { Shell };

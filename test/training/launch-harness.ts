@@ -1,6 +1,7 @@
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { onPath, Shell, SHELLS } from '../support/shells';
 import { GpuTrainingStatefulSet, GpuTrainingStatefulSetProps } from '../../src';
 import { testChart } from '../support/synth';
 import { Testing } from 'cdk8s';
@@ -12,25 +13,9 @@ import { Testing } from 'cdk8s';
  * image has, so a wrapper that needs a missing tool fails here as it would in the pod.
  */
 
-export type Shell = 'dash' | 'busybox';
 
 /** A new PID namespace (and a user namespace, so it works unprivileged) whose PID 1 is the wrapper. */
 const UNSHARE_ARGS = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child'];
-
-export function onPath(tool: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    const candidate = path.join(dir, tool);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-
-export const SHELLS: Record<Shell, string | undefined> = { dash: onPath('dash'), busybox: onPath('busybox') };
 
 /** The wrapper as shipped (src/training/launch.sh). */
 export const LAUNCH_SCRIPT = fs.readFileSync(path.join(__dirname, '..', '..', 'src', 'training', 'launch.sh'), 'utf8');
@@ -202,3 +187,6 @@ export async function waitFor(predicate: () => boolean, ms: number): Promise<boo
   }
   return predicate();
 }
+
+export { onPath, SHELLS };
+export type { Shell };
