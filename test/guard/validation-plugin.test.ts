@@ -1,39 +1,12 @@
-import { spawnSync } from 'child_process';
-import * as fs from 'fs';
-import * as os from 'os';
-import * as path from 'path';
 import { stringify } from 'yaml';
+import { synthProject } from '../support/cdk8s-project';
 import { seed000 } from './fixtures';
 
-const ROOT = path.join(__dirname, '..', '..');
-const CDK8S = path.join(ROOT, 'node_modules', '.bin', 'cdk8s');
-const VERSION = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
-
-/**
- * A throwaway cdk8s project whose app writes one manifest, with the guard declared under
- * `validations:` against a baseline folder, run through the real `cdk8s synth`.
- */
+/** The real `cdk8s synth` of one manifest, with the guard declared against a baseline folder. */
 function synthWithGuard(manifest: object) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'guard-plugin-'));
-  fs.mkdirSync(path.join(dir, 'baseline'));
-  fs.writeFileSync(path.join(dir, 'baseline', 'app.k8s.yaml'), stringify(seed000('1.2.0')));
-  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
-  fs.writeFileSync(path.join(dir, 'app.js'), [
-    "const fs = require('fs');",
-    "const { App, Chart, ApiObject } = require('cdk8s');",
-    'const app = new App();',
-    "const chart = new Chart(app, 'app');",
-    "const m = JSON.parse(fs.readFileSync('manifest.json', 'utf8'));",
-    "new ApiObject(chart, 'sts', m);",
-    'app.synth();',
-  ].join('\n'));
-  fs.writeFileSync(path.join(dir, 'cdk8s.yaml'), stringify({
-    language: 'typescript',
-    app: 'node app.js',
-    output: 'dist',
-    validations: [{ package: ROOT, version: VERSION, class: 'GuardValidation', properties: { baseline: 'baseline' } }],
-  }));
-  return spawnSync(CDK8S, ['synth'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_PATH: path.join(ROOT, 'node_modules') } });
+  return synthProject([manifest], [{ class: 'GuardValidation', properties: { baseline: 'baseline' } }], {
+    'baseline/app.k8s.yaml': stringify(seed000('1.2.0')),
+  });
 }
 
 describe('GuardValidation as a cdk8s-cli validation plugin', () => {

@@ -1,35 +1,13 @@
-import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { stringify } from 'yaml';
 import { StrictSchemaValidation } from '../../src/validation/strict-schema-plugin';
+import { synthProject } from '../support/cdk8s-project';
 
-const ROOT = path.join(__dirname, '..', '..');
-const CDK8S = path.join(ROOT, 'node_modules', '.bin', 'cdk8s');
-const VERSION = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
-
-/** A throwaway cdk8s project whose app writes the given objects, validated by the plugin through the real `cdk8s synth`. */
+/** The real `cdk8s synth` of the objects with the strict-schema plugin declared. */
 function synthStrict(objects: object[], properties?: object) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'strict-plugin-'));
-  fs.writeFileSync(path.join(dir, 'objects.json'), JSON.stringify(objects));
-  fs.writeFileSync(path.join(dir, 'app.js'), [
-    "const fs = require('fs');",
-    "const { App, Chart, ApiObject } = require('cdk8s');",
-    'const app = new App();',
-    "const chart = new Chart(app, 'app');",
-    "JSON.parse(fs.readFileSync('objects.json', 'utf8')).forEach((o, i) => new ApiObject(chart, 'o' + i, o));",
-    'app.synth();',
-  ].join('\n'));
-  fs.writeFileSync(path.join(dir, 'cdk8s.yaml'), stringify({
-    language: 'typescript',
-    app: 'node app.js',
-    output: 'dist',
-    validations: [{ package: ROOT, version: VERSION, class: 'StrictSchemaValidation', ...(properties ? { properties } : {}) }],
-  }));
-  const r = spawnSync(CDK8S, ['synth'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_PATH: path.join(ROOT, 'node_modules') } });
-  fs.rmSync(dir, { recursive: true, force: true });
-  return r;
+  return synthProject(objects, [{ class: 'StrictSchemaValidation', ...(properties ? { properties } : {}) }]);
 }
 
 const pod = (spec: object) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec });
