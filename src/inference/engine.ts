@@ -83,3 +83,15 @@ export interface ServingEngine {
    */
   download(modelId: string, revision: string | undefined): string[];
 }
+
+/**
+ * huggingface_hub's `hf download` (hub >= 0.34, a dependency of the vLLM and SGLang images'
+ * transformers), for engines without a download command of their own. `original/*` holds Meta's
+ * duplicate consolidated checkpoints, which neither engine reads.
+ */
+export function hubDownload(modelId: string, revision: string | undefined): string[] {
+  return ['hf', 'download', modelId, ...(revision !== undefined ? ['--revision', revision] : []), '--exclude', 'original/*'];
+}
+
+/** The cross-tool opt-out of usage reporting, set when `usageStats` is off. */
+export const DO_NOT_TRACK: OwnedEnv = { env: { name: 'DO_NOT_TRACK', value: '1' }, via: 'usageStats' };

@@ -1,4 +1,4 @@
-import { Launch, LaunchOptions, ServingEngine } from '../engine';
+import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
  * SGLang's server (`python3 -m sglang.launch_server`). Facts from the SGLang sources:
@@ -54,11 +54,8 @@ export const SGLANG: ServingEngine = {
         ...o.tuning.args,
       ],
       // SGLang sends no usage statistics of its own; DO_NOT_TRACK covers libraries that honour it.
-      env: [...o.tuning.env, ...(o.usageStats ? [] : [{ env: { name: 'DO_NOT_TRACK', value: '1' }, via: 'usageStats' }])],
+      env: [...o.tuning.env, ...(o.usageStats ? [] : [DO_NOT_TRACK])],
     };
   },
-  // huggingface_hub's CLI, a dependency of the image's transformers (hub >= 0.34 has `hf`).
-  download: (modelId, revision) => [
-    'hf', 'download', modelId, ...(revision !== undefined ? ['--revision', revision] : []), '--exclude', 'original/*',
-  ],
+  download: hubDownload,
 };

@@ -1,4 +1,4 @@
-import { Launch, LaunchOptions, ServingEngine } from '../engine';
+import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
  * vLLM's OpenAI-compatible server (`vllm serve`). Facts from the vLLM sources and docs:
@@ -69,14 +69,11 @@ export const VLLM: ServingEngine = {
         // serving/usage_stats.md; vllm/usage/usage_lib.py).
         ...(o.usageStats ? [] : [
           { env: { name: 'VLLM_NO_USAGE_STATS', value: '1' }, via: 'usageStats' },
-          { env: { name: 'DO_NOT_TRACK', value: '1' }, via: 'usageStats' },
+          DO_NOT_TRACK,
         ]),
       ],
     };
   },
-  // huggingface_hub's CLI (hub >= 0.34; vLLM needs transformers >= 4.56, which needs hub >= 0.34).
-  // `original/*` holds Meta's duplicate consolidated checkpoints, which vLLM never reads.
-  download: (modelId, revision) => [
-    'hf', 'download', modelId, ...(revision !== undefined ? ['--revision', revision] : []), '--exclude', 'original/*',
-  ],
+  // vLLM needs transformers >= 4.56, which needs huggingface_hub >= 0.34: `hf` is there.
+  download: hubDownload,
 };
