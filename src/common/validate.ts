@@ -214,6 +214,19 @@ export class Validator {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) this.fail(prop, 'must be an object', value);
   }
 
+  /** A member of a string enum, e.g. a quantization method: the message lists the members. */
+  enumValue<T extends string>(prop: string, value: T, members: Record<string, T>, enumName: string): T {
+    const all = Object.values(members);
+    if (!all.includes(value)) this.fail(prop, `must be a ${enumName} (${all.join(', ')})`, value);
+    return value;
+  }
+
+  /** A single word: a non-empty string without whitespace (a model name on a command line). */
+  word(prop: string, value: string): string {
+    if (typeof value !== 'string' || value.trim() === '' || /\s/.test(value)) this.fail(prop, 'must be a non-empty name without whitespace', value);
+    return value;
+  }
+
   /** An array (of anything), or an empty one when absent. */
   array<T>(prop: string, value: readonly T[] | undefined): readonly T[] {
     if (value === undefined) return [];

@@ -55,13 +55,10 @@ function sglangTuning(v: Validator, props: SglangInferenceServiceProps): EngineT
   const args: string[] = [];
   if (props.contextLength !== undefined) args.push('--context-length', String(v.wholeNumber('contextLength', props.contextLength, 1)));
   if (props.quantization !== undefined) {
-    if (!Object.values(SglangQuantization).includes(props.quantization)) v.fail('quantization', `must be a SglangQuantization (${Object.values(SglangQuantization).join(', ')})`, props.quantization);
-    args.push('--quantization', props.quantization);
+    args.push('--quantization', v.enumValue('quantization', props.quantization, SglangQuantization, 'SglangQuantization'));
   }
   if (props.servedModelName !== undefined) {
-    const n = props.servedModelName;
-    if (typeof n !== 'string' || n.trim() === '' || /\s/.test(n)) v.fail('servedModelName', 'must be a non-empty name without whitespace', n);
-    args.push('--served-model-name', n);
+    args.push('--served-model-name', v.word('servedModelName', props.servedModelName));
   }
   if (props.maxRunningRequests !== undefined) args.push('--max-running-requests', String(v.wholeNumber('maxRunningRequests', props.maxRunningRequests, 1)));
   if (props.memFractionStatic !== undefined) {

@@ -54,9 +54,7 @@ export class TgiInferenceService extends InferenceService {
 }
 
 function tgiTuning(v: Validator, props: TgiInferenceServiceProps): EngineTuning {
-  if (props.quantize !== undefined && !Object.values(TgiQuantization).includes(props.quantize)) {
-    v.fail('quantize', `must be a TgiQuantization (${Object.values(TgiQuantization).join(', ')})`, props.quantize);
-  }
+  if (props.quantize !== undefined) v.enumValue('quantize', props.quantize, TgiQuantization, 'TgiQuantization');
   const tokens = (prop: keyof TgiInferenceServiceProps, value: number | undefined) => (value === undefined ? undefined : v.wholeNumber(prop, value, 1));
   const maxConcurrent = tokens('maxConcurrentRequests', props.maxConcurrentRequests);
   const maxInput = tokens('maxInputTokens', props.maxInputTokens);

@@ -57,15 +57,12 @@ function vllmTuning(v: Validator, props: VllmInferenceServiceProps): EngineTunin
   const args: string[] = [];
   if (props.maxModelLen !== undefined) args.push('--max-model-len', String(v.wholeNumber('maxModelLen', props.maxModelLen, 1)));
   if (props.quantization !== undefined) {
-    if (!Object.values(VllmQuantization).includes(props.quantization)) v.fail('quantization', `must be a VllmQuantization (${Object.values(VllmQuantization).join(', ')})`, props.quantization);
-    args.push('--quantization', props.quantization);
+    args.push('--quantization', v.enumValue('quantization', props.quantization, VllmQuantization, 'VllmQuantization'));
   }
   const names = v.stringArray('servedModelNames', props.servedModelNames);
   if (names !== undefined) {
     if (names.length === 0) v.fail('servedModelNames', 'must name at least one model', names);
-    names.forEach((n, i) => {
-      if (n.trim() === '' || /\s/.test(n)) v.fail(`servedModelNames[${i}]`, 'must be a non-empty name without whitespace', n);
-    });
+    names.forEach((n, i) => v.word(`servedModelNames[${i}]`, n));
     if (new Set(names).size !== names.length) v.fail('servedModelNames', 'must not repeat a name', names);
     args.push('--served-model-name', ...names);
   }
