@@ -25,24 +25,29 @@ export function defaultHostResources(gpus: number): { cpu: number; memory: Size 
 
 /** What a GPU container asks for. */
 export interface GpuResourceOptions {
+  /** GPUs (or MIG instances) of `gpuResource`. */
   readonly gpus: number;
+  /** @default GPU_RESOURCE */
+  readonly gpuResource?: string;
   readonly cpu: k8s.Quantity;
   readonly memory: Size;
   /** A CPU limit; none by default, because CFS throttling stalls data loaders and NCCL threads. */
   readonly cpuLimit?: k8s.Quantity;
+  /** Further device resources, requested and limited alike. */
+  readonly extended?: Record<string, k8s.Quantity>;
 }
 
 /**
- * Requests and limits for a GPU container. GPUs are set in both (extended resources must match);
- * memory limit equals the request so a node never overcommits the memory that `/dev/shm` also
- * draws on.
+ * Requests and limits for a GPU container. GPUs and other devices are set in both (extended
+ * resources must match); memory limit equals the request so a node never overcommits the memory
+ * that `/dev/shm` also draws on.
  */
 export function gpuResources(o: GpuResourceOptions): k8s.ResourceRequirements {
-  const gpus = k8s.Quantity.fromNumber(o.gpus);
+  const devices = { [o.gpuResource ?? GPU_RESOURCE]: k8s.Quantity.fromNumber(o.gpus), ...o.extended };
   const memory = sizeQuantity(o.memory);
   return {
-    requests: { 'cpu': o.cpu, 'memory': memory, [GPU_RESOURCE]: gpus },
-    limits: { ...(o.cpuLimit ? { cpu: o.cpuLimit } : {}), 'memory': memory, [GPU_RESOURCE]: gpus },
+    requests: { cpu: o.cpu, memory, ...devices },
+    limits: { ...(o.cpuLimit ? { cpu: o.cpuLimit } : {}), memory, ...devices },
   };
 }
 

@@ -2,12 +2,11 @@ import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { EnvValue } from './env';
-import { defaultHostResources, GPU_RESOURCE, gpuTolerations, shmVolume } from './gpu';
+import { defaultHostResources, GPU_RESOURCE, gpuResources, gpuTolerations, shmVolume } from './gpu';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME } from './labels';
 import { GpuWorkloadProps, PodOptions, WorkloadVolume } from './pod-options';
 import { podSecurityLevel } from './pod-security';
 import { PodTemplate } from './pod-template';
-import { sizeQuantity } from './quantity';
 import { containerSecurityContext, podSecurityContext, POD_HARDENING, PodSecurityLevel, ProcessIdentity } from './security';
 import { show, Validator } from './validate';
 
@@ -100,18 +99,11 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
 
   const shmParts = shmVolume(shm);
   const cpuQuantity = k8s.Quantity.fromString(String(cpu));
-  const memoryQuantity = sizeQuantity(memory);
-  const gpuQuantity = k8s.Quantity.fromNumber(input.gpus);
   const main = {
     ...input.container,
     env,
     ...(envFrom.length ? { envFrom } : {}),
-    // GPUs and devices in requests and limits alike (extended resources must match). Memory
-    // limit equals the request, so a node never overcommits the memory /dev/shm also draws on.
-    resources: {
-      requests: { cpu: cpuQuantity, memory: memoryQuantity, [gpuResource]: gpuQuantity, ...extended },
-      limits: { ...(guaranteed ? { cpu: cpuQuantity } : {}), memory: memoryQuantity, [gpuResource]: gpuQuantity, ...extended },
-    },
+    resources: gpuResources({ gpus: input.gpus, gpuResource, cpu: cpuQuantity, memory, extended, ...(guaranteed ? { cpuLimit: cpuQuantity } : {}) }),
     volumeMounts: [] as k8s.VolumeMount[],
     securityContext: containerSecurityContext(input.identity),
   };
