@@ -1,6 +1,7 @@
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { exitWithOutput } from '../support/child-exit';
 import { onPath, Shell, SHELLS } from '../support/shells';
 
 /**
@@ -69,7 +70,7 @@ export class Sidecar {
     proc.stdout!.on('data', d => { this.output += d; });
     proc.stderr!.on('data', d => { this.output += d; });
     this.exited = new Promise(resolve => {
-      proc.on('exit', (code, signal) => {
+      void exitWithOutput(proc).then(({ code, signal }) => {
         this.exitedAt = Date.now();
         resolve({ code, signal });
       });

@@ -1,6 +1,7 @@
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { exitWithOutput } from '../support/child-exit';
 import { onPath, Shell, SHELLS } from '../support/shells';
 import { GpuTrainingStatefulSet, GpuTrainingStatefulSetProps } from '../../src';
 import { testChart } from '../support/synth';
@@ -129,10 +130,10 @@ export class Launch {
       : spawn(SHELLS[shell]!, argv, { env: fullEnv });
     this.proc.stdout!.on('data', d => { this.output += d; });
     this.proc.stderr!.on('data', d => { this.output += d; });
-    this.exited = new Promise(resolve => this.proc.on('exit', code => {
+    this.exited = exitWithOutput(this.proc).then(({ code }) => {
       this.code = code;
-      resolve(code);
-    }));
+      return code;
+    });
   }
 
   get running(): boolean {
