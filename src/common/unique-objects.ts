@@ -20,10 +20,10 @@ export function checkUniqueObjectsAtSynth(scope: IConstruct): void {
   addAppCheck(scope, 'unique-objects', duplicateObjects);
 }
 
-function duplicateObjects(root: IConstruct): string[] {
+function duplicateObjects(_root: IConstruct, nodes: readonly IConstruct[]): string[] {
   const seen = new Map<string, ApiObject>();
   const errors: string[] = [];
-  for (const c of root.node.findAll()) {
+  for (const c of nodes) {
     if (!(c instanceof ApiObject)) continue;
     const group = c.apiVersion.includes('/') ? c.apiVersion.split('/')[0] : '';
     const namespace = CLUSTER_SCOPED.has(c.kind) ? '' : (c.metadata.namespace ?? '');

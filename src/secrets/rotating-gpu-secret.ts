@@ -556,16 +556,16 @@ function registerForEnvCheck(secret: RotatingGpuSecret): void {
   let secrets = SECRETS_OF_APP.get(root);
   if (!secrets) SECRETS_OF_APP.set(root, secrets = []);
   secrets.push(secret);
-  addAppCheck(secret, 'rotating-secret-env', () => findEnvConsumers(SECRETS_OF_APP.get(root) ?? [], root));
+  addAppCheck(secret, 'rotating-secret-env', (_root, nodes) => findEnvConsumers(SECRETS_OF_APP.get(root) ?? [], nodes));
 }
 
-function findEnvConsumers(secrets: RotatingGpuSecret[], root: IConstruct): string[] {
+function findEnvConsumers(secrets: RotatingGpuSecret[], nodes: readonly IConstruct[]): string[] {
   const checks = secrets.map(s => s._envCheck);
   const own = new Set(checks.map(c => c.secret));
   const byNamespace = new Map<string | undefined, typeof checks>();
   for (const c of checks) byNamespace.set(c.namespace, [...(byNamespace.get(c.namespace) ?? []), c]);
   const errors: string[] = [];
-  for (const obj of root.node.findAll()) {
+  for (const obj of nodes) {
     if (!(obj instanceof ApiObject) || own.has(obj) || PODLESS_KINDS.has(obj.kind)) continue;
     const relevant = byNamespace.get(obj.metadata.namespace);
     if (!relevant) continue;
