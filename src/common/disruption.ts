@@ -1,5 +1,6 @@
 import { Construct } from 'constructs';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as kube from './kube';
 import { Validator } from './validate';
 
 /** A choice of PodDisruptionBudget. */
@@ -75,7 +76,7 @@ export function podDisruptionBudget(scope: Construct, id: string, o: PodDisrupti
   if (o.validator && o.replicas !== undefined) validateDisruptionBudget(o.validator, o.prop ?? 'disruptionBudget', o.budget, o.replicas);
   const field = o.budget._field;
   if (field === undefined) return undefined;
-  return new k8s.KubePodDisruptionBudget(scope, id, {
+  return new kube.KubePodDisruptionBudget(scope, id, {
     metadata: { name: o.name, labels: o.labels },
     spec: {
       [field]: k8s.IntOrString.fromNumber(o.budget._count),

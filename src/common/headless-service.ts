@@ -1,5 +1,6 @@
 import { Construct } from 'constructs';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as kube from './kube';
 
 export interface HeadlessServiceOptions {
   readonly name: string;
@@ -14,7 +15,7 @@ export interface HeadlessServiceOptions {
  * before the pods are Ready, so peers can find each other during start-up (rendezvous, sharding).
  */
 export function headlessService(scope: Construct, id: string, o: HeadlessServiceOptions): k8s.KubeService {
-  return new k8s.KubeService(scope, id, {
+  return new kube.KubeService(scope, id, {
     metadata: { name: o.name, labels: o.labels },
     spec: {
       clusterIp: 'None',

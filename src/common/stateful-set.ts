@@ -1,6 +1,8 @@
 import { ApiObject, JsonPatch } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
+import { patchesOf, toApiJson } from './api-json';
+import { KubeStatefulSet } from './kube';
 import { checkUniqueObjectsAtSynth } from './unique-objects';
 
 // apimachinery's quantity grammar (`k8s.io/apimachinery/pkg/api/resource`, `ParseQuantity`).
@@ -16,19 +18,19 @@ const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d
  * field; and the patched object is checked strictly against the Kubernetes 1.28 API, so a patch
  * cannot add a field a strict API server would refuse.
  */
-export class GpuStatefulSet extends k8s.KubeStatefulSet {
+export class GpuStatefulSet extends KubeStatefulSet {
   constructor(scope: Construct, id: string, props: k8s.KubeStatefulSetProps) {
     super(scope, id, props);
     checkUniqueObjectsAtSynth(this);
   }
 
   toJson(): any {
-    const patches = (this as unknown as { patches: JsonPatch[] }).patches;
+    const patches = patchesOf(this) as JsonPatch[];
     if (patches.length === 0) return super.toJson();
     const saved = patches.splice(0);
     let json: any;
     try {
-      json = { ...k8s.KubeStatefulSet.GVK, ...k8s.toJson_KubeStatefulSetProps(ApiObject.prototype.toJson.call(this)) };
+      json = { ...k8s.KubeStatefulSet.GVK, ...toApiJson(ApiObject.prototype.toJson.call(this), 'KubeStatefulSetProps') };
     } finally {
       patches.push(...saved);
     }

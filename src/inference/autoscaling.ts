@@ -1,5 +1,6 @@
 import { ApiObject, Duration } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as kube from '../common/kube';
 import { Construct } from 'constructs';
 import { Validator } from '../common/validate';
 
@@ -74,7 +75,7 @@ export class Autoscaler {
       if (typeof metricName !== 'string' || metricName.length === 0 || /[/%]/.test(metricName) || metricName === '.' || metricName === '..') {
         v.fail('autoscaling.autoscaler metricName', 'must be a metric name without "/" or "%"', metricName);
       }
-      const hpa = new k8s.KubeHorizontalPodAutoscalerV2(scope, 'Autoscaler', {
+      const hpa = new kube.KubeHorizontalPodAutoscalerV2(scope, 'Autoscaler', {
         metadata: { name: c.name, labels: c.labels },
         spec: {
           scaleTargetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },

@@ -1,5 +1,6 @@
 import { ApiObject, Chart, Duration, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as kube from '../common/kube';
 import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { headlessService } from '../common/headless-service';
@@ -398,7 +399,7 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
 
     // One client Service across versions and engines: it selects every version of this name through
     // the named port, so during a version bump both StatefulSets serve until the old one is deleted.
-    this.service = sharedObject(this, 'Service', this.serviceName, () => new k8s.KubeService(this, 'Service', {
+    this.service = sharedObject(this, 'Service', this.serviceName, () => new kube.KubeService(this, 'Service', {
       metadata: { name: this.serviceName, labels: workloadLabels({ name: props.name, instance: props.name, component: COMPONENT }) },
       spec: {
         type: 'ClusterIP',

@@ -2,6 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { ApiObject, Duration } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as kube from '../common/kube';
 import { Construct, IConstruct, Node } from 'constructs';
 import { addAppCheck } from '../common/app-checks';
 import { configKey } from '../common/env';
@@ -168,7 +169,7 @@ export class RotatingGpuSecret extends Construct {
 
     // No data: the rotator owns it. Re-applying this manifest (client- or server-side) leaves a
     // rotated value alone, since `data` is in neither the last-applied configuration nor our fields.
-    this.secret = new k8s.KubeSecret(this, 'Secret', {
+    this.secret = new kube.KubeSecret(this, 'Secret', {
       metadata: {
         name, labels: this.labels,
         annotations: { 'cdk8s-gpu.io/data-owner': props.rotation !== undefined ? rotatorName : 'external' },
@@ -449,14 +450,14 @@ export class RotatingGpuSecret extends Construct {
     }
 
     const labels = { ...this.labels, [LABEL_COMPONENT]: 'credential-rotator' };
-    new k8s.KubeServiceAccount(this, 'RotatorAccount', { metadata: { name: account, labels }, automountServiceAccountToken: false });
-    new k8s.KubeRole(this, 'RotatorRole', {
+    new kube.KubeServiceAccount(this, 'RotatorAccount', { metadata: { name: account, labels }, automountServiceAccountToken: false });
+    new kube.KubeRole(this, 'RotatorRole', {
       metadata: { name: account, labels },
       // Only this Secret, and only read and write: resourceNames cannot restrict create, so the
       // Secret is created by the manifests (empty) and the rotator fills it.
       rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: [name], verbs: ['get', 'patch', 'update'] }],
     });
-    new k8s.KubeRoleBinding(this, 'RotatorBinding', {
+    new kube.KubeRoleBinding(this, 'RotatorBinding', {
       metadata: { name: account, labels },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: account },
       subjects: [{ kind: 'ServiceAccount', name: account }],
@@ -494,7 +495,7 @@ export class RotatingGpuSecret extends Construct {
       },
     };
 
-    new k8s.KubeCronJob(this, 'Rotation', {
+    new kube.KubeCronJob(this, 'Rotation', {
       metadata: { name: account, labels },
       spec: {
         schedule,
@@ -513,7 +514,7 @@ export class RotatingGpuSecret extends Construct {
     // finished Job stays as the record. A Job deleted by a TTL is re-created, and run again, by
     // Argo CD, Flux or a plain re-apply (argo-cd#8586).
     const hash = contentHash({ spec: JSON.stringify(plainJson(jobSpec)) }).slice(0, 8);
-    new k8s.KubeJob(this, 'InitialRotation', {
+    new kube.KubeJob(this, 'InitialRotation', {
       metadata: { name: fitName(`${account}-initial`, `-${hash}`, LABEL_MAX), labels },
       spec: jobSpec,
     });

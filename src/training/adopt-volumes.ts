@@ -1,5 +1,6 @@
 import { Construct } from 'constructs';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as kube from '../common/kube';
 import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../common/validate';
 import type { CheckpointStorage } from './gpu-training-stateful-set';
@@ -43,7 +44,7 @@ export function adoptVolumes(scope: Construct, v: Validator, o: AdoptVolumesOpti
   const dup = pvs.find((pv, i) => pvs.indexOf(pv) !== i);
   if (dup !== undefined) v.fail('adoptVolumes.persistentVolumes', 'must not name a volume twice: a volume binds to one claim', dup);
 
-  return pvs.map((pv, ordinal) => new k8s.KubePersistentVolumeClaim(scope, `Adopted${ordinal}`, {
+  return pvs.map((pv, ordinal) => new kube.KubePersistentVolumeClaim(scope, `Adopted${ordinal}`, {
     metadata: { name: claimNameFor(o.claimName, o.statefulSetName, ordinal), labels: o.labels },
     spec: {
       accessModes: ['ReadWriteOnce'],

@@ -1,5 +1,6 @@
 import { Chart, Duration, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as kube from '../common/kube';
 import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget, validateDisruptionBudget } from '../common/disruption';
 import { SHM_VOLUME } from '../common/gpu';
@@ -483,7 +484,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this.rendezvousId = wiring.rendezvousId.value = rendezvousIdFor(this.runId, this.replicas, pod.template.main, wiring.rendezvousId);
 
     if (gpuConfigData) {
-      this.gpuConfigMap = new k8s.KubeConfigMap(this, 'GpuConfig', { metadata: { name: this.gpuConfigMapName, labels }, data: gpuConfigData });
+      this.gpuConfigMap = new kube.KubeConfigMap(this, 'GpuConfig', { metadata: { name: this.gpuConfigMapName, labels }, data: gpuConfigData });
       pod.template.annotate(GPU_CONFIG_HASH_ANNOTATION, contentHash(gpuConfigData));
     }
     addPodValidation(this, pod.template, v.boolean('guaranteedQos', props.guaranteedQos, false), `GpuTrainingStatefulSet '${id}'`);
