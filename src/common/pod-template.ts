@@ -44,7 +44,7 @@ export class PodTemplate {
 
   /** A claim template's name: the controller adds a volume of that name to every pod. */
   reserveClaimVolume(name: string, v: Validator, prop: string): void {
-    if (this.volumeNames().has(name)) v.fail(prop, 'must differ from the names of the pod\'s other volumes', name);
+    if (this.hasVolume(name)) v.fail(prop, 'must differ from the names of the pod\'s other volumes', name);
     this.claimVolumes.add(name);
   }
 
@@ -53,8 +53,13 @@ export class PodTemplate {
     return new Set([...this.spec.volumes.map(vol => vol.name), ...this.claimVolumes]);
   }
 
+  /** Whether the pod has a volume of that name, claim templates included. */
+  hasVolume(name: string): boolean {
+    return this.claimVolumes.has(name) || this.spec.volumes.some(vol => vol.name === name);
+  }
+
   addVolume(volume: k8s.Volume, v?: Validator, prop = 'volume'): void {
-    if (this.volumeNames().has(volume.name)) {
+    if (this.hasVolume(volume.name)) {
       const why = `must not reuse a volume name the pod already has (${[...this.volumeNames()].join(', ')})`;
       if (v) v.fail(prop, why, volume.name);
       throw new Error(`volume '${volume.name}' is already in the pod template`);
@@ -68,7 +73,7 @@ export class PodTemplate {
     const mounts = ((container as { volumeMounts?: k8s.VolumeMount[] }).volumeMounts ??= []);
     const clash = mounts.find(m => m.mountPath === mount.mountPath);
     if (clash) v.fail(prop, `must not be a path container '${container.name}' already mounts (volume '${clash.name}' is there)`, mount.mountPath);
-    if (!this.volumeNames().has(mount.name)) v.fail(prop, 'must name a volume of the pod', mount.name);
+    if (!this.hasVolume(mount.name)) v.fail(prop, 'must name a volume of the pod', mount.name);
     mounts.push(mount);
   }
 

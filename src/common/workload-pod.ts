@@ -232,7 +232,7 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
   v.array('pod.sidecars', pod.sidecars).forEach((c, i) => template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity), v, `pod.sidecars[${i}].name`));
   for (const c of [...(pod.initContainers ?? []), ...(pod.sidecars ?? [])]) {
     for (const m of v.array(`pod container '${c.name}' volumeMounts`, c.volumeMounts)) {
-      if (!template.volumeNames().has(m.name)) v.fail(`pod container '${c.name}' volumeMounts`, 'must name a volume of the pod (add it with volumes)', m.name);
+      if (!template.hasVolume(m.name)) v.fail(`pod container '${c.name}' volumeMounts`, 'must name a volume of the pod (add it with volumes)', m.name);
     }
   }
 }

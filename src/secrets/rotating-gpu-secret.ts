@@ -621,15 +621,21 @@ function specOf(obj: ApiObject): unknown {
 
 /** Every Secret name an object refers to: env and envFrom references and secret or projected volumes. */
 function secretNamesIn(node: unknown, out: Set<string>): void {
+  // Index loops and for-in, not Object.entries: this runs over every object of an app at synth.
   if (Array.isArray(node)) {
-    for (const item of node) secretNamesIn(item, out);
+    for (let i = 0; i < node.length; i++) secretNamesIn(node[i], out);
     return;
   }
   if (node === null || typeof node !== 'object') return;
-  for (const [key, value] of Object.entries(node)) {
-    if ((key === 'secretKeyRef' || key === 'secretRef' || key === 'secret') && value && typeof value === 'object') {
+  const obj = node as Record<string, unknown>;
+  for (const key in obj) {
+    if (!Object.prototype.hasOwnProperty.call(obj, key)) continue;
+    const value = obj[key];
+    if (value === null || typeof value !== 'object') continue;
+    if (key === 'secretKeyRef' || key === 'secretRef' || key === 'secret') {
       const ref = value as { name?: unknown; secretName?: unknown };
-      for (const name of [ref.name, ref.secretName]) if (typeof name === 'string') out.add(name);
+      if (typeof ref.name === 'string') out.add(ref.name);
+      if (typeof ref.secretName === 'string') out.add(ref.secretName);
     }
     secretNamesIn(value, out);
   }
