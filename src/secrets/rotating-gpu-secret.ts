@@ -513,7 +513,7 @@ export class RotatingGpuSecret extends Construct {
     // immutable, so a changed rotator is a new Job), and it has no ttlSecondsAfterFinished, so the
     // finished Job stays as the record. A Job deleted by a TTL is re-created, and run again, by
     // Argo CD, Flux or a plain re-apply (argo-cd#8586).
-    const hash = contentHash({ spec: JSON.stringify(plainJson(jobSpec)) }).slice(0, 8);
+    const hash = contentHash({ spec: plainJson(jobSpec) }).slice(0, 8);
     new kube.KubeJob(this, 'InitialRotation', {
       metadata: { name: fitName(`${account}-initial`, `-${hash}`, LABEL_MAX), labels },
       spec: jobSpec,
@@ -643,14 +643,18 @@ function secretNamesIn(node: unknown, out: Set<string>): void {
 
 function envReadsIn(node: unknown, secret: string, out: string[], volumes: Set<string> = new Set()): void {
   if (Array.isArray(node)) {
-    for (const item of node) envReadsIn(item, secret, out, volumes);
+    for (let i = 0; i < node.length; i++) envReadsIn(node[i], secret, out, volumes);
     return;
   }
   if (node === null || typeof node !== 'object') return;
   // A pod spec: the names of its volumes that carry this Secret, for its containers' mounts.
-  const podVolumes = (node as { volumes?: unknown }).volumes;
+  const obj = node as Record<string, unknown>;
+  const podVolumes = obj.volumes;
   const here = Array.isArray(podVolumes) ? secretVolumes(podVolumes, secret) : volumes;
-  for (const [key, value] of Object.entries(node)) {
+  for (const key in obj) {
+    if (!Object.prototype.hasOwnProperty.call(obj, key)) continue;
+    const value = obj[key];
+    if (value === null || typeof value !== 'object') continue;
     if (CONTAINER_LISTS.has(key) && Array.isArray(value)) {
       for (const c of value) out.push(...containerEnvReads(c, secret), ...subPathReads(c, secret, here));
     } else {
@@ -700,9 +704,9 @@ function fitName(stem: string, suffix: string, max: number): string {
   return `${stem.slice(0, max - suffix.length - hash.length - 1).replace(/-+$/, '')}-${hash}${suffix}`;
 }
 
-/** Plain JSON of typed props, for hashing (Quantity and friends serialize to their values). */
-function plainJson(x: unknown): unknown {
-  return JSON.parse(JSON.stringify(x, (_k, val) => (val instanceof k8s.Quantity ? val.value : val)));
+/** The JSON text of typed props, for hashing (Quantity and friends serialize to their values). */
+function plainJson(x: unknown): string {
+  return JSON.stringify(x, (_k, val) => (val instanceof k8s.Quantity ? val.value : val));
 }
 
 /**
