@@ -1,4 +1,3 @@
-import { ApiObject, GroupVersionKind } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { K8S_JSON_SHAPES, Shape } from './k8s-json-shapes';
 
@@ -15,10 +14,10 @@ export function toApiJson(value: any, struct: string): any {
 }
 
 /** How a field converts; the codes of `Shape` in k8s-json-shapes.ts, resolved once per struct. */
-const enum Kind { AsIs, Value, Date, Struct, Array, ArrayOfStruct, Map, MapOfValue, MapOfArray, MapOfStruct }
+export const enum Kind { AsIs, Value, Date, Struct, Array, ArrayOfStruct, Map, MapOfValue, MapOfArray, MapOfStruct }
 
 /** A struct's table, ready for converting: typed name → field index, and per field its API name and kind. */
-interface Compiled {
+export interface Compiled {
   readonly name: string;
   readonly index: Map<string, number>;
   readonly api: string[];
@@ -28,7 +27,7 @@ interface Compiled {
 
 const COMPILED = new Map<string, Compiled>();
 
-function compiled(struct: string): Compiled {
+export function compiled(struct: string): Compiled {
   let c = COMPILED.get(struct);
   if (c) return c;
   const fields = K8S_JSON_SHAPES[struct];
@@ -58,7 +57,7 @@ function kindOf(shape: Shape): [Kind, string?] {
   return [Kind.MapOfStruct, inner];
 }
 
-function convertStruct(value: any, c: Compiled): any {
+export function convertStruct(value: any, c: Compiled): any {
   if (value === undefined) return undefined;
   // Anything but an object takes cdk8s-plus's own converter, so even odd input behaves as there.
   if (value === null || typeof value !== 'object') return (k8s as any)[`toJson_${c.name}`](value);
@@ -87,7 +86,7 @@ function convertField(v: any, kind: Kind, inner: Compiled | undefined): any {
   }
 }
 
-function convertMap(v: any, kind: Kind, inner: Compiled | undefined): any {
+export function convertMap(v: any, kind: Kind, inner: Compiled | undefined): any {
   if (v === undefined) return undefined;
   const out: any = {};
   for (const [key, x] of Object.entries(v as object)) {
@@ -99,32 +98,4 @@ function convertMap(v: any, kind: Kind, inner: Compiled | undefined): any {
     else out[key] = converted;
   }
   return out;
-}
-
-/** A `k8s.Kube*` class of cdk8s-plus-28, with its GVK and the name of its props' struct. */
-interface KubeClass<T extends ApiObject> {
-  new (...args: any[]): T;
-  readonly GVK: GroupVersionKind;
-}
-
-/**
- * The same class, synthesizing its typed props through `toApiJson`: the same JSON, faster. With a
- * JsonPatch escape hatch it synthesizes exactly as the original, which patches before converting.
- */
-export function withApiJson<C extends KubeClass<ApiObject>>(Base: C, props: string): C {
-  if (!K8S_JSON_SHAPES[props]) throw new Error(`no API JSON shape for ${props}; add it to scripts/gen-k8s-json-shapes.js`);
-  const Fast = class extends Base {
-    toJson(): any {
-      if (patchesOf(this).length > 0) return super.toJson();
-      return { ...Base.GVK, ...toApiJson(ApiObject.prototype.toJson.call(this), props) };
-    }
-  };
-  // Errors and the API reference name the class as cdk8s-plus does.
-  Object.defineProperty(Fast, 'name', { value: Base.name });
-  return Fast;
-}
-
-/** The JsonPatch escape hatches added to an object (cdk8s keeps them private). */
-export function patchesOf(obj: ApiObject): unknown[] {
-  return (obj as unknown as { patches: unknown[] }).patches;
 }

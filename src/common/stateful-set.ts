@@ -1,8 +1,8 @@
 import { ApiObject, JsonPatch } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
-import { patchesOf, toApiJson } from './api-json';
-import { KubeStatefulSet } from './kube';
+import { toApiJson } from './api-json';
+import { KubeStatefulSet, patchesOf } from './kube';
 import { checkUniqueObjectsAtSynth } from './unique-objects';
 
 // apimachinery's quantity grammar (`k8s.io/apimachinery/pkg/api/resource`, `ParseQuantity`).

@@ -1,0 +1,137 @@
+import { ApiObject, App, ImplicitTokenResolver, Lazy, LazyResolver, NumberStringUnionResolver } from 'cdk8s';
+import { compiled, Compiled, convertMap, convertStruct, Kind } from './api-json';
+
+/**
+ * The API JSON of one of the library's objects, as cdk8s and cdk8s-plus-28 would write it
+ * (`KubeX.toJson()`: cdk8s resolves every value of the props, sanitizes them, and cdk8s-plus
+ * converts the typed result), in one walk instead of three. cdk8s's `resolve` looks up the app and
+ * allocates a key path and a context for every value; on a StatefulSet's pod template that is most
+ * of the synth time outside YAML writing.
+ *
+ * The walk does only what the default resolvers would do to plain data (a Quantity or IntOrString
+ * becomes its value). Anything else takes cdk8s's own path, so its result and errors are exactly
+ * cdk8s's: an app with other resolvers, a `Lazy`, a value with a `resolve()` method (a token), an
+ * object that is not plain JSON data, a `__proto__` key, the props cdk8s keeps in a field this
+ * walk cannot find. Returns `undefined` then; tests compare both paths on every object.
+ */
+export function synthesizeFast(obj: ApiObject, propsStruct: string): Record<string, unknown> | undefined {
+  const props = (obj as unknown as { props?: Record<string, unknown> }).props;
+  if (props === undefined || props === null || !defaultResolvers(obj)) return undefined;
+  const sort = !process.env.CDK8S_DISABLE_SORT; // read per object, as cdk8s's ApiObject.toJson does
+  const c = compiled(propsStruct);
+  try {
+    // The props first: a value that needs cdk8s's own path is found before the metadata's
+    // resolution runs (it may run user code, a Lazy label), so that never runs twice.
+    const body = fuse({ ...props, metadata: undefined }, c, sort);
+    const metadata = fuse(obj.metadata.toJson(), compiled('ObjectMeta'), sort);
+    const out: Record<string, unknown> = {};
+    for (const api of c.api) {
+      const v = api === 'metadata' ? metadata : body[api];
+      if (v !== undefined) out[api] = v;
+    }
+    return out;
+  } catch (e) {
+    if (e === FALLBACK) return undefined;
+    throw e;
+  }
+}
+
+/** Thrown inside the walk when a value needs cdk8s's own resolution. */
+const FALLBACK = Symbol('needs cdk8s resolve');
+
+/** The resolvers every `new App()` has, as their own classes (not subclasses), and no others. */
+function defaultResolvers(obj: ApiObject): boolean {
+  const r = (App.of(obj) as App).resolvers;
+  return Array.isArray(r) && r.length === 3
+    && Object.getPrototypeOf(r[0]) === LazyResolver.prototype
+    && Object.getPrototypeOf(r[1]) === ImplicitTokenResolver.prototype
+    && Object.getPrototypeOf(r[2]) === NumberStringUnionResolver.prototype;
+}
+
+/**
+ * What cdk8s's resolvers do to a value before looking inside it: a number-or-string union (a
+ * Quantity, an IntOrString) becomes `{ value }`. A Lazy or a token leaves the walk.
+ */
+function head(value: any): any {
+  for (;;) {
+    if (value === null || value === undefined) return value;
+    if (value instanceof Lazy || typeof value.resolve === 'function') throw FALLBACK;
+    if (value.constructor !== Object) {
+      const t = typeof value.value;
+      if (t === 'number' || t === 'string') {
+        value = { value: value.value };
+        continue;
+      }
+    }
+    return value;
+  }
+}
+
+/** `sanitizeValue(resolve(value))`: resolved, null and undefined left out, keys sorted. */
+function plain(value: any, sort: boolean): any {
+  value = head(value);
+  if (value === null || value === undefined) return undefined;
+  if (typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(x => plain(x, sort));
+  // cdk8s would leave it unresolved and then refuse it ("can't render non-simple object").
+  if (value.constructor !== Object) throw FALLBACK;
+  const keys = Object.keys(value);
+  if (sort) keys.sort();
+  const out: any = {};
+  for (const k of keys) {
+    if (k === '__proto__') throw FALLBACK;
+    const v = plain(value[k], sort);
+    if (v !== null && v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+/** `convertStruct(plain(raw))` without building the intermediate copy of the struct's spine. */
+function fuse(raw: any, c: Compiled, sort: boolean): any {
+  const v = head(raw);
+  if (v === null || v === undefined) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) return convertStruct(plain(v, sort), c);
+  if (v.constructor !== Object) throw FALLBACK;
+  let slots: unknown[] | undefined;
+  for (const key of Object.keys(v)) {
+    if (key === '__proto__') throw FALLBACK;
+    const i = c.index.get(key);
+    if (i === undefined) {
+      // Not a field of the struct: dropped, but cdk8s resolves it first (and may refuse it).
+      plain(v[key], sort);
+      continue;
+    }
+    const f = field(v[key], c.kind[i], c.inner[i], sort);
+    if (f !== undefined) (slots ??= [])[i] = f;
+  }
+  const out: any = {};
+  if (slots) for (let i = 0; i < slots.length; i++) if (slots[i] !== undefined) out[c.api[i]] = slots[i];
+  return out;
+}
+
+/** One field, as cdk8s-plus-28's converter treats its resolved, sanitized value. */
+function field(raw: any, kind: Kind, inner: Compiled | undefined, sort: boolean): any {
+  switch (kind) {
+    case Kind.AsIs: return plain(raw, sort);
+    case Kind.Value: return plain(raw, sort)?.value;
+    case Kind.Struct: return fuse(raw, inner!, sort);
+    case Kind.ArrayOfStruct: {
+      const a = head(raw);
+      if (a === null || a === undefined) return undefined;
+      if (!Array.isArray(a)) throw FALLBACK; // the converter's `.map` would throw its own error
+      return a.map(e => fuse(e, inner!, sort));
+    }
+    case Kind.Array: {
+      const a = plain(raw, sort);
+      if (a !== undefined && !Array.isArray(a)) throw FALLBACK;
+      return a?.map((y: unknown) => y);
+    }
+    case Kind.Date: {
+      // cdk8s refuses a Date ("can't render non-simple object"), and the converter a string.
+      const d = head(raw);
+      if (d === null || d === undefined) return undefined;
+      throw FALLBACK;
+    }
+    default: return convertMap(plain(raw, sort), kind, inner);
+  }
+}
