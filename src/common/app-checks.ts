@@ -5,6 +5,8 @@ interface AppChecks {
   readonly checks: Map<string, AppCheck>;
   /** The latest walk of the whole tree that no check has used yet (see `walkOf`). */
   fresh?: IConstruct[];
+  /** Whether the end of the current task will drop `fresh`. */
+  expiring?: boolean;
 }
 
 interface AppCheck {
@@ -62,7 +64,15 @@ function shareWalks(root: IConstruct, app: AppChecks): void {
     // end of the current task at most: a synth pass walks and validates in one synchronous run.
     if (args[0] === undefined || args[0] === 0) {
       app.fresh = found;
-      queueMicrotask(() => { if (app.fresh === found) app.fresh = undefined; });
+      // One pending clean-up per app, holding no walk: cdk8s walks the tree several times per
+      // chart in one synchronous run, and a closure per walk kept every walk alive until the end.
+      if (!app.expiring) {
+        app.expiring = true;
+        queueMicrotask(() => {
+          app.fresh = undefined;
+          app.expiring = false;
+        });
+      }
     }
     return found;
   };
