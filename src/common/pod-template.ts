@@ -1,5 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import { podSecurityLevel } from './pod-security';
+import { PodSecurityLevel } from './security';
 import { Validator } from './validate';
 
 type MainContainer = k8s.Container & { env: k8s.EnvVar[]; volumeMounts: k8s.VolumeMount[] };
@@ -46,6 +48,14 @@ export class PodTemplate {
   reserveClaimVolume(name: string, v: Validator, prop: string): void {
     if (this.hasVolume(name)) v.fail(prop, 'must differ from the names of the pod\'s other volumes', name);
     this.claimVolumes.add(name);
+  }
+
+  /**
+   * The strictest Pod Security Standard the pod meets as it is now: worked out when asked, so it
+   * includes what was added after the construct (a reload sidecar, an init container).
+   */
+  securityLevel(): PodSecurityLevel {
+    return podSecurityLevel(this.spec) as PodSecurityLevel;
   }
 
   /** Every volume name of the pod, claim templates included. */

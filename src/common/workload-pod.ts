@@ -5,9 +5,8 @@ import { EnvValue } from './env';
 import { defaultHostResources, GPU_RESOURCE, gpuResources, gpuTolerations, shmVolume } from './gpu';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME } from './labels';
 import { GpuWorkloadProps, PodOptions, WorkloadVolume } from './pod-options';
-import { podSecurityLevel } from './pod-security';
 import { PodTemplate } from './pod-template';
-import { containerSecurityContext, podSecurityContext, POD_HARDENING, PodSecurityLevel, ProcessIdentity } from './security';
+import { containerSecurityContext, podSecurityContext, POD_HARDENING, ProcessIdentity } from './security';
 import { show, Validator } from './validate';
 
 /** The keys of `GpuWorkloadProps`, for the unknown-prop check of every workload construct. */
@@ -66,8 +65,6 @@ export interface WorkloadPodInput {
 /** The pod template of a workload, and the facts its construct reports. */
 export interface WorkloadPod {
   readonly template: PodTemplate;
-  /** The strictest Pod Security Standard the template meets, from the template itself. */
-  readonly podSecurityLevel: PodSecurityLevel;
   readonly cpu: number;
   readonly memory: Size;
 }
@@ -125,7 +122,7 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
   addUserVolumes(v, template, props.volumes);
   applyPodOptions(v, template, pod, input.identity, props.nodeSelector);
 
-  return { template, podSecurityLevel: podSecurityLevel(template.spec) as PodSecurityLevel, cpu, memory };
+  return { template, cpu, memory };
 }
 
 function extendedResourceName(v: Validator, prop: string, name: string): void {

@@ -222,8 +222,6 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   readonly terminationGracePeriodSeconds: number;
   /** The startup probe's budget for model load and warm-up. */
   readonly startupBudgetSeconds: number;
-  /** The strictest Pod Security Standard the pod template meets. */
-  readonly podSecurityLevel: PodSecurityLevel;
   /** The StatefulSet, for escape hatches through its typed API object. */
   readonly statefulSet: GpuStatefulSet;
   /**
@@ -250,6 +248,11 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   readonly queueMetric: string;
   /** @internal */
   readonly _podTemplate: PodTemplate;
+
+  /** The strictest Pod Security Standard the pod template meets, with everything added to it so far (e.g. by `mountInto`). */
+  get podSecurityLevel(): PodSecurityLevel {
+    return this._podTemplate.securityLevel();
+  }
   /** @internal */
   readonly _securityUid: number | undefined;
   /** @internal */
@@ -384,7 +387,6 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
       },
     });
     const template = this._podTemplate = built.template;
-    this.podSecurityLevel = built.podSecurityLevel;
     if (!modelId.startsWith('/')) addDownload(v, template, engine.download(modelId, revision), offline.env.name);
     template.annotate('prometheus.io/scrape', 'true');
     template.annotate('prometheus.io/port', String(engine.port));

@@ -259,8 +259,6 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly restartCommand: string;
   /** The Kueue LocalQueue, if queued. */
   readonly queueName?: string;
-  /** The strictest Pod Security Standard the pod template meets. */
-  readonly podSecurityLevel: PodSecurityLevel;
   /** The ConfigMap holding `gpuConfig`, if any. */
   readonly gpuConfigMapName?: string;
   /** The ConfigMap holding `gpuConfig`, if any. */
@@ -281,6 +279,11 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly podDisruptionBudget?: k8s.KubePodDisruptionBudget;
   /** @internal */
   readonly _podTemplate: PodTemplate;
+
+  /** The strictest Pod Security Standard the pod template meets, with everything added to it so far (e.g. by `mountInto`). */
+  get podSecurityLevel(): PodSecurityLevel {
+    return this._podTemplate.securityLevel();
+  }
   /** @internal */
   readonly _securityUid: number | undefined;
   /** @internal */
@@ -477,7 +480,6 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       spec: { terminationGracePeriodSeconds: grace },
     });
     this._podTemplate = pod.template;
-    this.podSecurityLevel = pod.podSecurityLevel;
     for (const [key, value] of Object.entries(rdma?.annotations ?? {})) pod.template.annotate(key, value);
 
     // Known only now that the pod is built: the rank spec the gang must agree on.

@@ -46,7 +46,7 @@ export class TestWorkload extends Construct {
       spec: { terminationGracePeriodSeconds: 30 },
     });
     this.template = pod.template;
-    this.level = pod.podSecurityLevel;
+    this.level = pod.template.securityLevel();
     addPodValidation(this, pod.template, props.guaranteedQos ?? false, `TestWorkload '${id}'`);
     this.statefulSet = new GpuStatefulSet(this, 'Resource', {
       metadata: { name: props.name, labels },
