@@ -17,3 +17,14 @@ export function scratchSpace(home: string): { volumes: k8s.Volume[]; mounts: k8s
     ],
   };
 }
+
+/**
+ * `USER` for a non-root UID: a UID the image has no passwd entry for (any UID but the image's own
+ * user, and that user too in images built before it existed) makes Python's `getpass.getuser()`
+ * raise `KeyError: 'getpwuid(): uid not found'` unless `LOGNAME` or `USER` is set, and torch
+ * calls it for its compile cache directory at start-up (torch/_inductor/runtime/cache_dir_utils.py;
+ * vLLM's own non-root entrypoint sets `USER` for this, docker/entrypoints/vllm-nonroot-entrypoint.sh).
+ */
+export function nonRootUserEnv(name: string): k8s.EnvVar {
+  return { name: 'USER', value: name };
+}

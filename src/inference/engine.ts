@@ -17,6 +17,22 @@ export interface LaunchOptions {
   readonly tuning: EngineTuning;
 }
 
+/**
+ * A fact about releases of an engine's published image, checked against the tag of `image`. Images
+ * from other repositories (a mirror, a build of one's own) and tags that name no release
+ * (`latest`, a digest) are not checked.
+ */
+export interface ImageFact {
+  /** The repository, as Docker normalizes it (`docker.io/vllm/vllm-openai`). */
+  readonly repository: string;
+  /** Releases before this one are refused. */
+  readonly minimum?: readonly [number, number, number];
+  /** From this release on, the image cannot start as a non-root UID: `runAsRoot: false` is refused. */
+  readonly rootOnlyFrom?: readonly [number, number, number];
+  /** Why, with the source, for the message. */
+  readonly why: string;
+}
+
 /** Engine-specific props turned into flags or variables by the construct. */
 export interface EngineTuning {
   readonly args: string[];
@@ -53,6 +69,8 @@ export interface ServingEngine {
   readonly queueMetric: string;
   /** Whether the published image must run as root. */
   readonly runAsRoot: boolean;
+  /** Releases of the published image the construct's output cannot run, by tag. */
+  readonly imageFacts: readonly ImageFact[];
   /** The UID the image is built for when it runs as non-root, if it names one. */
   readonly nonRootUid?: number;
   /** `/dev/shm` per GPU in GiB (NCCL between tensor-parallel ranks, and the engine's own IPC). */

@@ -4,18 +4,19 @@ import * as kube from '../common/kube';
 import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { headlessService } from '../common/headless-service';
+import { ImageRef } from '../common/image-ref';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, labelSet, workloadLabels } from '../common/labels';
 import { statefulSetName } from '../common/names';
 import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
-import { scratchSpace } from '../common/scratch';
+import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
 import { GpuStatefulSet } from '../common/stateful-set';
 import { sharedObject } from '../common/unique-objects';
 import { show, Validator } from '../common/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
-import { EngineTuning, ServingEngine } from './engine';
+import { EngineTuning, ImageFact, ServingEngine } from './engine';
 import { ModelCache } from './model-cache';
 
 /** Time for endpoints, kube-proxy and load balancers to stop sending new requests to a terminating pod. */
@@ -334,6 +335,7 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
       runAsUser: props.runAsUser ?? engine.nonRootUid,
     });
     this._securityUid = uid;
+    checkImageFacts(v, engine.imageFacts, image, identity.runAsRoot);
 
     const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
     const scratch = scratchSpace(engine.home);
@@ -374,7 +376,11 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
         lifecycle: { preStop: { exec: { command: ['sleep', String(preStop)] } } },
       },
       ownedEnv: [...launch.env, offline],
-      defaultEnv: [...engine.cacheEnv(MODEL_CACHE_PATH), ...token, ...scratch.env, ...engine.extraEnv(engine.home)],
+      defaultEnv: [
+        ...engine.cacheEnv(MODEL_CACHE_PATH), ...token, ...scratch.env,
+        ...(identity.runAsRoot ? [] : [nonRootUserEnv(engine.containerName)]),
+        ...engine.extraEnv(engine.home),
+      ],
       volumes: [...scratch.volumes, ...(boundCache.volume ? [boundCache.volume] : [])],
       mounts: [...scratch.mounts, ...(boundCache.volume ? [cacheMount] : [])],
       claims: boundCache.claimTemplate ? [{ name: boundCache.volumeName, mountPath: MODEL_CACHE_PATH, prop: 'modelCache' }] : [],
@@ -519,4 +525,17 @@ function serviceMonitor(scope: Construct, v: Validator, props: InferenceServiceP
       endpoints: [{ port: PORT_NAME, path: '/metrics', interval: `${interval}s` }],
     },
   });
+}
+
+/** The engine's facts about releases of its published image, against the tag of `image`. */
+function checkImageFacts(v: Validator, facts: readonly ImageFact[], image: string, runAsRoot: boolean): void {
+  const ref = ImageRef.parse(image);
+  const release = (x: readonly number[]) => x.join('.');
+  for (const f of facts) {
+    if (ref.repository !== f.repository) continue;
+    if (f.minimum && ref.isBefore(f.minimum)) v.fail('image', `must be release ${release(f.minimum)} or later: ${f.why}`, image);
+    if (f.rootOnlyFrom && !runAsRoot && ref.version && !ref.isBefore(f.rootOnlyFrom)) {
+      v.fail('runAsRoot', `must be true for ${image} (release ${release(f.rootOnlyFrom)} or later): ${f.why}`, false);
+    }
+  }
 }

@@ -11,7 +11,7 @@ import { statefulSetName } from '../common/names';
 import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { sizeQuantity } from '../common/quantity';
-import { scratchSpace } from '../common/scratch';
+import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
 import { GpuStatefulSet } from '../common/stateful-set';
 import { INT32_MAX, Validator } from '../common/validate';
@@ -405,10 +405,8 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       volumes.push(...home.volumes);
       mounts.push(...home.mounts);
       defaultEnv.push(...home.env, { name: 'HF_HOME', value: `${TRAINING_HOME}/.cache/huggingface` });
-      // A UID without a passwd entry (1000 in NGC PyTorch, which runs as root) makes Python's
-      // getpass.getuser() raise unless USER is set, and torch.compile calls it for its cache
-      // directory (torch/_inductor/runtime/cache_dir_utils.py).
-      defaultEnv.push({ name: 'USER', value: TRAINING_USER });
+      // UID 1000 has no passwd entry in NGC PyTorch, which runs as root.
+      defaultEnv.push(nonRootUserEnv(TRAINING_USER));
     }
     defaultEnv.push(...(rdma?.env ?? []));
 

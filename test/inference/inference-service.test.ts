@@ -196,9 +196,19 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(svc.podSecurityLevel).toBe(expected);
       if (!e.rootByDefault) expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: e.defaultUid, fsGroup: e.defaultUid });
       expect(init.securityContext.allowPrivilegeEscalation).toBe(false);
-      const nonRoot = synthEngine(e, { runAsRoot: false, runAsUser: 1234 });
+      const nonRoot = synthEngine(e, { ...e.nonRoot, runAsUser: 1234 });
       expect(podSecurityLevel(nonRoot.pod)).toBe('restricted');
       expect(nonRoot.pod.securityContext.runAsUser).toBe(1234);
+    });
+
+    test('a non-root pod names its user in USER, so a UID without a passwd entry does not stop torch (getpass.getuser)', () => {
+      const nonRoot = synthEngine(e, { ...e.nonRoot, runAsUser: 4321 });
+      expect(nonRoot.env.USER).toBe(e.container);
+      for (const c of [nonRoot.main, nonRoot.init]) expect(envOf(c).USER).toBe(e.container);
+      const root = synthEngine(e, { runAsRoot: true });
+      expect(root.env.USER).toBeUndefined();
+      // A user's value replaces it, like any default the construct sets.
+      expect(synthEngine(e, { ...e.nonRoot, env: { USER: 'svc' } }).env.USER).toBe('svc');
     });
 
     test('usage statistics off by default, on when asked', () => {
@@ -284,7 +294,7 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(pod({ nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' } }).nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' });
     });
     test('runAsUser', () => {
-      expect(pod({ runAsRoot: false, runAsUser: 4242 }).securityContext).toMatchObject({ runAsUser: 4242, runAsGroup: 4242, fsGroup: 4242 });
+      expect(pod({ ...e.nonRoot, runAsUser: 4242 }).securityContext).toMatchObject({ runAsUser: 4242, runAsGroup: 4242, fsGroup: 4242 });
     });
     test('clusterDomain', () => {
       expect(synthEngine(e, { clusterDomain: 'k.local' }, 'ns').svc.url).toBe('http://llm.ns.svc.k.local');

@@ -19,6 +19,8 @@ export interface EngineCase {
   readonly port: number;
   readonly image: string;
   readonly rootByDefault: boolean;
+  /** Props that run the engine as a non-root UID: its image must allow it. */
+  readonly nonRoot: Partial<InferenceServiceProps>;
   readonly defaultUid?: number;
   readonly queueMetric: string;
   readonly shmGibPerGpu: number;
@@ -32,23 +34,26 @@ export function flagValue(args: string[] | undefined, flag: string): string | un
   return i < 0 ? undefined : args![i + 1];
 }
 
+/** The last TGI release that starts as a non-root UID (from 3.1 Python lives under /root, TGI#3082). */
+export const TGI_NON_ROOT_IMAGE = 'ghcr.io/huggingface/text-generation-inference:3.0.1';
+
 export const ENGINES: EngineCase[] = [
   {
     construct: 'TgiInferenceService', engine: TGI,
     make: (c, id, p) => new TgiInferenceService(c, id, p),
-    container: 'tgi', port: 8080, image: TGI_DEFAULT_IMAGE, rootByDefault: true, queueMetric: 'tgi_queue_size', shmGibPerGpu: 1,
+    container: 'tgi', port: 8080, image: TGI_DEFAULT_IMAGE, rootByDefault: true, nonRoot: { runAsRoot: false, image: TGI_NON_ROOT_IMAGE }, queueMetric: 'tgi_queue_size', shmGibPerGpu: 1,
     setting: (main, key) => envOf(main)[{ tp: 'NUM_SHARD', host: 'HOSTNAME', port: 'PORT', drain: 'GRACEFUL_TERMINATION_TIMEOUT', model: 'MODEL_ID' }[key]],
   },
   {
     construct: 'VllmInferenceService', engine: VLLM,
     make: (c, id, p) => new VllmInferenceService(c, id, p),
-    container: 'vllm', port: 8000, image: VLLM_DEFAULT_IMAGE, rootByDefault: false, defaultUid: 2000, queueMetric: 'vllm:num_requests_waiting', shmGibPerGpu: 2,
+    container: 'vllm', port: 8000, image: VLLM_DEFAULT_IMAGE, rootByDefault: false, nonRoot: { runAsRoot: false }, defaultUid: 2000, queueMetric: 'vllm:num_requests_waiting', shmGibPerGpu: 2,
     setting: (main, key) => (key === 'model' ? main.args[0] : flagValue(main.args, { tp: '--tensor-parallel-size', host: '--host', port: '--port', drain: '--shutdown-timeout' }[key])),
   },
   {
     construct: 'SglangInferenceService', engine: SGLANG,
     make: (c, id, p) => new SglangInferenceService(c, id, p),
-    container: 'sglang', port: 30000, image: SGLANG_DEFAULT_IMAGE, rootByDefault: true, queueMetric: 'sglang:num_queue_reqs', shmGibPerGpu: 2,
+    container: 'sglang', port: 30000, image: SGLANG_DEFAULT_IMAGE, rootByDefault: true, nonRoot: { runAsRoot: false }, queueMetric: 'sglang:num_queue_reqs', shmGibPerGpu: 2,
     setting: (main, key) => (key === 'drain' ? undefined : flagValue(main.args, { tp: '--tp-size', host: '--host', port: '--port', model: '--model-path' }[key])),
   },
 ];
@@ -83,3 +88,4 @@ export function configError(fn: () => unknown): ConfigurationError {
   }
   throw new Error('expected a ConfigurationError, but construction succeeded');
 }
+

@@ -2,6 +2,7 @@ import { Chart, Duration, Size, Testing } from 'cdk8s';
 import { IpFamily, ModelCache, PodSecurityLevel, TGI_DEFAULT_IMAGE, TgiInferenceService, TgiInferenceServiceProps, TgiQuantization } from '../../src';
 import { podSecurityLevel } from '../support/pod-security';
 import { envOf, findOne, synthValid } from '../support/synth';
+import { TGI_NON_ROOT_IMAGE } from './support';
 
 const base: TgiInferenceServiceProps = { name: 'tgi', modelId: 'EleutherAI/gpt-neox-20b' };
 
@@ -230,8 +231,16 @@ describe('TgiInferenceService', () => {
       expect(env.OUTLINES_CACHE_DIR).toBe('/home/tgi/.cache/outlines');
     });
 
-    test('runAsRoot: false runs a non-root UID with fsGroup and meets restricted', () => {
-      const { pod, tgi } = synth({ runAsRoot: false });
+    test('runAsRoot: false is refused for TGI 3.1 and later, which cannot start as a non-root UID (TGI#3082)', () => {
+      expect(() => synth({ runAsRoot: false })).toThrow(
+        /^TgiInferenceService 'tgi': runAsRoot must be true for ghcr\.io\/huggingface\/text-generation-inference:3\.3\.7 \(release 3\.1\.0 or later\): .*#3082.* \(got false\)$/);
+      expect(() => synth({ runAsRoot: false, image: 'ghcr.io/huggingface/text-generation-inference:3.1.0' })).toThrow(/runAsRoot must be true/);
+      // A build of one's own (another repository) is the user's call.
+      expect(() => synth({ runAsRoot: false, image: 'registry.example.com/tgi:3.3.7-nonroot' })).not.toThrow();
+    });
+
+    test('runAsRoot: false with a TGI release that can (3.0.1) runs a non-root UID with fsGroup and meets restricted', () => {
+      const { pod, tgi } = synth({ runAsRoot: false, image: TGI_NON_ROOT_IMAGE });
       expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, fsGroup: 1000 });
       expect(podSecurityLevel(pod)).toBe('restricted');
       expect(tgi.podSecurityLevel).toBe(PodSecurityLevel.RESTRICTED);

@@ -27,6 +27,7 @@ export const SGLANG: ServingEngine = {
   metricsPath: '/metrics',
   queueMetric: 'sglang:num_queue_reqs',
   runAsRoot: true,
+  imageFacts: [],
   // Tensor-parallel ranks exchange through NCCL and shared-memory queues.
   shmGibPerGpu: 2,
   ownedFlags: {

@@ -34,6 +34,11 @@ export const TGI: ServingEngine = {
   queueMetric: 'tgi_queue_size',
   // Python lives under /root/.local/share/uv (mode 0700 /root) from 3.1 on: root only (#3082).
   runAsRoot: true,
+  imageFacts: [{
+    repository: 'ghcr.io/huggingface/text-generation-inference',
+    rootOnlyFrom: [3, 1, 0],
+    why: 'from 3.1 the image keeps Python under /root/.local/share/uv and /root is mode 0700, so a non-root UID stops at "libpython3.11.so.1.0: cannot open shared object file" (huggingface/text-generation-inference#3082); 3.0.1 is the last release that starts non-root',
+  }],
   // The TGI docs run `--shm-size 1g`; NCCL needs it between shards, so it grows with them.
   shmGibPerGpu: 1,
   // launcher/src/main.rs: every flag is also an env var, and a flag beats its variable (clap).

@@ -34,6 +34,11 @@ export const VLLM: ServingEngine = {
   metricsPath: '/metrics',
   queueMetric: 'vllm:num_requests_waiting',
   runAsRoot: false,
+  imageFacts: [{
+    repository: 'docker.io/vllm/vllm-openai',
+    minimum: [0, 18, 0],
+    why: 'the construct sets --shutdown-timeout for the drain, which vLLM has from 0.18 (vllm#36666); older releases exit with "unrecognized arguments"',
+  }],
   nonRootUid: VLLM_UID,
   // The vLLM docs run with `--ipc=host` or `--shm-size`; tensor-parallel workers share tensors and
   // NCCL buffers through /dev/shm.
