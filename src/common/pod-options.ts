@@ -159,8 +159,9 @@ export interface GpuWorkloadProps {
    */
   readonly nodeSelector?: Record<string, string>;
   /**
-   * The UID, GID and fsGroup of a non-root pod.
-   * @default 1000 - the first regular user of Debian and Ubuntu based images
+   * The UID, GID and fsGroup of a non-root pod. Setting it asks for a non-root pod (`runAsRoot`
+   * then defaults to false); with `runAsRoot: true` it is refused, since the pod would not use it.
+   * @default 1000 - the first regular user of Debian and Ubuntu based images (vLLM: 2000, its image's `vllm` user)
    */
   readonly runAsUser?: number;
   /** @default 'cluster.local' */

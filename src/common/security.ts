@@ -33,9 +33,11 @@ export interface ProcessIdentity {
  * Resolves the `runAsRoot` / `runAsUser` props every workload takes into the identity its pods run
  * with, the Pod Security level that gives, and the UID sidecars must share (undefined for root).
  */
-export function resolveProcessIdentity(v: Validator, o: { runAsRoot: boolean; runAsUser?: number; addCapabilities?: string[] }):
+export function resolveProcessIdentity(v: Validator, o: { runAsRoot: boolean; runAsUser?: number; defaultUid?: number; addCapabilities?: string[] }):
 { identity: ProcessIdentity; level: PodSecurityLevel; uid: number | undefined } {
-  const uid = v.wholeNumber('runAsUser', o.runAsUser ?? DEFAULT_NON_ROOT_UID, 1);
+  // A UID the pod would not run as: the user meant a non-root pod, and would silently get root.
+  if (o.runAsRoot && o.runAsUser !== undefined) v.fail('runAsUser', 'must be left out when the pod runs as root (runAsRoot: true)', o.runAsUser);
+  const uid = v.wholeNumber('runAsUser', o.runAsUser ?? o.defaultUid ?? DEFAULT_NON_ROOT_UID, 1);
   const identity: ProcessIdentity = { runAsRoot: o.runAsRoot, uid, addCapabilities: o.addCapabilities ?? [] };
   return { identity, level: securityLevel(identity), uid: o.runAsRoot ? undefined : uid };
 }

@@ -331,11 +331,16 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     this.queueMetric = engine.queueMetric;
 
     const { identity, uid } = resolveProcessIdentity(v, {
-      runAsRoot: v.boolean('runAsRoot', props.runAsRoot, engine.runAsRoot),
-      runAsUser: props.runAsUser ?? engine.nonRootUid,
+      // A runAsUser asks for a non-root pod: it sets the default, not a silent root.
+      runAsRoot: v.boolean('runAsRoot', props.runAsRoot, props.runAsUser !== undefined ? false : engine.runAsRoot),
+      runAsUser: props.runAsUser,
+      defaultUid: engine.nonRootUid,
     });
     this._securityUid = uid;
-    checkImageFacts(v, engine.imageFacts, image, identity.runAsRoot);
+    // What asked for a non-root pod, for the message when the image cannot run as one.
+    const nonRootBy: [string, unknown] | undefined = identity.runAsRoot ? undefined
+      : props.runAsRoot === false ? ['runAsRoot', false] : props.runAsUser !== undefined ? ['runAsUser', props.runAsUser] : ['image', image];
+    checkImageFacts(v, engine.imageFacts, image, nonRootBy);
 
     const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
     const scratch = scratchSpace(engine.home);
@@ -528,14 +533,15 @@ function serviceMonitor(scope: Construct, v: Validator, props: InferenceServiceP
 }
 
 /** The engine's facts about releases of its published image, against the tag of `image`. */
-function checkImageFacts(v: Validator, facts: readonly ImageFact[], image: string, runAsRoot: boolean): void {
+function checkImageFacts(v: Validator, facts: readonly ImageFact[], image: string, nonRootBy: [string, unknown] | undefined): void {
   const ref = ImageRef.parse(image);
   const release = (x: readonly number[]) => x.join('.');
   for (const f of facts) {
     if (ref.repository !== f.repository) continue;
     if (f.minimum && ref.isBefore(f.minimum)) v.fail('image', `must be release ${release(f.minimum)} or later: ${f.why}`, image);
-    if (f.rootOnlyFrom && !runAsRoot && ref.version && !ref.isBefore(f.rootOnlyFrom)) {
-      v.fail('runAsRoot', `must be true for ${image} (release ${release(f.rootOnlyFrom)} or later): ${f.why}`, false);
+    if (f.rootOnlyFrom && nonRootBy && ref.version && !ref.isBefore(f.rootOnlyFrom)) {
+      const [prop, value] = nonRootBy;
+      v.fail(prop, `asks for a non-root pod, which ${image} (release ${release(f.rootOnlyFrom)} or later) cannot run: ${f.why}; leave runAsRoot unset (true)`, value);
     }
   }
 }

@@ -182,8 +182,9 @@ export interface GpuTrainingStatefulSetProps extends GpuWorkloadProps {
   /**
    * Run as the image's user (root for most training images) instead of a non-root UID.
    * The pod then meets only the baseline profile.
-   * @default false - a non-root UID with a writable home keeps the pod restricted, and the
-   * trainer runs without it
+   * @default - false: a non-root UID with a writable home keeps the pod restricted, and the
+   * trainer runs without it; true with `Rdma.sharedDevice()` or `Rdma.sriov()`, whose IPC_LOCK
+   * reaches only a root process
    */
   readonly runAsRoot?: boolean;
   /**
@@ -306,7 +307,6 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     const grace = v.seconds('terminationGracePeriod', props.terminationGracePeriod ?? Duration.seconds(DEFAULT_TRAINING_GRACE_SECONDS), 0, 31536000);
     this.shutdownTimeoutSeconds = shutdownTimeoutSeconds(grace);
     const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
-    const runAsRoot = v.boolean('runAsRoot', props.runAsRoot, false);
     const strategy = props.updateStrategy ?? TrainingUpdateStrategy.ON_DELETE;
     if (!Object.values(TrainingUpdateStrategy).includes(strategy)) v.fail('updateStrategy', 'must be a TrainingUpdateStrategy', strategy);
     const budget = props.disruptionBudget ?? DisruptionBudget.blockVoluntaryEvictions();
@@ -316,6 +316,14 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       v.fail('rdma', 'must be made with Rdma.sharedDevice(), Rdma.sriov({...}) or Rdma.efa(n)', props.rdma);
     }
     const rdma = props.rdma?._resolve(v, 'rdma');
+    // Kubernetes sets no ambient capabilities, so an added capability is gone once a non-root
+    // process execs (kubernetes/kubernetes#56374): IPC_LOCK, which memory registration needs
+    // beyond the node's memlock limit, reaches the trainer only when it runs as root.
+    const rdmaNeedsRoot = (rdma?.capabilities.length ?? 0) > 0;
+    const runAsRoot = v.boolean('runAsRoot', props.runAsRoot, rdmaNeedsRoot);
+    if (rdmaNeedsRoot && !runAsRoot) {
+      v.fail('runAsRoot', 'must be true with Rdma.sharedDevice() or Rdma.sriov(): their IPC_LOCK reaches only a root process (Kubernetes sets no ambient capabilities), and without it verbs memory registration stops at the node\'s memlock limit and NCCL fails at init', false);
+    }
     const { identity, uid } = resolveProcessIdentity(v, { runAsRoot, runAsUser: props.runAsUser, addCapabilities: rdma?.capabilities ?? [] });
     this._securityUid = uid;
 

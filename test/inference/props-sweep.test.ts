@@ -20,7 +20,7 @@ const SHARED: Array<[string, unknown, boolean]> = [
   ['modelSize', Size.gibibytes(83), true], ['modelSize', Size.gibibytes(0), false],
   ['sharedMemory', Size.mebibytes(64), true], ['sharedMemory', Size.gibibytes(16), false], ['sharedMemory', Size.gibibytes(1.3), false],
   ['cpu', 0.5, true], ['cpu', 0, false], ['memory', Size.gibibytes(4), true], ['memory', Size.gibibytes(0), false],
-  ['runAsRoot', true, true], ['runAsUser', 1, true], ['runAsUser', 0, false], ['runAsUser', 2147483648, false],
+  ['runAsRoot', true, true], ['runAsUser', 0, false], ['runAsUser', 2147483648, false],
   ['nodeSelector', { 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' }, true], ['nodeSelector', { pool: 'has space' }, false],
   ['clusterDomain', 'cluster.local', true], ['clusterDomain', 'Cluster Local', false],
   ['serviceMonitorInterval', Duration.seconds(1), false],
@@ -36,14 +36,14 @@ const SHARED: Array<[string, unknown, boolean]> = [
 
 const SPECIFIC: Record<string, Array<[string, unknown, boolean]>> = {
   TgiInferenceService: [
-    // From 3.1 (the default image is 3.3.7) TGI cannot start as a non-root UID.
-    ['runAsRoot', false, false],
+    // From 3.1 (the default image is 3.3.7) TGI cannot start as a non-root UID; a runAsUser asks for one.
+    ['runAsRoot', false, false], ['runAsUser', 1, false],
     ['quantize', TgiQuantization.AWQ, true], ['quantize', 'int3', false],
     ['maxInputTokens', 1, true], ['maxInputTokens', 0, false], ['maxTotalTokens', 2, true], ['maxTotalTokens', 1.5, false],
     ['maxConcurrentRequests', 1, true], ['maxConcurrentRequests', 0, false], ['maxBatchPrefillTokens', 1, true], ['maxBatchPrefillTokens', -5, false],
   ],
   VllmInferenceService: [
-    ['runAsRoot', false, true],
+    ['runAsRoot', false, true], ['runAsUser', 1, true],
     // --shutdown-timeout is there from 0.18; other repositories and tags without a release are not checked.
     ['image', 'vllm/vllm-openai:v0.17.1', false], ['image', 'docker.io/vllm/vllm-openai:v0.9.2', false], ['image', 'vllm/vllm-openai:v0.18.0', true],
     ['image', 'vllm/vllm-openai:latest', true], ['image', 'mirror.example.com/vllm/vllm-openai:v0.9.2', true],
@@ -53,7 +53,7 @@ const SPECIFIC: Record<string, Array<[string, unknown, boolean]>> = {
     ['gpuMemoryUtilization', 1, true], ['gpuMemoryUtilization', 0.05, true], ['gpuMemoryUtilization', 0, false], ['gpuMemoryUtilization', 1.01, false],
   ],
   SglangInferenceService: [
-    ['runAsRoot', false, true],
+    ['runAsRoot', false, true], ['runAsUser', 1, true],
     ['quantization', SglangQuantization.W8A8_FP8, true], ['quantization', 'int3', false],
     ['contextLength', 1, true], ['contextLength', 0, false], ['servedModelName', 'chat', true], ['servedModelName', '', false],
     ['maxRunningRequests', 1, true], ['maxRunningRequests', 0, false], ['memFractionStatic', 0.99, true], ['memFractionStatic', 1, false],

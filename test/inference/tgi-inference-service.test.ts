@@ -233,8 +233,9 @@ describe('TgiInferenceService', () => {
 
     test('runAsRoot: false is refused for TGI 3.1 and later, which cannot start as a non-root UID (TGI#3082)', () => {
       expect(() => synth({ runAsRoot: false })).toThrow(
-        /^TgiInferenceService 'tgi': runAsRoot must be true for ghcr\.io\/huggingface\/text-generation-inference:3\.3\.7 \(release 3\.1\.0 or later\): .*#3082.* \(got false\)$/);
-      expect(() => synth({ runAsRoot: false, image: 'ghcr.io/huggingface/text-generation-inference:3.1.0' })).toThrow(/runAsRoot must be true/);
+        /^TgiInferenceService 'tgi': runAsRoot asks for a non-root pod, which ghcr\.io\/huggingface\/text-generation-inference:3\.3\.7 \(release 3\.1\.0 or later\) cannot run: .*#3082.* \(got false\)$/);
+      expect(() => synth({ runAsUser: 1000 })).toThrow(/^TgiInferenceService 'tgi': runAsUser asks for a non-root pod, .* \(got 1000\)$/);
+      expect(() => synth({ runAsRoot: false, image: 'ghcr.io/huggingface/text-generation-inference:3.1.0' })).toThrow(/runAsRoot asks for a non-root pod/);
       // A build of one's own (another repository) is the user's call.
       expect(() => synth({ runAsRoot: false, image: 'registry.example.com/tgi:3.3.7-nonroot' })).not.toThrow();
     });

@@ -359,6 +359,21 @@ describe('GpuTrainingStatefulSet', () => {
       expect(Rdma.sharedDevice().podSecurityLevel).toBe(PodSecurityLevel.PRIVILEGED);
     });
 
+    test('the InfiniBand choices run the trainer as root, where their IPC_LOCK reaches it (no ambient capabilities for a non-root exec)', () => {
+      for (const rdma of [Rdma.sharedDevice(), Rdma.sriov({ networks: ['ib-a'], resourceName: 'nvidia.com/sriov_rdma_vf' })]) {
+        const { pod, main, trainer } = synth({ rdma });
+        expect(pod.securityContext.runAsUser).toBeUndefined();
+        expect(main.securityContext.runAsNonRoot).toBeUndefined();
+        expect(envOf(main).USER).toBeUndefined();
+        expect(trainer.podSecurityLevel).toBe(PodSecurityLevel.PRIVILEGED);
+        expect(() => synth({ rdma, runAsRoot: false })).toThrow(
+          /^GpuTrainingStatefulSet 'trainer': runAsRoot must be true with Rdma\.sharedDevice\(\) or Rdma\.sriov\(\): their IPC_LOCK reaches only a root process .* \(got false\)$/);
+        expect(() => synth({ rdma, runAsUser: 1000 })).toThrow("GpuTrainingStatefulSet 'trainer': runAsUser must be left out when the pod runs as root (runAsRoot: true) (got 1000)");
+      }
+      // EFA adds no capability: the pod stays non-root.
+      expect(synth({ rdma: Rdma.efa(1) }).pod.securityContext.runAsUser).toBe(1000);
+    });
+
     test('SR-IOV through Multus: the networks annotation, one VF per network, bootstrap on eth0', () => {
       const { main, sts } = synth({ rdma: Rdma.sriov({ networks: ['ib-a', 'ml/ib-b@net2'], resourceName: 'nvidia.com/sriov_rdma_vf' }) });
       expect(sts.spec.template.metadata.annotations['k8s.v1.cni.cncf.io/networks']).toBe('ib-a,ml/ib-b@net2');

@@ -105,6 +105,10 @@ describe('GpuTrainingStatefulSet props sweep', () => {
   test.each(Array.from({ length: rounds }, (_, k) => [k]))('combination %i of every prop\'s accepted values synthesizes strictly valid objects', k => {
     const props: Record<string, unknown> = { name: 'combo', version: k + 1 };
     for (const [prop, values] of combinable) props[prop] = values.ok[k % values.ok.length];
+    // Pairs of accepted values that contradict each other are refused (tested on their own):
+    // a UID for a root pod, and a non-root pod with the RDMA choices whose IPC_LOCK needs root.
+    if (props.rdma !== undefined && (props.rdma as Rdma).podSecurityLevel === 'privileged') props.runAsRoot = true;
+    if (props.runAsRoot === true) delete props.runAsUser;
     const result = attempt(props);
     if (result.error) throw result.error;
   });
