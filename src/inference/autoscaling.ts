@@ -142,10 +142,11 @@ export interface AutoscalingOptions {
    */
   readonly targetQueueDepth?: number;
   /**
-   * How long the load must stay low before a replica is removed. Must be longer than the startup
-   * budget: a new replica is not capacity until it has loaded the model, and a shorter window
-   * would remove replicas while their replacements still load. At most 3600 s (the HPA's limit).
-   * @default - the startup budget + 60 s
+   * How long the load must stay low before a replica is removed. Must be longer than a new
+   * replica takes to be capacity: the startup budget, plus the download at the assumed 25 MB/s
+   * when the cache is per replica and `modelSize` is given; a shorter window would remove
+   * replicas while their replacements still load. At most 3600 s (the HPA's limit).
+   * @default - that time + 60 s
    */
   readonly scaleDownStabilization?: Duration;
   /**
@@ -168,22 +169,24 @@ export interface AutoscalerContext {
   readonly scaleDownSeconds: number;
 }
 
-/** @internal The validated options, the scale-down window checked against the startup budget. */
-export function resolveAutoscaling(v: Validator, o: AutoscalingOptions, startupBudgetSeconds: number) {
+/**
+ * @internal The validated options, the scale-down window checked against the time until a new
+ * replica is capacity (`capacity.what` says of what it is made, for messages).
+ */
+export function resolveAutoscaling(v: Validator, o: AutoscalingOptions, capacity: { seconds: number; what: string }) {
   v.knownProps('autoscaling', o, ['minReplicas', 'maxReplicas', 'targetQueueDepth', 'scaleDownStabilization', 'autoscaler']);
   const minReplicas = v.wholeNumber('autoscaling.minReplicas', o.minReplicas ?? 1, 1);
   const maxReplicas = v.wholeNumber('autoscaling.maxReplicas', o.maxReplicas, 1);
   if (maxReplicas < minReplicas) v.fail('autoscaling.maxReplicas', `must be at least minReplicas (${minReplicas})`, maxReplicas);
   const targetQueueDepth = v.wholeNumber('autoscaling.targetQueueDepth', o.targetQueueDepth ?? DEFAULT_TARGET_QUEUE_DEPTH, 1);
-  const needed = startupBudgetSeconds + 1;
-  if (needed > MAX_STABILIZATION_SECONDS) {
-    v.fail('autoscaling', `needs a scale-down window longer than the startup budget (${startupBudgetSeconds}s), but the HPA allows at most ${MAX_STABILIZATION_SECONDS}s: lower maxModelLoadTime/modelSize or scale by hand`, `startup budget ${startupBudgetSeconds}s`);
+  if (capacity.seconds + 1 > MAX_STABILIZATION_SECONDS) {
+    v.fail('autoscaling', `needs a scale-down window longer than a new replica takes to be capacity, ${capacity.what} = ${capacity.seconds}s, but the HPA allows at most ${MAX_STABILIZATION_SECONDS}s: use ModelCache.sharedClaim() so new replicas skip the download, lower maxModelLoadTime/modelSize, or scale by hand`, `${capacity.seconds}s`);
   }
   const scaleDownSeconds = o.scaleDownStabilization === undefined
-    ? Math.min(MAX_STABILIZATION_SECONDS, startupBudgetSeconds + STABILIZATION_MARGIN_SECONDS)
+    ? Math.min(MAX_STABILIZATION_SECONDS, capacity.seconds + STABILIZATION_MARGIN_SECONDS)
     : v.seconds('autoscaling.scaleDownStabilization', o.scaleDownStabilization, 0, MAX_STABILIZATION_SECONDS);
-  if (scaleDownSeconds <= startupBudgetSeconds) {
-    v.fail('autoscaling.scaleDownStabilization', `must be longer than the startup budget (${startupBudgetSeconds}s), or replicas are removed while their replacements still load the model`, o.scaleDownStabilization);
+  if (scaleDownSeconds <= capacity.seconds) {
+    v.fail('autoscaling.scaleDownStabilization', `must be longer than a new replica takes to be capacity, ${capacity.what} = ${capacity.seconds}s, or replicas are removed while their replacements still load the model`, o.scaleDownStabilization);
   }
   const autoscaler = o.autoscaler ?? Autoscaler.hpa();
   if (!(autoscaler instanceof Autoscaler)) v.fail('autoscaling.autoscaler', 'must be made with Autoscaler.hpa() or Autoscaler.keda()', autoscaler);

@@ -294,7 +294,18 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
     this.startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime);
 
-    const autoscaling = props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, this.startupBudgetSeconds);
+    const defaultCacheGib = Math.max(DEFAULT_CACHE_GIB, modelSize ? Math.ceil(modelSize.toKibibytes() * CACHE_HEADROOM / 1024 ** 2) : 0);
+    const cache = (props.modelCache ?? ModelCache.persistentClaim({ size: Size.gibibytes(defaultCacheGib) }));
+    if (!(cache instanceof ModelCache)) v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', cache);
+    const boundCache = cache._bind(v, modelSize);
+    this.modelCacheClaimName = boundCache.claimTemplate ? boundCache.volumeName : boundCache.volume?.persistentVolumeClaim?.claimName;
+
+    // A replica is capacity once it has loaded the model, and first downloaded it unless the cache
+    // is shared: with a cache per replica, a scaled-up replica fills its own (at the assumed hub
+    // bandwidth, when modelSize says how much).
+    const downloadSeconds = !boundCache.shared && modelSize ? Math.ceil(modelSize.toKibibytes() * 1024 / (ASSUMED_DOWNLOAD_MB_PER_SECOND * 1e6)) : 0;
+    const capacity = { seconds: this.startupBudgetSeconds + downloadSeconds, what: downloadSeconds > 0 ? `download at ${ASSUMED_DOWNLOAD_MB_PER_SECOND} MB/s (${downloadSeconds}s) + startup budget (${this.startupBudgetSeconds}s)` : `startup budget (${this.startupBudgetSeconds}s)` };
+    const autoscaling = props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity);
     if (autoscaling && props.replicas !== undefined) {
       v.fail('replicas', 'must not be set with autoscaling: the autoscaler owns the replica count (use autoscaling.minReplicas)', props.replicas);
     }
@@ -323,11 +334,6 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
       }
     });
 
-    const defaultCacheGib = Math.max(DEFAULT_CACHE_GIB, modelSize ? Math.ceil(modelSize.toKibibytes() * CACHE_HEADROOM / 1024 ** 2) : 0);
-    const cache = (props.modelCache ?? ModelCache.persistentClaim({ size: Size.gibibytes(defaultCacheGib) }));
-    if (!(cache instanceof ModelCache)) v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', cache);
-    const boundCache = cache._bind(v, modelSize);
-    this.modelCacheClaimName = boundCache.claimTemplate ? boundCache.volumeName : boundCache.volume?.persistentVolumeClaim?.claimName;
     this.queueMetric = engine.queueMetric;
 
     const { identity, uid } = resolveProcessIdentity(v, {

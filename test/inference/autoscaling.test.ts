@@ -1,5 +1,5 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
-import { Autoscaler } from '../../src';
+import { Autoscaler, ModelCache } from '../../src';
 import { findOne } from '../support/synth';
 import { BASE, ENGINES, synthEngine } from './support';
 
@@ -44,15 +44,23 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
     expect(findOne(objects, 'ScaledObject').spec.triggers[0]).toMatchObject({ metadata: { query: 'sum(q)' }, authenticationRef: { name: 'prom-auth' } });
   });
 
-  test('scale-down stabilization is longer than the startup budget, by default and when set', () => {
-    const { objects, svc } = synthEngine(e, { modelSize: Size.gibibytes(15), autoscaling: { maxReplicas: 4 } });
-    const window = findOne(objects, 'HorizontalPodAutoscaler').spec.behavior.scaleDown.stabilizationWindowSeconds;
+  test('scale-down stabilization is longer than a new replica takes to be capacity, by default and when set', () => {
+    // A shared cache: the startup budget alone (15 GiB at 100 MB/s + 300 s warm-up).
+    const shared = { modelSize: Size.gibibytes(15), modelCache: ModelCache.sharedClaim({ claimName: 'models' }) };
+    const { objects, svc } = synthEngine(e, { ...shared, autoscaling: { maxReplicas: 4 } });
     expect(svc.startupBudgetSeconds).toBe(470);
-    expect(window).toBe(530);
-    expect(() => make({ modelSize: Size.gibibytes(15), autoscaling: { maxReplicas: 4, scaleDownStabilization: Duration.minutes(5) } })).toThrow(
-      `${e.construct} 'svc': autoscaling.scaleDownStabilization must be longer than the startup budget (470s), or replicas are removed while their replacements still load the model (got 5m)`);
+    expect(findOne(objects, 'HorizontalPodAutoscaler').spec.behavior.scaleDown.stabilizationWindowSeconds).toBe(530);
+    expect(() => make({ ...shared, autoscaling: { maxReplicas: 4, scaleDownStabilization: Duration.minutes(5) } })).toThrow(
+      `${e.construct} 'svc': autoscaling.scaleDownStabilization must be longer than a new replica takes to be capacity, startup budget (470s) = 470s, or replicas are removed while their replacements still load the model (got 5m)`);
+    // A cache per replica: a scaled-up replica downloads first (15 GiB at 25 MB/s = 645 s).
+    const own = synthEngine(e, { modelSize: Size.gibibytes(15), autoscaling: { maxReplicas: 4 } });
+    expect(findOne(own.objects, 'HorizontalPodAutoscaler').spec.behavior.scaleDown.stabilizationWindowSeconds).toBe(470 + 645 + 60);
+    expect(() => make({ modelSize: Size.gibibytes(15), autoscaling: { maxReplicas: 4, scaleDownStabilization: Duration.minutes(10) } })).toThrow(
+      `${e.construct} 'svc': autoscaling.scaleDownStabilization must be longer than a new replica takes to be capacity, download at 25 MB/s (645s) + startup budget (470s) = 1115s, or replicas are removed while their replacements still load the model (got 10m)`);
     expect(() => make({ maxModelLoadTime: Duration.minutes(70), autoscaling: { maxReplicas: 4 } })).toThrow(
-      `${e.construct} 'svc': autoscaling needs a scale-down window longer than the startup budget (4200s), but the HPA allows at most 3600s`);
+      `${e.construct} 'svc': autoscaling needs a scale-down window longer than a new replica takes to be capacity, startup budget (4200s) = 4200s, but the HPA allows at most 3600s`);
+    expect(() => make({ modelSize: Size.gibibytes(132), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(200) }), autoscaling: { maxReplicas: 4 } })).toThrow(
+      /autoscaling needs a scale-down window .* download at 25 MB\/s \(5670s\) .* use ModelCache\.sharedClaim\(\) so new replicas skip the download/);
   });
 
   test('replicas and autoscaling together are refused', () => {
