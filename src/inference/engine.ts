@@ -1,3 +1,5 @@
+import * as fs from 'fs';
+import * as path from 'path';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { OwnedEnv } from '../common/workload-pod';
 
@@ -102,13 +104,15 @@ export interface ServingEngine {
   download(modelId: string, revision: string | undefined): string[];
 }
 
+const HUB_DOWNLOAD_SCRIPT = fs.readFileSync(path.join(__dirname, 'hub-download.py'), 'utf8');
+
 /**
- * huggingface_hub's `hf download` (hub >= 0.34, a dependency of the vLLM and SGLang images'
- * transformers), for engines without a download command of their own. `original/*` holds Meta's
- * duplicate consolidated checkpoints, which neither engine reads.
+ * The download for engines without a command of their own (vLLM, SGLang): hub-download.py under
+ * the image's `python3`, with huggingface_hub (a dependency of both), fetching only the weight
+ * format the engine loads, plus config and tokenizer files.
  */
 export function hubDownload(modelId: string, revision: string | undefined): string[] {
-  return ['hf', 'download', modelId, ...(revision !== undefined ? ['--revision', revision] : []), '--exclude', 'original/*'];
+  return ['python3', '-c', HUB_DOWNLOAD_SCRIPT, modelId, revision ?? ''];
 }
 
 /** The cross-tool opt-out of usage reporting, set when `usageStats` is off. */
