@@ -163,8 +163,20 @@ async function main() {
   const files = packed.info.files.map(f => f.path);
   const allowed = f => f.startsWith('lib/') || ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'docs/API.md'].includes(f);
   check('the tarball holds only lib/, the API reference and package metadata', files.every(allowed), files.filter(f => !allowed(f)).join('\n'));
-  check('the tarball holds the compiled library, declarations, CLI and sidecar script',
-    ['lib/index.js', 'lib/index.d.ts', 'lib/guard/cli.js', 'lib/secrets/reload-sidecar.sh'].every(f => files.includes(f)));
+  check('the tarball holds the compiled library, declarations and CLI',
+    ['lib/index.js', 'lib/index.d.ts', 'lib/guard/cli.js'].every(f => files.includes(f)));
+  // Every asset the code reads at run time (container scripts, API definitions): what
+  // scripts/copy-assets.js copies from src/ to lib/ must reach the tarball, whatever its extension.
+  const assets = [];
+  (function walk(dir) {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (!e.name.endsWith('.ts')) assets.push(path.relative(ROOT, p).replace(/^src\//, 'lib/'));
+    }
+  })(path.join(ROOT, 'src'));
+  const missingAssets = assets.filter(f => !files.includes(f));
+  check(`the tarball holds every asset of src/ (${assets.length}: container scripts, API definitions)`, assets.length > 0 && missingAssets.length === 0, `missing: ${missingAssets.join(', ')}`);
   check('no tests, apps, snapshots or sources', !files.some(f => /^(test|apps|snapshots|src)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts')));
 
   // 2. A fresh TypeScript cdk8s project that depends on the tarball.
