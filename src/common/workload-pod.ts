@@ -6,6 +6,7 @@ import { defaultHostResources, GPU_RESOURCE, gpuResources, gpuTolerations, shmVo
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME } from './labels';
 import { GpuWorkloadProps, PodOptions, WorkloadVolume } from './pod-options';
 import { PodTemplate } from './pod-template';
+import { checkTyped } from './typed-input';
 import { containerSecurityContext, podSecurityContext, POD_HARDENING, ProcessIdentity } from './security';
 import { show, Validator } from './validate';
 
@@ -173,7 +174,7 @@ function addUserVolumes(v: Validator, template: PodTemplate, volumes: WorkloadVo
     const prop = `volumes[${i}]`;
     v.knownProps(prop, w, VOLUME_KEYS);
     const vol = w.volume;
-    v.plainObject(`${prop}.volume`, vol);
+    checkTyped(v, `${prop}.volume`, vol, 'Volume');
     v.dnsLabel(`${prop}.volume.name`, vol.name);
     const sources = Object.keys(vol).filter(k => k !== 'name' && (vol as unknown as Record<string, unknown>)[k] !== undefined);
     if (sources.length !== 1) v.fail(`${prop}.volume`, 'must have exactly one source besides its name', sources.join(', ') || 'none');
@@ -204,10 +205,10 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
 
   v.array('pod.tolerations', pod.tolerations).forEach((t, i) => toleration(v, `pod.tolerations[${i}]`, t));
   if (pod.tolerations) set('tolerations', [...(spec.tolerations ?? []), ...pod.tolerations]);
-  if (pod.affinity !== undefined) v.plainObject('pod.affinity', pod.affinity);
+  if (pod.affinity !== undefined) checkTyped(v, 'pod.affinity', pod.affinity, 'Affinity');
   set('affinity', pod.affinity);
   const spread = v.array('pod.topologySpreadConstraints', pod.topologySpreadConstraints);
-  spread.forEach((c, i) => v.plainObject(`pod.topologySpreadConstraints[${i}]`, c));
+  spread.forEach((c, i) => checkTyped(v, `pod.topologySpreadConstraints[${i}]`, c, 'TopologySpreadConstraint'));
   if (spread.length) set('topologySpreadConstraints', [...(spec.topologySpreadConstraints ?? []), ...spread]);
   if (pod.priorityClassName !== undefined) set('priorityClassName', v.dnsSubdomain('pod.priorityClassName', pod.priorityClassName));
   if (pod.runtimeClassName !== undefined) set('runtimeClassName', v.dnsSubdomain('pod.runtimeClassName', pod.runtimeClassName));
@@ -235,7 +236,7 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
 }
 
 function toleration(v: Validator, prop: string, t: k8s.Toleration): void {
-  v.plainObject(prop, t);
+  checkTyped(v, prop, t, 'Toleration');
   const operator = t.operator ?? 'Equal';
   if (!TOLERATION_OPERATORS.includes(operator)) v.fail(`${prop}.operator`, `must be one of ${TOLERATION_OPERATORS.join(', ')}`, t.operator);
   if (t.effect !== undefined && t.effect !== '' && !TOLERATION_EFFECTS.includes(t.effect)) v.fail(`${prop}.effect`, `must be one of ${TOLERATION_EFFECTS.join(', ')}`, t.effect);
@@ -247,7 +248,7 @@ function toleration(v: Validator, prop: string, t: k8s.Toleration): void {
 
 /** A user's extra container with the construct's security defaults under any field it sets itself. */
 function userContainer(v: Validator, prop: string, c: k8s.Container, identity: ProcessIdentity): k8s.Container {
-  v.plainObject(prop, c);
+  checkTyped(v, prop, c, 'Container');
   v.dnsLabel(`${prop}.name`, c.name);
   v.image(`${prop}.image`, c.image as string);
   return { ...c, securityContext: { ...containerSecurityContext(identity), ...(c.securityContext ?? {}) } };
