@@ -1,4 +1,4 @@
-import { ApiObject, GroupVersionKind } from 'cdk8s';
+import { ApiObject, GroupVersionKind, JsonPatch } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { K8S_JSON_SHAPES } from './k8s-json-shapes';
 import { synthesizeFast } from './synth-json';
@@ -10,21 +10,57 @@ interface KubeClass<T extends ApiObject> {
 }
 
 /**
- * The same class, synthesizing in one walk (synth-json.ts) to the same JSON. With a JsonPatch
- * escape hatch, or a value only cdk8s can resolve, it synthesizes through the original, which
- * patches before converting.
+ * The same class, synthesizing in one walk (synth-json.ts) to the same JSON (a value only cdk8s
+ * can resolve takes the original's path), and making the JsonPatch escape hatch safe. cdk8s-plus
+ * applies a patch to the typed props *before* converting them to API JSON, so a patched
+ * `targetPort: 8080` or `maxUnavailable: 0` (a plain number where an IntOrString belongs) vanished,
+ * a quantity became `null`, and a misspelled field was dropped without a word. Here patches apply
+ * to the API JSON, as users read it in the output, and the patched object is checked strictly
+ * against the Kubernetes 1.28 API: synth fails naming the object and what is wrong.
  */
 function withFastSynth<C extends KubeClass<ApiObject>>(Base: C, props: string): C {
   if (!K8S_JSON_SHAPES[props]) throw new Error(`no API JSON shape for ${props}; add it to scripts/gen-k8s-json-shapes.js`);
   const Fast = class extends Base {
     toJson(): any {
-      const body = patchesOf(this).length === 0 ? synthesizeFast(this, props) : undefined;
-      return body === undefined ? super.toJson() : { ...Base.GVK, ...body };
+      const patches = patchesOf(this) as JsonPatch[];
+      if (patches.length === 0) {
+        const body = synthesizeFast(this, props);
+        return body === undefined ? super.toJson() : { ...Base.GVK, ...body };
+      }
+      const saved = patches.splice(0);
+      let json: any;
+      try {
+        json = this.toJson();
+      } finally {
+        patches.push(...saved);
+      }
+      json = JsonPatch.apply(json, ...saved);
+      const who = `${json.kind}/${json.metadata?.name}`;
+      const { strictErrors } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
+      const errors = [...checkPatched(this, json), ...strictErrors(json, '1.28.0')];
+      if (errors.length > 0) throw new Error(`${who} is invalid after a JsonPatch escape hatch: ${errors.join('; ')}`);
+      return json;
     }
   };
   // Errors and the API reference name the class as cdk8s-plus does.
   Object.defineProperty(Fast, 'name', { value: Base.name });
   return Fast;
+}
+
+/** Checks beyond the schema a kind needs after a patch (e.g. quantity syntax): errors, or none. */
+const PATCH_CHECKS = new WeakMap<object, (json: any) => string[]>();
+
+/** Registers the checks a class (and its subclasses) needs after a patch, beyond the schema. */
+export function checkAfterPatch(cls: abstract new (...args: any[]) => ApiObject, check: (json: any) => string[]): void {
+  PATCH_CHECKS.set(cls.prototype, check);
+}
+
+function checkPatched(obj: ApiObject, json: any): string[] {
+  for (let p = Object.getPrototypeOf(obj); p; p = Object.getPrototypeOf(p)) {
+    const check = PATCH_CHECKS.get(p);
+    if (check) return check(json);
+  }
+  return [];
 }
 
 /** The JsonPatch escape hatches added to an object (cdk8s keeps them private). */

@@ -1,8 +1,6 @@
-import { ApiObject, JsonPatch } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
-import { toApiJson } from './api-json';
-import { KubeStatefulSet, patchesOf } from './kube';
+import { checkAfterPatch, KubeStatefulSet } from './kube';
 import { checkUniqueObjectsAtSynth } from './unique-objects';
 
 // apimachinery's quantity grammar (`k8s.io/apimachinery/pkg/api/resource`, `ParseQuantity`).
@@ -23,26 +21,17 @@ export class GpuStatefulSet extends KubeStatefulSet {
     super(scope, id, props);
     checkUniqueObjectsAtSynth(this);
   }
-
-  toJson(): any {
-    const patches = patchesOf(this) as JsonPatch[];
-    if (patches.length === 0) return super.toJson();
-    const saved = patches.splice(0);
-    let json: any;
-    try {
-      json = { ...k8s.KubeStatefulSet.GVK, ...toApiJson(ApiObject.prototype.toJson.call(this), 'KubeStatefulSetProps') };
-    } finally {
-      patches.push(...saved);
-    }
-    json = JsonPatch.apply(json, ...saved);
-    const who = `StatefulSet/${json.metadata?.name}`;
-    checkQuantities(json.spec, `${who} spec`);
-    const { strictErrors } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
-    const errors = strictErrors(json, '1.28.0');
-    if (errors.length > 0) throw new Error(`${who} is invalid after a JsonPatch escape hatch: ${errors.join('; ')}`);
-    return json;
-  }
 }
+
+// A patched number or quantity string is the quantity meant; anything else fails synth.
+checkAfterPatch(GpuStatefulSet, json => {
+  try {
+    checkQuantities(json.spec, `StatefulSet/${json.metadata?.name} spec`);
+    return [];
+  } catch (e) {
+    return [(e as Error).message];
+  }
+});
 
 function checkQuantities(spec: any, at: string): void {
   if (!spec || typeof spec !== 'object') return;

@@ -124,10 +124,19 @@ function matchesType(value: unknown, type: string): boolean {
   return t === type || (type === 'number' && t === 'integer');
 }
 
+// apimachinery's quantity grammar (`k8s.io/apimachinery/pkg/api/resource`, `ParseQuantity`): the
+// API server refuses to decode a quantity string that does not match it.
+const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$/;
+const QUANTITY_REF = '#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity';
+
 function walk(value: unknown, schema: Schema, at: string, defs: Record<string, Schema>, errors: string[]): void {
   const s = resolveRef(schema, defs);
   if (value === null) {
     errors.push(`${at}: null is not allowed`);
+    return;
+  }
+  if (schema.$ref === QUANTITY_REF && ((typeof value === 'string' && !QUANTITY.test(value)) || (typeof value === 'number' && !Number.isFinite(value)))) {
+    errors.push(`${at}: ${JSON.stringify(value)} is not a Kubernetes quantity such as 1, "500m" or "16Gi"`);
     return;
   }
   if (s.oneOf) {

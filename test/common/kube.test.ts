@@ -42,13 +42,29 @@ describe('the kinds the library creates', () => {
     expect(Testing.synth(chart)[0].spec).toEqual({ clusterIP: 'None' });
   });
 
-  test('with a JsonPatch escape hatch, synthesize as cdk8s-plus-28 does (patch first, then convert)', () => {
+  test('a JsonPatch applies to the API JSON, as the YAML reads (cdk8s-plus patched the typed props and lost plain values)', () => {
     const chart = new Chart(Testing.app(), 'c');
-    const props = { spec: { clusterIp: 'None', ports: [{ port: 80 }] } };
-    const fast = new kube.KubeService(chart, 'fast', { metadata: { name: 'a' }, ...props });
-    const plain = new k8s.KubeService(chart, 'plain', { metadata: { name: 'a' }, ...props });
-    for (const o of [fast, plain]) o.addJsonPatch(JsonPatch.add('/spec/ports/0/name', 'http'), JsonPatch.add('/spec/unknownField', 1));
-    expect(text(fast.toJson())).toEqual(text(plain.toJson()));
-    expect(fast.toJson().spec).toEqual({ clusterIP: 'None', ports: [{ name: 'http', port: 80 }] });
+    const svc = new kube.KubeService(chart, 'svc', { metadata: { name: 'a' }, spec: { clusterIp: 'None', ports: [{ port: 80, targetPort: k8s.IntOrString.fromString('http') }] } });
+    svc.addJsonPatch(JsonPatch.replace('/spec/ports/0/targetPort', 8080), JsonPatch.add('/spec/clusterIP', 'None'));
+    expect(svc.toJson().spec).toEqual({ clusterIP: 'None', ports: [{ port: 80, targetPort: 8080 }] });
+    const pdb = new kube.KubePodDisruptionBudget(chart, 'pdb', { metadata: { name: 'b' }, spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), selector: { matchLabels: { a: 'b' } } } });
+    pdb.addJsonPatch(JsonPatch.replace('/spec/maxUnavailable', 0));
+    expect(pdb.toJson().spec.maxUnavailable).toBe(0);
+    const pvc = new kube.KubePersistentVolumeClaim(chart, 'pvc', { metadata: { name: 'c' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: k8s.Quantity.fromString('1Gi') } } } });
+    pvc.addJsonPatch(JsonPatch.replace('/spec/resources/requests/storage', 20));
+    expect(pvc.toJson().spec.resources.requests.storage).toBe(20);
+  });
+
+  test('a patched object the API server would refuse fails synth, naming the object and the field', () => {
+    const chart = new Chart(Testing.app(), 'c');
+    const svc = new kube.KubeService(chart, 'svc', { metadata: { name: 'a' }, spec: { ports: [{ port: 80 }] } });
+    svc.addJsonPatch(JsonPatch.add('/spec/publishNotReadyAdresses', true));
+    expect(() => svc.toJson()).toThrow(/^Service\/a is invalid after a JsonPatch escape hatch: .*unknown field "publishNotReadyAdresses"/);
+    const pvc = new kube.KubePersistentVolumeClaim(chart, 'pvc', { metadata: { name: 'c' }, spec: { resources: { requests: { storage: k8s.Quantity.fromString('1Gi') } } } });
+    pvc.addJsonPatch(JsonPatch.replace('/spec/resources/requests/storage', '20 gigs'));
+    expect(() => pvc.toJson()).toThrow(/PersistentVolumeClaim\/c is invalid after a JsonPatch escape hatch: .*"20 gigs" is not a Kubernetes quantity/);
+    const sa = new kube.KubeServiceAccount(chart, 'sa', { metadata: { name: 'd' } });
+    sa.addJsonPatch(JsonPatch.add('/automountServiceAccountToken', null));
+    expect(() => sa.toJson()).toThrow(/ServiceAccount\/d is invalid after a JsonPatch escape hatch: .*null is not allowed/);
   });
 });
