@@ -139,9 +139,17 @@ export class Validator {
     return value;
   }
 
+  /**
+   * An absolute path as the kubelet compares them: as strings. `/data/` or `//data` next to a
+   * construct's `/data` passes every duplicate check and mounts over it, so only the normalized form
+   * is taken.
+   */
   absolutePath(prop: string, value: string): string {
     if (typeof value !== 'string' || !value.startsWith('/') || value.split('/').includes('..')) {
       this.fail(prop, 'must be an absolute path without ".." segments', value);
+    }
+    if (value.length > 1 && (value.endsWith('/') || /\/\/|\/\.(\/|$)/.test(value))) {
+      this.fail(prop, 'must be a normalized absolute path (no "//", "/./" or trailing "/"), because the kubelet compares mount paths as strings', value);
     }
     return value;
   }

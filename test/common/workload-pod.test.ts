@@ -77,6 +77,11 @@ describe('env', () => {
 });
 
 describe('volumes', () => {
+  test.each(['/dev/shm/', '//home/x', '/tmp/./', '/home/x/'])('a mount path not in normal form (%s) is refused: the kubelet compares paths as strings, so it would mount over the construct\'s', p => {
+    refused({ volumes: [{ volume: { name: 'extra', emptyDir: {} }, mountPath: p }] },
+      `volumes[0].mountPath must be a normalized absolute path (no "//", "/./" or trailing "/"), because the kubelet compares mount paths as strings (got ${JSON.stringify(p)})`.replace(/ \(got.*$/, ''));
+  });
+
   test('an existing claim, a ConfigMap and a CSI volume are added and mounted', () => {
     const { spec, main } = build({
       volumes: [
