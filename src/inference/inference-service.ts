@@ -44,6 +44,7 @@ const PER_POD_ENDPOINTS_LABEL = 'cdk8s-gpu.io/per-pod-endpoints';
 const COMPONENT = 'inference';
 const PORT_NAME = 'http';
 const DOWNLOAD_CONTAINER = 'model-download';
+const INT32_MAX = 2147483647;
 /** The default per-replica cache: room for a 7B–30B-class model, or the declared model with headroom. */
 const DEFAULT_CACHE_GIB = 100;
 const CACHE_HEADROOM = 1.2;
@@ -473,9 +474,12 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
  * or maxModelLoadTime, which may not be shorter than that.
  */
 function startupBudget(v: Validator, modelSize: Size | undefined, maxModelLoadTime: Duration | undefined): number {
+  // The startup probe's failureThreshold (budget / period) is an int32.
+  const max = INT32_MAX * STARTUP_PERIOD_SECONDS;
   const derived = modelSize === undefined ? undefined : derivedLoadSeconds(modelSize);
+  if (derived !== undefined && derived > max) v.fail('modelSize', `must load within ${max}s at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s: the startup probe's failureThreshold is an int32`, modelSize);
   if (maxModelLoadTime === undefined) return derived ?? DEFAULT_MAX_MODEL_LOAD_SECONDS;
-  const explicit = v.seconds('maxModelLoadTime', maxModelLoadTime, 60);
+  const explicit = v.seconds('maxModelLoadTime', maxModelLoadTime, 60, max);
   if (derived !== undefined && explicit < derived) {
     v.fail('maxModelLoadTime', `must be at least the load budget of modelSize (${show(modelSize)}): ${modelGb(modelSize!)} GB at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s + ${WARMUP_SECONDS}s warm-up = ${derived}s, or the startup probe restarts a server that is still loading`, maxModelLoadTime);
   }

@@ -17,6 +17,8 @@ const SHARED: Array<[string, unknown, boolean]> = [
   ['drainTimeout', Duration.seconds(1), true], ['drainTimeout', Duration.seconds(0), false],
   ['terminationGracePeriod', Duration.seconds(120), true], ['terminationGracePeriod', Duration.seconds(119), false],
   ['maxModelLoadTime', Duration.seconds(60), true], ['maxModelLoadTime', Duration.seconds(59), false],
+  // The startup probe's failureThreshold (budget / 10 s) is an int32.
+  ['maxModelLoadTime', Duration.seconds(21474836470), true], ['maxModelLoadTime', Duration.days(1e7), false], ['modelSize', Size.tebibytes(1e9), false],
   ['modelSize', Size.gibibytes(83), true], ['modelSize', Size.gibibytes(0), false],
   ['sharedMemory', Size.mebibytes(64), true], ['sharedMemory', Size.gibibytes(16), false], ['sharedMemory', Size.gibibytes(1.3), false],
   ['cpu', 0.5, true], ['cpu', 0, false], ['memory', Size.gibibytes(4), true], ['memory', Size.gibibytes(0), false],
