@@ -13,6 +13,7 @@ import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
 import { GpuStatefulSet } from '../common/stateful-set';
 import { sharedObject } from '../common/unique-objects';
+import { configKey } from '../common/env';
 import { show, Validator } from '../common/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
@@ -45,6 +46,8 @@ const COMPONENT = 'inference';
 const PORT_NAME = 'http';
 const DOWNLOAD_CONTAINER = 'model-download';
 const INT32_MAX = 2147483647;
+/** The variables that place huggingface_hub's cache (and transformers' older one). */
+const HUB_CACHE_VARIABLES = ['HF_HOME', 'HF_HUB_CACHE', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_CACHE'];
 /** The default per-replica cache: room for a 7B–30B-class model, or the declared model with headroom. */
 const DEFAULT_CACHE_GIB = 100;
 const CACHE_HEADROOM = 1.2;
@@ -352,11 +355,19 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
     const scratch = scratchSpace(engine.home);
 
+    // The hub cache's location is the model cache volume: the download fills it there and the server
+    // reads it offline. huggingface_hub takes HF_HUB_CACHE (or the older HUGGINGFACE_HUB_CACHE) over
+    // HF_HOME (huggingface_hub/constants.py), so any of them set elsewhere loses the weights.
+    for (const variable of HUB_CACHE_VARIABLES) {
+      if (props.env && Object.prototype.hasOwnProperty.call(props.env, variable)) {
+        v.fail(`env.${variable}`, `must not be set: it moves the hub cache off the model cache volume (${MODEL_CACHE_PATH}), where the download fills it and the server reads it offline; set modelCache instead`, variable);
+      }
+    }
     const token: k8s.EnvVar[] = [];
     if (props.hfTokenSecret) {
       v.knownProps('hfTokenSecret', props.hfTokenSecret, ['name', 'key']);
       v.dnsSubdomain('hfTokenSecret.name', props.hfTokenSecret.name);
-      v.nonEmpty('hfTokenSecret.key', props.hfTokenSecret.key);
+      configKey(v, 'hfTokenSecret.key', v.nonEmpty('hfTokenSecret.key', props.hfTokenSecret.key));
       if (props.env && Object.prototype.hasOwnProperty.call(props.env, 'HF_TOKEN')) {
         v.fail('env.HF_TOKEN', 'is set by hfTokenSecret: set one of them', 'HF_TOKEN');
       }

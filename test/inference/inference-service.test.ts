@@ -266,9 +266,15 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
     const pod = (props: any) => synthEngine(e, props).pod;
     const main = (props: any) => synthEngine(e, props).main;
     test('env (string and EnvValue), replacing defaults, refusing owned variables', () => {
-      const env = envOf(main({ env: { HF_HUB_ENABLE_HF_TRANSFER: '1', HF_HOME: '/cache', POD_IP: EnvValue.fromFieldRef('status.podIP') } }));
+      const env = envOf(main({ env: { HF_HUB_ENABLE_HF_TRANSFER: '1', XDG_CACHE_HOME: '/cache', POD_IP: EnvValue.fromFieldRef('status.podIP') } }));
       expect(env.HF_HUB_ENABLE_HF_TRANSFER).toBe('1');
-      expect(env.HF_HOME).toBe('/cache');
+      expect(env.XDG_CACHE_HOME).toBe('/cache');
+      // Where the hub cache lives is the model cache volume: the download and the server must agree on it.
+      for (const variable of ['HF_HOME', 'HF_HUB_CACHE', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_CACHE']) {
+        expect(() => make({ env: { [variable]: '/x' } })).toThrow(
+          `${e.construct} 'svc': env.${variable} must not be set: it moves the hub cache off the model cache volume (/data), where the download fills it and the server reads it offline; set modelCache instead (got "${variable}")`);
+      }
+      expect(() => make({ hfTokenSecret: { name: 'hf', key: 'a b' } })).toThrow(/hfTokenSecret\.key must be/);
       expect(env.POD_IP).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
       expect(() => make({ env: { HF_HUB_OFFLINE: '0' } })).toThrow(`${e.construct} 'svc': env.HF_HUB_OFFLINE is set by the construct; set modelCache instead (got "0")`);
       expect(() => make({ hfTokenSecret: { name: 'a', key: 'b' }, env: { HF_TOKEN: 'x' } })).toThrow(/env.HF_TOKEN is set by hfTokenSecret/);

@@ -253,7 +253,7 @@ describe('TgiInferenceService', () => {
       ['replicas 0', { replicas: 0 }, /^TgiInferenceService 'tgi': replicas must be a whole number .*1.* \(got 0\)$/],
       ['gpusPerReplica 0', { gpusPerReplica: 0 }, /^TgiInferenceService 'tgi': gpusPerReplica must be a whole number .*1.* \(got 0\)$/],
       ['empty modelId', { modelId: '' }, `TgiInferenceService 'tgi': modelId must be a non-empty string (got "")`],
-      ['startup budget under a minute', { maxModelLoadTime: Duration.seconds(30) }, "TgiInferenceService 'tgi': maxModelLoadTime must be a whole number of seconds >= 60s (got 30s)"],
+      ['startup budget under a minute', { maxModelLoadTime: Duration.seconds(30) }, "TgiInferenceService 'tgi': maxModelLoadTime must be a whole number of seconds from 60s to 21474836470s (got 30s)"],
       ['short grace', { terminationGracePeriod: Duration.seconds(30) }, /terminationGracePeriod must be at least .* = 120s/],
       ['prefill below input', { maxInputTokens: 2048, maxBatchPrefillTokens: 1024 }, /maxBatchPrefillTokens must be at least maxInputTokens \(2048\)/],
     ];
