@@ -83,6 +83,11 @@ export interface ServingEngine {
    */
   readonly ownedFlags: Readonly<Record<string, string>>;
   /**
+   * Flags the construct does not set but cannot run with, and why (they change what the pod must
+   * provide): `extraArgs` may not contain them either.
+   */
+  readonly contradictingFlags: Readonly<Record<string, string>>;
+  /**
    * Whether the engine parses flags with Python's argparse defaults (`allow_abbrev`), which expand
    * an unambiguous prefix (`--tp` for `--tp-size`): a prefix of an owned flag is then refused too.
    */

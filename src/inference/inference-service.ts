@@ -331,6 +331,12 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
         const via = engine.ownedFlags[flag];
         v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it${via ? ` from ${via}` : ''}, and probes, Services and validation depend on it`, arg);
       }
+      if (Object.prototype.hasOwnProperty.call(engine.contradictingFlags, flag)) {
+        v.fail(`extraArgs[${i}]`, `must not set ${flag}: it ${engine.contradictingFlags[flag]}`, arg);
+      }
+      const contradicting = engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
+        ? Object.keys(engine.contradictingFlags).find(f => f.startsWith(flag)) : undefined;
+      if (contradicting) v.fail(`extraArgs[${i}]`, `must not abbreviate ${contradicting}: argparse expands ${flag} to it, which ${engine.contradictingFlags[contradicting]}`, arg);
       const expands = engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
         ? Object.keys(engine.ownedFlags).find(owned => owned.startsWith(flag)) : undefined;
       if (expands) {

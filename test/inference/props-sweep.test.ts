@@ -49,6 +49,9 @@ const SPECIFIC: Record<string, Array<[string, unknown, boolean]>> = {
     // --shutdown-timeout is there from 0.18; other repositories and tags without a release are not checked.
     ['image', 'vllm/vllm-openai:v0.17.1', false], ['image', 'docker.io/vllm/vllm-openai:v0.9.2', false], ['image', 'vllm/vllm-openai:v0.18.0', true],
     ['image', 'vllm/vllm-openai:latest', true], ['image', 'mirror.example.com/vllm/vllm-openai:v0.9.2', true],
+    // More GPUs than the pod has, or HTTPS behind HTTP probes.
+    ['extraArgs', ['--pipeline-parallel-size', '2'], false], ['extraArgs', ['-dp', '2'], false], ['extraArgs', ['--pipeline', '2'], false],
+    ['extraArgs', ['--ssl-keyfile=/tls/key.pem'], false], ['extraArgs', ['--enable-prefix-caching'], true],
     ['quantization', VllmQuantization.FP8, true], ['quantization', 'int3', false],
     ['maxModelLen', 1, true], ['maxModelLen', 0, false], ['servedModelNames', ['a', 'b'], true], ['servedModelNames', [], false],
     ['servedModelNames', ['a', 'a'], false], ['servedModelNames', ['a b'], false], ['maxNumSeqs', 1, true], ['maxNumSeqs', 0, false],
@@ -56,6 +59,7 @@ const SPECIFIC: Record<string, Array<[string, unknown, boolean]>> = {
   ],
   SglangInferenceService: [
     ['runAsRoot', false, true], ['runAsUser', 1, true],
+    ['extraArgs', ['--pp-size', '2'], false], ['extraArgs', ['--enable-torch-compile'], true],
     ['quantization', SglangQuantization.W8A8_FP8, true], ['quantization', 'int3', false],
     ['contextLength', 1, true], ['contextLength', 0, false], ['servedModelName', 'chat', true], ['servedModelName', '', false],
     ['maxRunningRequests', 1, true], ['maxRunningRequests', 0, false], ['memFractionStatic', 0.99, true], ['memFractionStatic', 1, false],

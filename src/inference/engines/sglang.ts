@@ -36,6 +36,10 @@ export const SGLANG: ServingEngine = {
     '--served-model-name': 'servedModelName', '--download-dir': 'modelCache', '--max-running-requests': 'maxRunningRequests',
     '--mem-fraction-static': 'memFractionStatic',
   },
+  contradictingFlags: {
+    // Pipeline parallel ranks multiply the GPUs a replica's engine needs (server_args.py --pp-size).
+    '--pp-size': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
+  },
   // server_args.py builds a plain argparse.ArgumentParser (allow_abbrev on).
   argsWordSplit: false,
   abbreviatedFlags: true,

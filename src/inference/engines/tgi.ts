@@ -49,6 +49,7 @@ export const TGI: ServingEngine = {
     '--graceful-termination-timeout': 'drainTimeout', '-g': 'drainTimeout', '--port': '', '-p': '', '--hostname': 'ipFamily',
     '--usage-stats': 'usageStats', '--huggingface-hub-cache': 'modelCache',
   },
+  contradictingFlags: {},
   // clap matches long flags exactly (no inferred abbreviations).
   // tgi-entrypoint.sh runs `exec text-generation-launcher $@`, unquoted.
   argsWordSplit: true,

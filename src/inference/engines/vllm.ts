@@ -49,6 +49,16 @@ export const VLLM: ServingEngine = {
     '--max-model-len': 'maxModelLen', '--served-model-name': 'servedModelNames', '--download-dir': 'modelCache',
     '--max-num-seqs': 'maxNumSeqs', '--gpu-memory-utilization': 'gpuMemoryUtilization',
   },
+  contradictingFlags: {
+    // A replica's engine needs tensor x pipeline x data parallel GPUs; the pod has gpusPerReplica (the tensor-parallel size).
+    '--pipeline-parallel-size': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
+    '-pp': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
+    '--data-parallel-size': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
+    '-dp': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
+    // The probes, the Services and the ServiceMonitor speak HTTP to the port.
+    '--ssl-keyfile': 'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
+    '--ssl-certfile': 'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
+  },
   // FlexibleArgumentParser is an argparse.ArgumentParser: treat prefixes as the flags they expand to.
   argsWordSplit: false,
   abbreviatedFlags: true,
