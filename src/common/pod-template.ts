@@ -21,6 +21,8 @@ export class PodTemplate {
   readonly spec: MutablePodSpec;
   /** The container that runs the workload (trainer, model server). */
   readonly main: MainContainer;
+  /** The annotations the user set, to refuse the construct setting them again. */
+  private readonly userAnnotations = new Map<string, { v: Validator; value: string }>();
   /** Volume names the StatefulSet controller adds from its claim templates. */
   private readonly claimVolumes = new Set<string>();
 
@@ -41,7 +43,16 @@ export class PodTemplate {
 
   /** Adds a pod-template annotation; changing its value rolls the pods under the update strategy. */
   annotate(key: string, value: string): void {
+    // A user's annotation the construct then sets for its own mechanism would be silently replaced.
+    const user = this.userAnnotations.get(key);
+    if (user) user.v.fail(`pod.annotations.${key}`, 'is set by the construct for its own mechanism: leave it out', user.value);
     (this.metadata.annotations ??= {})[key] = value;
+  }
+
+  /** A pod-template annotation from the user's `pod.annotations`: the construct may not set it too. */
+  userAnnotate(v: Validator, key: string, value: string): void {
+    this.annotate(key, value);
+    this.userAnnotations.set(key, { v, value });
   }
 
   /** A claim template's name: the controller adds a volume of that name to every pod. */

@@ -224,7 +224,7 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
     if (SELECTOR_KEYS.includes(key)) v.fail(`pod.labels.${key}`, 'is set by the construct and used by its selectors', value);
     template.label(key, value);
   }
-  for (const [key, value] of Object.entries(v.annotations('pod.annotations', pod.annotations))) template.annotate(key, value);
+  for (const [key, value] of Object.entries(v.annotations('pod.annotations', pod.annotations))) template.userAnnotate(v, key, value);
 
   v.array('pod.initContainers', pod.initContainers).forEach((c, i) => template.addInitContainer(userContainer(v, `pod.initContainers[${i}]`, c, identity), v, `pod.initContainers[${i}].name`));
   v.array('pod.sidecars', pod.sidecars).forEach((c, i) => template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity), v, `pod.sidecars[${i}].name`));

@@ -275,6 +275,9 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
           `${e.construct} 'svc': env.${variable} must not be set: it moves the hub cache off the model cache volume (/data), where the download fills it and the server reads it offline; set modelCache instead (got "${variable}")`);
       }
       expect(() => make({ hfTokenSecret: { name: 'hf', key: 'a b' } })).toThrow(/hfTokenSecret\.key must be/);
+      // The construct's own pod annotations are not silently replaced or overridden.
+      expect(() => make({ pod: { annotations: { 'prometheus.io/scrape': 'false' } } })).toThrow(
+        `${e.construct} 'svc': pod.annotations.prometheus.io/scrape is set by the construct for its own mechanism: leave it out (got "false")`);
       expect(env.POD_IP).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
       expect(() => make({ env: { HF_HUB_OFFLINE: '0' } })).toThrow(`${e.construct} 'svc': env.HF_HUB_OFFLINE is set by the construct; set modelCache instead (got "0")`);
       expect(() => make({ hfTokenSecret: { name: 'a', key: 'b' }, env: { HF_TOKEN: 'x' } })).toThrow(/env.HF_TOKEN is set by hfTokenSecret/);
