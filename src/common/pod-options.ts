@@ -144,7 +144,9 @@ export interface GpuWorkloadProps {
   /**
    * Also limit CPU to the request, which makes the pod Guaranteed QoS (memory is always limited
    * to its request): the kubelet's static CPU manager and topology manager pin only Guaranteed
-   * pods. Every container of the pod then needs equal CPU and memory requests and limits.
+   * pods, and only a whole number of CPUs, so `cpu` must then be whole. Every container of the pod
+   * then needs equal CPU and memory requests and limits (the reload sidecar of `mountInto`
+   * reserves its limits in such a pod).
    * @default false - no CPU limit, because CFS throttling stalls data loaders and NCCL threads
    */
   readonly guaranteedQos?: boolean;

@@ -21,6 +21,8 @@ export class PodTemplate {
   readonly spec: MutablePodSpec;
   /** The container that runs the workload (trainer, model server). */
   readonly main: MainContainer;
+  /** Whether the pod must be Guaranteed (`guaranteedQos`): containers added later request what they limit. */
+  guaranteedQos = false;
   /** The annotations the user set, to refuse the construct setting them again. */
   private readonly userAnnotations = new Map<string, { v: Validator; value: string }>();
   /** Volume names the StatefulSet controller adds from its claim templates. */

@@ -85,6 +85,8 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
   const memory = v.positiveSize('memory', props.memory ?? host.memory);
   const shm = v.sharedMemory(input.sharedMemory, memory);
   const guaranteed = v.boolean('guaranteedQos', props.guaranteedQos, false);
+  // The static CPU manager gives exclusive cores to Guaranteed containers with integer CPU requests only.
+  if (guaranteed && !Number.isInteger(cpu)) v.fail('cpu', 'must be a whole number of CPUs with guaranteedQos: the static CPU manager pins only integer CPU requests', cpu);
   const gpuResource = props.gpuResource ?? GPU_RESOURCE;
   extendedResourceName(v, 'gpuResource', gpuResource);
   const extended = extendedResources(v, props.extendedResources ?? {}, gpuResource);
@@ -116,6 +118,7 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
     volumes: [],
   });
 
+  template.guaranteedQos = guaranteed;
   for (const vol of [shmParts.volume, ...input.volumes]) template.addVolume(vol);
   for (const claim of input.claims ?? []) template.reserveClaimVolume(claim.name, v, claim.prop);
   for (const m of [shmParts.mount, ...input.mounts]) template.mount(main, m, v, 'mount');

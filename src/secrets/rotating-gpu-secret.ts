@@ -295,6 +295,7 @@ export class RotatingGpuSecret extends Construct {
     env.unshift({ name: 'WATCH_DIR', value: watchDir });
 
     const identity = { runAsRoot: false, uid: sidecarUid, addCapabilities: [], readOnlyRootFilesystem: true };
+    const memoryLimit = k8s.Quantity.fromString(action.kind === 'exec' ? '256Mi' : '64Mi');
     const container = (name: string, extraEnv: k8s.EnvVar[] = []): k8s.Container => ({
       name,
       image: action.image,
@@ -303,9 +304,14 @@ export class RotatingGpuSecret extends Construct {
       ...(action.args.length ? { args: action.args } : {}),
       env: [...env, ...extraEnv],
       volumeMounts: sidecarMounts,
-      resources: {
+      // In a Guaranteed pod every container requests what it limits, or the pod is Burstable and
+      // the CPU manager does not pin the workload: the sidecar then reserves its limits.
+      resources: pod.guaranteedQos ? {
+        requests: { cpu: k8s.Quantity.fromString('10m'), memory: memoryLimit },
+        limits: { cpu: k8s.Quantity.fromString('10m'), memory: memoryLimit },
+      } : {
         requests: { cpu: k8s.Quantity.fromString('10m'), memory: k8s.Quantity.fromString('16Mi') },
-        limits: { memory: k8s.Quantity.fromString(action.kind === 'exec' ? '256Mi' : '64Mi') },
+        limits: { memory: memoryLimit },
       },
       securityContext: { ...containerSecurityContext(identity), runAsUser: sidecarUid, runAsGroup: sidecarUid },
     });

@@ -147,6 +147,12 @@ describe('resources', () => {
     expect(main.resources.limits.memory).toBe(main.resources.requests.memory);
   });
 
+  test('guaranteedQos needs a whole number of CPUs: the static CPU manager pins only those', () => {
+    refused({ guaranteedQos: true, cpu: 1.5 }, 'cpu must be a whole number of CPUs with guaranteedQos: the static CPU manager pins only integer CPU requests');
+    expect(() => build({ guaranteedQos: true, cpu: 2 })).not.toThrow();
+    expect(() => build({ cpu: 1.5 })).not.toThrow();
+  });
+
   test('guaranteedQos with a sidecar that does not limit CPU and memory fails synth', () => {
     const chart = testChart();
     new TestWorkload(chart, 'w', { name: 'w', guaranteedQos: true, pod: { sidecars: [{ name: 's', image: 'busybox:1.36.1' }] } });

@@ -165,6 +165,18 @@ describe('RotatingGpuSecret', () => {
   });
 
   describe('reload sidecar', () => {
+    test('in a Guaranteed pod (guaranteedQos) it requests what it limits, so the pod stays Guaranteed', () => {
+      for (const onRotation of [Reload.exec(['/reload']), Reload.signal('SIGHUP', { process: 'python' }), Reload.sync('/etc/gpu-live')]) {
+        const { pod, sidecar } = setup({}, onRotation, { guaranteedQos: true, cpu: 8 });
+        for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
+          expect([c.name, c.resources.requests.cpu, c.resources.requests.memory]).toEqual([c.name, c.resources.limits.cpu, c.resources.limits.memory]);
+        }
+        expect(sidecar.resources.limits.cpu).toBe('10m');
+      }
+      // Otherwise it requests little and limits only memory.
+      expect(setup().sidecar.resources).toEqual({ requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '256Mi' } });
+    });
+
     test('a pinned image, a POSIX sh script, settings from env, restricted', () => {
       const { sidecar, pod } = setup({}, Reload.httpPost('http://localhost:8080/reload'));
       expect(sidecar.image).toBe('busybox:1.36.1');

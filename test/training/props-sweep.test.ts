@@ -109,6 +109,8 @@ describe('GpuTrainingStatefulSet props sweep', () => {
     // a UID for a root pod, and a non-root pod with the RDMA choices whose IPC_LOCK needs root.
     if (props.rdma !== undefined && (props.rdma as Rdma).podSecurityLevel === 'privileged') props.runAsRoot = true;
     if (props.runAsRoot === true) delete props.runAsUser;
+    // ... and a fraction of a CPU in a Guaranteed pod (the CPU manager pins whole CPUs).
+    if (props.guaranteedQos === true && typeof props.cpu === 'number') props.cpu = Math.ceil(props.cpu);
     const result = attempt(props);
     if (result.error) throw result.error;
   });
