@@ -6,6 +6,7 @@ import { defaultHostResources, GPU_RESOURCE, gpuResources, gpuTolerations, shmVo
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME } from './labels';
 import { GpuWorkloadProps, PodOptions, WorkloadVolume } from './pod-options';
 import { PodTemplate } from './pod-template';
+import { checkAffinity, checkContainer, checkSpreadConstraints, checkTolerationValues, checkVolumeSource } from './pod-spec-rules';
 import { checkTyped } from './typed-input';
 import { containerSecurityContext, podSecurityContext, POD_HARDENING, ProcessIdentity } from './security';
 import { show, Validator } from './validate';
@@ -178,6 +179,7 @@ function addUserVolumes(v: Validator, template: PodTemplate, volumes: WorkloadVo
     v.knownProps(prop, w, VOLUME_KEYS);
     const vol = w.volume;
     checkTyped(v, `${prop}.volume`, vol, 'Volume');
+    checkVolumeSource(v, `${prop}.volume`, vol);
     v.dnsLabel(`${prop}.volume.name`, vol.name);
     const sources = Object.keys(vol).filter(k => k !== 'name' && (vol as unknown as Record<string, unknown>)[k] !== undefined);
     if (sources.length !== 1) v.fail(`${prop}.volume`, 'must have exactly one source besides its name', sources.join(', ') || 'none');
@@ -208,10 +210,14 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
 
   v.array('pod.tolerations', pod.tolerations).forEach((t, i) => toleration(v, `pod.tolerations[${i}]`, t));
   if (pod.tolerations) set('tolerations', [...(spec.tolerations ?? []), ...pod.tolerations]);
-  if (pod.affinity !== undefined) checkTyped(v, 'pod.affinity', pod.affinity, 'Affinity');
+  if (pod.affinity !== undefined) {
+    checkTyped(v, 'pod.affinity', pod.affinity, 'Affinity');
+    checkAffinity(v, 'pod.affinity', pod.affinity);
+  }
   set('affinity', pod.affinity);
   const spread = v.array('pod.topologySpreadConstraints', pod.topologySpreadConstraints);
   spread.forEach((c, i) => checkTyped(v, `pod.topologySpreadConstraints[${i}]`, c, 'TopologySpreadConstraint'));
+  checkSpreadConstraints(v, 'pod.topologySpreadConstraints', spread, [...(spec.topologySpreadConstraints ?? []), ...spread]);
   if (spread.length) set('topologySpreadConstraints', [...(spec.topologySpreadConstraints ?? []), ...spread]);
   if (pod.priorityClassName !== undefined) set('priorityClassName', v.dnsSubdomain('pod.priorityClassName', pod.priorityClassName));
   if (pod.runtimeClassName !== undefined) set('runtimeClassName', v.dnsSubdomain('pod.runtimeClassName', pod.runtimeClassName));
@@ -229,8 +235,8 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
   }
   for (const [key, value] of Object.entries(v.annotations('pod.annotations', pod.annotations))) template.userAnnotate(v, key, value);
 
-  v.array('pod.initContainers', pod.initContainers).forEach((c, i) => template.addInitContainer(userContainer(v, `pod.initContainers[${i}]`, c, identity), v, `pod.initContainers[${i}].name`));
-  v.array('pod.sidecars', pod.sidecars).forEach((c, i) => template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity), v, `pod.sidecars[${i}].name`));
+  v.array('pod.initContainers', pod.initContainers).forEach((c, i) => template.addInitContainer(userContainer(v, `pod.initContainers[${i}]`, c, identity, true), v, `pod.initContainers[${i}].name`));
+  v.array('pod.sidecars', pod.sidecars).forEach((c, i) => template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity, false), v, `pod.sidecars[${i}].name`));
   for (const c of [...(pod.initContainers ?? []), ...(pod.sidecars ?? [])]) {
     for (const m of v.array(`pod container '${c.name}' volumeMounts`, c.volumeMounts)) {
       if (!template.hasVolume(m.name)) v.fail(`pod container '${c.name}' volumeMounts`, 'must name a volume of the pod (add it with volumes)', m.name);
@@ -240,6 +246,7 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
 
 function toleration(v: Validator, prop: string, t: k8s.Toleration): void {
   checkTyped(v, prop, t, 'Toleration');
+  checkTolerationValues(v, prop, t);
   const operator = t.operator ?? 'Equal';
   if (!TOLERATION_OPERATORS.includes(operator)) v.fail(`${prop}.operator`, `must be one of ${TOLERATION_OPERATORS.join(', ')}`, t.operator);
   if (t.effect !== undefined && t.effect !== '' && !TOLERATION_EFFECTS.includes(t.effect)) v.fail(`${prop}.effect`, `must be one of ${TOLERATION_EFFECTS.join(', ')}`, t.effect);
@@ -250,8 +257,9 @@ function toleration(v: Validator, prop: string, t: k8s.Toleration): void {
 }
 
 /** A user's extra container with the construct's security defaults under any field it sets itself. */
-function userContainer(v: Validator, prop: string, c: k8s.Container, identity: ProcessIdentity): k8s.Container {
+function userContainer(v: Validator, prop: string, c: k8s.Container, identity: ProcessIdentity, init: boolean): k8s.Container {
   checkTyped(v, prop, c, 'Container');
+  checkContainer(v, prop, c, init);
   v.dnsLabel(`${prop}.name`, c.name);
   v.image(`${prop}.image`, c.image as string);
   return { ...c, securityContext: { ...containerSecurityContext(identity), ...(c.securityContext ?? {}) } };

@@ -166,7 +166,7 @@ describe('RotatingGpuSecret', () => {
 
   describe('reload sidecar', () => {
     test('in a Guaranteed pod (guaranteedQos) it requests what it limits, so the pod stays Guaranteed', () => {
-      for (const onRotation of [Reload.exec(['/reload']), Reload.signal('SIGHUP', { process: 'python' }), Reload.sync('/etc/gpu-live')]) {
+      for (const onRotation of [Reload.exec(['/reload']), Reload.signal('SIGHUP', { process: 'python' }), Reload.sync()]) {
         const { pod, sidecar } = setup({}, onRotation, { guaranteedQos: true, cpu: 8 });
         for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
           expect([c.name, c.resources.requests.cpu, c.resources.requests.memory]).toEqual([c.name, c.resources.limits.cpu, c.resources.limits.memory]);
