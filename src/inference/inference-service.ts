@@ -46,6 +46,8 @@ const COMPONENT = 'inference';
 const PORT_NAME = 'http';
 const DOWNLOAD_CONTAINER = 'model-download';
 const INT32_MAX = 2147483647;
+/** huggingface_hub's REPO_ID_REGEX: an optional namespace, then a name of 1-96 characters. */
+const HUB_REPO_ID = /^(?:\w(?:[\w.-]*\w)?\/)?\w(?:[\w.-]{0,94}\w)?$/;
 /** The variables that place huggingface_hub's cache (and transformers' older one). */
 const HUB_CACHE_VARIABLES = ['HF_HOME', 'HF_HUB_CACHE', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_CACHE'];
 /** The default per-replica cache: room for a 7B–30B-class model, or the declared model with headroom. */
@@ -280,6 +282,10 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const modelId = v.nonEmpty('modelId', props.modelId);
     // Both become command-line arguments: a leading "-" would be read as a flag.
     if (/\s/.test(modelId) || modelId.startsWith('-')) v.fail('modelId', 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
+    // huggingface_hub's validate_repo_id (utils/_validators.py) refuses anything else before a download starts.
+    if (!modelId.startsWith('/') && (!HUB_REPO_ID.test(modelId) || modelId.includes('--') || modelId.includes('..') || modelId.endsWith('.git'))) {
+      v.fail('modelId', 'must be a hub repository id ("name" or "org/name": letters, digits, "-", "_" and ".", at most 96 for the name, no "--" or "..", not ending in ".git") or an absolute path', modelId);
+    }
     const revision = props.revision === undefined ? undefined : v.nonEmpty('revision', props.revision);
     if (revision !== undefined && (/\s/.test(revision) || revision.startsWith('-'))) v.fail('revision', 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
     const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);

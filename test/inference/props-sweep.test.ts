@@ -7,6 +7,7 @@ import { BASE, ENGINES } from './support';
 const SHARED: Array<[string, unknown, boolean]> = [
   ['name', 'a', true], ['name', 'a'.repeat(52), true], ['name', 'a'.repeat(53), false], ['name', '1llm', false], ['name', 'LLM', false],
   ['modelId', 'org/model', true], ['modelId', '/models/llama', true], ['modelId', '', false], ['modelId', 'org/model name', false], ['modelId', '--port', false],
+  ['modelId', 'gpt2', true], ['modelId', 'a/b/c', false], ['modelId', 'org--x/model', false], ['modelId', 'org/model.git', false], ['modelId', `org/${'m'.repeat(96)}`, true], ['modelId', `org/${'m'.repeat(97)}`, false],
   ['revision', 'main', true], ['revision', '0123abc', true], ['revision', '', false], ['revision', '-x', false], ['revision', 'a b', false],
   ['replicas', 1, true], ['replicas', 2147483647, true], ['replicas', 0, false], ['replicas', 1.5, false], ['replicas', NaN, false], ['replicas', 2147483648, false],
   ['gpusPerReplica', 1, true], ['gpusPerReplica', 8, true], ['gpusPerReplica', 0, false], ['gpusPerReplica', -1, false],
