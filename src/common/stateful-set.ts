@@ -23,15 +23,61 @@ export class GpuStatefulSet extends KubeStatefulSet {
   }
 }
 
-// A patched number or quantity string is the quantity meant; anything else fails synth.
+// A patched number or quantity string is the quantity meant; anything else fails synth. Beyond
+// the schema, the rules of ValidateStatefulSet and ValidatePodSpec a patch most easily breaks.
 checkAfterPatch(GpuStatefulSet, json => {
   try {
     checkQuantities(json.spec, `StatefulSet/${json.metadata?.name} spec`);
-    return [];
   } catch (e) {
     return [(e as Error).message];
   }
+  return statefulSetRules(json.spec ?? {});
 });
+
+const CORE_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
+
+/** The API server's rules for a StatefulSet spec that a JsonPatch can break (messages name the path). */
+function statefulSetRules(spec: any): string[] {
+  const errors: string[] = [];
+  if (typeof spec.replicas === 'number' && spec.replicas < 0) errors.push(`spec.replicas must be at least 0 (got ${spec.replicas})`);
+  const selector = spec.selector?.matchLabels ?? {};
+  const labels = spec.template?.metadata?.labels ?? {};
+  for (const [k, val] of Object.entries(selector)) {
+    if (labels[k] !== val) errors.push(`spec.template.metadata.labels must match spec.selector (${k}=${String(val)}; got ${JSON.stringify(labels[k] ?? null)})`);
+  }
+  const pod = spec.template?.spec ?? {};
+  const unique = (at: string, names: unknown[]) => {
+    const seen = new Set<unknown>();
+    for (const n of names) {
+      if (seen.has(n)) errors.push(`${at} must not repeat ${JSON.stringify(n)}`);
+      seen.add(n);
+    }
+  };
+  const containers = [...(pod.initContainers ?? []), ...(pod.containers ?? [])];
+  unique('spec.template.spec container names', containers.map((c: any) => c?.name));
+  unique('spec.template.spec.volumes names', (pod.volumes ?? []).map((x: any) => x?.name));
+  for (const c of containers) {
+    const at = `spec.template.spec container '${c?.name}'`;
+    unique(`${at} env names`, (c?.env ?? []).map((e: any) => e?.name));
+    unique(`${at} mount paths`, (c?.volumeMounts ?? []).map((m: any) => m?.mountPath));
+    for (const p of c?.ports ?? []) {
+      if (typeof p?.containerPort === 'number' && (p.containerPort < 1 || p.containerPort > 65535)) errors.push(`${at} containerPort must be 1-65535 (got ${p.containerPort})`);
+    }
+    // Extended resources cannot be overcommitted: the request, if any, equals the limit.
+    const limits = c?.resources?.limits ?? {};
+    const requests = c?.resources?.requests ?? {};
+    for (const r of Object.keys({ ...limits, ...requests })) {
+      if (CORE_RESOURCES.includes(r) || !r.includes('/') || r.startsWith('hugepages-')) continue;
+      for (const [kind, q] of [['limit', limits[r]], ['request', requests[r]]] as const) {
+        if (q !== undefined && !isWholeQuantity(q)) errors.push(`${at} extended resource ${r} ${kind} must be a whole number (got ${JSON.stringify(q)})`);
+      }
+      if (limits[r] === undefined || (requests[r] !== undefined && String(requests[r]) !== String(limits[r]))) {
+        errors.push(`${at} extended resource ${r} needs a limit equal to its request (got request ${JSON.stringify(requests[r] ?? null)}, limit ${JSON.stringify(limits[r] ?? null)})`);
+      }
+    }
+  }
+  return errors;
+}
 
 function checkQuantities(spec: any, at: string): void {
   if (!spec || typeof spec !== 'object') return;
@@ -63,4 +109,21 @@ function check(value: unknown, at: string): void {
   if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return;
   if (typeof value === 'string' && QUANTITY.test(value)) return;
   throw new Error(`${at} must be a Kubernetes quantity such as 1, "500m" or "16Gi" (got ${JSON.stringify(value) ?? String(value)})`);
+}
+
+const SUFFIX: Record<string, number> = {
+  '': 1, 'm': 1e-3, 'k': 1e3, 'M': 1e6, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18,
+  'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30, 'Ti': 2 ** 40, 'Pi': 2 ** 50, 'Ei': 2 ** 60,
+};
+
+/** Whether a quantity is a whole number (extended resources cannot be split: IsIntegerResourceName). */
+function isWholeQuantity(q: unknown): boolean {
+  if (typeof q === 'number') return Number.isInteger(q);
+  const m = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))([a-zA-Z]*)$/.exec(String(q));
+  if (!m) return false;
+  const exp = /^[eE]([+-]?\d+)$/.exec(m[2]);
+  const factor = exp ? 10 ** Number(exp[1]) : SUFFIX[m[2]];
+  if (factor === undefined) return false;
+  const value = Number(m[1]) * factor;
+  return Math.abs(value - Math.round(value)) < 1e-9;
 }

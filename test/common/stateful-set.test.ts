@@ -15,7 +15,7 @@ describe('GpuStatefulSet: JsonPatch escape hatches cannot silently break quantit
   test.each([
     [1, 1],
     ['2', '2'],
-    ['500m', '500m'],
+    ['1k', '1k'],
   ])('a patched device resource %j synthesizes as the quantity %j, never null', (value, expected) => {
     const chart = patched(JsonPatch.add(`${LIMITS}/rdma~1rdma_shared_device_a`, value));
     const main = findOne(synthValid(chart), 'StatefulSet').spec.template.spec.containers[0];
@@ -49,5 +49,23 @@ describe('GpuStatefulSet: JsonPatch escape hatches cannot silently break quantit
     const sts = findOne(synthValid(chart), 'StatefulSet');
     expect(sts.apiVersion).toBe('apps/v1');
     expect(sts.spec.template.spec.containers[0].resources.requests).toEqual({ 'cpu': '4', 'memory': '16Gi', 'nvidia.com/gpu': 1 });
+  });
+});
+
+describe('GpuStatefulSet: a patch cannot break the rules the API server applies beyond the schema', () => {
+  const C = '/spec/template/spec/containers/0';
+  test.each([
+    ['a duplicate variable', [JsonPatch.add(`${C}/env/-`, { name: 'WORLD_SIZE', value: '2' })], /container 'main' env names must not repeat "WORLD_SIZE"/],
+    ['a second container of the same name', [JsonPatch.add('/spec/template/spec/containers/-', { name: 'main', image: 'busybox' })], /container names must not repeat "main"/],
+    ['a duplicate volume', [JsonPatch.add('/spec/template/spec/volumes/-', { name: 'home', emptyDir: {} })], /volumes names must not repeat "home"/],
+    ['template labels that no longer match the selector', [JsonPatch.replace('/spec/template/metadata/labels', { app: 'other' })], /spec\.template\.metadata\.labels must match spec\.selector/],
+    ['negative replicas', [JsonPatch.replace('/spec/replicas', -1)], /spec\.replicas must be at least 0/],
+    ['a port above 65535', [JsonPatch.add(`${C}/ports`, [{ containerPort: 70000 }])], /containerPort must be 1-65535 \(got 70000\)/],
+    ['an extended resource whose limit differs from its request', [JsonPatch.add(`${C}/resources/limits/example.com~1fpga`, 2), JsonPatch.add(`${C}/resources/requests/example.com~1fpga`, 1)], /extended resource example\.com\/fpga needs a limit equal to its request/],
+    ['half a device', [JsonPatch.add(`${C}/resources/limits/example.com~1fpga`, '500m')], /extended resource example\.com\/fpga limit must be a whole number \(got "500m"\)/],
+  ])('%s fails synth, naming the StatefulSet', (_what, ops, message) => {
+    const chart = patched(...(ops as JsonPatch[]));
+    expect(() => Testing.synth(chart)).toThrow(/^StatefulSet\/w is invalid after a JsonPatch escape hatch: /);
+    expect(() => Testing.synth(chart)).toThrow(message);
   });
 });
