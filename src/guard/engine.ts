@@ -55,6 +55,82 @@ interface Pair {
   readonly facts: StatusFacts;
 }
 
+/** The parsed `kubectl.kubernetes.io/last-applied-configuration` of a live object, if any. */
+function lastAppliedOf(o: KubeObject): any {
+  const raw = (o.metadata.annotations as Record<string, string> | undefined)?.['kubectl.kubernetes.io/last-applied-configuration'];
+  if (!raw) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * patchMergeKey of the built-in types' lists (k8s.io/api core/v1 types.go `patchStrategy:"merge"`):
+ * strategic merge patch merges these lists item by item; every other list is replaced whole.
+ */
+const MERGE_KEYS: Record<string, (items: any[]) => string> = {
+  containers: () => 'name', initContainers: () => 'name', ephemeralContainers: () => 'name', volumes: () => 'name', env: () => 'name',
+  imagePullSecrets: () => 'name', resourceClaims: () => 'name', schedulingGates: () => 'name', volumeMounts: () => 'mountPath',
+  volumeDevices: () => 'devicePath', hostAliases: () => 'ip', topologySpreadConstraints: () => 'topologyKey',
+  // ContainerPort merges on containerPort, ServicePort on port.
+  ports: items => (items.some(i => isObject(i) && i.containerPort !== undefined) ? 'containerPort' : 'port'),
+};
+
+/**
+ * What `kubectl apply` of `manifest` over `live` stores (its three-way merge, kubectl's
+ * CreateThreeWayMergePatch): the manifest's values, and every live field the manifest leaves out
+ * unless the last apply set it (only fields in last-applied are deleted). Without a
+ * last-applied annotation nothing is deleted. Built-in kinds merge the lists that have a patch
+ * merge key item by item (strategic merge patch); custom resources get a JSON merge patch, whose
+ * lists are replaced whole.
+ */
+export function applyResult(live: unknown, manifest: unknown, lastApplied: unknown, strategic: boolean, key = ''): unknown {
+  if (manifest === undefined) return lastApplied !== undefined ? undefined : clone(live);
+  if (isObject(live) && isObject(manifest)) {
+    const out: Record<string, unknown> = {};
+    const la = isObject(lastApplied) ? lastApplied : undefined;
+    for (const k of Object.keys(live)) {
+      if (manifest[k] !== undefined) continue;
+      // A field the last apply set and the manifest no longer has is deleted; a field nobody applied stays.
+      if (la === undefined && lastApplied !== undefined) continue;
+      if (la?.[k] !== undefined) continue;
+      out[k] = clone(live[k]);
+    }
+    for (const k of Object.keys(manifest)) {
+      out[k] = manifest[k] === null ? null : applyResult(live[k], manifest[k], la?.[k], strategic, k);
+    }
+    return out;
+  }
+  if (strategic && Array.isArray(live) && Array.isArray(manifest) && MERGE_KEYS[key]) {
+    const mk = MERGE_KEYS[key]([...manifest, ...live]);
+    const byKey = (list: unknown, v: unknown) => (Array.isArray(list) ? list.find(i => isObject(i) && i[mk] === v) : undefined);
+    if (manifest.every(i => isObject(i) && i[mk] !== undefined)) {
+      const merged = manifest.map(m => applyResult(byKey(live, m[mk]), m, byKey(lastApplied, m[mk]), strategic, ''));
+      // Live items the manifest does not name stay unless the last apply had them.
+      const kept = live.filter(i => isObject(i) && !manifest.some(m => m[mk] === i[mk]) && byKey(lastApplied, i[mk]) === undefined);
+      return [...merged, ...clone(kept)];
+    }
+  }
+  return clone(manifest);
+}
+
+/** Built-in groups get strategic merge patch from kubectl apply; custom resources JSON merge patch. */
+const builtIn = (group: string) => group === '' || !group.includes('.') || (group.endsWith('.k8s.io') && !group.endsWith('x-k8s.io'));
+
+/** The object `kubectl apply` of `after` over the live `before` sends to the server's update. */
+function applied(kindKey: string, before: KubeObject, after: KubeObject): KubeObject {
+  const o: KubeObject = { ...(applyResult(before, after, lastAppliedOf(before), builtIn(groupOf(after))) as KubeObject), metadata: after.metadata };
+  // normalizeClusterIPs (pkg/registry/core/service/strategy.go): a changed clusterIP with the old
+  // clusterIPs left in place (the apply kept them) becomes clusterIPs [clusterIP].
+  if (kindKey === '/Service' && isObject(o.spec) && isObject(before.spec)) {
+    const ip = o.spec.clusterIP;
+    if (typeof ip === 'string' && ip !== '' && ip !== before.spec.clusterIP && semanticEqual(o.spec.clusterIPs, before.spec.clusterIPs)) o.spec.clusterIPs = [ip];
+  }
+  return o;
+}
+
 /** Fields the server keeps when a manifest leaves them out, copied from the old object. */
 function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: KubeObject): void {
   const live = isLiveExport(beforeRaw);
@@ -495,7 +571,9 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     // Most objects of a large export are mutable Secrets and ConfigMaps: nothing to compare.
     if ((kindKey === '/ConfigMap' || (kindKey === '/Secret' && (before.type || 'Opaque') === (after.type || 'Opaque'))) && before.immutable !== true) continue;
     const b = normalize(before);
-    const a = normalize(after);
+    // A live baseline: compare with what the apply stores, not with the bare manifest (fields that
+    // controllers and webhooks wrote, such as Kueue's nodeSelector on an admitted Job, stay).
+    const a = normalize(isLiveExport(before) ? applied(kindKey, before, after) : after);
     carryForward(kindKey, before, b, a);
     const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
     let remedy: string | undefined;

@@ -1,0 +1,54 @@
+// Cases where the guard must answer as the API server would, each citing the upstream function
+// whose behaviour it checks (kubernetes/kubernetes unless named otherwise).
+import { guard } from '../../src';
+import { liveExport } from './live-export';
+
+const errorsOf = (before: any[], after: any[], options: { serverVersion?: string; kueueVersion?: string } = {}) =>
+  guard(before, after, options).findings.filter(f => f.severity === 'error');
+const paths = (before: any[], after: any[], options: { serverVersion?: string; kueueVersion?: string } = {}) => errorsOf(before, after, options).map(f => f.path);
+const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
+
+const job = (spec: object = {}, template: object = {}, meta: object = {}) => ({
+  apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'train', namespace: 'ml', ...meta },
+  spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'i:1', resources: { limits: { 'nvidia.com/gpu': '1' } } }], ...template } }, ...spec },
+});
+
+describe('kubectl apply three-way merge (kubectl CreateThreeWayMergePatch): a live baseline is compared with what the apply stores', () => {
+  test('a Kueue-admitted Job (nodeSelector, tolerations, labels and annotations written into its template at admission), unchanged, is clean', () => {
+    const manifest = job({ suspend: true }, {}, { labels: { 'kueue.x-k8s.io/queue-name': 'q' } });
+    const live = liveExport(manifest);
+    live.spec.suspend = false;
+    const t = live.spec.template;
+    t.spec.nodeSelector = { 'cloud.google.com/gke-accelerator': 'nvidia-a100' };
+    t.spec.tolerations = [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }];
+    t.metadata = { ...(t.metadata ?? {}), labels: { ...(t.metadata?.labels ?? {}), 'kueue.x-k8s.io/podset': 'main' }, annotations: { 'kueue.x-k8s.io/workload': 'job-train-1' } };
+    live.status = { startTime: '2026-01-01T00:00:00Z', active: 1 };
+    expect(errorsOf([live], [manifest])).toEqual([]);
+  });
+
+  test('a field the last apply set and the manifest drops is deleted by the apply: a template change of a started Job is still refused (ValidateJobSpecUpdate)', () => {
+    const manifest = job({}, { nodeSelector: { pool: 'a' } });
+    const live = liveExport(manifest);
+    live.status = { startTime: '2026-01-01T00:00:00Z', active: 1 };
+    expect(paths([live], [job()])).toEqual(['spec.template']);
+  });
+
+  test('live-only items of a merge-keyed list stay (strategic merge patch on containers[].env by name)', () => {
+    const manifest = job();
+    const live = liveExport(manifest);
+    live.spec.template.spec.containers[0].env = [{ name: 'INJECTED', value: '1' }];
+    expect(errorsOf([live], [manifest])).toEqual([]);
+    // The manifest's own change is still seen.
+    const changed = clone(manifest);
+    (changed.spec.template.spec.containers[0] as any).env = [{ name: 'MINE', value: '2' }];
+    expect(paths([live], [changed])).toEqual(['spec.template']);
+  });
+
+  test('without a last-applied annotation kubectl apply deletes nothing', () => {
+    const manifest = job();
+    const live = liveExport(manifest);
+    delete live.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration'];
+    live.spec.template.spec.nodeSelector = { pool: 'a' };
+    expect(errorsOf([live], [manifest])).toEqual([]);
+  });
+});
