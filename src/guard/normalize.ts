@@ -89,13 +89,18 @@ function defaults(obj: any, values: Record<string, unknown>): void {
   }
 }
 
-/** SetDefaults_Container: a tag of `latest` (or none) pulls Always; a digest or other tag IfNotPresent. */
+/**
+ * SetDefaults_Container (pkg/apis/core/v1/defaults.go) with parsers.ParseImageName: the tag is
+ * `latest` when the reference has neither tag nor digest; a tag of `latest` pulls Always, even
+ * next to a digest (`name:latest@sha256:...`); a bare digest or another tag pulls IfNotPresent.
+ */
 export function defaultPullPolicy(image: unknown): string {
   const s = String(image ?? '');
-  if (s.includes('@')) return 'IfNotPresent';
-  const last = s.slice(s.lastIndexOf('/') + 1);
+  const at = s.indexOf('@');
+  const name = at < 0 ? s : s.slice(0, at);
+  const last = name.slice(name.lastIndexOf('/') + 1);
   const colon = last.indexOf(':');
-  const tag = colon < 0 ? 'latest' : last.slice(colon + 1);
+  const tag = colon >= 0 ? last.slice(colon + 1) : at < 0 ? 'latest' : '';
   return tag === 'latest' ? 'Always' : 'IfNotPresent';
 }
 
@@ -279,6 +284,11 @@ export function normalize(obj: KubeObject): KubeObject {
     case 'storage.k8s.io/StorageClass':
       defaults(o, { reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' });
       break;
+    case 'rbac.authorization.k8s.io/RoleBinding':
+    case 'rbac.authorization.k8s.io/ClusterRoleBinding':
+      // SetDefaults_RoleBinding / SetDefaults_ClusterRoleBinding (pkg/apis/rbac/v1/defaults.go).
+      if (isObject(o.roleRef)) defaults(o.roleRef, { apiGroup: 'rbac.authorization.k8s.io' });
+      break;
     case 'scheduling.k8s.io/PriorityClass':
       defaults(o, { preemptionPolicy: 'PreemptLowerPriority' });
       break;
@@ -298,6 +308,8 @@ function normalizeJobSpec(spec: any): void {
     spec.completions = 1;
     spec.parallelism = 1;
   }
+  // SetDefaults_Job: a podFailurePolicy rule's onPodConditions[].status defaults to "True".
+  for (const rule of arr(spec.podFailurePolicy?.rules)) for (const c of arr(rule?.onPodConditions)) defaults(c, { status: 'True' });
   defaults(spec, { parallelism: 1, backoffLimit: spec.backoffLimitPerIndex !== undefined ? 2147483647 : 6, completionMode: 'NonIndexed', suspend: false });
   if (spec.manualSelector !== true) {
     delete spec.selector;

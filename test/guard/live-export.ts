@@ -37,10 +37,12 @@ function quantities(resources: any): void {
   }
 }
 
+/** SetDefaults_Container over parsers.ParseImageName: `name:latest@sha256:...` keeps the tag latest (Always). */
 function pullPolicy(image: string): string {
-  if (image.includes('@')) return 'IfNotPresent';
-  const last = image.slice(image.lastIndexOf('/') + 1);
-  return !last.includes(':') || last.endsWith(':latest') ? 'Always' : 'IfNotPresent';
+  const [name, digest] = image.split('@');
+  const last = name.slice(name.lastIndexOf('/') + 1);
+  if (!last.includes(':')) return digest === undefined ? 'Always' : 'IfNotPresent';
+  return last.endsWith(':latest') ? 'Always' : 'IfNotPresent';
 }
 
 function liveContainer(c: any): void {

@@ -52,3 +52,36 @@ describe('kubectl apply three-way merge (kubectl CreateThreeWayMergePatch): a li
     expect(errorsOf([live], [manifest])).toEqual([]);
   });
 });
+
+describe('server defaults the guard must apply to both sides', () => {
+  test('SetDefaults_Job (pkg/apis/batch/v1/defaults.go): podFailurePolicy onPodConditions[].status defaults to "True"', () => {
+    const rules = (status?: string) => ({ podFailurePolicy: { rules: [{ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget', ...(status ? { status } : {}) }] }] } });
+    const live = liveExport(job(rules('True')));
+    expect(errorsOf([live], [job(rules())])).toEqual([]);
+    expect(errorsOf([job(rules())], [job(rules('True'))])).toEqual([]);
+    expect(paths([live], [job(rules('False'))])).toEqual(['spec.podFailurePolicy']);
+  });
+
+  test.each(['RoleBinding', 'ClusterRoleBinding'])('SetDefaults_%s (pkg/apis/rbac/v1/defaults.go): roleRef.apiGroup defaults to rbac.authorization.k8s.io', kind => {
+    const rb = (roleRef: object) => ({ apiVersion: 'rbac.authorization.k8s.io/v1', kind, metadata: { name: 'x', ...(kind === 'RoleBinding' ? { namespace: 'ml' } : {}) }, roleRef });
+    const withGroup = rb({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'r' });
+    expect(errorsOf([liveExport(withGroup)], [rb({ kind: 'ClusterRole', name: 'r' })])).toEqual([]);
+    expect(errorsOf([rb({ kind: 'ClusterRole', name: 'r' })], [withGroup])).toEqual([]);
+    // ValidateRoleBindingUpdate: a different role is still refused.
+    expect(paths([liveExport(withGroup)], [rb({ kind: 'ClusterRole', name: 'other' })])).toEqual(['roleRef']);
+  });
+
+  test('SetDefaults_Container with parsers.ParseImageName: `name:latest@sha256:...` defaults to Always, `name@sha256:...` to IfNotPresent', () => {
+    const digest = 'sha256:' + '0'.repeat(64);
+    const pod = (image: string, imagePullPolicy?: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ml' }, spec: { containers: [{ name: 'c', image, ...(imagePullPolicy ? { imagePullPolicy } : {}) }] } });
+    const live = (image: string, policy: string) => {
+      const l = liveExport(pod(image));
+      l.spec.containers[0].imagePullPolicy = policy;
+      return l;
+    };
+    expect(errorsOf([live(`img:latest@${digest}`, 'Always')], [pod(`img:latest@${digest}`)])).toEqual([]);
+    expect(errorsOf([live(`img@${digest}`, 'IfNotPresent')], [pod(`img@${digest}`)])).toEqual([]);
+    // ValidatePodUpdate: the pull policy itself may not change.
+    expect(paths([live(`img:latest@${digest}`, 'Always')], [pod(`img:latest@${digest}`, 'IfNotPresent')])).toEqual(['spec.containers']);
+  });
+});
