@@ -273,12 +273,27 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       if (!semanticEqual(bv, av, key)) emit(rule, rule.reportPath ?? rule.path, bv, av);
       return;
     case GuardCheck.IMMUTABLE_EXCEPT: {
-      const { keys } = changedChildren(bv, av, rule.except);
+      let newer = av;
+      for (const sub of rule.settableFromNil ?? []) {
+        const parent = sub.includes('.') ? sub.slice(0, sub.lastIndexOf('.')) : '';
+        if (get(bv, sub) === undefined && get(av, sub) !== undefined && (parent === '' || (get(bv, parent) !== undefined && get(av, parent) !== undefined))) {
+          newer = clone(newer);
+          const holder = parent === '' ? newer : get(newer, parent);
+          delete (holder as any)[lastKey(sub)];
+        }
+      }
+      const { keys } = changedChildren(bv, newer, rule.except);
       if (keys.length === 0) return;
       // One finding per changed field (the path a user edits); the message keeps the server's path.
-      for (const k of keys) emit(rule, `${rule.path}.${k}`, (bv as any)?.[k], (av as any)?.[k]);
+      for (const k of keys) emit(rule, `${rule.path}.${k}`, (bv as any)?.[k], (newer as any)?.[k]);
       return;
     }
+    case GuardCheck.NOT_UNSET:
+      if (bv !== undefined && av === undefined) emit(rule, rule.reportPath ?? rule.path, bv, av);
+      return;
+    case GuardCheck.NOT_EMPTIED:
+      if (bv !== undefined && bv !== '' && av === '') emit(rule, rule.reportPath ?? rule.path, bv, av);
+      return;
     case GuardCheck.IMMUTABLE_WHEN_FLAGGED:
       if (b.immutable !== true) return;
       if (rule.path === 'immutable' ? a.immutable !== true : !semanticEqual(bv, av, key)) emit(rule, rule.path, bv, av);

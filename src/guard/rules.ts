@@ -65,6 +65,10 @@ export enum GuardCheck {
   KUEUE_POD_SHAPE = 'kueue-pod-shape',
   /** Kueue: the pod-level `resources.requests` (Kubernetes' pod-level resources) may not change. */
   KUEUE_POD_RESOURCES = 'kueue-pod-resources',
+  /** A value that is set may not become unset (nil). */
+  NOT_UNSET = 'not-unset',
+  /** A value that is set may not become the empty string. */
+  NOT_EMPTIED = 'not-emptied',
 }
 
 /**
@@ -84,6 +88,11 @@ export interface FieldRule {
   readonly check: GuardCheck;
   /** Children of `path` that may change (IMMUTABLE_EXCEPT, PVC_SPEC). */
   readonly except?: readonly string[];
+  /**
+   * Dotted paths below `path` that may go from unset to set (IMMUTABLE_EXCEPT): the server clears
+   * them on the new object before comparing when the old object lacks them and has their parent.
+   */
+  readonly settableFromNil?: readonly string[];
   /** The path the server names in its message, when it is not `path`. */
   readonly reportPath?: string;
   /** First server minor version (`1.NN`) the rule applies to. @default the library's floor, 1.28 */
@@ -133,6 +142,25 @@ const selector = (kind: string, strategy: string): KindRules => ({
 
 /** PersistentVolumeSpec fields outside PersistentVolumeSource (core/types.go). */
 const PV_NON_SOURCE = ['capacity', 'accessModes', 'claimRef', 'persistentVolumeReclaimPolicy', 'storageClassName', 'mountOptions', 'volumeMode', 'nodeAffinity', 'volumeAttributesClassName'];
+
+const VAC_PATH = 'spec.volumeAttributesClassName';
+/**
+ * volumeAttributesClassName (PersistentVolumeSpec and PersistentVolumeClaimSpec) by the state of
+ * the VolumeAttributesClass feature gate: absent before 1.29; alpha (off) in 1.29-1.30, beta and
+ * off by default in 1.31-1.33, GA (on) from 1.34. With the gate off a new value is dropped when
+ * the old object has none (DropDisabledFields), and any change of a set value is refused; the
+ * validation options turn on for an old object that has a class, so it may also not be unset
+ * (nor, for a claim, emptied).
+ */
+function volumeAttributesClassRules(source: string, claim: boolean): FieldRule[] {
+  const unset: FieldRule = { path: VAC_PATH, check: GuardCheck.NOT_UNSET, since: '1.29', source, message: `${VAC_PATH}: Forbidden: update from non-nil value to nil is forbidden` };
+  const emptied: FieldRule = { path: VAC_PATH, check: GuardCheck.NOT_EMPTIED, since: '1.29', source, message: `${VAC_PATH}: Forbidden: update from non-nil value to an empty string is forbidden` };
+  return [
+    { path: VAC_PATH, check: GuardCheck.IMMUTABLE_ONCE_SET, since: '1.29', until: '1.33', source: `${source}, VolumeAttributesClass gate off by default`, message: `${VAC_PATH}: Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled` },
+    unset,
+    ...(claim ? [emptied] : []),
+  ];
+}
 
 // Kueue's StatefulSet webhook (vstatefulset.kb.io), read per release tag in kubernetes-sigs/kueue:
 // (*Webhook).ValidateUpdate in pkg/controller/jobs/statefulset/statefulset_webhook.go, with
@@ -276,12 +304,14 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     kind: 'PersistentVolume',
     fields: [
       {
-        path: 'spec', check: GuardCheck.IMMUTABLE_EXCEPT, except: PV_NON_SOURCE, reportPath: 'spec.persistentvolumesource',
+        // "if oldPV does not have ControllerExpandSecretRef then allow it to be set".
+        path: 'spec', check: GuardCheck.IMMUTABLE_EXCEPT, except: PV_NON_SOURCE, settableFromNil: ['csi.controllerExpandSecretRef'], reportPath: 'spec.persistentvolumesource',
         source: 'ValidatePersistentVolumeUpdate (pkg/apis/core/validation/validation.go)',
         message: 'spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation',
       },
       { path: 'spec.volumeMode', reportPath: 'volumeMode', check: GuardCheck.IMMUTABLE, source: 'ValidatePersistentVolumeUpdate', message: IMMUTABLE_MSG('volumeMode') },
       { path: 'spec.nodeAffinity', reportPath: 'nodeAffinity', check: GuardCheck.IMMUTABLE_ONCE_SET, source: 'ValidatePersistentVolumeUpdate / validatePvNodeAffinity', message: IMMUTABLE_MSG('nodeAffinity') },
+      ...volumeAttributesClassRules('ValidatePersistentVolumeUpdate (pkg/apis/core/validation/validation.go)', false),
     ],
   },
   {
@@ -297,6 +327,7 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         path: 'spec', check: GuardCheck.PVC_SPEC, except: ['volumeAttributesClassName'], since: '1.29', source: 'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
         message: 'spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
       },
+      ...volumeAttributesClassRules('ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)', true),
       {
         path: 'spec.resources.requests.storage', check: GuardCheck.PVC_STORAGE_SHRINK, until: '1.31', source: 'ValidatePersistentVolumeClaimUpdate',
         message: 'spec.resources.requests.storage: Forbidden: field can not be less than previous value',

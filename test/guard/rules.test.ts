@@ -139,8 +139,12 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
       .toBe('spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims');
   });
 
-  test('volumeAttributesClassName may change from 1.29 (the VolumeAttributesClass fields); before, the field does not exist', () => {
-    expect(paths([liveExport(pvc({ volumeAttributesClassName: 'gold' }))], [pvc({ volumeAttributesClassName: 'silver' })], '1.29')).toEqual([]);
+  test('volumeAttributesClassName may change once the VolumeAttributesClass gate is on by default (GA, 1.34); with the gate off (1.29-1.33) a set class may not change; before 1.29 the field does not exist', () => {
+    expect(paths([liveExport(pvc({ volumeAttributesClassName: 'gold' }))], [pvc({ volumeAttributesClassName: 'silver' })], '1.34')).toEqual([]);
+    expect(errorsOf([liveExport(pvc({ volumeAttributesClassName: 'gold' }))], [pvc({ volumeAttributesClassName: 'silver' })], '1.29').map(f => f.message))
+      .toEqual(['spec.volumeAttributesClassName: Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled']);
+    // DropDisabledFields: with the gate off a class on a claim that had none is dropped, not refused.
+    expect(paths([liveExport(pvc())], [pvc({ volumeAttributesClassName: 'silver' })], '1.31')).toEqual([]);
     expect(paths([liveExport(pvc({ volumeAttributesClassName: 'gold' }))], [pvc({ volumeAttributesClassName: 'silver' })], '1.28')).toEqual(['spec.volumeAttributesClassName']);
   });
 

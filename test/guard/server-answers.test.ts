@@ -85,3 +85,33 @@ describe('server defaults the guard must apply to both sides', () => {
     expect(paths([live(`img:latest@${digest}`, 'Always')], [pod(`img:latest@${digest}`, 'IfNotPresent')])).toEqual(['spec.containers']);
   });
 });
+
+describe('ValidatePersistentVolumeUpdate and ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)', () => {
+  const pv = (csi: object = {}, spec: object = {}) => ({
+    apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pv1' },
+    spec: { capacity: { storage: '10Gi' }, accessModes: ['ReadWriteOnce'], csi: { driver: 'd.example.com', volumeHandle: 'h1', ...csi }, ...spec },
+  });
+  const pvc = (spec: object = {}) => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'ml' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Gi' } }, ...spec } });
+
+  test('a PV may gain csi.controllerExpandSecretRef ("if oldPV does not have ControllerExpandSecretRef then allow it to be set"), not change it or the rest of the source', () => {
+    const ref = { controllerExpandSecretRef: { name: 's', namespace: 'kube-system' } };
+    expect(errorsOf([liveExport(pv())], [pv(ref)])).toEqual([]);
+    expect(paths([liveExport(pv(ref))], [pv({ controllerExpandSecretRef: { name: 'other', namespace: 'kube-system' } })])).toEqual(['spec.csi']);
+    expect(paths([liveExport(pv())], [pv({ ...ref, volumeHandle: 'h2' })])).toEqual(['spec.csi']);
+  });
+
+  test.each(['1.29', '1.31', '1.34'])('%s: a set volumeAttributesClassName may not become nil or "" (the claim and the volume)', v => {
+    const gateOff = v !== '1.34';
+    const off = gateOff ? ['spec.volumeAttributesClassName: Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled'] : [];
+    const messages = (before: any, after: any) => errorsOf([before], [after], { serverVersion: v }).map(f => f.message);
+    expect(messages(liveExport(pvc({ volumeAttributesClassName: 'gold' })), pvc({ volumeAttributesClassName: null }))).toEqual([...off, 'spec.volumeAttributesClassName: Forbidden: update from non-nil value to nil is forbidden']);
+    expect(messages(liveExport(pvc({ volumeAttributesClassName: 'gold' })), pvc({ volumeAttributesClassName: '' }))).toEqual([...off, 'spec.volumeAttributesClassName: Forbidden: update from non-nil value to an empty string is forbidden']);
+    // The manifest drops a class the last apply set: kubectl apply deletes it.
+    expect(messages(liveExport(pvc({ volumeAttributesClassName: 'gold' })), pvc())).toEqual([...off, 'spec.volumeAttributesClassName: Forbidden: update from non-nil value to nil is forbidden']);
+    expect(messages(liveExport(pv({}, { volumeAttributesClassName: 'gold' })), pv())).toEqual([...off, 'spec.volumeAttributesClassName: Forbidden: update from non-nil value to nil is forbidden']);
+  });
+
+  test('1.28 has no volumeAttributesClassName: its unset/empty rules do not apply', () => {
+    expect(errorsOf([pvc()], [pvc()], { serverVersion: '1.28' })).toEqual([]);
+  });
+});
