@@ -288,6 +288,34 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       for (const k of keys) emit(rule, `${rule.path}.${k}`, (bv as any)?.[k], (newer as any)?.[k]);
       return;
     }
+    case GuardCheck.POD_GATED_NODE_SELECTOR: {
+      if (arr(b.spec?.schedulingGates).length === 0) return;
+      const olds = isObject(bv) ? bv : {};
+      const news: Record<string, unknown> = isObject(av) ? av : {};
+      if (Object.keys(olds).some(k => news[k] !== olds[k])) emit(rule, rule.path, bv, av, { value: av ?? null });
+      return;
+    }
+    case GuardCheck.POD_GATED_NODE_AFFINITY: {
+      if (arr(b.spec?.schedulingGates).length === 0) return;
+      const oldReq = (bv as any)?.requiredDuringSchedulingIgnoredDuringExecution;
+      if (!isObject(oldReq)) return;
+      const oldTerms = arr(oldReq.nodeSelectorTerms);
+      const newTerms = arr((av as any)?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms);
+      const termsPath = `${rule.path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`;
+      if (oldTerms.length > 0 && oldTerms.length !== newTerms.length) {
+        emit(rule, termsPath, oldTerms, newTerms, { path: termsPath, value: newTerms, detail: 'no additions/deletions to non-empty NodeSelectorTerms list are allowed' });
+        return;
+      }
+      // validateNodeSelectorTermHasOnlyAdditions: the old requirements stay, in order; new ones may follow.
+      const onlyAdded = (o: any[], n: any[]) => o.length <= n.length && o.every((x, i) => semanticEqual(x, n[i]));
+      oldTerms.forEach((o: any, i: number) => {
+        const n = newTerms[i];
+        if (!onlyAdded(arr(o?.matchExpressions), arr(n?.matchExpressions)) || !onlyAdded(arr(o?.matchFields), arr(n?.matchFields))) {
+          emit(rule, `${termsPath}[${i}]`, o, n, { path: `${termsPath}[${i}]`, value: n, detail: 'only additions are allowed (no mutations or deletions)' });
+        }
+      });
+      return;
+    }
     case GuardCheck.NOT_UNSET:
       if (bv !== undefined && av === undefined) emit(rule, rule.reportPath ?? rule.path, bv, av);
       return;
@@ -310,6 +338,16 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       munged.activeDeadlineSeconds = (bv as any).activeDeadlineSeconds;
       munged.tolerations = (bv as any).tolerations;
       munged.schedulingGates = (bv as any).schedulingGates;
+      // A gated pod's nodeSelector and nodeAffinity are checked by their own rules (ValidatePodUpdate's podIsGated).
+      if (arr((bv as any).schedulingGates).length > 0) {
+        munged.nodeSelector = (bv as any).nodeSelector;
+        const oldNA = (bv as any).affinity?.nodeAffinity;
+        if (!semanticEqual(oldNA, munged.affinity?.nodeAffinity, 'nodeAffinity')) {
+          munged.affinity = { ...(isObject(munged.affinity) ? munged.affinity : {}), nodeAffinity: oldNA };
+          if (oldNA === undefined) delete munged.affinity.nodeAffinity;
+          if (Object.keys(munged.affinity).length === 0 && (bv as any).affinity === undefined) delete munged.affinity;
+        }
+      }
       if (typeof (bv as any).terminationGracePeriodSeconds === 'number' && (bv as any).terminationGracePeriodSeconds < 0 && munged.terminationGracePeriodSeconds === 1) {
         munged.terminationGracePeriodSeconds = (bv as any).terminationGracePeriodSeconds;
       }

@@ -65,6 +65,10 @@ export enum GuardCheck {
   KUEUE_POD_SHAPE = 'kueue-pod-shape',
   /** Kueue: the pod-level `resources.requests` (Kubernetes' pod-level resources) may not change. */
   KUEUE_POD_RESOURCES = 'kueue-pod-resources',
+  /** A gated Pod's nodeSelector: entries may be added, not changed or removed (validateNodeSelectorMutation). */
+  POD_GATED_NODE_SELECTOR = 'pod-gated-node-selector',
+  /** A gated Pod's required node affinity: only additions to each existing term (validateNodeAffinityMutation). */
+  POD_GATED_NODE_AFFINITY = 'pod-gated-node-affinity',
   /** A value that is set may not become unset (nil). */
   NOT_UNSET = 'not-unset',
   /** A value that is set may not become the empty string. */
@@ -296,6 +300,16 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
       {
         path: 'spec.schedulingGates', check: GuardCheck.POD_SCHEDULING_GATES, source: 'validateOnlyDeletedSchedulingGates (pkg/apis/core/validation/validation.go)',
         message: "spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate '{detail}'",
+      },
+      // KEP-3838 (PodSchedulingReadiness, beta and on in 1.27, GA 1.30): while the old pod has
+      // scheduling gates, nodeSelector and nodeAffinity may be narrowed; POD_SPEC leaves them to these rules.
+      {
+        path: 'spec.nodeSelector', check: GuardCheck.POD_GATED_NODE_SELECTOR, source: 'ValidatePodUpdate / validateNodeSelectorMutation (pkg/apis/core/validation/validation.go)',
+        message: 'spec.nodeSelector: Invalid value: {value}: only additions to spec.nodeSelector are allowed (no mutations or deletions)',
+      },
+      {
+        path: 'spec.affinity.nodeAffinity', check: GuardCheck.POD_GATED_NODE_AFFINITY, source: 'ValidatePodUpdate / validateNodeAffinityMutation (pkg/apis/core/validation/validation.go)',
+        message: '{path}: Invalid value: {value}: {detail}',
       },
     ],
   },

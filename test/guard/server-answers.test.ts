@@ -115,3 +115,28 @@ describe('ValidatePersistentVolumeUpdate and ValidatePersistentVolumeClaimUpdate
     expect(errorsOf([pvc()], [pvc()], { serverVersion: '1.28' })).toEqual([]);
   });
 });
+
+describe('ValidatePodUpdate for a gated pod (KEP-3838: validateNodeSelectorMutation, validateNodeAffinityMutation)', () => {
+  const pod = (spec: object = {}) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ml' }, spec: { containers: [{ name: 'c', image: 'i:1' }], ...spec } });
+  const gates = { schedulingGates: [{ name: 'example.com/wait' }] };
+  const required = (...terms: object[]) => ({ affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } });
+  const zone = { key: 'zone', operator: 'In', values: ['a'] };
+  const gpu = { key: 'gpu', operator: 'Exists' };
+
+  test('a gated pod may gain nodeSelector entries and node affinity; an ungated one may not', () => {
+    expect(errorsOf([liveExport(pod(gates))], [pod({ ...gates, nodeSelector: { pool: 'gpu' } })])).toEqual([]);
+    expect(errorsOf([liveExport(pod(gates))], [pod({ ...gates, ...required({ matchExpressions: [zone] }) })])).toEqual([]);
+    expect(errorsOf([liveExport(pod({ ...gates, ...required({ matchExpressions: [zone] }) }))], [pod({ ...gates, ...required({ matchExpressions: [zone, gpu] }) })])).toEqual([]);
+    expect(paths([liveExport(pod())], [pod({ nodeSelector: { pool: 'gpu' } })])).toEqual(['spec.nodeSelector']);
+  });
+
+  test('a gated pod may not change or remove nodeSelector entries, nor add, remove or change node selector terms', () => {
+    const live = liveExport(pod({ ...gates, nodeSelector: { pool: 'gpu' }, ...required({ matchExpressions: [zone] }) }));
+    expect(errorsOf([live], [pod({ ...gates, nodeSelector: { pool: 'cpu' }, ...required({ matchExpressions: [zone] }) })]).map(f => f.message))
+      .toEqual(['spec.nodeSelector: Invalid value: {"pool":"cpu"}: only additions to spec.nodeSelector are allowed (no mutations or deletions)']);
+    expect(paths([live], [pod({ ...gates, nodeSelector: { pool: 'gpu' }, ...required({ matchExpressions: [zone] }, { matchExpressions: [gpu] }) })]))
+      .toEqual(['spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms']);
+    expect(paths([live], [pod({ ...gates, nodeSelector: { pool: 'gpu' }, ...required({ matchExpressions: [gpu] }) })]))
+      .toEqual(['spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]']);
+  });
+});
