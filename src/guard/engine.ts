@@ -519,7 +519,7 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
       break;
   }
   // The rest only while the new object is managed by Kueue (isManagedByKueue / WorkloadShouldBeSuspended).
-  if (!queued(after)) return;
+  if (!queued(after) && !rule.everyStatefulSet) return;
   const rb = Number(b.spec?.replicas ?? 1);
   const ra = Number(a.spec?.replicas ?? 1);
   switch (rule.check) {
@@ -618,7 +618,8 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     const kindKey = `${groupOf(after)}/${after.kind}`;
     let kindRules = [...(rules.get(kindKey) ?? []), ...celRulesFor(crdRules, kindKey, after)];
     // Kueue's webhook rules apply to a StatefulSet that has, or had, a queue name.
-    if (kindKey === 'apps/StatefulSet' && !queued(before) && !queued(after)) kindRules = kindRules.filter(r => r.kueue === undefined);
+    // Some releases check replicas on every StatefulSet (everyStatefulSet).
+    if (kindKey === 'apps/StatefulSet' && !queued(before) && !queued(after)) kindRules = kindRules.filter(r => r.kueue === undefined || r.everyStatefulSet);
     if (after.kind === 'StatefulSet' && groupOf(after) === 'apps') onDeleteReplicas(before, after, warnings);
     if (kindRules.length === 0) continue;
     // Most objects of a large export are mutable Secrets and ConfigMaps: nothing to compare.

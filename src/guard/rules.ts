@@ -112,6 +112,11 @@ export interface FieldRule {
    * @default not a Kueue rule: the API server's own, on every StatefulSet
    */
   readonly kueue?: readonly KueueVersionRange[];
+  /**
+   * A Kueue rule that the releases in `kueue` apply to every StatefulSet, queued or not (their
+   * webhook has no object selector and the check had no isManagedByKueue guard).
+   */
+  readonly everyStatefulSet?: boolean;
   /** The Kubernetes (or Kueue) function the rule comes from. */
   readonly source: string;
   /** The API server's words for the rejection on the versions this rule covers. */
@@ -234,18 +239,25 @@ const KUEUE_STATEFULSET: readonly FieldRule[] = [
     message: kueueImmutable(PRIORITY_PATH, 'value'),
   },
   // replicas: immutable in v0.9 (kueue#3279: resizes not supported); from v0.10 only to or from 0.
-  {
-    path: 'spec.replicas', check: GuardCheck.KUEUE_REPLICAS, kueue: [{ from: '0.9.0', to: line(9) }],
-    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField on spec.replicas`, message: kueueImmutable('spec.replicas', 'value'),
-  },
-  {
-    path: 'spec.replicas', check: GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO, kueue: [{ from: '0.10.0' }],
-    source: `${KUEUE_VU}: "Allow only scale down to zero and scale up from zero"`, message: kueueImmutable('spec.replicas', 'value'),
-  },
-  {
-    path: 'spec.replicas', check: GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN, kueue: [{ from: '0.10.0' }],
-    source: `${KUEUE_VU}: field.Forbidden when status.replicas > 0`, message: `${KUEUE_WEBHOOK}spec.replicas: Forbidden: scaling down is still in progress`,
-  },
+  // v0.9.0-v0.9.2 and v0.10.0 check it on every StatefulSet, queued or not; v0.9.3 and v0.10.1
+  // added the isManagedByKueue guard (a queue name, and no controller owner managed by Kueue).
+  ...[{ kueue: [{ from: '0.9.0', to: '0.9.2' }], everyStatefulSet: true }, { kueue: [{ from: '0.9.3', to: line(9) }] }].map(r => ({
+    path: 'spec.replicas', check: GuardCheck.KUEUE_REPLICAS, ...r,
+    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField on spec.replicas${r.everyStatefulSet ? ' (every StatefulSet: no isManagedByKueue check before v0.9.3)' : ''}`,
+    message: kueueImmutable('spec.replicas', 'value'),
+  })),
+  ...[{ kueue: [{ from: '0.10.0', to: '0.10.0' }], everyStatefulSet: true }, { kueue: [{ from: '0.10.1' }] }].flatMap(r => [
+    {
+      path: 'spec.replicas', check: GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO, ...r,
+      source: `${KUEUE_VU}: "Allow only scale down to zero and scale up from zero"${r.everyStatefulSet ? ' (every StatefulSet: no isManagedByKueue check before v0.10.1)' : ''}`,
+      message: kueueImmutable('spec.replicas', 'value'),
+    },
+    {
+      path: 'spec.replicas', check: GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN, ...r,
+      source: `${KUEUE_VU}: field.Forbidden when status.replicas > 0${r.everyStatefulSet ? ' (every StatefulSet before v0.10.1)' : ''}`,
+      message: `${KUEUE_WEBHOOK}spec.replicas: Forbidden: scaling down is still in progress`,
+    },
+  ]),
   // The pod group's shape (backported to v0.9.4 and v0.10.2).
   {
     path: 'spec.template.spec', check: GuardCheck.KUEUE_POD_SHAPE, kueue: [{ from: '0.9.4', to: line(9) }, { from: '0.10.2' }],

@@ -71,9 +71,18 @@ describe('(*Webhook).ValidateUpdate: no false alarm', () => {
     expect(errors(live(trainer()), trainer(), v)).toEqual([]);
   });
 
-  test.each(VERSIONS)('Kueue %s: a StatefulSet without the queue-name label is not Kueue\'s: replicas and requests change freely', v => {
+  test.each(VERSIONS.filter(v => v !== '0.9.0' && v !== '0.10.0'))('Kueue %s: a StatefulSet without the queue-name label is not Kueue\'s: replicas and requests change freely', v => {
     const before = trainer({ queueName: undefined });
     expect(errors(live(before), trainer({ queueName: undefined, replicas: 4, gpusPerPod: 4 }), v)).toEqual([]);
+  });
+
+  // v0.9.0-v0.9.2 and v0.10.0 check replicas with no isManagedByKueue guard (added in v0.9.3 and
+  // v0.10.1): every StatefulSet's resize is refused; the pod shape stays a queued-only rule.
+  test.each(['0.9.0', '0.9.2', '0.10.0'])('Kueue %s: the replicas check applies to every StatefulSet, queued or not', v => {
+    const before = trainer({ queueName: undefined });
+    expect(errors(live(before), trainer({ queueName: undefined, replicas: 4, gpusPerPod: 4 }), v).map(e => e.message))
+      .toEqual([`${WEBHOOK}spec.replicas: Invalid value: 4: field is immutable`]);
+    expect(errors(live(before), trainer({ queueName: undefined, replicas: 4 }), v === '0.10.0' ? '0.10.1' : '0.9.3')).toEqual([]);
   });
 
   test.each(VERSIONS)('Kueue %s: an image bump is not part of SpecShape and passes', v => {
