@@ -316,6 +316,11 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       });
       return;
     }
+    case GuardCheck.IMMUTABLE_WHEN_ESTABLISHED:
+      // apiextensions.IsCRDConditionTrue(old, Established); no status: taken to be established.
+      if (isObject(p.before.status) && !facts.crdEstablished) return;
+      if (!semanticEqual(bv, av, key)) emit(rule, rule.reportPath ?? rule.path, bv, av);
+      return;
     case GuardCheck.NOT_UNSET:
       if (bv !== undefined && av === undefined) emit(rule, rule.reportPath ?? rule.path, bv, av);
       return;

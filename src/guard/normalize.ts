@@ -14,6 +14,8 @@ export interface StatusFacts {
   readonly pvcCapacity?: unknown;
   /** Job status.startTime is set (the Job has started). */
   readonly jobStarted?: boolean;
+  /** A CustomResourceDefinition's Established condition is True. */
+  readonly crdEstablished?: boolean;
 }
 
 const SERVER_METADATA = ['managedFields', 'resourceVersion', 'uid', 'generation', 'creationTimestamp', 'selfLink', 'ownerReferences', 'finalizers', 'deletionTimestamp', 'deletionGracePeriodSeconds'];
@@ -201,7 +203,10 @@ function base64(s: string): string {
 export function statusFacts(o: KubeObject): StatusFacts {
   const s = o.status;
   if (!isObject(s)) return {};
-  return { pvcPhase: s.phase, pvcCapacity: s.capacity?.storage, jobStarted: s.startTime !== undefined && s.startTime !== null };
+  return {
+    pvcPhase: s.phase, pvcCapacity: s.capacity?.storage, jobStarted: s.startTime !== undefined && s.startTime !== null,
+    crdEstablished: arr(s.conditions).some((c: any) => c?.type === 'Established' && c?.status === 'True'),
+  };
 }
 
 /** True when the object was read from the cluster rather than from a manifest. */

@@ -69,6 +69,11 @@ export enum GuardCheck {
   POD_GATED_NODE_SELECTOR = 'pod-gated-node-selector',
   /** A gated Pod's required node affinity: only additions to each existing term (validateNodeAffinityMutation). */
   POD_GATED_NODE_AFFINITY = 'pod-gated-node-affinity',
+  /**
+   * Immutable while the old CustomResourceDefinition is Established (status condition); an old
+   * object without status (a manifest baseline) is taken to be established, as an applied CRD is.
+   */
+  IMMUTABLE_WHEN_ESTABLISHED = 'immutable-when-established',
   /** A value that is set may not become unset (nil). */
   NOT_UNSET = 'not-unset',
   /** A value that is set may not become the empty string. */
@@ -271,6 +276,7 @@ const KUEUE_STATEFULSET: readonly FieldRule[] = [
   },
 ];
 
+const CRD = 'validateCustomResourceDefinitionSpecUpdate (apiextensions-apiserver pkg/apis/apiextensions/validation/validation.go)';
 const JOB = 'ValidateJobSpecUpdate (pkg/apis/batch/validation/validation.go)';
 
 export const IMMUTABLE_FIELDS: readonly KindRules[] = [
@@ -432,6 +438,16 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
       { path: 'provisioner', check: GuardCheck.IMMUTABLE, source: 'ValidateStorageClassUpdate', message: 'provisioner: Forbidden: updates to provisioner are forbidden.' },
       { path: 'reclaimPolicy', check: GuardCheck.IMMUTABLE, source: 'ValidateStorageClassUpdate', message: 'reclaimPolicy: Forbidden: updates to reclaimPolicy are forbidden.' },
       { path: 'volumeBindingMode', check: GuardCheck.IMMUTABLE, source: 'ValidateStorageClassUpdate', message: IMMUTABLE_MSG('volumeBindingMode') },
+    ],
+  },
+  {
+    group: 'apiextensions.k8s.io',
+    kind: 'CustomResourceDefinition',
+    fields: [
+      // "these affects the resource name, which is always immutable"
+      ...['spec.group', 'spec.names.plural'].map(path => ({ path, check: GuardCheck.IMMUTABLE, source: CRD, message: IMMUTABLE_MSG(path) })),
+      // "these effect the storage and cannot be changed therefore" (only once established)
+      ...['spec.scope', 'spec.names.kind'].map(path => ({ path, check: GuardCheck.IMMUTABLE_WHEN_ESTABLISHED, source: `${CRD}, when established`, message: IMMUTABLE_MSG(path) })),
     ],
   },
   {

@@ -140,3 +140,38 @@ describe('ValidatePodUpdate for a gated pod (KEP-3838: validateNodeSelectorMutat
       .toEqual(['spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]']);
   });
 });
+
+describe('validateCustomResourceDefinitionSpecUpdate (apiextensions-apiserver pkg/apis/apiextensions/validation/validation.go)', () => {
+  const crd = (spec: { scope?: string; kind?: string; plural?: string; group?: string } = {}) => ({
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `${spec.plural ?? 'widgets'}.${spec.group ?? 'example.com'}` },
+    spec: {
+      group: spec.group ?? 'example.com', scope: spec.scope ?? 'Namespaced',
+      names: { kind: spec.kind ?? 'Widget', plural: spec.plural ?? 'widgets', singular: 'widget', listKind: `${spec.kind ?? 'Widget'}List` },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } }],
+    },
+  });
+  const established = (o: any, status: 'True' | 'False') => {
+    const live = liveExport(o);
+    live.status = { conditions: [{ type: 'Established', status }, { type: 'NamesAccepted', status: 'True' }], acceptedNames: o.spec.names, storedVersions: ['v1'] };
+    return live;
+  };
+
+  test('scope and names.kind may not change once the CRD is established', () => {
+    expect(errorsOf([established(crd(), 'True')], [crd({ scope: 'Cluster' })]).map(f => f.message)).toEqual(['spec.scope: Invalid value: "Cluster": field is immutable']);
+    expect(paths([established(crd(), 'True')], [crd({ kind: 'Gadget' })])).toEqual(['spec.names.kind']);
+    // Not established yet: both may change.
+    expect(errorsOf([established(crd(), 'False')], [crd({ scope: 'Cluster', kind: 'Gadget' })])).toEqual([]);
+    // A manifest baseline has no status: an applied CRD is established within seconds.
+    expect(paths([crd()], [crd({ scope: 'Cluster' })])).toEqual(['spec.scope']);
+  });
+
+  test('group and names.plural never change', () => {
+    const before = established(crd(), 'False');
+    const after = crd({ plural: 'gizmos' });
+    after.metadata.name = before.metadata.name;
+    expect(paths([before], [after])).toEqual(['spec.names.plural']);
+    const moved = crd({ group: 'other.example.com' });
+    moved.metadata.name = before.metadata.name;
+    expect(paths([before], [moved])).toEqual(['spec.group']);
+  });
+});
