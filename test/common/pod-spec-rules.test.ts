@@ -1,20 +1,11 @@
-import { ConfigurationError } from '../../src/common/validate';
 import { synthValid, testChart } from '../support/synth';
-import { TestWorkload, TestWorkloadProps } from '../support/test-workload';
+import { TestWorkload, testWorkloadError } from '../support/test-workload';
 
 /**
  * The API server's value rules for the pod parts a user hands the library whole
  * (kubernetes pkg/apis/core/validation/validation.go): refused at construction, naming the prop.
  */
-function errorOf(props: Partial<TestWorkloadProps>): string {
-  try {
-    new TestWorkload(testChart(), 'w', { name: 'w', ...props });
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigurationError);
-    return (e as Error).message;
-  }
-  throw new Error('expected a ConfigurationError, but construction succeeded');
-}
+const errorOf = testWorkloadError;
 
 const c = (extra: object) => ({ name: 'extra', image: 'busybox:1.36.1', ...extra }) as any;
 const term = (r: object) => ({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', ...r }] }] } } }) as any;

@@ -1,18 +1,9 @@
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import { ConfigurationError } from '../../src/common/validate';
 import { findOne, synthValid, testChart } from '../support/synth';
-import { TestWorkload, TestWorkloadProps } from '../support/test-workload';
+import { TestWorkload, testWorkloadError } from '../support/test-workload';
 
 /** The error a workload with these props throws at construction. */
-function errorOf(props: Partial<TestWorkloadProps>): string {
-  try {
-    new TestWorkload(testChart(), 'w', { name: 'w', ...props });
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigurationError);
-    return (e as Error).message;
-  }
-  throw new Error('expected a ConfigurationError, but construction succeeded');
-}
+const errorOf = testWorkloadError;
 
 const sidecar = (extra: object): k8s.Container => ({ name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ...extra } as k8s.Container);
 

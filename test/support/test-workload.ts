@@ -6,8 +6,9 @@ import { GpuWorkloadProps } from '../../src/common/pod-options';
 import { PodTemplate } from '../../src/common/pod-template';
 import { resolveProcessIdentity } from '../../src/common/security';
 import { GpuStatefulSet } from '../../src/common/stateful-set';
-import { Validator } from '../../src/common/validate';
+import { ConfigurationError, Validator } from '../../src/common/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS } from '../../src/common/workload-pod';
+import { testChart } from './synth';
 
 export interface TestWorkloadProps extends GpuWorkloadProps {
   readonly name: string;
@@ -58,4 +59,15 @@ export class TestWorkload extends Construct {
       },
     });
   }
+}
+
+/** The ConfigurationError message a TestWorkload with these props throws at construction; fails the test otherwise. */
+export function testWorkloadError(props: Partial<TestWorkloadProps>): string {
+  try {
+    new TestWorkload(testChart(), 'w', { name: 'w', ...props });
+  } catch (e) {
+    if (!(e instanceof ConfigurationError)) throw new Error(`expected a ConfigurationError, got ${(e as Error)?.name}: ${(e as Error)?.message}`);
+    return e.message;
+  }
+  throw new Error('expected a ConfigurationError, but construction succeeded');
 }
