@@ -109,7 +109,7 @@ export interface ServingEngine {
   download(modelId: string, revision: string | undefined): string[];
 }
 
-const HUB_DOWNLOAD_SCRIPT = fs.readFileSync(path.join(__dirname, 'hub-download.py'), 'utf8');
+let hubDownloadScript: string | undefined;
 
 /**
  * The download for engines without a command of their own (vLLM, SGLang): hub-download.py under
@@ -117,7 +117,8 @@ const HUB_DOWNLOAD_SCRIPT = fs.readFileSync(path.join(__dirname, 'hub-download.p
  * format the engine loads, plus config and tokenizer files.
  */
 export function hubDownload(modelId: string, revision: string | undefined): string[] {
-  return ['python3', '-c', HUB_DOWNLOAD_SCRIPT, modelId, revision ?? ''];
+  hubDownloadScript ??= fs.readFileSync(path.join(__dirname, 'hub-download.py'), 'utf8');
+  return ['python3', '-c', hubDownloadScript, modelId, revision ?? ''];
 }
 
 /** The cross-tool opt-out of usage reporting, set when `usageStats` is off. */
