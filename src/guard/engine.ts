@@ -383,7 +383,17 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       const oldSpec = clone(bv) as any;
       const newSpec = clone(av) as any;
       if (!oldSpec.volumeName) oldSpec.volumeName = newSpec.volumeName;
-      if (oldSpec.storageClassName === undefined && newSpec.storageClassName !== undefined) newSpec.storageClassName = undefined;
+      // validateStorageClassUpgradeFromNil: unset -> set is allowed. A manifest baseline cannot say
+      // whether the stored claim is unset: the DefaultStorageClass admission plugin (and, from
+      // 1.28, the PV controller's retroactive default) gives it the cluster's default class, and
+      // a different class is then refused. Taken to be set, as unknown state is elsewhere.
+      if (oldSpec.storageClassName === undefined && newSpec.storageClassName !== undefined) {
+        if (!isLiveExport(p.before)) {
+          emit({ ...rule, message: `${rule.message} (if the cluster has a default StorageClass other than ${show(newSpec.storageClassName)}: the claim was created without storageClassName, so the server gave it the default class; compare against a live export to know)` },
+            'spec.storageClassName', undefined, newSpec.storageClassName);
+        }
+        newSpec.storageClassName = undefined;
+      }
       // Only a bound claim may change its storage request (the size checks are separate rules).
       const bound = facts.pvcPhase === undefined || facts.pvcPhase === 'Bound';
       if (bound && isObject(newSpec.resources?.requests)) {
@@ -505,7 +515,9 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
     }
     case GuardCheck.KUEUE_WEBHOOK_LABEL: {
       // The mutating webhook writes this label on create; apply keeps it unless the manifest sets it.
-      const old = rule.key ? (get(b, rule.path) as Record<string, string> | undefined)?.[rule.key] : undefined;
+      let old = rule.key ? (get(b, rule.path) as Record<string, string> | undefined)?.[rule.key] : undefined;
+      // A manifest baseline lacks what the mutating webhook wrote on create: the queue name.
+      if (old === undefined && !isLiveExport(before) && rule.key === KUEUE_QUEUE_LABEL) old = labelOf(before, KUEUE_QUEUE_LABEL);
       const now = rule.key ? (get(a, rule.path) as Record<string, string> | undefined)?.[rule.key] : undefined;
       if (now !== undefined && (old ?? '') !== now) report(old, now);
       return;
@@ -632,7 +644,10 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     const b = normalize(before);
     // A live baseline: compare with what the apply stores, not with the bare manifest (fields that
     // controllers and webhooks wrote, such as Kueue's nodeSelector on an admitted Job, stay).
-    const a = normalize(isLiveExport(before) ? applied(kindKey, before, after) : after);
+    // A manifest baseline: the stored object is that manifest with the server's defaults, and the
+    // manifest is its last-applied configuration; a default the next manifest omits stays.
+    const a = normalize(isLiveExport(before) ? applied(kindKey, before, after)
+      : { ...(applyResult(b, after, before, builtIn(groupOf(after))) as KubeObject), metadata: after.metadata });
     carryForward(kindKey, before, b, a);
     const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
     let remedy: string | undefined;

@@ -163,7 +163,11 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
   test('volumeName may be set once; storageClassName may go from unset to set; both kept when a manifest omits them', () => {
     expect(paths([pvc()], [pvc({ volumeName: 'pv-a' })])).toEqual([]);
     expect(paths([pvc({ volumeName: 'pv-a' })], [pvc({ volumeName: 'pv-b' })])).toEqual(['spec.volumeName']);
-    expect(paths([pvc()], [pvc({ storageClassName: 'fast' })])).toEqual([]);
+    const unset = liveExport(pvc());
+    delete unset.spec.storageClassName;
+    expect(paths([unset], [pvc({ storageClassName: 'fast' })])).toEqual([]);
+    // A manifest baseline cannot tell an unset class from the default one DefaultStorageClass gave it.
+    expect(paths([pvc()], [pvc({ storageClassName: 'fast' })])).toEqual(['spec.storageClassName']);
     expect(paths([pvc({ storageClassName: 'a' })], [pvc({ storageClassName: 'b' })])).toEqual(['spec.storageClassName']);
     expect(paths([liveExport(pvc())], [pvc()])).toEqual([]);
   });

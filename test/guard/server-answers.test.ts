@@ -175,3 +175,29 @@ describe('validateCustomResourceDefinitionSpecUpdate (apiextensions-apiserver pk
     expect(paths([before], [moved])).toEqual(['spec.group']);
   });
 });
+
+describe('a previous manifest as the baseline: the stored object is that manifest with the server\'s defaults', () => {
+  test('SetDefaults_Job: a Job that set neither completions nor parallelism was stored with completions 1; setting parallelism alone keeps it (allowed)', () => {
+    expect(errorsOf([job()], [job({ parallelism: 2 })])).toEqual([]);
+    expect(paths([job()], [job({ completions: 3, parallelism: 2 })])).toEqual(['spec.completions']);
+  });
+
+  test('PVC storageClassName from unset: the DefaultStorageClass admission plugin may have set the default class, so the change is reported (validateStorageClassUpgradeFromNil allows it only on a truly unset claim)', () => {
+    const pvc = (spec: object = {}) => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'ml' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Gi' } }, ...spec } });
+    const [f] = errorsOf([pvc()], [pvc({ storageClassName: 'fast' })]);
+    expect(f).toMatchObject({ path: 'spec.storageClassName', message: expect.stringMatching(/default StorageClass/) });
+    // A live claim without a class (a cluster with no default) is known to be unset: allowed.
+    const unset = liveExport(pvc());
+    delete unset.spec.storageClassName;
+    expect(errorsOf([unset], [pvc({ storageClassName: 'fast' })])).toEqual([]);
+  });
+
+  test('Kueue\'s mutating webhook wrote the queue name into the pod template on create: a manifest that now sets it to that name changes nothing', () => {
+    const sts = (templateLabels: object) => ({
+      apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 's', namespace: 'ml', labels: { 'kueue.x-k8s.io/queue-name': 'q' } },
+      spec: { replicas: 2, serviceName: 's', selector: { matchLabels: { app: 's' } }, template: { metadata: { labels: { app: 's', ...templateLabels } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } } },
+    });
+    expect(errorsOf([sts({})], [sts({ 'kueue.x-k8s.io/queue-name': 'q' })], { kueueVersion: '0.10.2' })).toEqual([]);
+    expect(paths([sts({})], [sts({ 'kueue.x-k8s.io/queue-name': 'other' })], { kueueVersion: '0.10.2' })).toEqual(['spec.template.metadata.labels[kueue.x-k8s.io/queue-name]']);
+  });
+});
