@@ -4,7 +4,7 @@ import { celRules, type CelRule } from './crd';
 import type { Finding, GuardOptions, GuardResult } from './diff';
 import { semanticEqual, quantityNanos } from './equal';
 import { GuardInputError, sourceOf } from './load';
-import { arr, clone, isLiveExport, KubeObject, normalize, StatusFacts, statusFacts } from './normalize';
+import { arr, clone, isBuiltInGroup, isLiveExport, KubeObject, normalize, StatusFacts, statusFacts } from './normalize';
 import { appName, claimNames, claimsAreCaches, claimTemplateNames, isTraining, remedyFor } from './remedy';
 import { FieldRule, GuardCheck, kueueVersionOf, MIN_KUEUE_VERSION, MIN_SERVER_VERSION, minorOf, rulesFor } from './rules';
 
@@ -117,7 +117,7 @@ export function applyResult(live: unknown, manifest: unknown, lastApplied: unkno
 }
 
 /** Built-in groups get strategic merge patch from kubectl apply; custom resources JSON merge patch. */
-const builtIn = (group: string) => group === '' || !group.includes('.') || (group.endsWith('.k8s.io') && !group.endsWith('x-k8s.io'));
+const builtIn = isBuiltInGroup;
 
 /** The object `kubectl apply` of `after` over the live `before` sends to the server's update. */
 function applied(kindKey: string, before: KubeObject, after: KubeObject): KubeObject {

@@ -300,7 +300,22 @@ export function normalize(obj: KubeObject): KubeObject {
     default:
       break;
   }
-  return prune(o);
+  // A custom resource has no Go struct: "", [], {}, 0 and false are values its CRD's rules see
+  // (a transition rule compares them), so only nulls (deleted by the apply's merge patch) go.
+  return isBuiltInGroup(group) ? prune(o) : dropNulls(o);
+}
+
+/** Groups served by kube-apiserver itself; any other group is a custom resource. */
+export const isBuiltInGroup = (group: string) => group === '' || !group.includes('.') || (group.endsWith('.k8s.io') && !group.endsWith('x-k8s.io'));
+
+function dropNulls(x: any): any {
+  if (Array.isArray(x)) return x.map(dropNulls);
+  if (!isObject(x)) return x;
+  for (const k of Object.keys(x)) {
+    if (x[k] === null || x[k] === undefined) delete x[k];
+    else x[k] = dropNulls(x[k]);
+  }
+  return x;
 }
 
 /**

@@ -201,3 +201,38 @@ describe('a previous manifest as the baseline: the stored object is that manifes
     expect(paths([sts({})], [sts({ 'kueue.x-k8s.io/queue-name': 'other' })], { kueueVersion: '0.10.2' })).toEqual(['spec.template.metadata.labels[kueue.x-k8s.io/queue-name]']);
   });
 });
+
+describe('CRD transition rules on custom resources (apiextensions-apiserver CEL validation): "" and [] are values, not absence', () => {
+  const crd = {
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.com' },
+    spec: {
+      group: 'example.com', scope: 'Namespaced', names: { kind: 'Widget', plural: 'widgets' },
+      versions: [{
+        name: 'v1', served: true, storage: true,
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: {
+                type: 'object',
+                properties: {
+                  mode: { 'type': 'string', 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'mode is immutable' }] },
+                  zones: { 'type': 'array', 'items': { type: 'string' }, 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'zones is immutable' }] },
+                },
+              },
+            },
+          },
+        },
+      }],
+    },
+  };
+  const widget = (spec: object) => ({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'ml' }, spec });
+
+  test('a string set to "" and a list set to [] are changes the rule refuses; an unchanged "" is not', () => {
+    const opts = { customResourceDefinitions: [crd] } as any;
+    const run = (before: object, after: object) => guard([liveExport(widget(before))], [widget(after)], opts).findings.filter(f => f.severity === 'error').map(f => f.path);
+    expect(run({ mode: 'fast' }, { mode: '' })).toEqual(['spec.mode']);
+    expect(run({ zones: ['a'] }, { zones: [] })).toEqual(['spec.zones']);
+    expect(run({ mode: '' }, { mode: '' })).toEqual([]);
+  });
+});
