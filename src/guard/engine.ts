@@ -108,9 +108,20 @@ export function applyResult(live: unknown, manifest: unknown, lastApplied: unkno
     const byKey = (list: unknown, v: unknown) => (Array.isArray(list) ? list.find(i => isObject(i) && i[mk] === v) : undefined);
     if (manifest.every(i => isObject(i) && i[mk] !== undefined)) {
       const merged = manifest.map(m => applyResult(byKey(live, m[mk]), m, byKey(lastApplied, m[mk]), strategic, ''));
-      // Live items the manifest does not name stay unless the last apply had them.
-      const kept = live.filter(i => isObject(i) && !manifest.some(m => m[mk] === i[mk]) && byKey(lastApplied, i[mk]) === undefined);
-      return [...merged, ...clone(kept)];
+      // Live items the manifest does not name stay unless the last apply had them, where they
+      // were among the manifest's items, which keep the manifest's order ($setElementOrder).
+      const out: unknown[] = [];
+      let next = 0;
+      for (const l of live) {
+        const at = isObject(l) ? manifest.findIndex(m => m[mk] === l[mk]) : -1;
+        if (at >= 0) {
+          while (next <= at) out.push(merged[next++]);
+        } else if (isObject(l) && byKey(lastApplied, l[mk]) === undefined) {
+          out.push(clone(l));
+        }
+      }
+      while (next < merged.length) out.push(merged[next++]);
+      return out;
     }
   }
   return clone(manifest);

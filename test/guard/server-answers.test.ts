@@ -236,3 +236,13 @@ describe('CRD transition rules on custom resources (apiextensions-apiserver CEL 
     expect(run({ mode: '' }, { mode: '' })).toEqual([]);
   });
 });
+
+describe('strategic merge patch order ($setElementOrder): a live-only item keeps its place', () => {
+  test('a Pod whose first container was injected by a webhook, unchanged manifest, is clean; an image bump stays allowed (ValidatePodUpdate)', () => {
+    const pod = (image = 'i:1') => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ml' }, spec: { containers: [{ name: 'c', image }] } });
+    const live = liveExport(pod());
+    live.spec.containers.unshift({ name: 'proxy', image: 'proxy:1', imagePullPolicy: 'IfNotPresent', terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File', resources: {} });
+    expect(errorsOf([live], [pod()])).toEqual([]);
+    expect(errorsOf([live], [pod('i:2')])).toEqual([]);
+  });
+});
