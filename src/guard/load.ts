@@ -74,6 +74,11 @@ function checkStrings(o: KubeObject, where: string): void {
       });
     }
   }
+  // Every other string field of a built-in kind, from its schema: a selector's `v: 1.10`, a
+  // Service's `app: on`, a claim template's labels, `serviceName: no`.
+  const { nonStringScalars } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
+  const wrong = nonStringScalars(o)[0];
+  if (wrong) fail(wrong.path, wrong.value);
 }
 
 /**

@@ -92,6 +92,42 @@ export function strictErrors(obj: any, version: KubeVersion = '1.28.0'): string[
   return errors;
 }
 
+/**
+ * The fields of a built-in object whose schema type is string but whose value is a number or a
+ * boolean: what YAML 1.1 makes of `on`, `no`, `1.10` or `0644` unquoted. The API server cannot
+ * decode them ("cannot unmarshal number into ... of type string"), so kubectl's apply fails.
+ * Custom resources and unknown kinds are not checked (their schema is not here).
+ */
+export function nonStringScalars(obj: any, version: KubeVersion = '1.28.0'): Array<{ path: string; value: unknown }> {
+  const out: Array<{ path: string; value: unknown }> = [];
+  if (obj === null || typeof obj !== 'object' || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string') return out;
+  const [group, ver] = obj.apiVersion.includes('/') ? obj.apiVersion.split('/') : ['', obj.apiVersion];
+  const { defs, byGvk } = load(version);
+  const defName = byGvk.get(gvkKey(group, ver, obj.kind));
+  if (defName) scalars(obj, { $ref: `#/definitions/${defName}` }, '', defs, out);
+  return out;
+}
+
+function scalars(value: unknown, schema: Schema, at: string, defs: Record<string, Schema>, out: Array<{ path: string; value: unknown }>): void {
+  if (value === null || value === undefined) return;
+  const s = resolveRef(schema, defs);
+  if (s.oneOf) return;
+  const type = s.type ?? (s.properties ? 'object' : undefined);
+  const join = (k: string) => (at ? `${at}.${k}` : k);
+  if (type === 'string') {
+    if (typeof value === 'number' || typeof value === 'boolean') out.push({ path: at, value });
+  } else if (type === 'array' && s.items && Array.isArray(value)) {
+    value.forEach((x, i) => scalars(x, s.items!, `${at}[${i}]`, defs, out));
+  } else if (type === 'object' && typeof value === 'object' && !Array.isArray(value)) {
+    const obj = value as Record<string, unknown>;
+    if (s.properties) {
+      for (const k of Object.keys(obj)) if (s.properties[k]) scalars(obj[k], s.properties[k], join(k), defs, out);
+    } else if (s.additionalProperties && typeof s.additionalProperties === 'object') {
+      for (const k of Object.keys(obj)) scalars(obj[k], s.additionalProperties, join(k), defs, out);
+    }
+  }
+}
+
 function checkMetadata(meta: any, who: string, errors: string[]) {
   if (!meta || typeof meta.name !== 'string' || !DNS1123_SUBDOMAIN.test(meta.name) || meta.name.length > 253) {
     errors.push(`${who}: metadata.name must be a DNS-1123 subdomain`);

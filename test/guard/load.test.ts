@@ -24,6 +24,15 @@ describe('YAML as kubectl reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scala
     const pod = 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: c, image: i, env: [{name: N, value: 1.10}]}\n';
     expect(() => parseObjects(`---\n${pod}`, 'pod.yaml')).toThrow(/pod\.yaml:2: Pod\/p: spec\.containers\[0\]\.env\[0\]\.value must be a string, got number 1\.1/);
     expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n', 'ok.yaml')).not.toThrow();
+    // Every string field of a built-in kind, from its schema, not a hand-made list (the API server cannot
+    // decode a number or a bool into a Go string: "cannot unmarshal number into ... of type string").
+    const sts = (field: string) => `apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec:\n  ${field}\n  template: {metadata: {labels: {v: "1"}}, spec: {containers: [{name: c, image: i}]}}\n`;
+    expect(() => parseObjects(sts('selector: {matchLabels: {v: 1.10}}'), 'sel.yaml')).toThrow(/sel\.yaml:1: StatefulSet\/s: spec\.selector\.matchLabels\.v must be a string, got number 1\.1 \(YAML 1\.1 reads it so; quote it\)/);
+    expect(() => parseObjects(sts('serviceName: no'), 'svc.yaml')).toThrow(/spec\.serviceName must be a string, got boolean false/);
+    expect(() => parseObjects(sts('volumeClaimTemplates: [{metadata: {name: d, labels: {tier: on}}, spec: {accessModes: [ReadWriteOnce]}}]'), 'vct.yaml')).toThrow(/spec\.volumeClaimTemplates\[0\]\.metadata\.labels\.tier must be a string, got boolean true/);
+    expect(() => parseObjects('apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {selector: {app: on}, ports: [{port: 80}]}\n', 's.yaml')).toThrow(/Service\/s: spec\.selector\.app must be a string, got boolean true/);
+    // Numbers where the schema has numbers (or int-or-string) are fine.
+    expect(() => parseObjects('apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80, targetPort: 8080}]}\n', 'ok2.yaml')).not.toThrow();
     expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 0644}\n', 'n.yaml')).toThrow(/^n\.yaml:1: metadata\.name must be a string, got number 420/);
     try {
       parseObjects('a: [1, 2\n', 'x.yaml');
