@@ -41,6 +41,19 @@ export function compileGuard(outDir: string): string {
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   execFileSync(process.execPath, [tsc, '--outDir', outDir, '--rootDir', path.join(ROOT, 'src'), '--module', 'commonjs', '--target', 'ES2020', '--esModuleInterop', '--skipLibCheck',
     '--types', 'node', path.join(ROOT, 'src', 'guard', 'cli.ts')], { cwd: ROOT, stdio: 'pipe' });
+  // The assets the code reads at run time (the API definitions the YAML type check uses), as
+  // scripts/copy-assets.js places them beside lib/.
+  (function copy(dir: string): void {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const from = path.join(dir, e.name);
+      if (e.isDirectory()) copy(from);
+      else if (!e.name.endsWith('.ts')) {
+        const to = path.join(outDir, path.relative(path.join(ROOT, 'src'), from));
+        fs.mkdirSync(path.dirname(to), { recursive: true });
+        fs.copyFileSync(from, to);
+      }
+    }
+  })(path.join(ROOT, 'src'));
   return path.join(outDir, 'guard', 'cli.js');
 }
 
