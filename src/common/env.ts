@@ -8,9 +8,10 @@ import { Validator } from './validate';
  */
 const FIELD_PATHS = new Set([
   'metadata.name', 'metadata.namespace', 'metadata.uid', 'spec.nodeName', 'spec.serviceAccountName',
-  'status.hostIP', 'status.hostIPs', 'status.podIP', 'status.podIPs',
+  'status.hostIP', 'status.podIP', 'status.podIPs',
+  // Not status.hostIPs: allowed only with the PodHostIPs gate (AllowHostIPsField), alpha and off in 1.28.
 ]);
-const FIELD_SUBSCRIPT = /^metadata\.(labels|annotations)\['[^']+'\]$/;
+const FIELD_SUBSCRIPT = /^metadata\.(labels|annotations)\['([^']+)'\]$/;
 
 const RESOURCE_FIELDS = new Set([
   'limits.cpu', 'limits.memory', 'limits.ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage',
@@ -58,15 +59,19 @@ export class EnvValue {
       case 'secret':
         v.dnsSubdomain(`${prop} secret name`, s.name);
         configKey(v, `${prop} key`, s.key);
+        if (s.optional !== undefined) v.boolean(`${prop} optional`, s.optional, false);
         return { name, valueFrom: { secretKeyRef: { name: s.name, key: s.key, ...optional(s.optional) } } };
       case 'configMap':
         v.dnsSubdomain(`${prop} ConfigMap name`, s.name);
         configKey(v, `${prop} key`, s.key);
+        if (s.optional !== undefined) v.boolean(`${prop} optional`, s.optional, false);
         return { name, valueFrom: { configMapKeyRef: { name: s.name, key: s.key, ...optional(s.optional) } } };
       case 'field':
         if (!FIELD_PATHS.has(s.fieldPath) && !FIELD_SUBSCRIPT.test(s.fieldPath)) {
-          v.fail(prop, `must be a field the downward API exposes to env (${[...FIELD_PATHS].join(', ')}, metadata.labels['<key>'] or metadata.annotations['<key>'])`, s.fieldPath);
+          v.fail(prop, `must be a field the downward API exposes to env at the 1.28 floor (${[...FIELD_PATHS].join(', ')}, metadata.labels['<key>'] or metadata.annotations['<key>'])`, s.fieldPath);
         }
+        // The subscript is a label or annotation key (ValidateQualifiedName).
+        if (FIELD_SUBSCRIPT.test(s.fieldPath)) v.qualifiedName(`${prop} key`, FIELD_SUBSCRIPT.exec(s.fieldPath)![2]);
         return { name, valueFrom: { fieldRef: { fieldPath: s.fieldPath } } };
       case 'resource':
         if (!RESOURCE_FIELDS.has(s.resource)) v.fail(prop, `must be one of ${[...RESOURCE_FIELDS].join(', ')}`, s.resource);

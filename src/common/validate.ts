@@ -230,8 +230,10 @@ export class Validator {
   }
 
   /** A single word: a non-empty string without whitespace (a model name on a command line). */
+  /** A single command-line argument value: argparse would read a leading "-" as the next flag. */
   word(prop: string, value: string): string {
     if (typeof value !== 'string' || value.trim() === '' || /\s/.test(value)) this.fail(prop, 'must be a non-empty name without whitespace', value);
+    if (value.startsWith('-')) this.fail(prop, 'must not start with "-": it is a command-line argument, and the engine would read it as a flag', value);
     return value;
   }
 

@@ -93,7 +93,7 @@ export class Autoscaler {
     const o = this.kedaOptions as KedaAutoscalerOptions;
     v.plainObject('autoscaling.autoscaler', o);
     v.knownProps('autoscaling.autoscaler', o, ['serverAddress', 'query', 'authenticationRef']);
-    if (typeof o.serverAddress !== 'string' || !/^https?:\/\/[^\s/]+/.test(o.serverAddress)) {
+    if (typeof o.serverAddress !== 'string' || !/^https?:\/\/[^\s/]+(\/\S*)?$/.test(o.serverAddress)) {
       v.fail('autoscaling.autoscaler serverAddress', 'must be an http(s) URL of a Prometheus server', o.serverAddress);
     }
     let query = o.query;

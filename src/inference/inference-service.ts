@@ -46,6 +46,8 @@ const COMPONENT = 'inference';
 const PORT_NAME = 'http';
 const DOWNLOAD_CONTAINER = 'model-download';
 const INT32_MAX = 2147483647;
+/** Prometheus's default lookback for an instant query (`--query.lookback-delta`). */
+const PROMETHEUS_LOOKBACK_SECONDS = 300;
 /** huggingface_hub's REPO_ID_REGEX: an optional namespace, then a name of 1-96 characters. */
 const HUB_REPO_ID = /^(?:\w(?:[\w.-]*\w)?\/)?\w(?:[\w.-]{0,94}\w)?$/;
 /** The variables that place huggingface_hub's cache (and transformers' older one). */
@@ -549,6 +551,11 @@ function serviceMonitor(scope: Construct, v: Validator, props: InferenceServiceP
     if ([LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY].includes(key)) v.fail(`serviceMonitorLabels.${key}`, 'is set by the construct', extra[key]);
   }
   const interval = props.serviceMonitorInterval === undefined ? 30 : v.seconds('serviceMonitorInterval', props.serviceMonitorInterval, 1, 3600);
+  // The autoscaler's query sees a sample only within Prometheus's 5-minute lookback: a longer scrape
+  // interval leaves it without a value most of the time (KEDA reads that as 0, an HPA adapter as none).
+  if (props.autoscaling !== undefined && interval >= PROMETHEUS_LOOKBACK_SECONDS) {
+    v.fail('serviceMonitorInterval', `must be shorter than Prometheus's ${PROMETHEUS_LOOKBACK_SECONDS}s lookback with autoscaling, or the queue gauge has no sample most of the time and the service stays at minReplicas`, props.serviceMonitorInterval);
+  }
   if (!enabled) {
     if (props.serviceMonitorLabels !== undefined) v.fail('serviceMonitorLabels', 'needs serviceMonitor: true', props.serviceMonitorLabels);
     if (props.serviceMonitorInterval !== undefined) v.fail('serviceMonitorInterval', 'needs serviceMonitor: true', props.serviceMonitorInterval);

@@ -11,6 +11,7 @@ import { statefulSetName } from '../common/names';
 import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { sizeQuantity } from '../common/quantity';
+import { configKey } from '../common/env';
 import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
 import { GpuStatefulSet } from '../common/stateful-set';
@@ -431,6 +432,8 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       gpuConfigData = {};
       for (const [key, value] of Object.entries(props.gpuConfig)) {
         v.envName(`gpuConfig.${key}`, key);
+        // Also a key of the ConfigMap that carries it (IsConfigMapKey).
+        configKey(v, `gpuConfig.${key}`, key);
         if (typeof value !== 'string') v.fail(`gpuConfig.${key}`, 'must be a string', value);
         if (hasKey(props.env, key)) v.fail(`gpuConfig.${key}`, 'is also set in env, which would silently win over the ConfigMap; set it in one place', value);
         const owned = ownedEnv.find(o => o.env.name === key);

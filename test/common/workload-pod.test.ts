@@ -64,6 +64,11 @@ describe('env', () => {
     [{ env: { A: EnvValue.fromSecretKey('Bad_Name', 'k') } }, 'env.A secret name'],
     [{ env: { A: EnvValue.fromSecretKey('ok', 'bad/key') } }, 'env.A key'],
     [{ env: { A: EnvValue.fromFieldRef('spec.containers') } }, 'env.A'],
+    // status.hostIPs needs the PodHostIPs gate, off in 1.28; a subscript is a qualified name.
+    [{ env: { A: EnvValue.fromFieldRef('status.hostIPs') } }, 'env.A'],
+    [{ env: { A: EnvValue.fromFieldRef("metadata.labels['a b']") } }, 'env.A key'],
+    [{ env: { A: EnvValue.fromSecretKey('s', 'k', 'yes' as any) } }, 'env.A optional'],
+    [{ env: { A: EnvValue.fromConfigMapKey('c', 'k', 1 as any) } }, 'env.A optional'],
     [{ env: { A: EnvValue.fromResource('limits.nvidia.com/gpu') } }, 'env.A'],
     [{ env: [] as any }, 'env'],
     [{ envFrom: [{}] as any }, 'envFrom[0]'],

@@ -34,6 +34,8 @@ const SHARED: Array<[string, unknown, boolean]> = [
   ['modelCache', ModelCache.sharedClaim({ claimName: 'M_' }), false], ['modelCache', ModelCache.persistentClaim({ size: Size.gibibytes(50), storageclass: 'ssd' } as any), false], ['modelCache', ModelCache.persistentClaim(undefined as any), false], ['modelCache', ModelCache.persistentClaim({ size: Size.gibibytes(0) }), false],
   ['autoscaling', { maxReplicas: 1 }, true], ['autoscaling', { maxReplicas: 2147483648 }, false],
   ['autoscaling', { maxReplicas: 2, autoscaler: Autoscaler.keda({ serverAddress: 'https://prom:9090' }), scaleDownStabilization: Duration.seconds(3600) }, true],
+  ['autoscaling', { maxReplicas: 2, autoscaler: Autoscaler.keda({ serverAddress: 'http://prom:9090 foo' }) }, false],
+  ['autoscaling', { maxReplicas: 2, autoscaler: Autoscaler.keda({ serverAddress: 'http://prometheus.monitoring.svc:9090/prom' }) }, true],
   ['autoscaling', { maxReplicas: 2, scaleDownStabilization: Duration.seconds(3601) }, false],
 ];
 
@@ -55,14 +57,14 @@ const SPECIFIC: Record<string, Array<[string, unknown, boolean]>> = {
     ['extraArgs', ['--ssl-keyfile=/tls/key.pem'], false], ['extraArgs', ['--enable-prefix-caching'], true],
     ['quantization', VllmQuantization.FP8, true], ['quantization', 'int3', false],
     ['maxModelLen', 1, true], ['maxModelLen', 0, false], ['servedModelNames', ['a', 'b'], true], ['servedModelNames', [], false],
-    ['servedModelNames', ['a', 'a'], false], ['servedModelNames', ['a b'], false], ['maxNumSeqs', 1, true], ['maxNumSeqs', 0, false],
+    ['servedModelNames', ['a', 'a'], false], ['servedModelNames', ['a b'], false], ['servedModelNames', ['m', '--port=9000'], false], ['servedModelNames', ['-x'], false], ['maxNumSeqs', 1, true], ['maxNumSeqs', 0, false],
     ['gpuMemoryUtilization', 1, true], ['gpuMemoryUtilization', 0.05, true], ['gpuMemoryUtilization', 0, false], ['gpuMemoryUtilization', 1.01, false],
   ],
   SglangInferenceService: [
     ['runAsRoot', false, true], ['runAsUser', 1, true],
     ['extraArgs', ['--pp-size', '2'], false], ['extraArgs', ['--enable-torch-compile'], true],
     ['quantization', SglangQuantization.W8A8_FP8, true], ['quantization', 'int3', false],
-    ['contextLength', 1, true], ['contextLength', 0, false], ['servedModelName', 'chat', true], ['servedModelName', '', false],
+    ['contextLength', 1, true], ['contextLength', 0, false], ['servedModelName', 'chat', true], ['servedModelName', '', false], ['servedModelName', '-x', false],
     ['maxRunningRequests', 1, true], ['maxRunningRequests', 0, false], ['memFractionStatic', 0.99, true], ['memFractionStatic', 1, false],
   ],
 };
@@ -78,6 +80,8 @@ const COMBINATIONS: Array<[string, Record<string, unknown>, boolean, string | un
   ['70B-class autoscaled on a shared cache', { modelSize: Size.gibibytes(132), modelCache: ModelCache.sharedClaim({ claimName: 'models' }), autoscaling: { minReplicas: 2, maxReplicas: 4 } }, true, undefined],
   ['70B-class autoscaled, a cache per replica (each scale-up downloads 132 GiB)', { modelSize: Size.gibibytes(132), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(200) }), autoscaling: { minReplicas: 2, maxReplicas: 4 } }, false, 'autoscaling'],
   ['serviceMonitor labels without serviceMonitor', { serviceMonitorLabels: { release: 'x' } }, false, 'serviceMonitorLabels'],
+  ['a scrape interval past Prometheus\'s lookback with autoscaling', { serviceMonitor: true, serviceMonitorInterval: Duration.minutes(5), autoscaling: { maxReplicas: 2 } }, false, 'serviceMonitorInterval'],
+  ['a 4-minute scrape interval with autoscaling', { serviceMonitor: true, serviceMonitorInterval: Duration.minutes(4), autoscaling: { maxReplicas: 2 } }, true, undefined],
   ['a model too big for an explicit 100Gi cache', { modelSize: Size.gibibytes(84), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(100) }) }, false, 'modelCache.size'],
   ['a model bigger than the default cache grows it', { modelSize: Size.gibibytes(84) }, true, undefined],
   ['MIG with one instance', { gpuResource: 'nvidia.com/mig-1g.10gb', gpusPerReplica: 1 }, true, undefined],

@@ -34,7 +34,7 @@ const TABLE: Record<string, Values> = {
   adoptVolumes: { ok: [], bad: [{ persistentVolumes: ['pv'] }] },
   command: { ok: [['python'], ['torchrun', '--rdzv-conf', 'read_timeout=300']], bad: [[], 'torchrun', [1], {}, ['torchrun', '--standalone'], ['torchrun', '--nnodes=2']] },
   args: { ok: [['x'], ['train.py', '--lr', '0.1', '--nnodes', '2']], bad: [[], 'train.py', [null], ['--max-restarts', '9', 'train.py']] },
-  gpuConfig: { ok: [{ G: 'b' }, {}], bad: [{ '1G': 'x' }, { G: 1 }, [], 'G=b', { WORLD_SIZE: '1' }, { PET_STANDALONE: '1' }] },
+  gpuConfig: { ok: [{ G: 'b' }, {}, { ['G'.repeat(253)]: 'x' }], bad: [{ '1G': 'x' }, { G: 1 }, [], 'G=b', { WORLD_SIZE: '1' }, { PET_STANDALONE: '1' }, { '.': 'x' }, { '..x': 'x' }, { ['G'.repeat(254)]: 'x' }] },
   updateStrategy: { ok: [TrainingUpdateStrategy.ON_DELETE, TrainingUpdateStrategy.ROLLING_UPDATE], bad: ['Recreate', 1] },
   disruptionBudget: { ok: [DisruptionBudget.maxUnavailable(1), DisruptionBudget.none(), DisruptionBudget.minAvailable(1)], bad: [DisruptionBudget.minAvailable(2), DisruptionBudget.maxUnavailable(0.5), 'x', {}] },
   rdma: { ok: [Rdma.efa(1), Rdma.sharedDevice(), Rdma.sriov({ networks: ['n'], resourceName: 'example.com/vf' })], bad: [true, {}, 'efa', Rdma.efa(65)] },
