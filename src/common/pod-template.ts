@@ -111,7 +111,27 @@ export class PodTemplate {
 
   addContainer(container: k8s.Container, v?: Validator, prop = 'container'): void {
     this.checkContainerName(container, v, prop);
+    this.checkPorts(container, v, prop.replace(/\.name$/, ''));
     this.spec.containers.push(container);
+  }
+
+  /**
+   * The pod's containers share one network namespace: a second container on a port another one
+   * listens on cannot bind it (torchrun's rendezvous store, the model server), and a second port of
+   * one name leaves the Services and probes that find the port by name to pick one.
+   */
+  private checkPorts(container: k8s.Container, v: Validator | undefined, prop: string): void {
+    const fail = (at: string, rule: string, got: unknown) => {
+      if (v) v.fail(at, rule, got);
+      throw new Error(`${at} ${rule} (got ${String(got)})`);
+    };
+    const taken = this.spec.containers.flatMap(c => (c.ports ?? []).map(p => ({ owner: c.name, port: p })));
+    (container.ports ?? []).forEach((p, j) => {
+      const clash = taken.find(t => t.port.containerPort === p.containerPort && (t.port.protocol ?? 'TCP') === (p.protocol ?? 'TCP'));
+      if (clash) fail(`${prop}.ports[${j}].containerPort`, `must differ from the port container '${clash.owner}' listens on: the pod's containers share one network namespace, so one of them could not bind it`, p.containerPort);
+      const named = p.name === undefined ? undefined : taken.find(t => t.port.name === p.name);
+      if (named) fail(`${prop}.ports[${j}].name`, `must differ from the port names of container '${named.owner}': Services and probes find a port by name`, p.name);
+    });
   }
 
   addInitContainer(container: k8s.Container, v?: Validator, prop = 'initContainer'): void {

@@ -88,3 +88,12 @@ describe('volume sources (ValidateVolumes)', () => {
     expect(errorOf({ volumes })).toMatch(message);
   });
 });
+
+describe('ports the construct\'s own containers use', () => {
+  test('a sidecar port or port name the main container already has is refused (one network namespace)', () => {
+    expect(errorOf({ pod: { sidecars: [c({ ports: [{ containerPort: 8080 }] }), c({ name: 'other', ports: [{ containerPort: 8080 }] })] } })).toMatch(
+      /pod\.sidecars\[1\]\.ports\[0\]\.containerPort must differ from the port container 'extra' listens on/);
+    expect(errorOf({ pod: { sidecars: [c({ ports: [{ containerPort: 9000, name: 'metrics' }] }), c({ name: 'other', ports: [{ containerPort: 9001, name: 'metrics' }] })] } })).toMatch(
+      /pod\.sidecars\[1\]\.ports\[0\]\.name must differ from the port names of container 'extra'/);
+  });
+});

@@ -680,3 +680,12 @@ describe('adopting existing volumes across a version bump', () => {
     expect(() => construct(props)).toThrow(message);
   });
 });
+
+describe('sidecar ports', () => {
+  test('a sidecar on the rendezvous port (or its name) is refused: rank 0 could not bind the c10d store', () => {
+    expect(() => synth({ pod: { sidecars: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ports: [{ containerPort: 29500 }] }] } })).toThrow(
+      /^GpuTrainingStatefulSet 'trainer': pod\.sidecars\[0\]\.ports\[0\]\.containerPort must differ from the port container 'trainer' listens on/);
+    expect(() => synth({ pod: { sidecars: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ports: [{ containerPort: 9901, name: 'rendezvous' }] }] } })).toThrow(/ports\[0\]\.name must differ/);
+    expect(() => synth({ pod: { sidecars: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ports: [{ containerPort: 9901, name: 'admin' }] }] } })).not.toThrow();
+  });
+});
