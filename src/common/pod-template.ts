@@ -180,6 +180,12 @@ export interface IGpuWorkload {
   /** @internal */
   readonly _securityUid: number | undefined;
   /**
+   * @internal Process names (as in /proc/<pid>/comm) that are really a known program in this pod,
+   * e.g. `{ python3: 'torchrun' }` for `python3 -m torch.distributed.run`: a signal to the name
+   * is judged as a signal to the program.
+   */
+  readonly _processAliases?: Readonly<Record<string, string>>;
+  /**
    * @internal Whether a pod-template change reaches running pods by itself (RollingUpdate), or
    * only when the pods are deleted (OnDelete).
    */

@@ -71,6 +71,8 @@ export interface ServingEngine {
   readonly queueMetric: string;
   /** Whether the published image must run as root. */
   readonly runAsRoot: boolean;
+  /** Process names (comm) of the engine's own processes that are really a known program, e.g. `{ python3: 'sglang' }`. */
+  readonly processAliases?: Readonly<Record<string, string>>;
   /** Releases of the published image the construct's output cannot run, by tag. */
   readonly imageFacts: readonly ImageFact[];
   /** The UID the image is built for when it runs as non-root, if it names one. */

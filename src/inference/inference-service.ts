@@ -265,6 +265,8 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   /** @internal */
   readonly _securityUid: number | undefined;
   /** @internal */
+  readonly _processAliases: Readonly<Record<string, string>>;
+  /** @internal */
   readonly _templateChangesRollOut = true;
 
   /** @internal Each engine's construct passes its facts; the practice is not extended from outside. */
@@ -361,6 +363,7 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
       defaultUid: engine.nonRootUid,
     });
     this._securityUid = uid;
+    this._processAliases = engine.processAliases ?? {};
     // What asked for a non-root pod, for the message when the image cannot run as one.
     const nonRootBy: [string, unknown] | undefined = identity.runAsRoot ? undefined
       : props.runAsRoot === false ? ['runAsRoot', false] : props.runAsUser !== undefined ? ['runAsUser', props.runAsUser] : ['image', image];

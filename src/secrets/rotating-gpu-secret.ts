@@ -411,7 +411,8 @@ export class RotatingGpuSecret extends Construct {
         }
         if (/[/\s]/.test(comm)) v.fail('onRotation process', 'must be a process name (the file name), not a path or a command line', comm);
         const truncated = comm.slice(0, COMM_MAX);
-        const rule = endingRule(truncated, signal);
+        // python3 running torchrun or the SGLang server is judged as that program.
+        const rule = endingRule(workload._processAliases?.[truncated] ?? truncated, signal);
         if (rule) {
           v.fail('onRotation', `must not send SIG${signal} to ${rule.program}: ${rule.why}. Reload it with Reload.exec or Reload.httpPost, or signal the process that reloads on SIG${signal}`, comm);
         }

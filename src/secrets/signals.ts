@@ -45,6 +45,14 @@ export const ENDING_SIGNALS: readonly EndingSignalRule[] = [
       + 'whose default action ends a Python process; vLLM has no reload signal',
   },
   {
+    // A pseudo-name: the SGLang server runs as python3 (python3 -m sglang.launch_server), named so by its construct.
+    comm: /^sglang$/,
+    program: 'the SGLang server (python3 -m sglang.launch_server)',
+    signals: RELOAD_SIGNALS,
+    why: 'it installs no handler for HUP, USR1 or USR2, whose default action ends it, its QUIT handler kills its whole process tree '
+      + '(srt/entrypoints/engine.py, launch_phase_sigquit_handler), and INT and TERM shut it down; SGLang has no reload signal',
+  },
+  {
     comm: /^python(\d+(\.\d+)?)?$/,
     program: 'a Python program',
     signals: ['INT'],

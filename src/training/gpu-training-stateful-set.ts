@@ -20,7 +20,7 @@ import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS } from '../c
 import { AdoptedVolumes, adoptVolumes } from './adopt-volumes';
 import { completionStateDir, jobCommands, launchCommand, launchEnv, launchVolume, POD_STATE_DIR, POD_STATE_VOLUME } from './launch';
 import { Rdma } from './rdma';
-import { findTorchrunConflict, rankWiring, rendezvousIdFor, shutdownTimeoutSeconds } from './rendezvous';
+import { findTorchrunConflict, rankWiring, rendezvousIdFor, shutdownTimeoutSeconds, torchrunProgram } from './rendezvous';
 
 /** PyTorch's conventional rendezvous port (torch.distributed and torchrun default). */
 export const DEFAULT_MASTER_PORT = 29500;
@@ -289,6 +289,8 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   /** @internal */
   readonly _securityUid: number | undefined;
   /** @internal */
+  readonly _processAliases: Readonly<Record<string, string>>;
+  /** @internal */
   readonly _templateChangesRollOut: boolean;
 
   constructor(scope: Construct, id: string, props: GpuTrainingStatefulSetProps) {
@@ -329,6 +331,9 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this._securityUid = uid;
 
     const launch = [...(v.stringArray('command', props.command) ?? ['torchrun']), ...(v.stringArray('args', props.args) ?? [])];
+    // `python3 -m torch.distributed.run` shows as python3, and is torchrun's agent all the same.
+    const launcher = torchrunProgram(launch);
+    this._processAliases = launcher && launcher !== 'torchrun' ? { [launcher.slice(0, 15)]: 'torchrun' } : {};
     if (props.command !== undefined && props.command.length === 0) v.fail('command', 'must not be empty: it is the program the launch wrapper runs', props.command);
     if (props.command === undefined && launch.length === 1) v.fail('args', 'must name the training script when command is the default torchrun, e.g. [\'train.py\']', props.args);
     const conflict = findTorchrunConflict(launch);

@@ -163,6 +163,11 @@ export function findTorchrunConflict(argv: string[]): TorchrunConflict | undefin
   return undefined;
 }
 
+/** The program name (`torchrun`, `python3`, ...) when `argv` launches torchrun, else undefined. */
+export function torchrunProgram(argv: string[]): string | undefined {
+  return torchrunOptionsStart(argv) === undefined ? undefined : (argv[0] ?? '').split('/').pop();
+}
+
 /** Where torchrun's own options begin in `argv`, or undefined when the launcher is not torchrun. */
 function torchrunOptionsStart(argv: string[]): number | undefined {
   const program = (argv[0] ?? '').split('/').pop()!;

@@ -2,7 +2,7 @@ import { ApiObject, Chart, Duration, JsonPatch, Size, Testing } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import {
   ConfigurationError, EnvValue, GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, Reload, RotatingGpuSecret, RotatingGpuSecretProps,
-  TgiInferenceService, TrainingUpdateStrategy,
+  SglangInferenceService, TgiInferenceService, TrainingUpdateStrategy,
 } from '../../src';
 import { podSecurityLevel, podSpecsOf } from '../support/pod-security';
 import { envOf, findOne, synthValid } from '../support/synth';
@@ -472,6 +472,18 @@ describe('RotatingGpuSecret', () => {
 
     test.each([['python', 'SIGHUP'], ['python3', 'SIGUSR1'], ['my-trainer', 'SIGTERM'], ['exactly15charss', 'SIGHUP'], ['nginx', 'SIGHUP']])('accepted: %s with %s', (process, signal) => {
       expect(envOf(setup({}, Reload.signal(signal, { process })).sidecar).PROCESS_NAME).toBe(process);
+    });
+
+    test('python3 running torchrun, or the SGLang server, is judged as that program', () => {
+      // The training job's launcher is python3 -m torch.distributed.run: its comm is python3.
+      expect(errorOf(() => setup({}, Reload.signal('SIGUSR1', { process: 'python3' }), { command: ['python3', '-m', 'torch.distributed.run'] })).message).toMatch(
+        /onRotation must not send SIGUSR1 to torchrun: its elastic agent/);
+      // With torchrun itself as the launcher, python3 is the trainer: HUP may reach its handler.
+      expect(envOf(setup({}, Reload.signal('SIGHUP', { process: 'python3' })).sidecar).PROCESS_NAME).toBe('python3');
+      const chart = new Chart(Testing.app(), 'c');
+      const sgl = new SglangInferenceService(chart, 'sgl', { name: 'sgl', modelId: 'org/m', runAsRoot: false });
+      expect(() => new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(sgl, { path: '/etc/x', onRotation: Reload.signal('SIGHUP', { process: 'python3' }) }))
+        .toThrow(/onRotation must not send SIGHUP to the SGLang server \(python3 -m sglang\.launch_server\): .*launch_phase_sigquit_handler/);
     });
 
     test('a root workload is refused: the restricted sidecar cannot signal it', () => {

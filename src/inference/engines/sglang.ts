@@ -28,6 +28,8 @@ export const SGLANG: ServingEngine = {
   queueMetric: 'sglang:num_queue_reqs',
   runAsRoot: true,
   imageFacts: [],
+  // The server and its scheduler processes run as python3 (command below).
+  processAliases: { python3: 'sglang', python: 'sglang' },
   // Tensor-parallel ranks exchange through NCCL and shared-memory queues.
   shmGibPerGpu: 2,
   ownedFlags: {
