@@ -127,12 +127,21 @@ export function applyResult(live: unknown, manifest: unknown, lastApplied: unkno
   return clone(manifest);
 }
 
+function dropUndefined<T extends Record<string, unknown>>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
 /** Built-in groups get strategic merge patch from kubectl apply; custom resources JSON merge patch. */
 const builtIn = isBuiltInGroup;
 
 /** The object `kubectl apply` of `after` over the live `before` sends to the server's update. */
 function applied(kindKey: string, before: KubeObject, after: KubeObject): KubeObject {
-  const o: KubeObject = { ...(applyResult(before, after, lastAppliedOf(before), builtIn(groupOf(after))) as KubeObject), metadata: after.metadata };
+  const last = lastAppliedOf(before);
+  // Labels and annotations merge as any map: a live one that the last apply did not set (Kueue's
+  // default queue name, a `kubectl label`) stays.
+  const metaMap = (k: 'labels' | 'annotations') => applyResult(before.metadata[k], after.metadata[k], last?.metadata?.[k], false) as Record<string, string> | undefined;
+  const metadata = { ...after.metadata, ...dropUndefined({ labels: metaMap('labels'), annotations: metaMap('annotations') }) };
+  const o: KubeObject = { ...(applyResult(before, after, last, builtIn(groupOf(after))) as KubeObject), metadata };
   // normalizeClusterIPs (pkg/registry/core/service/strategy.go): a changed clusterIP with the old
   // clusterIPs left in place (the apply kept them) becomes clusterIPs [clusterIP].
   if (kindKey === '/Service' && isObject(o.spec) && isObject(before.spec)) {
@@ -204,9 +213,15 @@ function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: 
           });
         }
       }
-      // Added by the DefaultTolerationSeconds admission plugin.
+      // Added by the DefaultTolerationSeconds admission plugin, and by ExtendedResourceToleration
+      // (on create and on update, plugin/pkg/admission/extendedresourcetoleration; on in GKE and
+      // AKS): `<resource> Exists NoSchedule` for each extended resource the containers request.
       if (live && isObject(a.spec)) {
-        const defaultTol = (t: any) => ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].includes(t?.key) && t?.effect === 'NoExecute';
+        const extended = new Set<string>(['initContainers', 'containers'].flatMap(l => arr(a.spec[l]))
+          .flatMap((c: any) => [...Object.keys(c?.resources?.requests ?? {}), ...Object.keys(c?.resources?.limits ?? {})])
+          .filter(r => r.includes('/') && !/(^|\.)kubernetes\.io\//.test(r)));
+        const defaultTol = (t: any) => (['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].includes(t?.key) && t?.effect === 'NoExecute')
+          || (extended.has(t?.key) && t?.operator === 'Exists' && t?.effect === 'NoSchedule');
         const add = arr(b.spec?.tolerations).filter((t: any) => defaultTol(t) && !arr(a.spec.tolerations).some((u: any) => u?.key === t.key && u?.effect === t.effect));
         if (add.length > 0) a.spec.tolerations = [...arr(a.spec.tolerations), ...add];
       }
@@ -513,7 +528,8 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
   const path = rule.reportPath ?? rule.path;
   const labelChange = () => {
     const old = rule.key ? labelOf(before, rule.key) : undefined;
-    const now = rule.key ? labelOf(after, rule.key) : undefined;
+    // What the apply stores: a live label the last apply did not set stays.
+    const now = rule.key ? labelOf(p.a, rule.key) : undefined;
     return { old, now, changed: (old ?? '') !== (now ?? '') };
   };
   // Each branch mirrors the condition in Kueue's source; values print as Go prints them ("" for unset).
@@ -657,8 +673,9 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     // controllers and webhooks wrote, such as Kueue's nodeSelector on an admitted Job, stay).
     // A manifest baseline: the stored object is that manifest with the server's defaults, and the
     // manifest is its last-applied configuration; a default the next manifest omits stays.
-    const a = normalize(isLiveExport(before) ? applied(kindKey, before, after)
-      : { ...(applyResult(b, after, before, builtIn(groupOf(after))) as KubeObject), metadata: after.metadata });
+    const merged = isLiveExport(before) ? applied(kindKey, before, after)
+      : { ...(applyResult(b, after, before, builtIn(groupOf(after))) as KubeObject), metadata: after.metadata };
+    const a = normalize(merged);
     carryForward(kindKey, before, b, a);
     const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
     let remedy: string | undefined;
@@ -672,9 +689,22 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
       });
     };
     for (const rule of kindRules) checkRule(rule, pair, emit);
+    // ValidateStatefulSetSpec: the apply keeps the server-defaulted rollingUpdate of a StatefulSet
+    // whose manifest moves to OnDelete (the field has no retainKeys), and the update is refused.
+    if (kindKey === 'apps/StatefulSet' && merged.spec?.updateStrategy?.type === 'OnDelete' && merged.spec.updateStrategy.rollingUpdate != null) {
+      remedy ??= remedyFor(before);
+      errors.push({
+        severity: 'error', code: 'invalid-field', ...identity(after), namespace, path: 'spec.updateStrategy.rollingUpdate',
+        before: before.spec?.updateStrategy ?? null, after: after.spec?.updateStrategy ?? null,
+        message: `spec.updateStrategy.rollingUpdate: Invalid value: ${JSON.stringify(merged.spec.updateStrategy.rollingUpdate)}: only allowed for updateStrategy 'RollingUpdate' (kubectl apply keeps the defaulted rollingUpdate of the live object)`,
+        remedy: 'write `rollingUpdate: null` under `updateStrategy` in the manifest: kubectl apply then removes the defaulted field in the same update',
+        source: 'ValidateStatefulSetSpec (pkg/apis/apps/validation/validation.go)',
+      });
+    }
   }
 
   removedWarnings(beforeObjects, afterObjects, matched, created, warnings);
+  serverSideApplyWarnings(beforeObjects, matched, warnings);
   const findings = [...errors, ...warnings];
   const result = { findings, errors: errors.length, warnings: warnings.length } as GuardResult;
   // Read like any field, but kept out of the enumerable shape so that code written against the
@@ -706,6 +736,26 @@ const WORLD_SIZE_ENV = new Set(['WORLD_SIZE', 'NNODES', 'PET_NNODES']);
  * An OnDelete StatefulSet that changes `replicas` starts new pods with the new world size while the
  * old pods keep the old one until deleted: a distributed job of mixed sizes that hangs or diverges.
  */
+/**
+ * The guard computes the new object as client-side `kubectl apply` would (three-way merge with the
+ * last-applied annotation). An object last written by server-side apply (Flux, `kubectl apply
+ * --server-side`) has no such annotation: its manager removes the fields it owned and the manifest
+ * dropped, which the guard does not model. Say so rather than pass in silence.
+ */
+function serverSideApplyWarnings(before: readonly KubeObject[], matched: Set<KubeObject>, out: Finding[]): void {
+  for (const o of before) {
+    if (!matched.has(o) || lastAppliedOf(o) !== undefined) continue;
+    const managers = arr((o.metadata as Record<string, unknown>).managedFields).filter((f: any) => f?.operation === 'Apply').map((f: any) => String(f?.manager ?? '?'));
+    if (managers.length === 0) continue;
+    out.push({
+      severity: 'warning', code: 'server-side-apply', ...identity(o), path: 'metadata.managedFields', before: managers.join(', '), after: null,
+      message: `last written by server-side apply (${[...new Set(managers)].join(', ')}): fields that manager owns and the new manifest drops are removed on apply, which the guard does not model; it compared as client-side kubectl apply would, keeping them`,
+      remedy: 'check that no field was dropped from this object\'s manifest, or compare against a kubectl apply --server-side --dry-run=server of the new manifest',
+      source: undefined,
+    });
+  }
+}
+
 function onDeleteReplicas(before: KubeObject, after: KubeObject, out: Finding[]): void {
   if (after.spec?.updateStrategy?.type !== 'OnDelete' && before.spec?.updateStrategy?.type !== 'OnDelete') return;
   const rb = before.spec?.replicas ?? 1;

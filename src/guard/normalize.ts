@@ -212,7 +212,9 @@ export function statusFacts(o: KubeObject): StatusFacts {
 /** True when the object was read from the cluster rather than from a manifest. */
 export function isLiveExport(o: KubeObject): boolean {
   const m = o.metadata as Record<string, unknown>;
-  return m.uid !== undefined || m.resourceVersion !== undefined || m.creationTimestamp !== undefined || m.managedFields !== undefined || o.status !== undefined;
+  // kubectl writes the last-applied annotation into the cluster's copy: a sanitized export keeps it.
+  const lastApplied = (m.annotations as Record<string, unknown> | undefined)?.['kubectl.kubernetes.io/last-applied-configuration'] !== undefined;
+  return m.uid !== undefined || m.resourceVersion !== undefined || m.creationTimestamp !== undefined || m.managedFields !== undefined || o.status !== undefined || lastApplied;
 }
 
 /** A copy of the object as the server would store it, for comparison. */

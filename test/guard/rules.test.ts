@@ -53,9 +53,13 @@ describe('ValidateStatefulSetUpdate', () => {
   });
 
   test('replicas, ordinals, template, updateStrategy, retention policy and minReadySeconds may change', () => {
-    const after = sts({ replicas: 5, ordinals: { start: 1 }, minReadySeconds: 10, updateStrategy: { type: 'OnDelete' }, persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' } });
+    const after = sts({ replicas: 5, ordinals: { start: 1 }, minReadySeconds: 10, updateStrategy: { type: 'OnDelete', rollingUpdate: null }, persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' } });
     (after.spec as any).template.spec.containers[0].image = 'i:2';
     expect(paths([liveExport(sts())], [after])).toEqual([]);
+    // Without the null, kubectl apply keeps the live, defaulted rollingUpdate, and ValidateStatefulSetSpec
+    // refuses it beside OnDelete ("only allowed for updateStrategy 'RollingUpdate'").
+    const kept = sts({ updateStrategy: { type: 'OnDelete' } });
+    expect(paths([liveExport(sts())], [kept])).toEqual(['spec.updateStrategy.rollingUpdate']);
   });
 
   test('podManagementPolicy, serviceName, selector and volumeClaimTemplates may not', () => {

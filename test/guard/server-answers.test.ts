@@ -246,3 +246,49 @@ describe('strategic merge patch order ($setElementOrder): a live-only item keeps
     expect(errorsOf([live], [pod('i:2')])).toEqual([]);
   });
 });
+
+describe('kubectl apply keeps what the server and its admission wrote (second review)', () => {
+  const sts = (labels: Record<string, string> = {}) => ({
+    apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'train', namespace: 'ml', labels: { 'app.kubernetes.io/name': 'train', ...labels } },
+    spec: {
+      replicas: 2, serviceName: 'train', podManagementPolicy: 'Parallel', updateStrategy: { type: 'OnDelete' },
+      selector: { matchLabels: { 'app.kubernetes.io/name': 'train' } },
+      template: { metadata: { labels: { 'app.kubernetes.io/name': 'train' } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } },
+    },
+  });
+
+  test.each(['0.9', '0.10', '0.12', '0.14'])('a queue-name label Kueue\'s webhook wrote (LocalQueue defaulting), not in last-applied, stays on apply: no "removed" error (Kueue %s)', kueueVersion => {
+    const manifest = sts();
+    const live = liveExport(manifest);
+    live.metadata.labels = { ...live.metadata.labels, 'kueue.x-k8s.io/queue-name': 'default' };
+    expect(errorsOf([live], [manifest], { kueueVersion })).toEqual([]);
+  });
+
+  test('a Pod keeps the toleration ExtendedResourceToleration adds for its GPUs, on update too (plugin/pkg/admission/extendedresourcetoleration)', () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ml' }, spec: { tolerations: [{ key: 'dedicated', value: 'ml', effect: 'NoSchedule' }], containers: [{ name: 'c', image: 'i:1', resources: { limits: { 'nvidia.com/gpu': '1' } } }] } };
+    const live = liveExport(pod);
+    live.spec.tolerations = [...live.spec.tolerations, { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }];
+    const bumped = clone(pod);
+    bumped.spec.containers[0].image = 'i:2';
+    expect(errorsOf([live], [bumped])).toEqual([]);
+  });
+
+  test('an object last written by server-side apply is flagged: the guard models client-side apply only', () => {
+    const manifest = sts();
+    const live = liveExport(manifest);
+    delete live.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration'];
+    live.metadata.managedFields = [{ manager: 'kustomize-controller', operation: 'Apply', apiVersion: 'apps/v1', fieldsType: 'FieldsV1', fieldsV1: {} }];
+    const warning = guard([live], [manifest]).findings.find(f => f.code === 'server-side-apply');
+    expect(warning?.message).toMatch(/last written by server-side apply \(kustomize-controller\)/);
+  });
+
+  test('a sanitized export that still carries the last-applied annotation is a live object', () => {
+    const manifest = job({}, {}, {});
+    const live: any = liveExport(manifest);
+    live.spec.template.spec.nodeSelector = { pool: 'kueue-flavor' };
+    for (const k of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields']) delete live.metadata[k];
+    delete live.status;
+    expect(live.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']).toBeDefined();
+    expect(errorsOf([live], [manifest])).toEqual([]);
+  });
+});
