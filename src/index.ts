@@ -28,7 +28,7 @@ export { Autoscaler } from './inference/autoscaling';
 export type { AutoscalingOptions, HpaAutoscalerOptions, KedaAutoscalerOptions } from './inference/autoscaling';
 
 export { RotatingGpuSecret } from './secrets/rotating-gpu-secret';
-export type { RotatingGpuSecretProps, SecretRotation, MountOptions } from './secrets/rotating-gpu-secret';
+export type { RotatingGpuSecretProps, SecretRotation, SecretRotator, MountOptions } from './secrets/rotating-gpu-secret';
 export { Reload, DEFAULT_RELOAD_IMAGE } from './secrets/reload';
 export type { ReloadExecOptions, ReloadHttpOptions, ReloadSignalOptions } from './secrets/reload';
 

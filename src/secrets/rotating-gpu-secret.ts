@@ -137,6 +137,23 @@ interface Delay {
 }
 
 /**
+ * The objects of a RotatingGpuSecret's rotator, for escape hatches (a JsonPatch applies to their API
+ * JSON and is checked, like every object the library creates): e.g. image pull secrets or
+ * tolerations on the CronJob's pod template, or a workload-identity annotation on the account.
+ */
+export interface SecretRotator {
+  /** The account the rotator runs as (no API token unless patched). */
+  readonly serviceAccount: k8s.KubeServiceAccount;
+  /** get/patch/update of this Secret only. */
+  readonly role: k8s.KubeRole;
+  readonly roleBinding: k8s.KubeRoleBinding;
+  /** The scheduled rotation. */
+  readonly cronJob: k8s.KubeCronJob;
+  /** The first rotation, named by a hash of its spec. */
+  readonly initialJob: k8s.KubeJob;
+}
+
+/**
  * A Secret whose credential is rotated on a schedule and reaches long-running pods without a
  * restart: a whole-directory read-only mount (which the kubelet updates) and a reload sidecar
  * that detects the update and tells the workload.
@@ -147,7 +164,10 @@ export class RotatingGpuSecret extends Construct {
   private readonly pollSeconds: number;
   private readonly v: Validator;
   private readonly labels: Record<string, string>;
-  private readonly secret: ApiObject;
+  /** The Secret (created without data: the rotator, or whoever rotates it, owns the data). */
+  readonly secret: k8s.KubeSecret;
+  /** The rotator's objects, when `rotation` is set. */
+  readonly rotator?: SecretRotator;
   private readonly rotation?: { every: number; ttl?: number; ttlProp: Duration | undefined };
   private readonly baseDelays: Delay[];
   private slowestReloadSeconds = 0;
@@ -198,7 +218,7 @@ export class RotatingGpuSecret extends Construct {
       const ttl = r.credentialTtl !== undefined ? v.seconds('rotation.credentialTtl', r.credentialTtl, 1) : undefined;
       this.rotation = { every, ttl, ttlProp: r.credentialTtl };
       this.checkCredentialTtl();
-      this.addRotator(r, every, rotatorName);
+      this.rotator = this.addRotator(r, every, rotatorName);
     }
 
     registerForEnvCheck(this);
@@ -441,7 +461,7 @@ export class RotatingGpuSecret extends Construct {
     }
   }
 
-  private addRotator(r: SecretRotation, every: number, account: string): void {
+  private addRotator(r: SecretRotation, every: number, account: string): SecretRotator {
     const v: Validator = this.v;
     const name = this.secretName;
     const schedule = cronSchedule(v, every, name, r.every);
@@ -457,14 +477,14 @@ export class RotatingGpuSecret extends Construct {
     }
 
     const labels = { ...this.labels, [LABEL_COMPONENT]: 'credential-rotator' };
-    new kube.KubeServiceAccount(this, 'RotatorAccount', { metadata: { name: account, labels }, automountServiceAccountToken: false });
-    new kube.KubeRole(this, 'RotatorRole', {
+    const serviceAccount = new kube.KubeServiceAccount(this, 'RotatorAccount', { metadata: { name: account, labels }, automountServiceAccountToken: false });
+    const role = new kube.KubeRole(this, 'RotatorRole', {
       metadata: { name: account, labels },
       // Only this Secret, and only read and write: resourceNames cannot restrict create, so the
       // Secret is created by the manifests (empty) and the rotator fills it.
       rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: [name], verbs: ['get', 'patch', 'update'] }],
     });
-    new kube.KubeRoleBinding(this, 'RotatorBinding', {
+    const roleBinding = new kube.KubeRoleBinding(this, 'RotatorBinding', {
       metadata: { name: account, labels },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: account },
       subjects: [{ kind: 'ServiceAccount', name: account }],
@@ -502,7 +522,7 @@ export class RotatingGpuSecret extends Construct {
       },
     };
 
-    new kube.KubeCronJob(this, 'Rotation', {
+    const cronJob = new kube.KubeCronJob(this, 'Rotation', {
       metadata: { name: account, labels },
       spec: {
         schedule,
@@ -521,10 +541,11 @@ export class RotatingGpuSecret extends Construct {
     // finished Job stays as the record. A Job deleted by a TTL is re-created, and run again, by
     // Argo CD, Flux or a plain re-apply (argo-cd#8586).
     const hash = contentHash({ spec: plainJson(jobSpec) }).slice(0, 8);
-    new kube.KubeJob(this, 'InitialRotation', {
+    const initialJob = new kube.KubeJob(this, 'InitialRotation', {
       metadata: { name: fitName(`${account}-initial`, `-${hash}`, LABEL_MAX), labels },
       spec: jobSpec,
     });
+    return { serviceAccount, role, roleBinding, cronJob, initialJob };
   }
 
   private refuseEnv(pod: PodTemplate): void {

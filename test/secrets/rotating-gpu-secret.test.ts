@@ -245,6 +245,23 @@ describe('RotatingGpuSecret', () => {
   });
 
   describe('rotation CronJob', () => {
+    test('every object is a public handle, and escape hatches on them are checked (pull secrets, workload identity)', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation });
+      expect(creds.secret.name).toBe('gpu-credentials');
+      const r = creds.rotator!;
+      expect([r.serviceAccount.kind, r.role.kind, r.roleBinding.kind, r.cronJob.kind, r.initialJob.kind]).toEqual(['ServiceAccount', 'Role', 'RoleBinding', 'CronJob', 'Job']);
+      r.serviceAccount.metadata.addAnnotation('iam.gke.io/gcp-service-account', 'rotator@p.iam.gserviceaccount.com');
+      r.cronJob.addJsonPatch(JsonPatch.add('/spec/jobTemplate/spec/template/spec/imagePullSecrets', [{ name: 'registry' }]));
+      const objects = synthValid(chart);
+      expect(findOne(objects, 'ServiceAccount').metadata.annotations['iam.gke.io/gcp-service-account']).toBe('rotator@p.iam.gserviceaccount.com');
+      expect(findOne(objects, 'CronJob').spec.jobTemplate.spec.template.spec.imagePullSecrets).toEqual([{ name: 'registry' }]);
+      r.cronJob.addJsonPatch(JsonPatch.add('/spec/jobTemplate/spec/template/spec/imagePullSecret', [{ name: 'typo' }]));
+      expect(() => Testing.synth(chart)).toThrow(/CronJob\/.* is invalid after a JsonPatch escape hatch: .*unknown field "imagePullSecret"/);
+      // Without rotation there is no rotator.
+      expect(new RotatingGpuSecret(new Chart(Testing.app(), 'd'), 'x', { name: 'x' }).rotator).toBeUndefined();
+    });
+
     test('schedule, Forbid, deadlines, bounded backoff, env, restricted pod', () => {
       const { objects } = setup({ rotation: { ...rotation, every: Duration.hours(6) } });
       const cron = findOne(objects, 'CronJob');
