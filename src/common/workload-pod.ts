@@ -244,7 +244,8 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
   }
 }
 
-function toleration(v: Validator, prop: string, t: k8s.Toleration): void {
+/** A user's toleration, as the API server checks it (ValidateTolerations). */
+export function toleration(v: Validator, prop: string, t: k8s.Toleration): void {
   checkTyped(v, prop, t, 'Toleration');
   checkTolerationValues(v, prop, t);
   const operator = t.operator ?? 'Equal';

@@ -12,6 +12,7 @@ import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { containerSecurityContext, DEFAULT_NON_ROOT_UID, podSecurityContext } from '../common/security';
 import { checkUniqueObjectsAtSynth } from '../common/unique-objects';
 import { Validator } from '../common/validate';
+import { toleration } from '../common/workload-pod';
 import { DEFAULT_RELOAD_IMAGE, DEFAULT_RELOAD_TIMEOUT_SECONDS, Reload, ReloadSpec } from './reload';
 import { COMM_MAX, endingRule, normalizeSignal, RELOAD_SIGNALS, RESERVED_COMMS } from './signals';
 
@@ -52,7 +53,7 @@ const SYSTEM_DIRS = new Set([
 ]);
 
 const PROPS = ['name', 'keys', 'rotation', 'reloadPollInterval', 'kubeletSecretCacheTtl'];
-const ROTATION_PROPS = ['image', 'command', 'args', 'every', 'credentialTtl', 'env'];
+const ROTATION_PROPS = ['image', 'command', 'args', 'every', 'credentialTtl', 'env', 'imagePullSecrets', 'nodeSelector', 'tolerations', 'serviceAccountAnnotations'];
 const MOUNT_PROPS = ['path', 'onRotation'];
 
 /** The user's rotator: a program that obtains a fresh credential and writes it into the Secret. */
@@ -81,6 +82,27 @@ export interface SecretRotation {
   readonly credentialTtl?: Duration;
   /** @default - none besides SECRET_NAME and SECRET_NAMESPACE */
   readonly env?: Record<string, string>;
+  /**
+   * Secrets holding credentials for the registry of `image`.
+   * @default - none: the image is public or the nodes can pull it
+   */
+  readonly imagePullSecrets?: string[];
+  /**
+   * Node labels the rotator's pods must run on.
+   * @default - any node
+   */
+  readonly nodeSelector?: Record<string, string>;
+  /**
+   * Tolerations for the rotator's pods (e.g. a pool where everything is tainted).
+   * @default - none
+   */
+  readonly tolerations?: k8s.Toleration[];
+  /**
+   * Annotations of the rotator's ServiceAccount, e.g. `eks.amazonaws.com/role-arn` (IRSA) or
+   * `iam.gke.io/gcp-service-account` (Workload Identity), for the cloud credentials it mints.
+   * @default - none
+   */
+  readonly serviceAccountAnnotations?: Record<string, string>;
 }
 
 export interface RotatingGpuSecretProps {
@@ -477,7 +499,15 @@ export class RotatingGpuSecret extends Construct {
     }
 
     const labels = { ...this.labels, [LABEL_COMPONENT]: 'credential-rotator' };
-    const serviceAccount = new kube.KubeServiceAccount(this, 'RotatorAccount', { metadata: { name: account, labels }, automountServiceAccountToken: false });
+    const saAnnotations = v.annotations('rotation.serviceAccountAnnotations', r.serviceAccountAnnotations);
+    const pullSecrets = (v.stringArray('rotation.imagePullSecrets', r.imagePullSecrets) ?? []).map((n, i) => ({ name: v.dnsSubdomain(`rotation.imagePullSecrets[${i}]`, n) }));
+    const nodeSelector = v.labels('rotation.nodeSelector', r.nodeSelector);
+    const tolerations = v.array('rotation.tolerations', r.tolerations);
+    tolerations.forEach((t, i) => toleration(v, `rotation.tolerations[${i}]`, t));
+    const serviceAccount = new kube.KubeServiceAccount(this, 'RotatorAccount', {
+      metadata: { name: account, labels, ...(Object.keys(saAnnotations).length ? { annotations: saAnnotations } : {}) },
+      automountServiceAccountToken: false,
+    });
     const role = new kube.KubeRole(this, 'RotatorRole', {
       metadata: { name: account, labels },
       // Only this Secret, and only read and write: resourceNames cannot restrict create, so the
@@ -500,6 +530,9 @@ export class RotatingGpuSecret extends Construct {
           serviceAccountName: account,
           automountServiceAccountToken: true, // the rotator writes the Secret through the API
           restartPolicy: 'Never',
+          ...(pullSecrets.length ? { imagePullSecrets: pullSecrets } : {}),
+          ...(Object.keys(nodeSelector).length ? { nodeSelector } : {}),
+          ...(tolerations.length ? { tolerations: [...tolerations] } : {}),
           securityContext: podSecurityContext(identity),
           containers: [{
             name: 'rotator',

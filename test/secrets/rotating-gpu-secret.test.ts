@@ -245,6 +245,28 @@ describe('RotatingGpuSecret', () => {
   });
 
   describe('rotation CronJob', () => {
+    test('the rotator pod gets pull secrets, node selector, tolerations and service-account annotations from props (in the first Job\'s name hash too)', () => {
+      const make = (extra: object) => {
+        const chart = new Chart(Testing.app(), 'c');
+        new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation: { ...rotation, ...extra } });
+        return synthValid(chart);
+      };
+      const objects = make({
+        imagePullSecrets: ['registry'], nodeSelector: { pool: 'system' },
+        tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }],
+        serviceAccountAnnotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/rotator' },
+      });
+      for (const spec of [findOne(objects, 'CronJob').spec.jobTemplate.spec.template.spec, findOne(objects, 'Job').spec.template.spec]) {
+        expect(spec).toMatchObject({ imagePullSecrets: [{ name: 'registry' }], nodeSelector: { pool: 'system' }, tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }] });
+      }
+      expect(findOne(objects, 'ServiceAccount').metadata.annotations).toEqual({ 'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/rotator' });
+      // A changed pod spec is a new first Job (a Job's template is immutable).
+      expect(findOne(objects, 'Job').metadata.name).not.toBe(findOne(make({}), 'Job').metadata.name);
+      expect(() => make({ imagePullSecrets: ['Bad_Name'] })).toThrow(/rotation\.imagePullSecrets\[0\] must be/);
+      expect(() => make({ tolerations: [{ key: 'a', operator: 'Sometimes' }] })).toThrow(/rotation\.tolerations\[0\]\.operator must be one of/);
+      expect(() => make({ nodeSelector: { pool: 'has space' } })).toThrow(/rotation\.nodeSelector\.pool must be a label value/);
+    });
+
     test('every object is a public handle, and escape hatches on them are checked (pull secrets, workload identity)', () => {
       const chart = new Chart(Testing.app(), 'c');
       const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation });
