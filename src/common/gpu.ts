@@ -6,6 +6,15 @@ import { sizeQuantity } from './quantity';
 export const GPU_RESOURCE = 'nvidia.com/gpu';
 
 /**
+ * Whether a resource name is an extended resource (a device plugin's): domain-prefixed, outside
+ * kubernetes.io, not a quota name (IsExtendedResourceName). Those are whole numbers, and their
+ * request equals their limit.
+ */
+export function isExtendedResourceName(name: string): boolean {
+  return name.includes('/') && !/(^|\.)kubernetes\.io\//.test(name) && !name.startsWith('requests.');
+}
+
+/**
  * GPU node pools are commonly tainted `nvidia.com/gpu:NoSchedule` (GKE and AKS do it, EKS
  * examples do); tolerating it with `Exists` works whatever value the taint carries.
  */

@@ -64,7 +64,7 @@ function checkPatched(obj: ApiObject, json: any): string[] {
 }
 
 /** The JsonPatch escape hatches added to an object (cdk8s keeps them private). */
-export function patchesOf(obj: ApiObject): unknown[] {
+function patchesOf(obj: ApiObject): unknown[] {
   return (obj as unknown as { patches: unknown[] }).patches;
 }
 

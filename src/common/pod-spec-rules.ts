@@ -13,18 +13,11 @@ const PROTOCOLS = ['TCP', 'UDP', 'SCTP'];
 const WHEN_UNSATISFIABLE = ['DoNotSchedule', 'ScheduleAnyway'];
 const INCLUSION_POLICIES = ['Honor', 'Ignore'];
 const MAX_MODE = 0o777;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 // IsValidPortName: an IANA service name.
 const PORT_NAME = /^(?=.*[a-z])[a-z0-9]([a-z0-9]|-(?!-))*[a-z0-9]$|^[a-z]$/;
 
 function oneOf(v: Validator, prop: string, value: unknown, allowed: readonly string[]): void {
   if (value !== undefined && !allowed.includes(value as string)) v.fail(prop, `must be one of ${allowed.join(', ')}`, value);
-}
-
-function labelValue(v: Validator, prop: string, value: unknown): void {
-  if (typeof value !== 'string' || value.length > 63 || !LABEL_VALUE.test(value)) {
-    v.fail(prop, 'must be a label value: at most 63 characters, letters, digits, "-", "_" and ".", starting and ending with a letter or digit', value);
-  }
 }
 
 /** `ValidateAffinity`: node selector terms, label selectors, topology keys, weights. */
@@ -82,7 +75,7 @@ function labelSelector(v: Validator, at: string, s: k8s.LabelSelector): void {
     const values = r.values ?? [];
     if ((r.operator === 'In' || r.operator === 'NotIn') && values.length === 0) v.fail(`${p}.values`, `must be non-empty for ${r.operator}`, r.values);
     if ((r.operator === 'Exists' || r.operator === 'DoesNotExist') && values.length > 0) v.fail(`${p}.values`, `must be empty for ${r.operator}`, r.values);
-    values.forEach((x, j) => labelValue(v, `${p}.values[${j}]`, x));
+    values.forEach((x, j) => v.labelValue(`${p}.values[${j}]`, x));
   });
 }
 
@@ -210,7 +203,7 @@ function relativePath(v: Validator, at: string, p: string): void {
 
 /** `ValidateTolerations`: a value is a label value, tolerationSeconds a whole number. */
 export function checkTolerationValues(v: Validator, prop: string, t: k8s.Toleration): void {
-  if (t.value !== undefined && t.value !== '') labelValue(v, `${prop}.value`, t.value);
+  if (t.value !== undefined && t.value !== '') v.labelValue(`${prop}.value`, t.value);
   if (t.tolerationSeconds !== undefined && (typeof t.tolerationSeconds !== 'number' || !Number.isInteger(t.tolerationSeconds))) {
     v.fail(`${prop}.tolerationSeconds`, 'must be a whole number of seconds', t.tolerationSeconds);
   }

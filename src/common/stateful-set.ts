@@ -1,10 +1,10 @@
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { checkAfterPatch, KubeStatefulSet } from './kube';
+import { isWholeQuantity, QUANTITY } from '../validation/strict-schema';
+import { isExtendedResourceName } from './gpu';
 import { checkUniqueObjectsAtSynth } from './unique-objects';
 
-// apimachinery's quantity grammar (`k8s.io/apimachinery/pkg/api/resource`, `ParseQuantity`).
-const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$/;
 
 /**
  * The StatefulSet of every workload construct. It synthesizes like `k8s.KubeStatefulSet`, and
@@ -33,8 +33,6 @@ checkAfterPatch(GpuStatefulSet, json => {
   }
   return statefulSetRules(json.spec ?? {});
 });
-
-const CORE_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
 
 /** The API server's rules for a StatefulSet spec that a JsonPatch can break (messages name the path). */
 function statefulSetRules(spec: any): string[] {
@@ -67,7 +65,7 @@ function statefulSetRules(spec: any): string[] {
     const limits = c?.resources?.limits ?? {};
     const requests = c?.resources?.requests ?? {};
     for (const r of Object.keys({ ...limits, ...requests })) {
-      if (CORE_RESOURCES.includes(r) || !r.includes('/') || r.startsWith('hugepages-')) continue;
+      if (!isExtendedResourceName(r)) continue;
       for (const [kind, q] of [['limit', limits[r]], ['request', requests[r]]] as const) {
         if (q !== undefined && !isWholeQuantity(q)) errors.push(`${at} extended resource ${r} ${kind} must be a whole number (got ${JSON.stringify(q)})`);
       }
@@ -109,21 +107,4 @@ function check(value: unknown, at: string): void {
   if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return;
   if (typeof value === 'string' && QUANTITY.test(value)) return;
   throw new Error(`${at} must be a Kubernetes quantity such as 1, "500m" or "16Gi" (got ${JSON.stringify(value) ?? String(value)})`);
-}
-
-const SUFFIX: Record<string, number> = {
-  '': 1, 'm': 1e-3, 'k': 1e3, 'M': 1e6, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18,
-  'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30, 'Ti': 2 ** 40, 'Pi': 2 ** 50, 'Ei': 2 ** 60,
-};
-
-/** Whether a quantity is a whole number (extended resources cannot be split: IsIntegerResourceName). */
-function isWholeQuantity(q: unknown): boolean {
-  if (typeof q === 'number') return Number.isInteger(q);
-  const m = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))([a-zA-Z]*)$/.exec(String(q));
-  if (!m) return false;
-  const exp = /^[eE]([+-]?\d+)$/.exec(m[2]);
-  const factor = exp ? 10 ** Number(exp[1]) : SUFFIX[m[2]];
-  if (factor === undefined) return false;
-  const value = Number(m[1]) * factor;
-  return Math.abs(value - Math.round(value)) < 1e-9;
 }

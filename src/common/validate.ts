@@ -187,9 +187,15 @@ export class Validator {
     this.plainObject(prop, value);
     for (const [key, val] of Object.entries(value)) {
       this.qualifiedName(`${prop} key`, key);
-      if (typeof val !== 'string' || val.length > 63 || !LABEL_VALUE.test(val)) {
-        this.fail(`${prop}.${key}`, 'must be a label value: at most 63 characters, letters, digits, "-", "_" and ".", starting and ending with a letter or digit', val);
-      }
+      this.labelValue(`${prop}.${key}`, val);
+    }
+    return value;
+  }
+
+  /** One label value (also what label selectors and toleration values must be). */
+  labelValue(prop: string, value: unknown): string {
+    if (typeof value !== 'string' || value.length > 63 || !LABEL_VALUE.test(value)) {
+      this.fail(prop, 'must be a label value: at most 63 characters, letters, digits, "-", "_" and ".", starting and ending with a letter or digit', value);
     }
     return value;
   }

@@ -2,7 +2,7 @@ import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { EnvValue } from './env';
-import { defaultHostResources, GPU_RESOURCE, gpuResources, gpuTolerations, shmVolume } from './gpu';
+import { defaultHostResources, GPU_RESOURCE, gpuResources, gpuTolerations, isExtendedResourceName, shmVolume } from './gpu';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME } from './labels';
 import { GpuWorkloadProps, PodOptions, WorkloadVolume } from './pod-options';
 import { PodTemplate } from './pod-template';
@@ -132,7 +132,7 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
 
 function extendedResourceName(v: Validator, prop: string, name: string): void {
   v.qualifiedName(prop, name);
-  if (!name.includes('/') || /(^|\.)kubernetes\.io\//.test(name) || name.startsWith('requests.')) {
+  if (!isExtendedResourceName(name)) {
     v.fail(prop, 'must be an extended resource name with a domain prefix outside kubernetes.io, e.g. "nvidia.com/gpu" or "vpc.amazonaws.com/efa"', name);
   }
 }

@@ -154,15 +154,7 @@ function applied(kindKey: string, before: KubeObject, after: KubeObject): KubeOb
 /** Fields the server keeps when a manifest leaves them out, copied from the old object. */
 function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: KubeObject): void {
   const live = isLiveExport(beforeRaw);
-  let lastApplied: any;
-  const la = beforeRaw.metadata.annotations as Record<string, string> | undefined;
-  if (la?.['kubectl.kubernetes.io/last-applied-configuration']) {
-    try {
-      lastApplied = JSON.parse(la['kubectl.kubernetes.io/last-applied-configuration']);
-    } catch {
-      lastApplied = undefined;
-    }
-  }
+  const lastApplied = lastAppliedOf(beforeRaw);
   // kubectl apply keeps a live field that the manifest omits unless it applied the field itself.
   const keptByApply = (path: string) => live && (lastApplied === undefined || get(lastApplied, path) === undefined);
   const carry = (path: string, when: boolean) => {

@@ -331,27 +331,26 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const tuning = binding.tuning(v);
 
     const launch = engine.launch({ modelId, revision, gpus, port: engine.port, host, drainSeconds: drain, usageStats, tuning });
+    // Flags extraArgs may not set, with why: what the engine cannot run with, then what the
+    // construct sets (an abbreviation is judged by the first flag it expands to, in this order).
+    const refusedFlags = new Map<string, { set: string; expanded: string }>([
+      ...Object.entries(engine.contradictingFlags).map(([f, why]): [string, { set: string; expanded: string }] => [f, { set: `it ${why}`, expanded: `, which ${why}` }]),
+      ...Object.entries(engine.ownedFlags).map(([f, via]): [string, { set: string; expanded: string }] => {
+        const from = via ? ` from ${via}` : '';
+        return [f, { set: `the construct sets it${from}, and probes, Services and validation depend on it`, expanded: ` (or refuses it as ambiguous), and the construct sets it${from}` }];
+      }),
+    ]);
     const extraArgs = v.stringArray('extraArgs', props.extraArgs) ?? [];
     extraArgs.forEach((arg, i) => {
       if (engine.argsWordSplit && /[\s*?[]/.test(arg)) {
         v.fail(`extraArgs[${i}]`, 'must not contain whitespace or glob characters: the image\'s entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env)', arg);
       }
       const flag = arg.split('=')[0];
-      if (Object.prototype.hasOwnProperty.call(engine.ownedFlags, flag)) {
-        const via = engine.ownedFlags[flag];
-        v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it${via ? ` from ${via}` : ''}, and probes, Services and validation depend on it`, arg);
-      }
-      if (Object.prototype.hasOwnProperty.call(engine.contradictingFlags, flag)) {
-        v.fail(`extraArgs[${i}]`, `must not set ${flag}: it ${engine.contradictingFlags[flag]}`, arg);
-      }
-      const contradicting = engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
-        ? Object.keys(engine.contradictingFlags).find(f => f.startsWith(flag)) : undefined;
-      if (contradicting) v.fail(`extraArgs[${i}]`, `must not abbreviate ${contradicting}: argparse expands ${flag} to it, which ${engine.contradictingFlags[contradicting]}`, arg);
+      const exact = refusedFlags.get(flag);
+      if (exact) v.fail(`extraArgs[${i}]`, `must not set ${flag}: ${exact.set}`, arg);
       const expands = engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
-        ? Object.keys(engine.ownedFlags).find(owned => owned.startsWith(flag)) : undefined;
-      if (expands) {
-        v.fail(`extraArgs[${i}]`, `must not abbreviate ${expands}: argparse expands ${flag} to it (or refuses it as ambiguous), and the construct sets it${engine.ownedFlags[expands] ? ` from ${engine.ownedFlags[expands]}` : ''}`, arg);
-      }
+        ? [...refusedFlags.keys()].find(f => f.startsWith(flag)) : undefined;
+      if (expands) v.fail(`extraArgs[${i}]`, `must not abbreviate ${expands}: argparse expands ${flag} to it${refusedFlags.get(expands)!.expanded}`, arg);
     });
 
     this.queueMetric = engine.queueMetric;

@@ -160,9 +160,26 @@ function matchesType(value: unknown, type: string): boolean {
   return t === type || (type === 'number' && t === 'integer');
 }
 
-// apimachinery's quantity grammar (`k8s.io/apimachinery/pkg/api/resource`, `ParseQuantity`): the
-// API server refuses to decode a quantity string that does not match it.
-const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$/;
+/**
+ * apimachinery's quantity grammar (`k8s.io/apimachinery/pkg/api/resource`, `ParseQuantity`): the
+ * API server refuses to decode a quantity string that does not match it.
+ */
+export const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$/;
+
+const QUANTITY_SUFFIX: Record<string, number> = {
+  '': 1, 'm': 1e-3, 'k': 1e3, 'M': 1e6, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18,
+  'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30, 'Ti': 2 ** 40, 'Pi': 2 ** 50, 'Ei': 2 ** 60,
+};
+
+/** Whether a quantity (number or string) is a whole number: extended resources cannot be split (IsIntegerResourceName). */
+export function isWholeQuantity(q: unknown): boolean {
+  if (typeof q === 'number') return Number.isInteger(q);
+  if (typeof q !== 'string' || !QUANTITY.test(q)) return false;
+  const m = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(.*)$/.exec(q)!;
+  const exp = /^[eE]([+-]?\d+)$/.exec(m[2]);
+  const value = Number(m[1]) * (exp ? 10 ** Number(exp[1]) : QUANTITY_SUFFIX[m[2]]);
+  return Math.abs(value - Math.round(value)) < 1e-9;
+}
 const QUANTITY_REF = '#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity';
 
 function walk(value: unknown, schema: Schema, at: string, defs: Record<string, Schema>, errors: string[]): void {
