@@ -1,3 +1,4 @@
+import { App } from 'cdk8s';
 import { IConstruct } from 'constructs';
 
 /** The app-wide checks of one app, and the tree walk they share. */
@@ -7,6 +8,10 @@ interface AppChecks {
   fresh?: IConstruct[];
   /** Whether the end of the current task will drop `fresh`. */
   expiring?: boolean;
+  /** How deep in `synth()`/`synthYaml()` of the app the stack is (see `shareWalks`). */
+  synthesizing: number;
+  /** While synthesizing: the walk of the whole tree, until a construct is added. */
+  memo?: IConstruct[];
 }
 
 interface AppCheck {
@@ -27,7 +32,7 @@ export function addAppCheck(scope: IConstruct, key: string, check: (root: IConst
   const root = scope.node.root;
   let app = APPS.get(root);
   if (!app) {
-    APPS.set(root, app = { checks: new Map() });
+    APPS.set(root, app = { checks: new Map(), synthesizing: 0 });
     shareWalks(root, app);
     const state = app;
     root.node.addValidation({ validate: () => runChecks(root, state) });
@@ -47,25 +52,52 @@ function runChecks(root: IConstruct, app: AppChecks): string[] {
 
 /**
  * Every synth pass of cdk8s starts with `app.node.findAll()` and then calls each construct's
- * validations, the root's first. The root's `findAll` is wrapped (same result, nothing else
- * changed) so that the pass's walk is kept, and the checks use it instead of walking the tree a
- * second time. A walk is used by one validation only, and only in the task that made it: a
- * validation with no walk since the last one (a direct `node.validate()`) walks the tree itself.
- * The one case this cannot see is code that walks the root itself, adds constructs and then
- * calls the root's `node.validate()` directly, all in one synchronous run; cdk8s's synth always
- * walks right before it validates.
+ * validations, the root's first. The root's `findAll` is wrapped (same result) so that the pass's
+ * walk is kept, and the checks use it instead of walking the tree a second time. A walk is used by
+ * one validation only, and only in the task that made it: a validation with no walk since the
+ * last one (a direct `node.validate()`) walks the tree itself. The one case this cannot see is
+ * code that walks the root itself, adds constructs and then calls the root's `node.validate()`
+ * directly, all in one synchronous run; cdk8s's synth always walks right before it validates.
+ *
+ * While the app synthesizes (`synth()` or `synthYaml()` of a cdk8s App), one walk serves every
+ * pass: cdk8s walks the whole tree again for every chart it writes (cdk8s-team/cdk8s-core#1658),
+ * which made an app of one chart per workload spend most of its synth walking. The memo is
+ * dropped when a construct is added anywhere in the tree (every `addChild` asks the root's
+ * `node.locked`, which is wrapped to notice), so every pass sees what it would have seen. A
+ * construct removed by a validation during synth is still validated by later passes of that
+ * synth (the output is the same: each chart's objects come from the chart's own walk).
  */
 function shareWalks(root: IConstruct, app: AppChecks): void {
   const node = root.node;
   const findAll = node.findAll;
-  node.findAll = function (this: typeof node, ...args: Parameters<typeof findAll>) {
-    const found = findAll.apply(this, args);
-    // Only a preorder walk of the whole tree is the walk the checks need. It is kept until the
-    // end of the current task at most: a synth pass walks and validates in one synchronous run.
-    if (args[0] === undefined || args[0] === 0) {
-      app.fresh = found;
-      // One pending clean-up per app, holding no walk: cdk8s walks the tree several times per
-      // chart in one synchronous run, and a closure per walk kept every walk alive until the end.
+  const lockedGetter = getterOf(node, 'locked');
+  // Without the hook that sees additions the memo could go stale, so it is not used.
+  const memoizes = lockedGetter !== undefined && wrapSynth(root, app);
+  if (memoizes) {
+    define(node, 'locked', {
+      get(this: typeof node) {
+        app.memo = undefined;
+        return lockedGetter!.call(this);
+      },
+    });
+  }
+  define(node, 'findAll', {
+    writable: true,
+    value: function (this: typeof node, ...args: Parameters<typeof findAll>) {
+      // Only a preorder walk of the whole tree is the walk the checks need.
+      const whole = args[0] === undefined || args[0] === 0;
+      if (whole && app.memo) {
+        app.fresh = app.memo;
+        // A copy: the caller may change its array; the memo must not change with it.
+        return app.memo.slice();
+      }
+      const found = findAll.apply(this, args);
+      if (!whole) return found;
+      if (app.synthesizing > 0) app.memo = found.slice();
+      app.fresh = app.memo ?? found;
+      // The walk is kept until the end of the current task at most: a synth pass walks and
+      // validates in one synchronous run. One pending clean-up per app, holding no walk: cdk8s
+      // walks the tree several times per chart, and a closure per walk kept every walk alive.
       if (!app.expiring) {
         app.expiring = true;
         queueMicrotask(() => {
@@ -73,9 +105,42 @@ function shareWalks(root: IConstruct, app: AppChecks): void {
           app.expiring = false;
         });
       }
-    }
-    return found;
-  };
+      return found;
+    },
+  });
+}
+
+/** Wraps the app's `synth` and `synthYaml` (whatever a subclass made them) to mark the synth. */
+function wrapSynth(root: IConstruct, app: AppChecks): boolean {
+  if (!(root instanceof App)) return false;
+  for (const method of ['synth', 'synthYaml'] as const) {
+    const inner = root[method] as (this: App) => unknown;
+    define(root, method, {
+      writable: true,
+      value: function (this: App) {
+        app.synthesizing++;
+        try {
+          return inner.call(this);
+        } finally {
+          if (--app.synthesizing === 0) app.memo = undefined;
+        }
+      },
+    });
+  }
+  return true;
+}
+
+/** An own property that stays out of `Object.keys` and JSON, as the prototype's member was. */
+function define(target: object, key: string, desc: PropertyDescriptor): void {
+  Object.defineProperty(target, key, { configurable: true, enumerable: false, ...desc });
+}
+
+function getterOf(target: object, key: string): (() => unknown) | undefined {
+  for (let o: object | null = target; o; o = Object.getPrototypeOf(o)) {
+    const d = Object.getOwnPropertyDescriptor(o, key);
+    if (d) return d.get;
+  }
+  return undefined;
 }
 
 function walkOf(root: IConstruct, app: AppChecks): readonly IConstruct[] {

@@ -82,4 +82,106 @@ describe('addAppCheck', () => {
     expect(() => Testing.synth(b)).toThrow(/bad ConfigMap at b\/bad/);
     expect([ca.runs, cb.runs]).toEqual([1, 1]);
   });
+
+  describe('while the app synthesizes', () => {
+    /** Counts how often walks of the tree pass through one construct (findAll reads its children). */
+    function walkCounter(scope: Construct): { visits: number } {
+      const probe = new Construct(scope, 'probe');
+      const counter = { visits: 0 };
+      const children = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(probe.node), 'children')!.get!;
+      Object.defineProperty(probe.node, 'children', { get() { counter.visits++; return children.call(this); } });
+      return counter;
+    }
+
+    function synthCharts(n: number, app = new App({ outdir: fs.mkdtempSync(path.join(os.tmpdir(), 'app-checks-')) })) {
+      try {
+        const charts = Array.from({ length: n }, (_, i) => new Chart(app, `c${i}`));
+        charts.forEach((c, i) => configMap(c, 'cm', `cm-${i}`));
+        counting(charts[0]);
+        const counter = walkCounter(charts[0]);
+        app.synth();
+        return { visits: counter.visits, files: fs.readdirSync(app.outdir).length };
+      } finally {
+        fs.rmSync(app.outdir, { recursive: true, force: true });
+      }
+    }
+
+    test('walks the whole tree once, not once per chart (cdk8s re-walks the app for every chart it writes)', () => {
+      const few = synthCharts(3);
+      const many = synthCharts(30);
+      expect(many.files).toBe(30);
+      expect(many.visits).toBe(few.visits);
+      // The probe's own chart walks its subtree for its dependency graph (twice); the root once.
+      expect(many.visits).toBeLessThanOrEqual(3);
+    });
+
+    test('a plain cdk8s app walks once per chart (what the memo saves)', () => {
+      const app = new App({ outdir: fs.mkdtempSync(path.join(os.tmpdir(), 'app-checks-')) });
+      try {
+        const charts = Array.from({ length: 10 }, (_, i) => new Chart(app, `c${i}`));
+        const counter = walkCounter(charts[0]);
+        app.synth();
+        expect(counter.visits).toBeGreaterThan(10);
+      } finally {
+        fs.rmSync(app.outdir, { recursive: true, force: true });
+      }
+    });
+
+    test('a construct added during synth is validated by the later passes, as cdk8s does', () => {
+      const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'app-checks-'));
+      try {
+        const app = new App({ outdir });
+        const charts = Array.from({ length: 3 }, (_, i) => new Chart(app, `c${i}`));
+        counting(charts[0]);
+        let added = false;
+        charts[0].node.addValidation({
+          validate: () => {
+            if (!added) {
+              added = true;
+              new Construct(charts[1], 'late').node.addValidation({ validate: () => ['the late construct was validated'] });
+            }
+            return [];
+          },
+        });
+        expect(() => app.synth()).toThrow(/\[c1\/late\] the late construct was validated/);
+      } finally {
+        fs.rmSync(outdir, { recursive: true, force: true });
+      }
+    });
+
+    test("a subclass's own synth still runs, and the app's keys are unchanged", () => {
+      const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'app-checks-'));
+      try {
+        const calls: string[] = [];
+        class MyApp extends App {
+          public synth(): void {
+            calls.push('MyApp.synth');
+            super.synth();
+          }
+        }
+        const app = new MyApp({ outdir });
+        const keys = Object.keys(app);
+        const chart = new Chart(app, 'c');
+        configMap(chart, 'cm', 'cm');
+        counting(chart);
+        expect(Object.keys(app)).toEqual(keys);
+        app.synth();
+        expect(calls).toEqual(['MyApp.synth']);
+        expect(fs.readdirSync(outdir)).toEqual(['c.k8s.yaml']);
+        expect(app.synthYaml()).toContain('name: cm');
+      } finally {
+        fs.rmSync(outdir, { recursive: true, force: true });
+      }
+    });
+
+    test('the memo ends with the synth: constructs added afterwards are checked by the next one', () => {
+      const app = Testing.app();
+      const chart = new Chart(app, 'c');
+      configMap(chart, 'ok', 'ok');
+      counting(chart);
+      expect(() => app.synthYaml()).not.toThrow();
+      configMap(new Construct(chart, 'x'), 'bad', 'bad');
+      expect(() => app.synthYaml()).toThrow(/bad ConfigMap at c\/x\/bad/);
+    });
+  });
 });
