@@ -275,8 +275,8 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const engine = binding.engine;
     const v = new Validator(engine.construct, id);
     v.knownProps('', props, [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...binding.keys]);
-    for (const [key, value] of Object.entries(props)) {
-      if (value === null) v.fail(key, 'must not be null: omit it for the default', value);
+    for (const key of Object.keys(props)) {
+      if ((props as unknown as Record<string, unknown>)[key] === null) v.fail(key, 'must not be null: omit it for the default', null);
     }
 
     const name = this.statefulSetName = statefulSetName(v, props.name, props.version);
@@ -331,26 +331,18 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const tuning = binding.tuning(v);
 
     const launch = engine.launch({ modelId, revision, gpus, port: engine.port, host, drainSeconds: drain, usageStats, tuning });
-    // Flags extraArgs may not set, with why: what the engine cannot run with, then what the
-    // construct sets (an abbreviation is judged by the first flag it expands to, in this order).
-    const refusedFlags = new Map<string, { set: string; expanded: string }>([
-      ...Object.entries(engine.contradictingFlags).map(([f, why]): [string, { set: string; expanded: string }] => [f, { set: `it ${why}`, expanded: `, which ${why}` }]),
-      ...Object.entries(engine.ownedFlags).map(([f, via]): [string, { set: string; expanded: string }] => {
-        const from = via ? ` from ${via}` : '';
-        return [f, { set: `the construct sets it${from}, and probes, Services and validation depend on it`, expanded: ` (or refuses it as ambiguous), and the construct sets it${from}` }];
-      }),
-    ]);
     const extraArgs = v.stringArray('extraArgs', props.extraArgs) ?? [];
+    const refusedFlags = extraArgs.length > 0 ? refusedFlagsOf(engine) : undefined;
     extraArgs.forEach((arg, i) => {
       if (engine.argsWordSplit && /[\s*?[]/.test(arg)) {
         v.fail(`extraArgs[${i}]`, 'must not contain whitespace or glob characters: the image\'s entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env)', arg);
       }
       const flag = arg.split('=')[0];
-      const exact = refusedFlags.get(flag);
+      const exact = refusedFlags!.get(flag);
       if (exact) v.fail(`extraArgs[${i}]`, `must not set ${flag}: ${exact.set}`, arg);
       const expands = engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
-        ? [...refusedFlags.keys()].find(f => f.startsWith(flag)) : undefined;
-      if (expands) v.fail(`extraArgs[${i}]`, `must not abbreviate ${expands}: argparse expands ${flag} to it${refusedFlags.get(expands)!.expanded}`, arg);
+        ? [...refusedFlags!.keys()].find(f => f.startsWith(flag)) : undefined;
+      if (expands) v.fail(`extraArgs[${i}]`, `must not abbreviate ${expands}: argparse expands ${flag} to it${refusedFlags!.get(expands)!.expanded}`, arg);
     });
 
     this.queueMetric = engine.queueMetric;
@@ -586,4 +578,33 @@ function checkImageFacts(v: Validator, facts: readonly ImageFact[], image: strin
       v.fail(prop, `asks for a non-root pod, which ${image} (release ${release(f.rootOnlyFrom)} or later) cannot run: ${f.why}; leave runAsRoot unset (true)`, value);
     }
   }
+}
+
+interface RefusedFlag {
+  /** Why the flag itself is refused. */
+  readonly set: string;
+  /** Why an abbreviation that argparse expands to it is refused. */
+  readonly expanded: string;
+}
+
+const REFUSED_FLAGS = new WeakMap<ServingEngine, ReadonlyMap<string, RefusedFlag>>();
+
+/**
+ * Flags extraArgs may not set, with why: what the engine cannot run with, then what the
+ * construct sets (an abbreviation is judged by the first flag it expands to, in this order).
+ * Engine facts, so made once per engine.
+ */
+function refusedFlagsOf(engine: ServingEngine): ReadonlyMap<string, RefusedFlag> {
+  let flags = REFUSED_FLAGS.get(engine);
+  if (!flags) {
+    flags = new Map<string, RefusedFlag>([
+      ...Object.entries(engine.contradictingFlags).map(([f, why]): [string, RefusedFlag] => [f, { set: `it ${why}`, expanded: `, which ${why}` }]),
+      ...Object.entries(engine.ownedFlags).map(([f, via]): [string, RefusedFlag] => {
+        const from = via ? ` from ${via}` : '';
+        return [f, { set: `the construct sets it${from}, and probes, Services and validation depend on it`, expanded: ` (or refuses it as ambiguous), and the construct sets it${from}` }];
+      }),
+    ]);
+    REFUSED_FLAGS.set(engine, flags);
+  }
+  return flags;
 }
