@@ -624,24 +624,81 @@ function registerForEnvCheck(secret: RotatingGpuSecret): void {
 function findEnvConsumers(secrets: RotatingGpuSecret[], nodes: readonly IConstruct[]): string[] {
   const checks = secrets.map(s => s._envCheck);
   const own = new Set(checks.map(c => c.secret));
-  const byNamespace = new Map<string | undefined, typeof checks>();
-  for (const c of checks) byNamespace.set(c.namespace, [...(byNamespace.get(c.namespace) ?? []), c]);
+  // Namespace, then Secret name, to the checks (in registration order): an app may hold hundreds.
+  const byNamespace = new Map<string | undefined, Map<string, Array<{ check: typeof checks[number]; order: number }>>>();
+  checks.forEach((check, order) => {
+    let byName = byNamespace.get(check.namespace);
+    if (!byName) byNamespace.set(check.namespace, byName = new Map());
+    let list = byName.get(check.name);
+    if (!list) byName.set(check.name, list = []);
+    list.push({ check, order });
+  });
   const errors: string[] = [];
   for (const obj of nodes) {
     if (!(obj instanceof ApiObject) || own.has(obj) || PODLESS_KINDS.has(obj.kind)) continue;
     const relevant = byNamespace.get(obj.metadata.namespace);
     if (!relevant) continue;
     const json = specOf(obj);
-    // One walk for the Secret names the object refers to at all; the precise check runs only for those.
+    const podSpecAt = POD_SPEC_PATHS.get(`${obj.apiGroup}/${obj.kind}`);
+    // A built-in kind holds its pods at one known place; anything else is searched everywhere.
+    const podSpec = podSpecAt ? at(json, podSpecAt) : undefined;
+    if (podSpecAt && podSpec === undefined) continue;
+    // One look for the Secret names the object refers to at all; the precise check runs only for those.
     const named = new Set<string>();
-    secretNamesIn(json, named);
-    for (const c of relevant.filter(r => named.has(r.name))) {
+    if (podSpecAt) podSpecSecretNames(podSpec, named);
+    else secretNamesIn(json, named);
+    const matched = [...named].flatMap(name => relevant.get(name) ?? []).sort((a, b) => a.order - b.order);
+    for (const { check: c } of matched) {
       const found: string[] = [];
-      envReadsIn(json, c.name, found);
+      envReadsIn(podSpecAt ? podSpec : json, c.name, found);
       for (const e of found) errors.push(`RotatingGpuSecret '${c.id}': ${obj.kind}/${obj.name}: ${e}`);
     }
   }
   return errors;
+}
+
+/** Where the built-in kinds that run pods hold their pod spec (API group, or "core", and kind). */
+const POD_SPEC_PATHS = new Map<string, readonly string[]>([
+  ['core/Pod', ['spec']],
+  ['core/PodTemplate', ['template', 'spec']],
+  ['core/ReplicationController', ['spec', 'template', 'spec']],
+  ['apps/Deployment', ['spec', 'template', 'spec']],
+  ['apps/StatefulSet', ['spec', 'template', 'spec']],
+  ['apps/DaemonSet', ['spec', 'template', 'spec']],
+  ['apps/ReplicaSet', ['spec', 'template', 'spec']],
+  ['batch/Job', ['spec', 'template', 'spec']],
+  ['batch/CronJob', ['spec', 'jobTemplate', 'spec', 'template', 'spec']],
+]);
+
+function at(json: unknown, path: readonly string[]): unknown {
+  let node = json;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node === null || typeof node !== 'object' ? undefined : node;
+}
+
+/** The Secret names a pod spec refers to: env, envFrom and volumes of every container list. */
+function podSpecSecretNames(spec: unknown, out: Set<string>): void {
+  const s = spec as Record<string, unknown>;
+  for (const vol of (Array.isArray(s.volumes) ? s.volumes : []) as k8s.Volume[]) {
+    if (typeof vol?.secret?.secretName === 'string') out.add(vol.secret.secretName);
+    for (const src of (Array.isArray(vol?.projected?.sources) ? vol!.projected!.sources : [])) {
+      if (typeof src?.secret?.name === 'string') out.add(src.secret.name);
+    }
+  }
+  for (const list of CONTAINER_LISTS) {
+    for (const c of (Array.isArray(s[list]) ? s[list] : []) as k8s.Container[]) {
+      for (const e of (Array.isArray(c?.env) ? c.env : [])) {
+        const name = e?.valueFrom?.secretKeyRef?.name;
+        if (typeof name === 'string') out.add(name);
+      }
+      for (const e of (Array.isArray(c?.envFrom) ? c.envFrom : [])) {
+        if (typeof e?.secretRef?.name === 'string') out.add(e.secretRef.name);
+      }
+    }
+  }
 }
 
 /**

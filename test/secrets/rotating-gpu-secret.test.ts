@@ -105,9 +105,15 @@ describe('RotatingGpuSecret', () => {
         apiVersion: 'jobset.x-k8s.io/v1alpha2', kind: 'JobSet', metadata: { name: 'js' },
         spec: { replicatedJobs: [{ name: 'w', template: { spec: { template: { spec: { containers: [container] } } } } }] } as any,
       } as any);
+      // A custom resource that reuses a built-in kind's name keeps its pods elsewhere: searched everywhere too.
+      new ApiObject(other, 'vcjob', {
+        apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', metadata: { name: 'vc' },
+        spec: { tasks: [{ name: 't', template: { spec: { containers: [container] } } }] } as any,
+      } as any);
       const message = errorOf(() => app.synth()).message;
       expect(message).toMatch(/CronJob\/cron: container 'worker' reads rotating Secret 'gpu-credentials' through env T/);
       expect(message).toMatch(/JobSet\/js: container 'worker'/);
+      expect(message).toMatch(/Job\/vc: container 'worker'/);
     });
 
     test('a subPath mount of the Secret (secret or projected volume) is an error too: it never updates', () => {
