@@ -23,7 +23,7 @@ export function synthesizeFast(obj: ApiObject, propsStruct: string): Record<stri
     // The props first: a value that needs cdk8s's own path is found before the metadata's
     // resolution runs (it may run user code, a Lazy label), so that never runs twice.
     const body = fuse({ ...props, metadata: undefined }, c, sort);
-    const metadata = fuse(obj.metadata.toJson(), compiled('ObjectMeta'), sort);
+    const metadata = fuse(metadataJson(obj.metadata), compiled('ObjectMeta'), sort);
     const out: Record<string, unknown> = {};
     for (const api of c.api) {
       const v = api === 'metadata' ? metadata : body[api];
@@ -84,6 +84,61 @@ function plain(value: any, sort: boolean): any {
     if (v !== null && v !== undefined) out[k] = v;
   }
   return out;
+}
+
+/** The fields cdk8s's `ApiObjectMetadataDefinition` keeps (private there; read here, checked below). */
+interface MetadataFields {
+  readonly name?: unknown;
+  readonly namespace?: unknown;
+  readonly labels?: unknown;
+  readonly annotations?: unknown;
+  readonly finalizers?: unknown;
+  readonly ownerReferences?: unknown;
+  readonly _additionalAttributes?: Record<string, unknown>;
+}
+
+/**
+ * `ApiObjectMetadataDefinition.toJson()` for plain data: the same object resolved and sanitized
+ * with empty arrays and objects left out and keys always sorted (cdk8s sorts metadata even with
+ * CDK8S_DISABLE_SORT). cdk8s's resolve was a third of the library's synth time outside YAML. A
+ * metadata object of another shape (another cdk8s release) takes cdk8s's own `toJson`.
+ */
+function metadataJson(md: ApiObject['metadata']): unknown {
+  const m = md as unknown as MetadataFields;
+  const extra = m._additionalAttributes;
+  if (extra === null || typeof extra !== 'object' || !('labels' in m) || !('annotations' in m) || !('finalizers' in m) || !('ownerReferences' in m)) {
+    return md.toJson();
+  }
+  return sanitizeMeta({
+    ...extra,
+    name: m.name,
+    namespace: m.namespace,
+    annotations: m.annotations,
+    finalizers: m.finalizers,
+    ownerReferences: m.ownerReferences,
+    labels: m.labels,
+  });
+}
+
+/** `sanitizeValue(resolve(value), { filterEmptyArrays: true, filterEmptyObjects: true })`, keys sorted. */
+function sanitizeMeta(value: any): any {
+  value = head(value);
+  if (value === null || value === undefined) return undefined;
+  if (typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.length === 0 ? undefined : value.map(sanitizeMeta);
+  if (value.constructor !== Object) throw FALLBACK;
+  const keys = Object.keys(value).sort();
+  const out: any = {};
+  let any = false;
+  for (const k of keys) {
+    if (k === '__proto__') throw FALLBACK;
+    const v = sanitizeMeta(value[k]);
+    if (v !== null && v !== undefined) {
+      out[k] = v;
+      any = true;
+    }
+  }
+  return any ? out : undefined;
 }
 
 /** `convertStruct(plain(raw))` without building the intermediate copy of the struct's spine. */
