@@ -89,7 +89,10 @@ function convertField(v: any, kind: Kind, inner: Compiled | undefined): any {
 export function convertMap(v: any, kind: Kind, inner: Compiled | undefined): any {
   if (v === undefined) return undefined;
   const out: any = {};
-  for (const [key, x] of Object.entries(v as object)) {
+  const keys = Object.keys(v as object);
+  for (let k = 0; k < keys.length; k++) {
+    const key = keys[k];
+    const x = v[key];
     if (x === undefined) continue;
     const converted = kind === Kind.Map ? x : kind === Kind.MapOfValue ? x?.value : kind === Kind.MapOfArray ? x?.map((y: any) => y) : convertStruct(x, inner!);
     // As in the converters' `{ ...r, [key]: value }`: present even when the converted value is

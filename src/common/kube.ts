@@ -24,8 +24,7 @@ function withFastSynth<C extends KubeClass<ApiObject>>(Base: C, props: string): 
     toJson(): any {
       const patches = patchesOf(this) as JsonPatch[];
       if (patches.length === 0) {
-        const body = synthesizeFast(this, props);
-        return body === undefined ? super.toJson() : { ...Base.GVK, ...body };
+        return synthesizeFast(this, props, Base.GVK) ?? super.toJson();
       }
       const saved = patches.splice(0);
       let json: any;

@@ -1,4 +1,4 @@
-import { ApiObject, App, ImplicitTokenResolver, Lazy, LazyResolver, NumberStringUnionResolver } from 'cdk8s';
+import { ApiObject, App, GroupVersionKind, ImplicitTokenResolver, Lazy, LazyResolver, NumberStringUnionResolver } from 'cdk8s';
 import { compiled, Compiled, convertMap, convertStruct, Kind } from './api-json';
 
 /**
@@ -14,7 +14,7 @@ import { compiled, Compiled, convertMap, convertStruct, Kind } from './api-json'
  * object that is not plain JSON data, a `__proto__` key, the props cdk8s keeps in a field this
  * walk cannot find. Returns `undefined` then; tests compare both paths on every object.
  */
-export function synthesizeFast(obj: ApiObject, propsStruct: string): Record<string, unknown> | undefined {
+export function synthesizeFast(obj: ApiObject, propsStruct: string, gvk?: GroupVersionKind): Record<string, unknown> | undefined {
   const props = (obj as unknown as { props?: Record<string, unknown> }).props;
   if (props === undefined || props === null || !defaultResolvers(obj)) return undefined;
   const sort = !process.env.CDK8S_DISABLE_SORT; // read per object, as cdk8s's ApiObject.toJson does
@@ -22,9 +22,10 @@ export function synthesizeFast(obj: ApiObject, propsStruct: string): Record<stri
   try {
     // The props first: a value that needs cdk8s's own path is found before the metadata's
     // resolution runs (it may run user code, a Lazy label), so that never runs twice.
-    const body = fuse({ ...props, metadata: undefined }, c, sort);
+    const body = fuseStruct(props, c, sort, 'metadata');
     const metadata = fuse(metadataJson(obj.metadata), compiled('ObjectMeta'), sort);
-    const out: Record<string, unknown> = {};
+    // The kind's class writes `{ ...GVK, ...converted }`: apiVersion and kind first.
+    const out: Record<string, unknown> = gvk ? { apiVersion: gvk.apiVersion, kind: gvk.kind } : {};
     for (const api of c.api) {
       const v = api === 'metadata' ? metadata : body[api];
       if (v !== undefined) out[api] = v;
@@ -54,7 +55,8 @@ function defaultResolvers(obj: ApiObject): boolean {
  */
 function head(value: any): any {
   for (;;) {
-    if (value === null || value === undefined) return value;
+    // Strings, numbers and booleans are never a Lazy, a token or a union: most values of a manifest.
+    if (value === null || value === undefined || (typeof value !== 'object' && typeof value !== 'function')) return value;
     if (value instanceof Lazy || typeof value.resolve === 'function') throw FALLBACK;
     if (value.constructor !== Object) {
       const t = typeof value.value;
@@ -72,7 +74,12 @@ function plain(value: any, sort: boolean): any {
   value = head(value);
   if (value === null || value === undefined) return undefined;
   if (typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map(x => plain(x, sort));
+  if (Array.isArray(value)) {
+    // push, not new Array(n): a packed array, as `.map` makes, which the YAML writer walks fastest.
+    const out = [];
+    for (let i = 0; i < value.length; i++) out.push(plain(value[i], sort));
+    return out;
+  }
   // cdk8s would leave it unresolved and then refuse it ("can't render non-simple object").
   if (value.constructor !== Object) throw FALLBACK;
   const keys = Object.keys(value);
@@ -109,23 +116,39 @@ function metadataJson(md: ApiObject['metadata']): unknown {
   if (extra === null || typeof extra !== 'object' || !('labels' in m) || !('annotations' in m) || !('finalizers' in m) || !('ownerReferences' in m)) {
     return md.toJson();
   }
-  return sanitizeMeta({
-    ...extra,
-    name: m.name,
-    namespace: m.namespace,
-    annotations: m.annotations,
-    finalizers: m.finalizers,
-    ownerReferences: m.ownerReferences,
-    labels: m.labels,
-  });
+  // What cdk8s resolves is `{ ...extra, name, namespace, annotations, finalizers, ownerReferences,
+  // labels }`; its keys are read here without the copy (extra is in dictionary mode after cdk8s's
+  // `delete`, so spreading it cost more than the rest of the metadata).
+  const keys = Object.keys(extra);
+  for (const k of METADATA_FIELDS) if (!Object.prototype.hasOwnProperty.call(extra, k)) keys.push(k);
+  keys.sort();
+  const out: any = {};
+  let any = false;
+  for (const k of keys) {
+    if (k === '__proto__') throw FALLBACK;
+    const v = sanitizeMeta(METADATA_FIELD_SET.has(k) ? (m as unknown as Record<string, unknown>)[k] : extra[k]);
+    if (v !== null && v !== undefined) {
+      out[k] = v;
+      any = true;
+    }
+  }
+  return any ? out : undefined;
 }
+
+const METADATA_FIELDS = ['name', 'namespace', 'annotations', 'finalizers', 'ownerReferences', 'labels'];
+const METADATA_FIELD_SET = new Set(METADATA_FIELDS);
 
 /** `sanitizeValue(resolve(value), { filterEmptyArrays: true, filterEmptyObjects: true })`, keys sorted. */
 function sanitizeMeta(value: any): any {
   value = head(value);
   if (value === null || value === undefined) return undefined;
   if (typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.length === 0 ? undefined : value.map(sanitizeMeta);
+  if (Array.isArray(value)) {
+    if (value.length === 0) return undefined;
+    const out = [];
+    for (let i = 0; i < value.length; i++) out.push(sanitizeMeta(value[i]));
+    return out;
+  }
   if (value.constructor !== Object) throw FALLBACK;
   const keys = Object.keys(value).sort();
   const out: any = {};
@@ -146,10 +169,16 @@ function fuse(raw: any, c: Compiled, sort: boolean): any {
   const v = head(raw);
   if (v === null || v === undefined) return undefined;
   if (typeof v !== 'object' || Array.isArray(v)) return convertStruct(plain(v, sort), c);
+  return fuseStruct(v, c, sort);
+}
+
+/** `fuse` of a resolved object, leaving out the field `skip` (the metadata, which is done apart). */
+function fuseStruct(v: any, c: Compiled, sort: boolean, skip?: string): any {
   if (v.constructor !== Object) throw FALLBACK;
   let slots: unknown[] | undefined;
   for (const key of Object.keys(v)) {
     if (key === '__proto__') throw FALLBACK;
+    if (key === skip) continue;
     const i = c.index.get(key);
     if (i === undefined) {
       // Not a field of the struct: dropped, but cdk8s resolves it first (and may refuse it).
@@ -174,12 +203,15 @@ function field(raw: any, kind: Kind, inner: Compiled | undefined, sort: boolean)
       const a = head(raw);
       if (a === null || a === undefined) return undefined;
       if (!Array.isArray(a)) throw FALLBACK; // the converter's `.map` would throw its own error
-      return a.map(e => fuse(e, inner!, sort));
+      const out = [];
+      for (let i = 0; i < a.length; i++) out.push(fuse(a[i], inner!, sort));
+      return out;
     }
     case Kind.Array: {
       const a = plain(raw, sort);
       if (a !== undefined && !Array.isArray(a)) throw FALLBACK;
-      return a?.map((y: unknown) => y);
+      // The converter's copy (`.map(y => y)`): `plain` made this array, nothing else holds it.
+      return a;
     }
     case Kind.Date: {
       // cdk8s refuses a Date ("can't render non-simple object"), and the converter a string.
