@@ -42,7 +42,8 @@ const FALLBACK = Symbol('needs cdk8s resolve');
 
 /** The resolvers every `new App()` has, as their own classes (not subclasses), and no others. */
 function defaultResolvers(obj: ApiObject): boolean {
-  const r = (App.of(obj) as App).resolvers;
+  // The root, as App.of finds it (the construct without a scope), in one look-up.
+  const r = (obj.node.root as App).resolvers;
   return Array.isArray(r) && r.length === 3
     && Object.getPrototypeOf(r[0]) === LazyResolver.prototype
     && Object.getPrototypeOf(r[1]) === ImplicitTokenResolver.prototype
@@ -176,7 +177,9 @@ function fuse(raw: any, c: Compiled, sort: boolean): any {
 function fuseStruct(v: any, c: Compiled, sort: boolean, skip?: string): any {
   if (v.constructor !== Object) throw FALLBACK;
   let slots: unknown[] | undefined;
-  for (const key of Object.keys(v)) {
+  // for-in over own keys: Object.keys' order, without an array per object.
+  for (const key in v) {
+    if (!Object.prototype.hasOwnProperty.call(v, key)) continue;
     if (key === '__proto__') throw FALLBACK;
     if (key === skip) continue;
     const i = c.index.get(key);
