@@ -23,10 +23,10 @@ export class PodTemplate {
   readonly main: MainContainer;
   /** Whether the pod must be Guaranteed (`guaranteedQos`): containers added later request what they limit. */
   guaranteedQos = false;
-  /** The annotations the user set, to refuse the construct setting them again. */
-  private readonly userAnnotations = new Map<string, { v: Validator; value: string }>();
-  /** Volume names the StatefulSet controller adds from its claim templates. */
-  private readonly claimVolumes = new Set<string>();
+  /** The annotations the user set, to refuse the construct setting them again (made when one is). */
+  private userAnnotations?: Map<string, { v: Validator; value: string }>;
+  /** Volume names the StatefulSet controller adds from its claim templates (made when one is). */
+  private claimVolumes?: Set<string>;
 
   constructor(labels: Record<string, string>, main: MainContainer, spec: Omit<k8s.PodSpec, 'containers' | 'volumes'> & { volumes: k8s.Volume[] }) {
     this.metadata = { labels };
@@ -46,7 +46,7 @@ export class PodTemplate {
   /** Adds a pod-template annotation; changing its value rolls the pods under the update strategy. */
   annotate(key: string, value: string): void {
     // A user's annotation the construct then sets for its own mechanism would be silently replaced.
-    const user = this.userAnnotations.get(key);
+    const user = this.userAnnotations?.get(key);
     if (user) user.v.fail(`pod.annotations.${key}`, 'is set by the construct for its own mechanism: leave it out', user.value);
     (this.metadata.annotations ??= {})[key] = value;
   }
@@ -54,13 +54,13 @@ export class PodTemplate {
   /** A pod-template annotation from the user's `pod.annotations`: the construct may not set it too. */
   userAnnotate(v: Validator, key: string, value: string): void {
     this.annotate(key, value);
-    this.userAnnotations.set(key, { v, value });
+    (this.userAnnotations ??= new Map()).set(key, { v, value });
   }
 
   /** A claim template's name: the controller adds a volume of that name to every pod. */
   reserveClaimVolume(name: string, v: Validator, prop: string): void {
     if (this.hasVolume(name)) v.fail(prop, 'must differ from the names of the pod\'s other volumes', name);
-    this.claimVolumes.add(name);
+    (this.claimVolumes ??= new Set()).add(name);
   }
 
   /**
@@ -73,12 +73,12 @@ export class PodTemplate {
 
   /** Every volume name of the pod, claim templates included. */
   volumeNames(): Set<string> {
-    return new Set([...this.spec.volumes.map(vol => vol.name), ...this.claimVolumes]);
+    return new Set([...this.spec.volumes.map(vol => vol.name), ...(this.claimVolumes ?? [])]);
   }
 
   /** Whether the pod has a volume of that name, claim templates included. */
   hasVolume(name: string): boolean {
-    return this.claimVolumes.has(name) || this.spec.volumes.some(vol => vol.name === name);
+    return this.claimVolumes?.has(name) === true || this.spec.volumes.some(vol => vol.name === name);
   }
 
   addVolume(volume: k8s.Volume, v?: Validator, prop = 'volume'): void {

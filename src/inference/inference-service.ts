@@ -274,7 +274,7 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     super(scope, id);
     const engine = binding.engine;
     const v = new Validator(engine.construct, id);
-    v.knownProps('', props, [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...binding.keys]);
+    v.knownProps('', props, propKeysOf(binding.keys));
     for (const key of Object.keys(props)) {
       if ((props as unknown as Record<string, unknown>)[key] === null) v.fail(key, 'must not be null: omit it for the default', null);
     }
@@ -607,4 +607,13 @@ function refusedFlagsOf(engine: ServingEngine): ReadonlyMap<string, RefusedFlag>
     REFUSED_FLAGS.set(engine, flags);
   }
   return flags;
+}
+
+const PROP_KEYS = new WeakMap<readonly string[], readonly string[]>();
+
+/** Every prop key an engine's construct knows: the shared ones and the engine's own (made once per engine). */
+function propKeysOf(engineKeys: readonly string[]): readonly string[] {
+  let keys = PROP_KEYS.get(engineKeys);
+  if (!keys) PROP_KEYS.set(engineKeys, keys = [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...engineKeys]);
+  return keys;
 }

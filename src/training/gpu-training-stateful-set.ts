@@ -214,6 +214,7 @@ const OWN_PROP_KEYS: ReadonlyArray<keyof GpuTrainingStatefulSetProps> = [
   'gpuConfig', 'sharedMemory', 'masterPort', 'updateStrategy', 'terminationGracePeriod', 'disruptionBudget', 'rdma',
   'runAsRoot', 'maxRestarts', 'queueName', 'runId',
 ];
+const PROP_KEYS = [...GPU_WORKLOAD_PROP_KEYS, ...OWN_PROP_KEYS];
 const STORAGE_KEYS: ReadonlyArray<keyof CheckpointStorage> = ['claimName', 'size', 'mountPath', 'storageClassName'];
 const SHARED_KEYS: ReadonlyArray<keyof SharedCheckpoints> = ['claimName', 'mountPath'];
 
@@ -296,7 +297,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   constructor(scope: Construct, id: string, props: GpuTrainingStatefulSetProps) {
     super(scope, id);
     const v: Validator = new Validator('GpuTrainingStatefulSet', id);
-    v.knownProps('', props, [...GPU_WORKLOAD_PROP_KEYS, ...OWN_PROP_KEYS]);
+    v.knownProps('', props, PROP_KEYS);
 
     const name = this.statefulSetName = statefulSetName(v, props.name, props.version);
     this.serviceName = name;

@@ -119,6 +119,9 @@ const TORCHRUN_OTHER_OPTIONS = [
   'redirects', 'tee', 'local-ranks-filter', 'local-addr', 'logs-specs', 'numa-binding', 'signals-to-handle', 'virtual-local-rank',
 ];
 
+/** Every torchrun option, owned ones first. */
+const TORCHRUN_OPTIONS = [...TORCHRUN_OWNED_OPTIONS.map(([o]) => o), ...TORCHRUN_OTHER_OPTIONS];
+
 /** torchrun options that take no value. */
 const TORCHRUN_FLAGS = ['standalone', 'module', 'no-python', 'run-path', 'virtual-local-rank'];
 
@@ -141,7 +144,6 @@ export interface TorchrunConflict {
 export function findTorchrunConflict(argv: string[]): TorchrunConflict | undefined {
   const start = torchrunOptionsStart(argv);
   if (start === undefined) return undefined;
-  const all = [...TORCHRUN_OWNED_OPTIONS.map(([o]) => o), ...TORCHRUN_OTHER_OPTIONS];
   for (let i = start; i < argv.length; i++) {
     const token = argv[i];
     if (token === '--' || !token.startsWith('-') || token === '-') return undefined;
@@ -153,7 +155,7 @@ export function findTorchrunConflict(argv: string[]): TorchrunConflict | undefin
     }
     const [raw, inline] = [token.slice(2).split('=')[0], token.includes('=')];
     const name = raw.replace(/_/g, '-');
-    const matches = all.includes(name) ? [name] : all.filter(o => o.startsWith(name));
+    const matches = TORCHRUN_OPTIONS.includes(name) ? [name] : TORCHRUN_OPTIONS.filter(o => o.startsWith(name));
     if (matches.length === 1) {
       const owned = TORCHRUN_OWNED_OPTIONS.find(([o]) => o === matches[0]);
       if (owned) return { index: i, token, option: `--${owned[0]}`, via: owned[1] };
@@ -168,11 +170,13 @@ export function torchrunProgram(argv: string[]): string | undefined {
   return torchrunOptionsStart(argv) === undefined ? undefined : (argv[0] ?? '').split('/').pop();
 }
 
+const PYTHON = /^python[0-9.]*$/;
+
 /** Where torchrun's own options begin in `argv`, or undefined when the launcher is not torchrun. */
 function torchrunOptionsStart(argv: string[]): number | undefined {
   const program = (argv[0] ?? '').split('/').pop()!;
   if (program === 'torchrun') return 1;
-  if (!/^python[0-9.]*$/.test(program)) return undefined;
+  if (!PYTHON.test(program)) return undefined;
   for (let i = 1; i < argv.length; i++) {
     if (argv[i] === '-m' && argv[i + 1] === 'torch.distributed.run') return i + 2;
     if (argv[i] === '-mtorch.distributed.run') return i + 1;
