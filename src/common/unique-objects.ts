@@ -25,7 +25,7 @@ function duplicateObjects(_root: IConstruct, nodes: readonly IConstruct[]): stri
   const errors: string[] = [];
   for (const c of nodes) {
     if (!(c instanceof ApiObject)) continue;
-    const group = c.apiVersion.includes('/') ? c.apiVersion.split('/')[0] : '';
+    const group = c.apiGroup === 'core' ? '' : c.apiGroup;
     const namespace = CLUSTER_SCOPED.has(c.kind) ? '' : (c.metadata.namespace ?? '');
     const key = `${group}/${c.kind}/${namespace}/${c.name}`;
     const first = seen.get(key);

@@ -639,7 +639,7 @@ function findEnvConsumers(secrets: RotatingGpuSecret[], nodes: readonly IConstru
     const relevant = byNamespace.get(obj.metadata.namespace);
     if (!relevant) continue;
     const json = specOf(obj);
-    const podSpecAt = POD_SPEC_PATHS.get(`${obj.apiGroup}/${obj.kind}`);
+    const podSpecAt = POD_SPEC_PATHS.get(obj.kind)?.get(obj.apiGroup);
     // A built-in kind holds its pods at one known place; anything else is searched everywhere.
     const podSpec = podSpecAt ? at(json, podSpecAt) : undefined;
     if (podSpecAt && podSpec === undefined) continue;
@@ -647,7 +647,13 @@ function findEnvConsumers(secrets: RotatingGpuSecret[], nodes: readonly IConstru
     const named = new Set<string>();
     if (podSpecAt) podSpecSecretNames(podSpec, named);
     else secretNamesIn(json, named);
-    const matched = [...named].flatMap(name => relevant.get(name) ?? []).sort((a, b) => a.order - b.order);
+    if (named.size === 0) continue;
+    const matched: Array<{ check: typeof checks[number]; order: number }> = [];
+    for (const name of named) {
+      const found = relevant.get(name);
+      if (found) matched.push(...found);
+    }
+    matched.sort((a, b) => a.order - b.order);
     for (const { check: c } of matched) {
       const found: string[] = [];
       envReadsIn(podSpecAt ? podSpec : json, c.name, found);
@@ -657,17 +663,17 @@ function findEnvConsumers(secrets: RotatingGpuSecret[], nodes: readonly IConstru
   return errors;
 }
 
-/** Where the built-in kinds that run pods hold their pod spec (API group, or "core", and kind). */
-const POD_SPEC_PATHS = new Map<string, readonly string[]>([
-  ['core/Pod', ['spec']],
-  ['core/PodTemplate', ['template', 'spec']],
-  ['core/ReplicationController', ['spec', 'template', 'spec']],
-  ['apps/Deployment', ['spec', 'template', 'spec']],
-  ['apps/StatefulSet', ['spec', 'template', 'spec']],
-  ['apps/DaemonSet', ['spec', 'template', 'spec']],
-  ['apps/ReplicaSet', ['spec', 'template', 'spec']],
-  ['batch/Job', ['spec', 'template', 'spec']],
-  ['batch/CronJob', ['spec', 'jobTemplate', 'spec', 'template', 'spec']],
+/** Where the built-in kinds that run pods hold their pod spec: kind, then API group ("core" for v1). */
+const POD_SPEC_PATHS = new Map<string, ReadonlyMap<string, readonly string[]>>([
+  ['Pod', new Map([['core', ['spec']]])],
+  ['PodTemplate', new Map([['core', ['template', 'spec']]])],
+  ['ReplicationController', new Map([['core', ['spec', 'template', 'spec']]])],
+  ['Deployment', new Map([['apps', ['spec', 'template', 'spec']]])],
+  ['StatefulSet', new Map([['apps', ['spec', 'template', 'spec']]])],
+  ['DaemonSet', new Map([['apps', ['spec', 'template', 'spec']]])],
+  ['ReplicaSet', new Map([['apps', ['spec', 'template', 'spec']]])],
+  ['Job', new Map([['batch', ['spec', 'template', 'spec']]])],
+  ['CronJob', new Map([['batch', ['spec', 'jobTemplate', 'spec', 'template', 'spec']]])],
 ]);
 
 function at(json: unknown, path: readonly string[]): unknown {
