@@ -1,5 +1,5 @@
 import { App } from 'cdk8s';
-import { IConstruct } from 'constructs';
+import { IConstruct, Node } from 'constructs';
 
 /** The app-wide checks of one app, and the tree walk they share. */
 interface AppChecks {
@@ -10,8 +10,10 @@ interface AppChecks {
   expiring?: boolean;
   /** How deep in `synth()`/`synthYaml()` of the app the stack is (see `shareWalks`). */
   synthesizing: number;
-  /** While synthesizing: the walk of the whole tree, until a construct is added. */
+  /** While synthesizing: the walk of the whole tree, until a construct is added or removed. */
   memo?: IConstruct[];
+  /** The removal count when `memo` was taken. */
+  memoRemovals?: number;
 }
 
 interface AppCheck {
@@ -62,17 +64,17 @@ function runChecks(root: IConstruct, app: AppChecks): string[] {
  * While the app synthesizes (`synth()` or `synthYaml()` of a cdk8s App), one walk serves every
  * pass: cdk8s walks the whole tree again for every chart it writes (cdk8s-team/cdk8s-core#1658),
  * which made an app of one chart per workload spend most of its synth walking. The memo is
- * dropped when a construct is added anywhere in the tree (every `addChild` asks the root's
- * `node.locked`, which is wrapped to notice), so every pass sees what it would have seen. A
- * construct removed by a validation during synth is still validated by later passes of that
- * synth (the output is the same: each chart's objects come from the chart's own walk).
+ * dropped when the tree changes, so every walk returns what a fresh one would: a construct added
+ * anywhere (every `addChild` asks the root's `node.locked`, which is wrapped to notice) or removed
+ * anywhere (`Node.prototype.tryRemoveChild` counts removals; see `countRemovals`). Without either
+ * hook (another release of constructs, or a root from another copy of it) there is no memo.
  */
 function shareWalks(root: IConstruct, app: AppChecks): void {
   const node = root.node;
   const findAll = node.findAll;
   const lockedGetter = getterOf(node, 'locked');
-  // Without the hook that sees additions the memo could go stale, so it is not used.
-  const memoizes = lockedGetter !== undefined && wrapSynth(root, app);
+  // Without the hooks that see changes the memo could go stale, so it is not used.
+  const memoizes = lockedGetter !== undefined && node instanceof Node && countRemovals() && wrapSynth(root, app);
   if (memoizes) {
     define(node, 'locked', {
       get(this: typeof node) {
@@ -86,6 +88,7 @@ function shareWalks(root: IConstruct, app: AppChecks): void {
     value: function (this: typeof node, ...args: Parameters<typeof findAll>) {
       // Only a preorder walk of the whole tree is the walk the checks need.
       const whole = args[0] === undefined || args[0] === 0;
+      if (app.memo && app.memoRemovals !== removals) app.memo = undefined;
       if (whole && app.memo) {
         app.fresh = app.memo;
         // A copy: the caller may change its array; the memo must not change with it.
@@ -93,7 +96,10 @@ function shareWalks(root: IConstruct, app: AppChecks): void {
       }
       const found = findAll.apply(this, args);
       if (!whole) return found;
-      if (app.synthesizing > 0) app.memo = found.slice();
+      if (app.synthesizing > 0) {
+        app.memo = found.slice();
+        app.memoRemovals = removals;
+      }
       app.fresh = app.memo ?? found;
       // The walk is kept until the end of the current task at most: a synth pass walks and
       // validates in one synchronous run. One pending clean-up per app, holding no walk: cdk8s
@@ -117,16 +123,44 @@ function wrapSynth(root: IConstruct, app: AppChecks): boolean {
     const inner = root[method] as (this: App) => unknown;
     define(root, method, {
       writable: true,
-      value: function (this: App) {
+      value: function (this: App, ...args: unknown[]) {
         app.synthesizing++;
         try {
-          return inner.call(this);
+          // A subclass's synth may take arguments: they pass through.
+          return (inner as (...a: unknown[]) => unknown).apply(this, args);
         } finally {
           if (--app.synthesizing === 0) app.memo = undefined;
         }
       },
     });
   }
+  return true;
+}
+
+/** Constructs removed anywhere, by any app, since this module wrapped `tryRemoveChild`. */
+let removals = 0;
+let removalsCounted = false;
+
+/**
+ * Counts successful `tryRemoveChild` calls (constructs' only way to remove a child), so that a
+ * memoized walk holding a removed construct is dropped: a chart an App removes before or during
+ * synth must not be written. The method's behaviour is unchanged. Returns whether removals are
+ * counted (false when constructs has no such method).
+ */
+function countRemovals(): boolean {
+  if (removalsCounted) return true;
+  const proto = Node.prototype as unknown as { tryRemoveChild?: (name: string) => boolean };
+  const original = proto.tryRemoveChild;
+  if (typeof original !== 'function') return false;
+  define(proto, 'tryRemoveChild', {
+    writable: true,
+    value: function (this: Node, childName: string): boolean {
+      const removed = original.call(this, childName);
+      if (removed) removals++;
+      return removed;
+    },
+  });
+  removalsCounted = true;
   return true;
 }
 

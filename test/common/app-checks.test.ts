@@ -183,5 +183,58 @@ describe('addAppCheck', () => {
       configMap(new Construct(chart, 'x'), 'bad', 'bad');
       expect(() => app.synthYaml()).toThrow(/bad ConfigMap at c\/x\/bad/);
     });
+
+    /** The files an app writes, with a check registered (the memo on) or through App.prototype.synth (no memo). */
+    function written(build: (app: App) => void, memo: boolean, AppClass: typeof App = App): string[] {
+      const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'app-checks-'));
+      try {
+        const app = new AppClass({ outdir });
+        build(app);
+        const keep = new Chart(app, 'keep');
+        configMap(keep, 'cm', 'keep');
+        counting(keep);
+        if (memo) app.synth();
+        else App.prototype.synth.call(app);
+        return fs.readdirSync(outdir).sort();
+      } finally {
+        fs.rmSync(outdir, { recursive: true, force: true });
+      }
+    }
+
+    test('a chart removed during synth (by a validation) is not written, as without the memo', () => {
+      const build = (app: App) => {
+        const tmp = new Chart(app, 'tmp');
+        configMap(tmp, 'cm', 'scratch');
+        const first = new Chart(app, 'a');
+        configMap(first, 'cm', 'a');
+        first.node.addValidation({ validate: () => { app.node.tryRemoveChild('tmp'); return []; } });
+      };
+      expect(written(build, true)).toEqual(written(build, false));
+      expect(written(build, true)).not.toContain('tmp.k8s.yaml');
+    });
+
+    test("a chart an App subclass's synth removes before cdk8s's synth is not written", () => {
+      class PruningApp extends App {
+        public synth(): void {
+          for (const c of this.node.findAll()) if (Chart.isChart(c) && c.node.id === 'dev') this.node.tryRemoveChild('dev');
+          super.synth();
+        }
+      }
+      const build = (app: App) => configMap(new Chart(app, 'dev'), 'cm', 'dev-only');
+      expect(written(build, true, PruningApp)).toEqual(['keep.k8s.yaml']);
+    });
+
+    test("a subclass's synth and synthYaml get their arguments", () => {
+      class HeaderApp extends App {
+        public synthYaml(header = ''): string {
+          return header + super.synthYaml();
+        }
+      }
+      const app = new HeaderApp();
+      const chart = new Chart(app, 'c');
+      configMap(chart, 'cm', 'cm');
+      counting(chart);
+      expect((app.synthYaml as (h: string) => string)('# generated\n').split('\n')[0]).toBe('# generated');
+    });
   });
 });
