@@ -12,11 +12,15 @@ import { compiled, Compiled, convertMap, convertStruct, Kind } from './api-json'
  * becomes its value). Anything else takes cdk8s's own path, so its result and errors are exactly
  * cdk8s's: an app with other resolvers, a `Lazy`, a value with a `resolve()` method (a token), an
  * object that is not plain JSON data, a `__proto__` key, the props cdk8s keeps in a field this
- * walk cannot find. Returns `undefined` then; tests compare both paths on every object.
+ * walk cannot find, props with a `resolve()` method of their own, and any error met on the way
+ * (cdk8s then throws it with the object's path). Returns `undefined` then; tests compare both
+ * paths on every object.
  */
 export function synthesizeFast(obj: ApiObject, propsStruct: string, gvk?: GroupVersionKind): Record<string, unknown> | undefined {
   const props = (obj as unknown as { props?: Record<string, unknown> }).props;
   if (props === undefined || props === null || !defaultResolvers(obj)) return undefined;
+  // cdk8s resolves the props as a whole first: a `resolve` method there makes them a token.
+  if (typeof props.resolve === 'function') return undefined;
   const sort = !process.env.CDK8S_DISABLE_SORT; // read per object, as cdk8s's ApiObject.toJson does
   const c = compiled(propsStruct);
   try {
@@ -31,9 +35,10 @@ export function synthesizeFast(obj: ApiObject, propsStruct: string, gvk?: GroupV
       if (v !== undefined) out[api] = v;
     }
     return out;
-  } catch (e) {
-    if (e === FALLBACK) return undefined;
-    throw e;
+  } catch {
+    // FALLBACK, or an error of the walk (a getter that throws, a cycle): cdk8s's own path then
+    // gives its result, or its error with the object's path in it.
+    return undefined;
   }
 }
 

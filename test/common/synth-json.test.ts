@@ -107,4 +107,15 @@ describe('synthesizeFast', () => {
     expect(json.metadata.labels).toEqual({ at: 'call-1' });
     expect(calls).toBe(1);
   });
+  test('takes cdk8s path for props that are a token as a whole, and for errors, which cdk8s then names with the object path', () => {
+    const chart = new Chart(Testing.app(), 'c');
+    const token = new kube.KubeService(chart, 't', { metadata: { name: 'a' }, spec: {}, resolve: () => ({ spec: { type: 'Foo' } }) } as any);
+    const original = (o: ApiObject) => () => Object.getPrototypeOf(kube.KubeService.prototype).toJson.call(o);
+    expect(synthesizeFast(token, 'KubeServiceProps')).toBeUndefined();
+    expect(text(token.toJson())).toEqual(text(original(token)()));
+    const throwing = new kube.KubeService(chart, 'g', { metadata: { name: 'b' }, spec: { selector: { get x(): string { throw new Error('boom'); } } } });
+    expect(outcome(() => throwing.toJson())).toEqual(outcome(original(throwing)));
+    expect(() => throwing.toJson()).toThrow(/Failed serializing construct at path 'c\/g' with name 'b': Error: boom/);
+  });
 });
+
