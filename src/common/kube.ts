@@ -43,7 +43,23 @@ function withFastSynth<C extends KubeClass<ApiObject>>(Base: C, props: string): 
   };
   // Errors and the API reference name the class as cdk8s-plus does.
   Object.defineProperty(Fast, 'name', { value: Base.name });
+  FAST_CLASSES.add(Fast);
   return Fast;
+}
+
+const FAST_CLASSES = new WeakSet<object>();
+
+/**
+ * Whether an object is one of the library's own, unpatched: its props are then plain typed data
+ * (no `Lazy`, nothing only cdk8s resolves) in the API's field names, and can be read without
+ * synthesizing it. Anything else (a cdk8s-plus L2 object, a user's ApiObject, a patched object)
+ * is known only from its `toJson()`.
+ */
+export function propsAreItsJson(obj: ApiObject): boolean {
+  for (let p = Object.getPrototypeOf(obj); p; p = Object.getPrototypeOf(p)) {
+    if (FAST_CLASSES.has(p.constructor)) return patchesOf(obj).length === 0;
+  }
+  return false;
 }
 
 /** Checks beyond the schema a kind needs after a patch (e.g. quantity syntax): errors, or none. */

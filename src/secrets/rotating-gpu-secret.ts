@@ -733,14 +733,20 @@ const CONTAINER_LISTS = new Set(['containers', 'initContainers', 'ephemeralConta
  * reads of the Secret, and subPath mounts of a volume that projects it (neither ever updates).
  */
 /**
- * What the env check walks: an unpatched object's props as given (the field names it reads, env,
- * envFrom, secretKeyRef, secretRef, volumes, secret, projected, volumeMounts, subPath, are the same
- * in the typed props and in the API JSON), so the app is not synthesized twice; a patched object's
- * JSON, since a patch may add what the props lack.
+ * What the env check walks: one of the library's own unpatched objects as its props (the field
+ * names it reads, env, envFrom, secretKeyRef, secretRef, volumes, secret, projected, volumeMounts,
+ * subPath, are the same in the typed props and in the API JSON), so the app is not synthesized
+ * twice; anything else as its JSON, since a patch may add what the props lack and a cdk8s-plus L2
+ * object or a user's object may hold its pod spec in a `Lazy`. An object whose JSON fails is
+ * skipped: cdk8s reports that error when it writes the object.
  */
 function specOf(obj: ApiObject): unknown {
-  const o = obj as unknown as { patches?: unknown[]; props?: unknown };
-  return o.patches && o.patches.length === 0 && o.props !== undefined ? o.props : obj.toJson();
+  if (kube.propsAreItsJson(obj)) return (obj as unknown as { props: unknown }).props;
+  try {
+    return obj.toJson();
+  } catch {
+    return undefined;
+  }
 }
 
 /** Every Secret name an object refers to: env and envFrom references and secret or projected volumes. */

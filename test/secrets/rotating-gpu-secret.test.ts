@@ -1,4 +1,5 @@
-import { ApiObject, Chart, Duration, JsonPatch, Size, Testing } from 'cdk8s';
+import { ApiObject, Chart, Duration, JsonPatch, Lazy, Size, Testing } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
 import { k8s } from 'cdk8s-plus-28';
 import {
   ConfigurationError, EnvValue, GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, Reload, RotatingGpuSecret, RotatingGpuSecretProps,
@@ -114,6 +115,21 @@ describe('RotatingGpuSecret', () => {
       expect(message).toMatch(/CronJob\/cron: container 'worker' reads rotating Secret 'gpu-credentials' through env T/);
       expect(message).toMatch(/JobSet\/js: container 'worker'/);
       expect(message).toMatch(/Job\/vc: container 'worker'/);
+    });
+
+    test('at synth: in a cdk8s-plus L2 workload, and in an object whose pod spec is a Lazy', () => {
+      const chart = new Chart(Testing.app(), 'c');
+      new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+      const secret = kplus.Secret.fromSecretName(chart, 'ref', 'gpu-credentials');
+      new kplus.Deployment(chart, 'l2', { containers: [{ image: 'i', envVariables: { T: kplus.EnvValue.fromSecretValue({ secret, key: 'k' }) } }] });
+      const env = [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }];
+      new ApiObject(chart, 'lazy', {
+        apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'lazy' },
+        spec: Lazy.any({ produce: () => ({ selector: {}, template: { spec: { containers: [{ name: 'app', image: 'i', env }] } } }) }),
+      });
+      const message = errorOf(() => Testing.synth(chart)).message;
+      expect(message).toMatch(/Deployment\/c-l2-[0-9a-f]+: container 'main' reads rotating Secret 'gpu-credentials' through env T/);
+      expect(message).toMatch(/Deployment\/lazy: container 'app' reads rotating Secret 'gpu-credentials' through env T/);
     });
 
     test('a subPath mount of the Secret (secret or projected volume) is an error too: it never updates', () => {
