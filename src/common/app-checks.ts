@@ -66,7 +66,8 @@ function runChecks(root: IConstruct, app: AppChecks): string[] {
  * which made an app of one chart per workload spend most of its synth walking. The memo is
  * dropped when the tree changes, so every walk returns what a fresh one would: a construct added
  * anywhere (every `addChild` asks the root's `node.locked`, which is wrapped to notice) or removed
- * anywhere (`Node.prototype.tryRemoveChild` counts removals; see `countRemovals`). Without either
+ * anywhere (while an app synthesizes, `Node.prototype.tryRemoveChild` counts removals; see
+ * `countRemovals`). Without either
  * hook (another release of constructs, or a root from another copy of it) there is no memo.
  */
 function shareWalks(root: IConstruct, app: AppChecks): void {
@@ -74,7 +75,7 @@ function shareWalks(root: IConstruct, app: AppChecks): void {
   const findAll = node.findAll;
   const lockedGetter = getterOf(node, 'locked');
   // Without the hooks that see changes the memo could go stale, so it is not used.
-  const memoizes = lockedGetter !== undefined && node instanceof Node && countRemovals() && wrapSynth(root, app);
+  const memoizes = lockedGetter !== undefined && node instanceof Node && typeof Node.prototype.tryRemoveChild === 'function' && wrapSynth(root, app);
   if (memoizes) {
     define(node, 'locked', {
       get(this: typeof node) {
@@ -125,10 +126,12 @@ function wrapSynth(root: IConstruct, app: AppChecks): boolean {
       writable: true,
       value: function (this: App, ...args: unknown[]) {
         app.synthesizing++;
+        const stopCounting = countRemovals();
         try {
           // A subclass's synth may take arguments: they pass through.
           return (inner as (...a: unknown[]) => unknown).apply(this, args);
         } finally {
+          stopCounting();
           if (--app.synthesizing === 0) app.memo = undefined;
         }
       },
@@ -137,31 +140,38 @@ function wrapSynth(root: IConstruct, app: AppChecks): boolean {
   return true;
 }
 
-/** Constructs removed anywhere, by any app, since this module wrapped `tryRemoveChild`. */
+/** Constructs removed anywhere while some app synthesized (see `countRemovals`). */
 let removals = 0;
-let removalsCounted = false;
+/** How many synths (of any app) are running, and what `tryRemoveChild` was before the first. */
+let counting = 0;
+let uncounted: ((this: Node, childName: string) => boolean) | undefined;
+let counter: ((this: Node, childName: string) => boolean) | undefined;
 
 /**
- * Counts successful `tryRemoveChild` calls (constructs' only way to remove a child), so that a
- * memoized walk holding a removed construct is dropped: a chart an App removes before or during
- * synth must not be written. The method's behaviour is unchanged. Returns whether removals are
- * counted (false when constructs has no such method).
+ * Counts successful `tryRemoveChild` calls (constructs' only way to remove a child) while an app
+ * synthesizes, so that a memoized walk holding a removed construct is dropped: a chart an App
+ * removes before or during cdk8s's synth must not be written. The memo exists only during a
+ * synth, so only then are removals counted: constructs' prototype is wrapped for the call and put
+ * back after it (unless something else replaced the method meanwhile). The method's behaviour is
+ * unchanged. Returns what ends the counting for this synth.
  */
-function countRemovals(): boolean {
-  if (removalsCounted) return true;
-  const proto = Node.prototype as unknown as { tryRemoveChild?: (name: string) => boolean };
-  const original = proto.tryRemoveChild;
-  if (typeof original !== 'function') return false;
-  define(proto, 'tryRemoveChild', {
-    writable: true,
-    value: function (this: Node, childName: string): boolean {
+function countRemovals(): () => void {
+  const proto = Node.prototype as unknown as { tryRemoveChild: (this: Node, childName: string) => boolean };
+  if (counting++ === 0) {
+    const original = uncounted = proto.tryRemoveChild;
+    counter = function tryRemoveChild(this: Node, childName: string): boolean {
       const removed = original.call(this, childName);
       if (removed) removals++;
       return removed;
-    },
-  });
-  removalsCounted = true;
-  return true;
+    };
+    define(proto, 'tryRemoveChild', { writable: true, value: counter });
+  }
+  return () => {
+    if (--counting === 0) {
+      if (proto.tryRemoveChild === counter) define(proto, 'tryRemoveChild', { writable: true, value: uncounted });
+      uncounted = counter = undefined;
+    }
+  };
 }
 
 /** An own property that stays out of `Object.keys` and JSON, as the prototype's member was. */

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ApiObject, App, Chart, Testing } from 'cdk8s';
-import { Construct, IConstruct } from 'constructs';
+import { Construct, IConstruct, Node } from 'constructs';
 import { addAppCheck } from '../../src/common/app-checks';
 
 /** A check that counts its runs and refuses any ConfigMap named "bad". */
@@ -211,6 +211,20 @@ describe('addAppCheck', () => {
       };
       expect(written(build, true)).toEqual(written(build, false));
       expect(written(build, true)).not.toContain('tmp.k8s.yaml');
+    });
+
+    test("constructs' tryRemoveChild is counted only during a synth, and is constructs' own again after it", () => {
+      const original = Node.prototype.tryRemoveChild;
+      let during: unknown;
+      const build = (app: App) => {
+        new Chart(app, 'x').node.addValidation({ validate: () => { during = Node.prototype.tryRemoveChild; return []; } });
+      };
+      written(build, true);
+      expect(during).not.toBe(original);
+      expect(Node.prototype.tryRemoveChild).toBe(original);
+      // A synth that fails half-way puts it back too.
+      expect(() => written(app => new Chart(app, 'bad').node.addValidation({ validate: () => ['refused'] }), true)).toThrow(/refused/);
+      expect(Node.prototype.tryRemoveChild).toBe(original);
     });
 
     test("a chart an App subclass's synth removes before cdk8s's synth is not written", () => {
