@@ -1,5 +1,6 @@
-import { ApiObject, App, GroupVersionKind, ImplicitTokenResolver, Lazy, LazyResolver, NumberStringUnionResolver } from 'cdk8s';
+import { ApiObject, App, Chart, GroupVersionKind, ImplicitTokenResolver, Lazy, LazyResolver, NumberStringUnionResolver } from 'cdk8s';
 import { compiled, Compiled, convertMap, convertStruct, Kind } from './api-json';
+import { readBackAsNumber } from './yaml-scalars';
 
 /**
  * The API JSON of one of the library's objects, as cdk8s and cdk8s-plus-28 would write it
@@ -35,11 +36,19 @@ export function synthesizeFast(obj: ApiObject, propsStruct: string, gvk?: GroupV
       if (v !== undefined) out[api] = v;
     }
     return out;
-  } catch {
+  } catch (e) {
+    if (e instanceof ReadBackError) throw new Error(`${ownerOf(obj)}: ${obj.kind}/${obj.name} ${e.message} (got ${JSON.stringify(e.value)})`);
     // FALLBACK, or an error of the walk (a getter that throws, a cycle): cdk8s's own path then
     // gives its result, or its error with the object's path in it.
     return undefined;
   }
+}
+
+/** The construct that made an object, as the library's messages name it: `<Construct> '<id>'`. */
+function ownerOf(obj: ApiObject): string {
+  const parent = obj.node.scope;
+  const maker = parent && parent.node.scope && !Chart.isChart(parent) && !(parent instanceof ApiObject) ? parent : obj;
+  return `${maker.constructor.name} '${maker.node.id}'`;
 }
 
 /** Thrown inside the walk when a value needs cdk8s's own resolution. */
@@ -79,7 +88,7 @@ function head(value: any): any {
 function plain(value: any, sort: boolean): any {
   value = head(value);
   if (value === null || value === undefined) return undefined;
-  if (typeof value !== 'object') return value;
+  if (typeof value !== 'object') return typeof value === 'string' ? scalar(value) : value;
   if (Array.isArray(value)) {
     // push, not new Array(n): a packed array, as `.map` makes, which the YAML writer walks fastest.
     const out = [];
@@ -94,9 +103,23 @@ function plain(value: any, sort: boolean): any {
   for (const k of keys) {
     if (k === '__proto__') throw FALLBACK;
     const v = plain(value[k], sort);
-    if (v !== null && v !== undefined) out[k] = v;
+    if (v !== null && v !== undefined) out[scalar(k)] = v;
   }
   return out;
+}
+
+/** A string as written, unless kubectl would read it back as a number (see yaml-scalars.ts). */
+function scalar(s: string): string {
+  const n = readBackAsNumber(s);
+  if (n !== undefined) throw new ReadBackError(s, n);
+  return s;
+}
+
+/** A string value or key kubectl would read back as a number: reported, never written. */
+class ReadBackError extends Error {
+  constructor(readonly value: string, readonly number: number) {
+    super(`holds the string ${JSON.stringify(value)}, which cdk8s writes unquoted (YAML 1.1) and kubectl reads back as the number ${number}: the API server then refuses it in a string field, and in a port name or a map key the number silently replaces it; spell the value differently`);
+  }
 }
 
 /** The fields cdk8s's `ApiObjectMetadataDefinition` keeps (private there; read here, checked below). */
@@ -148,7 +171,7 @@ const METADATA_FIELD_SET = new Set(METADATA_FIELDS);
 function sanitizeMeta(value: any): any {
   value = head(value);
   if (value === null || value === undefined) return undefined;
-  if (typeof value !== 'object') return value;
+  if (typeof value !== 'object') return typeof value === 'string' ? scalar(value) : value;
   if (Array.isArray(value)) {
     if (value.length === 0) return undefined;
     const out = [];
@@ -163,7 +186,7 @@ function sanitizeMeta(value: any): any {
     if (k === '__proto__') throw FALLBACK;
     const v = sanitizeMeta(value[k]);
     if (v !== null && v !== undefined) {
-      out[k] = v;
+      out[scalar(k)] = v;
       any = true;
     }
   }

@@ -3,6 +3,7 @@
 // on large exports, see bench/guard.ts) under a schema that resolves plain scalars as go-yaml v2's
 // resolve.go does. This module is required only when the guard runs (load.ts requires it lazily).
 import * as jsyaml from 'js-yaml';
+import { GO_FLOAT, GO_INT, goInt } from '../validation/go-yaml-scalars';
 
 /** go-yaml v2 resolve.go: the YAML 1.1 booleans, not only `true`/`false`. */
 // Maps, not object literals: `'toString' in {}` is true, and `in` on a literal is slow at scale.
@@ -16,23 +17,6 @@ const SPECIAL_FLOATS = new Map<string, number>(Object.entries({
   '.inf': Infinity, '.Inf': Infinity, '.INF': Infinity, '+.inf': Infinity, '+.Inf': Infinity, '+.INF': Infinity,
   '-.inf': -Infinity, '-.Inf': -Infinity, '-.INF': -Infinity,
 }));
-/** strconv.ParseInt(s, 0, 64) after go-yaml strips `_`: sign, then 0x / 0o / 0b / leading-0 octal / decimal. */
-const GO_INT = /^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/;
-/** go-yaml v2 yamlStyleFloat. */
-const GO_FLOAT = /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$/;
-
-function goInt(plain: string): number {
-  const neg = plain[0] === '-';
-  const body = plain[0] === '-' || plain[0] === '+' ? plain.slice(1) : plain;
-  let v: number;
-  if (/^0[xX]/.test(body)) v = parseInt(body.slice(2), 16);
-  else if (/^0[oO]/.test(body)) v = parseInt(body.slice(2), 8);
-  else if (/^0[bB]/.test(body)) v = parseInt(body.slice(2), 2);
-  else if (body.length > 1 && body[0] === '0') v = parseInt(body.slice(1), 8);
-  else v = parseInt(body, 10);
-  return neg ? -v : v;
-}
-
 const nullType = new jsyaml.Type('tag:yaml.org,2002:null', {
   kind: 'scalar',
   resolve: (s: string) => s === '' || (s.length <= 4 && NULLS.has(s)),
