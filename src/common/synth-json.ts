@@ -1,5 +1,6 @@
-import { ApiObject, App, Chart, GroupVersionKind, ImplicitTokenResolver, Lazy, LazyResolver, NumberStringUnionResolver } from 'cdk8s';
+import { ApiObject, App, GroupVersionKind, ImplicitTokenResolver, Lazy, LazyResolver, NumberStringUnionResolver } from 'cdk8s';
 import { compiled, Compiled, convertMap, convertStruct, Kind } from './api-json';
+import { ownerOf } from './unique-objects';
 import { readBackAsNumber } from './yaml-scalars';
 
 /**
@@ -44,13 +45,6 @@ export function synthesizeFast(obj: ApiObject, propsStruct: string, gvk?: GroupV
   }
 }
 
-/** The construct that made an object, as the library's messages name it: `<Construct> '<id>'`. */
-function ownerOf(obj: ApiObject): string {
-  const parent = obj.node.scope;
-  const maker = parent && parent.node.scope && !Chart.isChart(parent) && !(parent instanceof ApiObject) ? parent : obj;
-  return `${maker.constructor.name} '${maker.node.id}'`;
-}
-
 /** Thrown inside the walk when a value needs cdk8s's own resolution. */
 const FALLBACK = Symbol('needs cdk8s resolve');
 
@@ -84,15 +78,19 @@ function head(value: any): any {
   }
 }
 
-/** `sanitizeValue(resolve(value))`: resolved, null and undefined left out, keys sorted. */
-function plain(value: any, sort: boolean): any {
+/**
+ * `sanitizeValue(resolve(value))`: resolved, null and undefined left out, keys sorted. With
+ * `dropEmpty`, empty arrays and objects are left out too (cdk8s sanitizes metadata that way).
+ */
+function plain(value: any, sort: boolean, dropEmpty = false): any {
   value = head(value);
   if (value === null || value === undefined) return undefined;
   if (typeof value !== 'object') return typeof value === 'string' ? scalar(value) : value;
   if (Array.isArray(value)) {
+    if (dropEmpty && value.length === 0) return undefined;
     // push, not new Array(n): a packed array, as `.map` makes, which the YAML writer walks fastest.
     const out = [];
-    for (let i = 0; i < value.length; i++) out.push(plain(value[i], sort));
+    for (let i = 0; i < value.length; i++) out.push(plain(value[i], sort, dropEmpty));
     return out;
   }
   // cdk8s would leave it unresolved and then refuse it ("can't render non-simple object").
@@ -100,12 +98,16 @@ function plain(value: any, sort: boolean): any {
   const keys = Object.keys(value);
   if (sort) sortKeys(keys);
   const out: any = {};
+  let any = false;
   for (const k of keys) {
     if (k === '__proto__') throw FALLBACK;
-    const v = plain(value[k], sort);
-    if (v !== null && v !== undefined) out[scalar(k)] = v;
+    const v = plain(value[k], sort, dropEmpty);
+    if (v !== null && v !== undefined) {
+      out[scalar(k)] = v;
+      any = true;
+    }
   }
-  return out;
+  return dropEmpty && !any ? undefined : out;
 }
 
 /** A string as written, unless kubectl would read it back as a number (see yaml-scalars.ts). */
@@ -155,7 +157,7 @@ function metadataJson(md: ApiObject['metadata']): unknown {
   let any = false;
   for (const k of keys) {
     if (k === '__proto__') throw FALLBACK;
-    const v = sanitizeMeta(METADATA_FIELD_SET.has(k) ? (m as unknown as Record<string, unknown>)[k] : extra[k]);
+    const v = plain(METADATA_FIELD_SET.has(k) ? (m as unknown as Record<string, unknown>)[k] : extra[k], true, true);
     if (v !== null && v !== undefined) {
       out[k] = v;
       any = true;
@@ -167,31 +169,6 @@ function metadataJson(md: ApiObject['metadata']): unknown {
 const METADATA_FIELDS = ['name', 'namespace', 'annotations', 'finalizers', 'ownerReferences', 'labels'];
 const METADATA_FIELD_SET = new Set(METADATA_FIELDS);
 
-/** `sanitizeValue(resolve(value), { filterEmptyArrays: true, filterEmptyObjects: true })`, keys sorted. */
-function sanitizeMeta(value: any): any {
-  value = head(value);
-  if (value === null || value === undefined) return undefined;
-  if (typeof value !== 'object') return typeof value === 'string' ? scalar(value) : value;
-  if (Array.isArray(value)) {
-    if (value.length === 0) return undefined;
-    const out = [];
-    for (let i = 0; i < value.length; i++) out.push(sanitizeMeta(value[i]));
-    return out;
-  }
-  if (value.constructor !== Object) throw FALLBACK;
-  const keys = sortKeys(Object.keys(value));
-  const out: any = {};
-  let any = false;
-  for (const k of keys) {
-    if (k === '__proto__') throw FALLBACK;
-    const v = sanitizeMeta(value[k]);
-    if (v !== null && v !== undefined) {
-      out[scalar(k)] = v;
-      any = true;
-    }
-  }
-  return any ? out : undefined;
-}
 
 /**
  * `keys.sort()`, in place: the same order (UTF-16 code units, which `<` compares), by insertion for

@@ -34,13 +34,13 @@ function duplicateObjects(_root: IConstruct, nodes: readonly IConstruct[]): stri
       continue;
     }
     const where = namespace ? ` in namespace "${namespace}"` : '';
-    errors.push(`${owner(c)}: name must make objects unique, but ${c.kind} "${c.name}"${where} is also made by ${owner(first)} (${first.node.path}); on apply the later one would silently replace the other (got ${JSON.stringify(c.name)})`);
+    errors.push(`${ownerOf(c)}: name must make objects unique, but ${c.kind} "${c.name}"${where} is also made by ${ownerOf(first)} (${first.node.path}); on apply the later one would silently replace the other (got ${JSON.stringify(c.name)})`);
   }
   return errors;
 }
 
 /** The construct that made an object, as the library's messages name it: `<Construct> '<id>'`. */
-function owner(obj: ApiObject): string {
+export function ownerOf(obj: ApiObject): string {
   const parent = obj.node.scope;
   const maker = parent && parent.node.scope && !Chart.isChart(parent) && !(parent instanceof ApiObject) ? parent : obj;
   return `${maker.constructor.name} '${maker.node.id}'`;

@@ -3,7 +3,7 @@
 // on large exports, see bench/guard.ts) under a schema that resolves plain scalars as go-yaml v2's
 // resolve.go does. This module is required only when the guard runs (load.ts requires it lazily).
 import * as jsyaml from 'js-yaml';
-import { GO_FLOAT, GO_INT, goInt } from '../validation/go-yaml-scalars';
+import { goInt, isGoFloat, isGoInt } from '../validation/go-yaml-scalars';
 
 /** go-yaml v2 resolve.go: the YAML 1.1 booleans, not only `true`/`false`. */
 // Maps, not object literals: `'toString' in {}` is true, and `in` on a literal is slow at scale.
@@ -29,24 +29,12 @@ const boolType = new jsyaml.Type('tag:yaml.org,2002:bool', {
 });
 const intType = new jsyaml.Type('tag:yaml.org,2002:int', {
   kind: 'scalar',
-  resolve: (s: string) => {
-    if (s.length === 0) return false;
-    const c = s.charCodeAt(0);
-    // Fast reject: every int starts with a digit or a sign.
-    if (!(c >= 48 && c <= 57) && c !== 43 && c !== 45) return false;
-    const plain = s.includes('_') ? s.replace(/_/g, '') : s;
-    return plain.length > 0 && GO_INT.test(plain);
-  },
+  resolve: isGoInt,
   construct: (s: string) => goInt(s.replace(/_/g, '')),
 });
 const floatType = new jsyaml.Type('tag:yaml.org,2002:float', {
   kind: 'scalar',
-  resolve: (s: string) => {
-    if (s.length <= 5 && SPECIAL_FLOATS.has(s)) return true;
-    const c = s.charCodeAt(0);
-    if (!(c >= 48 && c <= 57) && c !== 43 && c !== 45 && c !== 46) return false;
-    return GO_FLOAT.test(s.includes('_') ? s.replace(/_/g, '') : s);
-  },
+  resolve: (s: string) => (s.length <= 5 && SPECIAL_FLOATS.has(s)) || isGoFloat(s),
   construct: (s: string) => SPECIAL_FLOATS.get(s) ?? parseFloat(s.replace(/_/g, '')),
 });
 

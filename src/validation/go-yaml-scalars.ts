@@ -5,9 +5,9 @@
 // library writes (common/yaml-scalars.ts). No imports, so either side may load it.
 
 /** strconv.ParseInt(s, 0, 64) after go-yaml strips `_`. */
-export const GO_INT = /^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/;
+const GO_INT = /^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/;
 /** go-yaml v2 yamlStyleFloat. */
-export const GO_FLOAT = /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$/;
+const GO_FLOAT = /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$/;
 
 /** Whether a plain scalar may resolve to a number at all: every int and float starts like this. */
 export function mayBeNumber(s: string): boolean {
@@ -15,12 +15,28 @@ export function mayBeNumber(s: string): boolean {
   return (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 46;
 }
 
+/** go-yaml strips every `_` before it parses a number. */
+function stripped(s: string): string {
+  return s.includes('_') ? s.replace(/_/g, '') : s;
+}
+
+/** Whether go-yaml v2 reads a plain scalar as an int. */
+export function isGoInt(s: string): boolean {
+  // Every int starts with a digit or a sign (not a dot).
+  if (s.length === 0 || !mayBeNumber(s) || s.charCodeAt(0) === 46) return false;
+  const plain = stripped(s);
+  return plain.length > 0 && GO_INT.test(plain);
+}
+
+/** Whether go-yaml v2 reads a plain scalar as a float (yamlStyleFloat; `.inf`/`.nan` are the caller's). */
+export function isGoFloat(s: string): boolean {
+  return s.length > 0 && mayBeNumber(s) && GO_FLOAT.test(stripped(s));
+}
+
 /** The number go-yaml v2 reads from a plain scalar, or undefined when it reads a string. */
 export function goNumber(s: string): number | undefined {
-  if (s.length === 0 || !mayBeNumber(s)) return undefined;
-  const plain = s.includes('_') ? s.replace(/_/g, '') : s;
-  if (plain.length > 0 && GO_INT.test(plain)) return goInt(plain);
-  if (GO_FLOAT.test(plain)) return parseFloat(plain);
+  if (isGoInt(s)) return goInt(stripped(s));
+  if (isGoFloat(s)) return parseFloat(stripped(s));
   return undefined;
 }
 
