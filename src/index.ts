@@ -1,12 +1,13 @@
 // The public API of cdk8s-gpu, and nothing else. test/index.test.ts pins this list.
-export { ConfigurationError } from './common/validate';
+export { ConfigurationError } from './validation/validate';
 export { DisruptionBudget } from './common/disruption';
 export { PodSecurityLevel } from './common/security';
 export type { IGpuWorkload } from './common/pod-template';
 export { EnvValue, EnvFrom } from './common/env';
 export type { GpuWorkloadProps, PodOptions, WorkloadVolume } from './common/pod-options';
-export { StrictSchemaValidation } from './validation/strict-schema-plugin';
-export type { StrictSchemaValidationProps } from './validation/strict-schema-plugin';
+export { StrictSchemaValidation } from './plugins/strict-schema-plugin';
+export { checkManifests } from './checks/manifests';
+export type { StrictSchemaValidationProps } from './plugins/strict-schema-plugin';
 
 export { GpuTrainingStatefulSet, TrainingUpdateStrategy } from './training/gpu-training-stateful-set';
 export type { GpuTrainingStatefulSetProps, CheckpointStorage, SharedCheckpoints } from './training/gpu-training-stateful-set';
@@ -39,5 +40,5 @@ export { formatReport } from './guard/report';
 export type { KubeObject } from './guard/normalize';
 export { GuardCheck, IMMUTABLE_FIELDS } from './guard/rules';
 export type { FieldRule, KindRules, KueueVersionRange } from './guard/rules';
-export { GuardValidation } from './guard/validation-plugin';
-export type { GuardValidationProps, GuardValidationContext } from './guard/validation-plugin';
+export { GuardValidation } from './plugins/guard-plugin';
+export type { GuardValidationProps, GuardValidationContext } from './plugins/guard-plugin';

@@ -10,7 +10,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'GuardInputError', 'GuardValidation', 'IMMUTABLE_FIELDS', 'InferenceService', 'IpFamily', 'ModelCache', 'PodSecurityLevel', 'Rdma', 'Reload',
     'RotatingGpuSecret', 'SGLANG_DEFAULT_IMAGE', 'SglangInferenceService', 'SglangQuantization', 'StrictSchemaValidation', 'TGI_DEFAULT_IMAGE',
     'TgiInferenceService', 'TgiQuantization', 'TrainingUpdateStrategy', 'VLLM_DEFAULT_IMAGE', 'VllmInferenceService', 'VllmQuantization',
-    'formatReport', 'guard', 'loadObjects', 'parseObjects',
+    'checkManifests', 'formatReport', 'guard', 'loadObjects', 'parseObjects',
   ]);
 });
 

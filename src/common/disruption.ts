@@ -1,7 +1,8 @@
+import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import * as kube from './kube';
-import { Validator } from './validate';
+import { KIND, ManifestObject } from './manifest-object';
+import { Validator } from '../validation/validate';
 
 /** A choice of PodDisruptionBudget. */
 export class DisruptionBudget {
@@ -72,11 +73,11 @@ export function validateDisruptionBudget(v: Validator, prop: string, budget: Dis
  * A policy/v1 PodDisruptionBudget. `unhealthyPodEvictionPolicy: AlwaysAllow` lets drains evict
  * pods that are not Ready anyway, so a crash-looping pod never blocks a node upgrade.
  */
-export function podDisruptionBudget(scope: Construct, id: string, o: PodDisruptionBudgetOptions): k8s.KubePodDisruptionBudget | undefined {
+export function podDisruptionBudget(scope: Construct, id: string, o: PodDisruptionBudgetOptions): ApiObject | undefined {
   if (o.validator && o.replicas !== undefined) validateDisruptionBudget(o.validator, o.prop ?? 'disruptionBudget', o.budget, o.replicas);
   const field = o.budget._field;
   if (field === undefined) return undefined;
-  return new kube.KubePodDisruptionBudget(scope, id, {
+  return new ManifestObject(scope, id, KIND.PodDisruptionBudget, {
     metadata: { name: o.name, labels: o.labels },
     spec: {
       [field]: k8s.IntOrString.fromNumber(o.budget._count),

@@ -1,5 +1,5 @@
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import { Validator } from './validate';
+import { Validator } from '../validation/validate';
 
 /**
  * Downward-API fields a container may read through `fieldRef` (Kubernetes

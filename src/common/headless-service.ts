@@ -1,6 +1,7 @@
+import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import * as kube from './kube';
+import { KIND, ManifestObject } from './manifest-object';
 
 export interface HeadlessServiceOptions {
   readonly name: string;
@@ -14,8 +15,8 @@ export interface HeadlessServiceOptions {
  * `<pod>.<service>.<namespace>.svc.<domain>`. `publishNotReadyAddresses` publishes those names
  * before the pods are Ready, so peers can find each other during start-up (rendezvous, sharding).
  */
-export function headlessService(scope: Construct, id: string, o: HeadlessServiceOptions): k8s.KubeService {
-  return new kube.KubeService(scope, id, {
+export function headlessService(scope: Construct, id: string, o: HeadlessServiceOptions): ApiObject {
+  return new ManifestObject(scope, id, KIND.Service, {
     metadata: { name: o.name, labels: o.labels },
     spec: {
       clusterIp: 'None',

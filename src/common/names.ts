@@ -1,4 +1,4 @@
-import { Validator } from './validate';
+import { Validator } from '../validation/validate';
 
 /**
  * Pods of a StatefulSet carry the label `controller-revision-hash: <name>-<10 chars>`, and label

@@ -2,7 +2,7 @@ import { ApiObject } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { podSecurityLevel } from './pod-security';
 import { PodSecurityLevel } from './security';
-import { Validator } from './validate';
+import { Validator } from '../validation/validate';
 
 type MainContainer = k8s.Container & { env: k8s.EnvVar[]; volumeMounts: k8s.VolumeMount[] };
 type MutablePodSpec = k8s.PodSpec & { containers: k8s.Container[]; volumes: k8s.Volume[]; initContainers?: k8s.Container[] };

@@ -1,5 +1,5 @@
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import { Validator } from './validate';
+import { Validator } from '../validation/validate';
 
 /**
  * The UID and GID a non-root pod runs as. 1000 is the first regular user on Debian and Ubuntu

@@ -1,31 +1,15 @@
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import { Construct } from 'constructs';
-import { checkAfterPatch, KubeStatefulSet } from './kube';
+import { kindOf } from './manifest-object';
 import { isWholeQuantity, QUANTITY } from '../validation/strict-schema';
 import { isExtendedResourceName } from './gpu';
-import { checkUniqueObjectsAtSynth } from './unique-objects';
-
 
 /**
- * The StatefulSet of every workload construct. It synthesizes like `k8s.KubeStatefulSet`, and
- * makes the common escape hatch safe. cdk8s applies a JsonPatch to the typed props *before* they
- * are converted to API JSON, so a plain number where a quantity belongs (`resources.limits`) is
- * silently dropped, and a field the typed props do not know vanishes. Here patches apply to the
- * API JSON, as users read it in the output: a number or quantity string synthesizes as the
- * quantity meant; anything else where a quantity belongs fails synth naming the object and the
- * field; and the patched object is checked strictly against the Kubernetes 1.28 API, so a patch
- * cannot add a field a strict API server would refuse.
+ * The StatefulSet of every workload construct. A JsonPatch applies to its API JSON (see
+ * ManifestObject); beyond the schema, the patched object must keep the rules of ValidateStatefulSet
+ * and ValidatePodSpec that a patch most easily breaks: quantities where quantities belong, a
+ * selector its template matches, unique names, extended resources requested as they are limited.
  */
-export class GpuStatefulSet extends KubeStatefulSet {
-  constructor(scope: Construct, id: string, props: k8s.KubeStatefulSetProps) {
-    super(scope, id, props);
-    checkUniqueObjectsAtSynth(this);
-  }
-}
-
-// A patched number or quantity string is the quantity meant; anything else fails synth. Beyond
-// the schema, the rules of ValidateStatefulSet and ValidatePodSpec a patch most easily breaks.
-checkAfterPatch(GpuStatefulSet, json => {
+export const STATEFUL_SET = kindOf(k8s.KubeStatefulSet.GVK, k8s.toJson_KubeStatefulSetProps, json => {
   try {
     checkQuantities(json.spec, `StatefulSet/${json.metadata?.name} spec`);
   } catch (e) {

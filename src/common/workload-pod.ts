@@ -6,10 +6,10 @@ import { defaultHostResources, GPU_RESOURCE, gpuResources, gpuTolerations, isExt
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME } from './labels';
 import { GpuWorkloadProps, PodOptions, WorkloadVolume } from './pod-options';
 import { PodTemplate } from './pod-template';
-import { checkAffinity, checkContainer, checkSpreadConstraints, checkTolerationValues, checkVolumeSource } from './pod-spec-rules';
-import { checkTyped } from './typed-input';
+import { checkAffinity, checkContainer, checkSpreadConstraints, checkTolerationValues, checkVolumeSource } from '../validation/pod-spec-rules';
+import { checkTyped } from '../validation/typed-input';
 import { containerSecurityContext, podSecurityContext, POD_HARDENING, ProcessIdentity } from './security';
-import { show, Validator } from './validate';
+import { show, Validator } from '../validation/validate';
 
 /** The keys of `GpuWorkloadProps`, for the unknown-prop check of every workload construct. */
 export const GPU_WORKLOAD_PROP_KEYS: ReadonlyArray<keyof GpuWorkloadProps> = [

@@ -1,8 +1,8 @@
 import { ApiObject, Duration } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import * as kube from '../common/kube';
+import { KIND, ManifestObject } from '../common/manifest-object';
 import { Construct } from 'constructs';
-import { Validator } from '../common/validate';
+import { Validator } from '../validation/validate';
 
 /**
  * The HPA's own ceiling on stabilization windows (kubernetes `pkg/apis/autoscaling/validation`:
@@ -62,7 +62,7 @@ export class Autoscaler {
   ) {}
 
   /** @internal */
-  _create(scope: Construct, c: AutoscalerContext): { hpa?: k8s.KubeHorizontalPodAutoscalerV2; scaledObject?: ApiObject } {
+  _create(scope: Construct, c: AutoscalerContext): { hpa?: ApiObject; scaledObject?: ApiObject } {
     const v = c.v;
     const behavior: k8s.HorizontalPodAutoscalerBehaviorV2 = {
       // One replica per minute down: a StatefulSet removes its highest ordinal, whatever its load.
@@ -75,7 +75,7 @@ export class Autoscaler {
       if (typeof metricName !== 'string' || metricName.length === 0 || /[/%]/.test(metricName) || metricName === '.' || metricName === '..') {
         v.fail('autoscaling.autoscaler metricName', 'must be a metric name without "/" or "%"', metricName);
       }
-      const hpa = new kube.KubeHorizontalPodAutoscalerV2(scope, 'Autoscaler', {
+      const hpa = new ManifestObject(scope, 'Autoscaler', KIND.HorizontalPodAutoscaler, {
         metadata: { name: c.name, labels: c.labels },
         spec: {
           scaleTargetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },

@@ -1,6 +1,6 @@
 import { ApiObject, Chart, Duration, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import * as kube from '../common/kube';
+import { KIND, ManifestObject } from '../common/manifest-object';
 import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { headlessService } from '../common/headless-service';
@@ -11,10 +11,10 @@ import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
-import { GpuStatefulSet } from '../common/stateful-set';
-import { sharedObject } from '../common/unique-objects';
+import { STATEFUL_SET } from '../common/stateful-set';
+import { sharedObject } from '../checks/unique-objects';
 import { configKey } from '../common/env';
-import { show, Validator } from '../common/validate';
+import { show, Validator } from '../validation/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
 import { EngineTuning, ImageFact, ServingEngine } from './engine';
@@ -232,20 +232,20 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   /** The startup probe's budget for model load and warm-up. */
   readonly startupBudgetSeconds: number;
   /** The StatefulSet, for escape hatches through its typed API object. */
-  readonly statefulSet: GpuStatefulSet;
+  readonly statefulSet: ApiObject;
   /**
    * The client Service. Shared with every other version of this name in the app (the first
    * construct makes it), so it is emitted once and selects every version's pods.
    */
-  readonly service: k8s.KubeService;
+  readonly service: ApiObject;
   /** The headless Service: per-pod DNS names and the metrics endpoints. */
-  readonly headlessService: k8s.KubeService;
+  readonly headlessService: ApiObject;
   /** The PodDisruptionBudget (`maxUnavailable: 1`). */
-  readonly podDisruptionBudget: k8s.KubePodDisruptionBudget;
+  readonly podDisruptionBudget: ApiObject;
   /** The ServiceMonitor, when `serviceMonitor` is set. */
   readonly serviceMonitor?: ApiObject;
   /** The HorizontalPodAutoscaler, when autoscaled with `Autoscaler.hpa()`. */
-  readonly horizontalPodAutoscaler?: k8s.KubeHorizontalPodAutoscalerV2;
+  readonly horizontalPodAutoscaler?: ApiObject;
   /** The KEDA ScaledObject, when autoscaled with `Autoscaler.keda()`. */
   readonly scaledObject?: ApiObject;
   /**
@@ -438,7 +438,7 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
 
     // One client Service across versions and engines: it selects every version of this name through
     // the named port, so during a version bump both StatefulSets serve until the old one is deleted.
-    this.service = sharedObject(this, 'Service', this.serviceName, () => new kube.KubeService(this, 'Service', {
+    this.service = sharedObject(this, 'Service', this.serviceName, () => new ManifestObject(this, 'Service', KIND.Service, {
       metadata: { name: this.serviceName, labels: workloadLabels({ name: props.name, instance: props.name, component: COMPONENT }) },
       spec: {
         type: 'ClusterIP',
@@ -450,7 +450,7 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const namespace = Chart.of(this).namespace;
     this.url = namespace ? `http://${this.serviceName}.${namespace}.svc.${clusterDomain}` : `http://${this.serviceName}`;
 
-    this.statefulSet = new GpuStatefulSet(this, 'Resource', {
+    this.statefulSet = new ManifestObject(this, 'Resource', STATEFUL_SET, {
       metadata: { name, labels },
       spec: {
         serviceName: this.headlessServiceName,

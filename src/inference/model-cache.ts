@@ -1,7 +1,7 @@
 import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { sizeQuantity } from '../common/quantity';
-import { show, Validator } from '../common/validate';
+import { show, Validator } from '../validation/validate';
 
 const VOLUME = 'model-cache';
 /** Room beside the weights for the download's `.incomplete` files, tokenizer and config files. */

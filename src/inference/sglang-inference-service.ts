@@ -1,5 +1,5 @@
 import { Construct } from 'constructs';
-import { Validator } from '../common/validate';
+import { Validator } from '../validation/validate';
 import { EngineTuning } from './engine';
 import { SGLANG } from './engines/sglang';
 import { InferenceService, InferenceServiceProps } from './inference-service';

@@ -1,5 +1,5 @@
 import { Construct } from 'constructs';
-import { Validator } from '../common/validate';
+import { Validator } from '../validation/validate';
 import { EngineTuning } from './engine';
 import { TGI, tgiTuningEnv } from './engines/tgi';
 import { InferenceService, InferenceServiceProps } from './inference-service';

@@ -2,16 +2,16 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { ApiObject, Duration } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import * as kube from '../common/kube';
-import { Construct, IConstruct, Node } from 'constructs';
-import { addAppCheck } from '../common/app-checks';
+import { KIND, ManifestObject } from '../common/manifest-object';
+import { Construct, IConstruct } from 'constructs';
+import { addOutputRule } from '../checks/output-rules';
+import { DATA_OWNER_ANNOTATION, envReadsIn, rotatingEnvErrors, RotatingSecretRef } from '../checks/rotating-env';
 import { configKey } from '../common/env';
 import { contentHash } from '../common/hash';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY } from '../common/labels';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { containerSecurityContext, DEFAULT_NON_ROOT_UID, podSecurityContext } from '../common/security';
-import { checkUniqueObjectsAtSynth } from '../common/unique-objects';
-import { Validator } from '../common/validate';
+import { Validator } from '../validation/validate';
 import { toleration } from '../common/workload-pod';
 import { DEFAULT_RELOAD_IMAGE, DEFAULT_RELOAD_TIMEOUT_SECONDS, Reload, ReloadSpec } from './reload';
 import { COMM_MAX, endingRule, normalizeSignal, RELOAD_SIGNALS, RESERVED_COMMS } from './signals';
@@ -165,14 +165,14 @@ interface Delay {
  */
 export interface SecretRotator {
   /** The account the rotator runs as (no API token unless patched). */
-  readonly serviceAccount: k8s.KubeServiceAccount;
+  readonly serviceAccount: ApiObject;
   /** get/patch/update of this Secret only. */
-  readonly role: k8s.KubeRole;
-  readonly roleBinding: k8s.KubeRoleBinding;
+  readonly role: ApiObject;
+  readonly roleBinding: ApiObject;
   /** The scheduled rotation. */
-  readonly cronJob: k8s.KubeCronJob;
+  readonly cronJob: ApiObject;
   /** The first rotation, named by a hash of its spec. */
-  readonly initialJob: k8s.KubeJob;
+  readonly initialJob: ApiObject;
 }
 
 /**
@@ -187,7 +187,7 @@ export class RotatingGpuSecret extends Construct {
   private readonly v: Validator;
   private readonly labels: Record<string, string>;
   /** The Secret (created without data: the rotator, or whoever rotates it, owns the data). */
-  readonly secret: k8s.KubeSecret;
+  readonly secret: ApiObject;
   /** The rotator's objects, when `rotation` is set. */
   readonly rotator?: SecretRotator;
   private readonly rotation?: { every: number; ttl?: number; ttlProp: Duration | undefined };
@@ -211,10 +211,10 @@ export class RotatingGpuSecret extends Construct {
 
     // No data: the rotator owns it. Re-applying this manifest (client- or server-side) leaves a
     // rotated value alone, since `data` is in neither the last-applied configuration nor our fields.
-    this.secret = new kube.KubeSecret(this, 'Secret', {
+    this.secret = new ManifestObject(this, 'Secret', KIND.Secret, {
       metadata: {
         name, labels: this.labels,
-        annotations: { 'cdk8s-gpu.io/data-owner': props.rotation !== undefined ? rotatorName : 'external' },
+        annotations: { [DATA_OWNER_ANNOTATION]: props.rotation !== undefined ? rotatorName : 'external' },
       },
       type: 'Opaque',
     });
@@ -243,9 +243,7 @@ export class RotatingGpuSecret extends Construct {
       this.rotator = this.addRotator(r, every, rotatorName);
     }
 
-    registerForEnvCheck(this);
-    // Two Secrets (or rotators) of one name in one namespace: the later apply would replace the other.
-    checkUniqueObjectsAtSynth(this);
+    registerRotatingSecret(this, { who: `RotatingGpuSecret '${id}'`, name, namespace: this.secret.metadata.namespace });
   }
 
   /** The worst case from a scheduled rotation to the new credential in every pod, in seconds. */
@@ -504,17 +502,17 @@ export class RotatingGpuSecret extends Construct {
     const nodeSelector = v.labels('rotation.nodeSelector', r.nodeSelector);
     const tolerations = v.array('rotation.tolerations', r.tolerations);
     tolerations.forEach((t, i) => toleration(v, `rotation.tolerations[${i}]`, t));
-    const serviceAccount = new kube.KubeServiceAccount(this, 'RotatorAccount', {
+    const serviceAccount = new ManifestObject(this, 'RotatorAccount', KIND.ServiceAccount, {
       metadata: { name: account, labels, ...(Object.keys(saAnnotations).length ? { annotations: saAnnotations } : {}) },
       automountServiceAccountToken: false,
     });
-    const role = new kube.KubeRole(this, 'RotatorRole', {
+    const role = new ManifestObject(this, 'RotatorRole', KIND.Role, {
       metadata: { name: account, labels },
       // Only this Secret, and only read and write: resourceNames cannot restrict create, so the
       // Secret is created by the manifests (empty) and the rotator fills it.
       rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: [name], verbs: ['get', 'patch', 'update'] }],
     });
-    const roleBinding = new kube.KubeRoleBinding(this, 'RotatorBinding', {
+    const roleBinding = new ManifestObject(this, 'RotatorBinding', KIND.RoleBinding, {
       metadata: { name: account, labels },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: account },
       subjects: [{ kind: 'ServiceAccount', name: account }],
@@ -555,7 +553,7 @@ export class RotatingGpuSecret extends Construct {
       },
     };
 
-    const cronJob = new kube.KubeCronJob(this, 'Rotation', {
+    const cronJob = new ManifestObject(this, 'Rotation', KIND.CronJob, {
       metadata: { name: account, labels },
       spec: {
         schedule,
@@ -574,7 +572,7 @@ export class RotatingGpuSecret extends Construct {
     // finished Job stays as the record. A Job deleted by a TTL is re-created, and run again, by
     // Argo CD, Flux or a plain re-apply (argo-cd#8586).
     const hash = contentHash({ spec: plainJson(jobSpec) }).slice(0, 8);
-    const initialJob = new kube.KubeJob(this, 'InitialRotation', {
+    const initialJob = new ManifestObject(this, 'InitialRotation', KIND.Job, {
       metadata: { name: fitName(`${account}-initial`, `-${hash}`, LABEL_MAX), labels },
       spec: jobSpec,
     });
@@ -587,124 +585,25 @@ export class RotatingGpuSecret extends Construct {
     if (errors.length > 0) this.v.fail('mountInto', errors[0]);
   }
 
-  /** @internal For the app-wide env check: the Secret object, its name and namespace. */
-  get _envCheck(): { secret: ApiObject; name: string; namespace: string | undefined; id: string } {
-    return { secret: this.secret, name: this.secretName, namespace: this.secret.metadata.namespace, id: Node.of(this).id };
-  }
 }
 
-const SECRETS_OF_APP = new WeakMap<IConstruct, RotatingGpuSecret[]>();
+/** The rotating Secrets of each app, by namespace. */
+const ROTATING = new WeakMap<IConstruct, Map<string | undefined, RotatingSecretRef[]>>();
 
 /**
- * Kinds that never hold a pod template: skipped by the env check, which converts every other
- * object of the app to JSON (custom resources included, since they may embed pod templates).
+ * Records a rotating Secret and makes, once per app, every object of the library refuse at synth a
+ * container that reads a rotating Secret of its namespace through env, envFrom or a subPath mount
+ * (none of which ever sees a rotation), from the object's own final JSON. The user's own objects are
+ * checked with the whole output (checks/manifests.ts, the validation plugin).
  */
-const PODLESS_KINDS = new Set([
-  'Service', 'ServiceAccount', 'ConfigMap', 'Secret', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding',
-  'PodDisruptionBudget', 'PersistentVolumeClaim', 'PersistentVolume', 'StorageClass', 'Namespace', 'NetworkPolicy',
-  'Ingress', 'IngressClass', 'PriorityClass', 'RuntimeClass', 'HorizontalPodAutoscaler', 'ServiceMonitor', 'ScaledObject',
-  'LimitRange', 'ResourceQuota', 'Endpoints', 'EndpointSlice',
-]);
-
-/**
- * At synth, once per app however many rotating Secrets and charts it has: any container anywhere in
- * the app, in a rotating Secret's namespace, that reads it through env, envFrom or a subPath mount
- * (none of which ever sees a rotation) is an error. The walk covers every object that can hold pods
- * (Deployments, Jobs, CronJobs, custom resources with pod templates) and every container list (init,
- * regular, ephemeral); each object is converted to JSON once.
- */
-function registerForEnvCheck(secret: RotatingGpuSecret): void {
-  const root = Node.of(secret).root;
-  let secrets = SECRETS_OF_APP.get(root);
-  if (!secrets) SECRETS_OF_APP.set(root, secrets = []);
-  secrets.push(secret);
-  addAppCheck(secret, 'rotating-secret-env', (_root, nodes) => findEnvConsumers(SECRETS_OF_APP.get(root) ?? [], nodes));
-}
-
-function findEnvConsumers(secrets: RotatingGpuSecret[], nodes: readonly IConstruct[]): string[] {
-  const checks = secrets.map(s => s._envCheck);
-  const own = new Set(checks.map(c => c.secret));
-  // Namespace, then Secret name, to the checks (in registration order): an app may hold hundreds.
-  const byNamespace = new Map<string | undefined, Map<string, Array<{ check: typeof checks[number]; order: number }>>>();
-  checks.forEach((check, order) => {
-    let byName = byNamespace.get(check.namespace);
-    if (!byName) byNamespace.set(check.namespace, byName = new Map());
-    let list = byName.get(check.name);
-    if (!list) byName.set(check.name, list = []);
-    list.push({ check, order });
-  });
-  const errors: string[] = [];
-  for (const obj of nodes) {
-    if (!(obj instanceof ApiObject) || own.has(obj) || PODLESS_KINDS.has(obj.kind)) continue;
-    const relevant = byNamespace.get(obj.metadata.namespace);
-    if (!relevant) continue;
-    const json = specOf(obj);
-    const podSpecAt = POD_SPEC_PATHS.get(obj.kind)?.get(obj.apiGroup);
-    // A built-in kind holds its pods at one known place; anything else is searched everywhere.
-    const podSpec = podSpecAt ? at(json, podSpecAt) : undefined;
-    if (podSpecAt && podSpec === undefined) continue;
-    // One look for the Secret names the object refers to at all; the precise check runs only for those.
-    const named = new Set<string>();
-    if (podSpecAt) podSpecSecretNames(podSpec, named);
-    else secretNamesIn(json, named);
-    if (named.size === 0) continue;
-    const matched: Array<{ check: typeof checks[number]; order: number }> = [];
-    for (const name of named) {
-      const found = relevant.get(name);
-      if (found) matched.push(...found);
-    }
-    matched.sort((a, b) => a.order - b.order);
-    for (const { check: c } of matched) {
-      const found: string[] = [];
-      envReadsIn(podSpecAt ? podSpec : json, c.name, found);
-      for (const e of found) errors.push(`RotatingGpuSecret '${c.id}': ${obj.kind}/${obj.name}: ${e}`);
-    }
-  }
-  return errors;
-}
-
-/** Where the built-in kinds that run pods hold their pod spec: kind, then API group ("core" for v1). */
-const POD_SPEC_PATHS = new Map<string, ReadonlyMap<string, readonly string[]>>([
-  ['Pod', new Map([['core', ['spec']]])],
-  ['PodTemplate', new Map([['core', ['template', 'spec']]])],
-  ['ReplicationController', new Map([['core', ['spec', 'template', 'spec']]])],
-  ['Deployment', new Map([['apps', ['spec', 'template', 'spec']]])],
-  ['StatefulSet', new Map([['apps', ['spec', 'template', 'spec']]])],
-  ['DaemonSet', new Map([['apps', ['spec', 'template', 'spec']]])],
-  ['ReplicaSet', new Map([['apps', ['spec', 'template', 'spec']]])],
-  ['Job', new Map([['batch', ['spec', 'template', 'spec']]])],
-  ['CronJob', new Map([['batch', ['spec', 'jobTemplate', 'spec', 'template', 'spec']]])],
-]);
-
-function at(json: unknown, path: readonly string[]): unknown {
-  let node = json;
-  for (const key of path) {
-    if (node === null || typeof node !== 'object') return undefined;
-    node = (node as Record<string, unknown>)[key];
-  }
-  return node === null || typeof node !== 'object' ? undefined : node;
-}
-
-/** The Secret names a pod spec refers to: env, envFrom and volumes of every container list. */
-function podSpecSecretNames(spec: unknown, out: Set<string>): void {
-  const s = spec as Record<string, unknown>;
-  for (const vol of (Array.isArray(s.volumes) ? s.volumes : []) as k8s.Volume[]) {
-    if (typeof vol?.secret?.secretName === 'string') out.add(vol.secret.secretName);
-    for (const src of (Array.isArray(vol?.projected?.sources) ? vol!.projected!.sources : [])) {
-      if (typeof src?.secret?.name === 'string') out.add(src.secret.name);
-    }
-  }
-  for (const list of CONTAINER_LISTS) {
-    for (const c of (Array.isArray(s[list]) ? s[list] : []) as k8s.Container[]) {
-      for (const e of (Array.isArray(c?.env) ? c.env : [])) {
-        const name = e?.valueFrom?.secretKeyRef?.name;
-        if (typeof name === 'string') out.add(name);
-      }
-      for (const e of (Array.isArray(c?.envFrom) ? c.envFrom : [])) {
-        if (typeof e?.secretRef?.name === 'string') out.add(e.secretRef.name);
-      }
-    }
-  }
+function registerRotatingSecret(scope: IConstruct, ref: RotatingSecretRef): void {
+  const root = scope.node.root;
+  let byNamespace = ROTATING.get(root);
+  if (!byNamespace) ROTATING.set(root, (byNamespace = new Map()));
+  const list = byNamespace.get(ref.namespace);
+  if (list) list.push(ref);
+  else byNamespace.set(ref.namespace, [ref]);
+  addOutputRule(scope, 'rotating-secret-env', (obj, json) => rotatingEnvErrors(json, byNamespace!.get(obj.metadata.namespace) ?? []));
 }
 
 /**
@@ -724,104 +623,6 @@ function secretKeys(v: Validator, keys: string[]): string[] {
   const duplicate = keys.find((k, i) => keys.indexOf(k) !== i);
   if (duplicate !== undefined) v.fail('keys', 'must not repeat a key', duplicate);
   return [...keys];
-}
-
-const CONTAINER_LISTS = new Set(['containers', 'initContainers', 'ephemeralContainers']);
-
-/**
- * Every container of a synthesized object, wherever its pod template is nested: env and envFrom
- * reads of the Secret, and subPath mounts of a volume that projects it (neither ever updates).
- */
-/**
- * What the env check walks: one of the library's own unpatched objects as its props (the field
- * names it reads, env, envFrom, secretKeyRef, secretRef, volumes, secret, projected, volumeMounts,
- * subPath, are the same in the typed props and in the API JSON), so the app is not synthesized
- * twice; anything else as its JSON, since a patch may add what the props lack and a cdk8s-plus L2
- * object or a user's object may hold its pod spec in a `Lazy`. An object whose JSON fails is
- * skipped: cdk8s reports that error when it writes the object.
- */
-function specOf(obj: ApiObject): unknown {
-  if (kube.propsAreItsJson(obj)) return (obj as unknown as { props: unknown }).props;
-  try {
-    return obj.toJson();
-  } catch {
-    return undefined;
-  }
-}
-
-/** Every Secret name an object refers to: env and envFrom references and secret or projected volumes. */
-function secretNamesIn(node: unknown, out: Set<string>): void {
-  // Index loops and for-in, not Object.entries: this runs over every object of an app at synth.
-  if (Array.isArray(node)) {
-    for (let i = 0; i < node.length; i++) secretNamesIn(node[i], out);
-    return;
-  }
-  if (node === null || typeof node !== 'object') return;
-  const obj = node as Record<string, unknown>;
-  for (const key in obj) {
-    if (!Object.prototype.hasOwnProperty.call(obj, key)) continue;
-    const value = obj[key];
-    if (value === null || typeof value !== 'object') continue;
-    if (key === 'secretKeyRef' || key === 'secretRef' || key === 'secret') {
-      const ref = value as { name?: unknown; secretName?: unknown };
-      if (typeof ref.name === 'string') out.add(ref.name);
-      if (typeof ref.secretName === 'string') out.add(ref.secretName);
-    }
-    secretNamesIn(value, out);
-  }
-}
-
-function envReadsIn(node: unknown, secret: string, out: string[], volumes: Set<string> = new Set()): void {
-  if (Array.isArray(node)) {
-    for (let i = 0; i < node.length; i++) envReadsIn(node[i], secret, out, volumes);
-    return;
-  }
-  if (node === null || typeof node !== 'object') return;
-  // A pod spec: the names of its volumes that carry this Secret, for its containers' mounts.
-  const obj = node as Record<string, unknown>;
-  const podVolumes = obj.volumes;
-  const here = Array.isArray(podVolumes) ? secretVolumes(podVolumes, secret) : volumes;
-  for (const key in obj) {
-    if (!Object.prototype.hasOwnProperty.call(obj, key)) continue;
-    const value = obj[key];
-    if (value === null || typeof value !== 'object') continue;
-    if (CONTAINER_LISTS.has(key) && Array.isArray(value)) {
-      for (const c of value) out.push(...containerEnvReads(c, secret), ...subPathReads(c, secret, here));
-    } else {
-      envReadsIn(value, secret, out, here);
-    }
-  }
-}
-
-function secretVolumes(volumes: unknown[], secret: string): Set<string> {
-  const names = new Set<string>();
-  for (const vol of volumes as k8s.Volume[]) {
-    const projected = (vol?.projected?.sources ?? []).some(src => src?.secret?.name === secret);
-    if (vol?.secret?.secretName === secret || projected) names.add(vol.name);
-  }
-  return names;
-}
-
-function subPathReads(c: { name?: string; volumeMounts?: unknown }, secret: string, volumes: Set<string>): string[] {
-  const out: string[] = [];
-  for (const m of (Array.isArray(c?.volumeMounts) ? c.volumeMounts : []) as k8s.VolumeMount[]) {
-    if (volumes.has(m?.name) && (m.subPath !== undefined || m.subPathExpr !== undefined)) {
-      out.push(`container '${c.name}' mounts rotating Secret '${secret}' through subPath at ${m.mountPath}: a subPath mount never sees an update; mount the Secret with mountInto instead`);
-    }
-  }
-  return out;
-}
-
-function containerEnvReads(c: { name?: string; env?: unknown; envFrom?: unknown }, secret: string): string[] {
-  const why = 'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
-  const out: string[] = [];
-  for (const e of (Array.isArray(c?.env) ? c.env : []) as k8s.EnvVar[]) {
-    if (e?.valueFrom?.secretKeyRef?.name === secret) out.push(`container '${c.name}' reads rotating Secret '${secret}' through env ${e.name}: ${why}`);
-  }
-  for (const e of (Array.isArray(c?.envFrom) ? c.envFrom : []) as k8s.EnvFromSource[]) {
-    if (e?.secretRef?.name === secret) out.push(`container '${c.name}' reads rotating Secret '${secret}' through envFrom: ${why}`);
-  }
-  return out;
 }
 
 /**

@@ -1,8 +1,8 @@
+import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import * as kube from '../common/kube';
+import { KIND, ManifestObject } from '../common/manifest-object';
 import { sizeQuantity } from '../common/quantity';
-import { Validator } from '../common/validate';
+import { Validator } from '../validation/validate';
 import type { CheckpointStorage } from './gpu-training-stateful-set';
 
 /** Existing PersistentVolumes that a new StatefulSet version should mount instead of empty disks. */
@@ -34,7 +34,7 @@ export function claimNameFor(claimTemplate: string, statefulSet: string, ordinal
  * volume with `spec.volumeName`. The controller finds them by name and creates none of its own,
  * so the new version mounts the old checkpoints.
  */
-export function adoptVolumes(scope: Construct, v: Validator, o: AdoptVolumesOptions): k8s.KubePersistentVolumeClaim[] {
+export function adoptVolumes(scope: Construct, v: Validator, o: AdoptVolumesOptions): ApiObject[] {
   v.knownProps('adoptVolumes', o.adopt, ['persistentVolumes']);
   const pvs = v.stringArray('adoptVolumes.persistentVolumes', o.adopt.persistentVolumes) ?? [];
   if (pvs.length !== o.replicas) {
@@ -44,7 +44,7 @@ export function adoptVolumes(scope: Construct, v: Validator, o: AdoptVolumesOpti
   const dup = pvs.find((pv, i) => pvs.indexOf(pv) !== i);
   if (dup !== undefined) v.fail('adoptVolumes.persistentVolumes', 'must not name a volume twice: a volume binds to one claim', dup);
 
-  return pvs.map((pv, ordinal) => new kube.KubePersistentVolumeClaim(scope, `Adopted${ordinal}`, {
+  return pvs.map((pv, ordinal) => new ManifestObject(scope, `Adopted${ordinal}`, KIND.PersistentVolumeClaim, {
     metadata: { name: claimNameFor(o.claimName, o.statefulSetName, ordinal), labels: o.labels },
     spec: {
       accessModes: ['ReadWriteOnce'],

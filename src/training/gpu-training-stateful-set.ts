@@ -1,6 +1,6 @@
-import { Chart, Duration, Size } from 'cdk8s';
+import { ApiObject, Chart, Duration, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import * as kube from '../common/kube';
+import { KIND, ManifestObject } from '../common/manifest-object';
 import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget, validateDisruptionBudget } from '../common/disruption';
 import { SHM_VOLUME } from '../common/gpu';
@@ -14,8 +14,8 @@ import { sizeQuantity } from '../common/quantity';
 import { configKey } from '../common/env';
 import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
-import { GpuStatefulSet } from '../common/stateful-set';
-import { INT32_MAX, Validator } from '../common/validate';
+import { STATEFUL_SET } from '../common/stateful-set';
+import { INT32_MAX, Validator } from '../validation/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS } from '../common/workload-pod';
 import { AdoptedVolumes, adoptVolumes } from './adopt-volumes';
 import { completionStateDir, jobCommands, launchCommand, launchEnv, launchVolume, POD_STATE_DIR, POD_STATE_VOLUME } from './launch';
@@ -265,21 +265,21 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   /** The ConfigMap holding `gpuConfig`, if any. */
   readonly gpuConfigMapName?: string;
   /** The ConfigMap holding `gpuConfig`, if any. */
-  readonly gpuConfigMap?: k8s.KubeConfigMap;
+  readonly gpuConfigMap?: ApiObject;
   /** The checkpoint claim template name, if storage is set. */
   readonly claimName?: string;
   /** The names of the per-rank checkpoint claims the StatefulSet will use, in ordinal order. */
   readonly claimNames: string[];
   /** The claims pre-created to adopt existing volumes (`adoptVolumes`), in ordinal order. */
-  readonly adoptedClaims: k8s.KubePersistentVolumeClaim[];
+  readonly adoptedClaims: ApiObject[];
   /** The shared ReadWriteMany claim every rank mounts, if any. */
   readonly sharedClaimName?: string;
   /** The StatefulSet, for escape hatches through its typed API object. */
-  readonly statefulSet: k8s.KubeStatefulSet;
+  readonly statefulSet: ApiObject;
   /** The headless Service. */
-  readonly service: k8s.KubeService;
+  readonly service: ApiObject;
   /** The PodDisruptionBudget, unless `DisruptionBudget.none()`. */
-  readonly podDisruptionBudget?: k8s.KubePodDisruptionBudget;
+  readonly podDisruptionBudget?: ApiObject;
   /** @internal */
   readonly _podTemplate: PodTemplate;
 
@@ -501,7 +501,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this.rendezvousId = wiring.rendezvousId.value = rendezvousIdFor(this.runId, this.replicas, pod.template.main, wiring.rendezvousId);
 
     if (gpuConfigData) {
-      this.gpuConfigMap = new kube.KubeConfigMap(this, 'GpuConfig', { metadata: { name: this.gpuConfigMapName, labels }, data: gpuConfigData });
+      this.gpuConfigMap = new ManifestObject(this, 'GpuConfig', KIND.ConfigMap, { metadata: { name: this.gpuConfigMapName, labels }, data: gpuConfigData });
       pod.template.annotate(GPU_CONFIG_HASH_ANNOTATION, contentHash(gpuConfigData));
     }
     addPodValidation(this, pod.template, v.boolean('guaranteedQos', props.guaranteedQos, false), `GpuTrainingStatefulSet '${id}'`);
@@ -512,7 +512,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     });
 
     this._templateChangesRollOut = strategy !== TrainingUpdateStrategy.ON_DELETE;
-    this.statefulSet = new GpuStatefulSet(this, 'Resource', {
+    this.statefulSet = new ManifestObject(this, 'Resource', STATEFUL_SET, {
       metadata: { name, labels: this.queueName ? { ...labels, [KUEUE_QUEUE_LABEL]: this.queueName } : labels },
       spec: {
         serviceName: this.serviceName,

@@ -1,6 +1,6 @@
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { PodSecurityLevel } from '../common/security';
-import { Validator } from '../common/validate';
+import { Validator } from '../validation/validate';
 
 /** The annotation Multus reads for a pod's extra network attachments. */
 export const MULTUS_NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';

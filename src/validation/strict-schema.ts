@@ -6,7 +6,7 @@ import * as path from 'path';
  * an API server with `fieldValidation=Strict`: unknown fields, wrong types, nulls and missing
  * required fields are errors. The definitions are vendored in ./schemas (scripts/vendor-k8s-schemas.js).
  */
-type Schema = {
+export type Schema = {
   $ref?: string;
   type?: string;
   format?: string;
@@ -39,6 +39,11 @@ function load(version: KubeVersion) {
     cache.set(version, entry);
   }
   return entry;
+}
+
+/** The API definitions of a Kubernetes version, by name (`io.k8s.api.core.v1.Container`). */
+export function definitionsOf(version: KubeVersion): Readonly<Record<string, Schema>> {
+  return load(version).defs;
 }
 
 function gvkKey(group: string, version: string, kind: string) {

@@ -1,5 +1,5 @@
 import { statefulSetName, STATEFUL_SET_NAME_MAX, versionedName } from '../../src/common/names';
-import { Validator } from '../../src/common/validate';
+import { Validator } from '../../src/validation/validate';
 
 const v = new Validator('Thing', 'id');
 

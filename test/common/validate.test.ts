@@ -1,6 +1,6 @@
 import { Duration, Size } from 'cdk8s';
 import { configKey } from '../../src/common/env';
-import { ConfigurationError, INT32_MAX, show, Validator } from '../../src/common/validate';
+import { ConfigurationError, INT32_MAX, show, Validator } from '../../src/validation/validate';
 
 const v = new Validator('Thing', 'id');
 

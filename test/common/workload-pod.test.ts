@@ -1,6 +1,6 @@
 import { Size } from 'cdk8s';
 import { EnvFrom, EnvValue } from '../../src/common/env';
-import { ConfigurationError } from '../../src/common/validate';
+import { ConfigurationError } from '../../src/validation/validate';
 import { envOf, findOne, synthValid, testChart } from '../support/synth';
 import { TestWorkload, TestWorkloadProps } from '../support/test-workload';
 

@@ -401,6 +401,6 @@ describe('the client Service across versions and engines (migration from TGI)', 
     const chart = new Chart(Testing.app(), 'c');
     ENGINES[1].make(chart, 'a', { name: 'chat', modelId: 'm/a' });
     ENGINES[2].make(chart, 'b', { name: 'chat', modelId: 'm/a' });
-    expect(() => synthValid(chart)).toThrow(/StatefulSet "chat"/);
+    expect(() => synthValid(chart)).toThrow(/SglangInferenceService 'b': name must make objects unique, but (StatefulSet "chat"|Service "chat-headless") is also made by VllmInferenceService 'a'/);
   });
 });

@@ -6,7 +6,7 @@ import {
   SglangInferenceService, TgiInferenceService, TrainingUpdateStrategy,
 } from '../../src';
 import { podSecurityLevel, podSpecsOf } from '../support/pod-security';
-import { envOf, findOne, synthValid } from '../support/synth';
+import { envOf, findOne, outputErrorsOf, synthValid } from '../support/synth';
 import { SecretsChart } from '../../apps/secrets';
 import { apiServerNameErrors } from './names';
 
@@ -79,7 +79,7 @@ describe('RotatingGpuSecret', () => {
       ['envFrom in a second (sidecar) container', s => s.containers.push({ name: 'side', image: 'i', envFrom: [{ prefix: 'X_', secretRef: { name: 'gpu-credentials' } }] }), /container 'side' reads .* through envFrom/],
     ];
 
-    test.each(forms)('at synth: %s of a Deployment', (_label, mutate, message) => {
+    test.each(forms)("in the output: %s of a user's Deployment", (_label, mutate, message) => {
       const chart = new Chart(Testing.app(), 'c');
       new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
       const spec: any = { containers: [{ name: 'app', image: 'i' }] };
@@ -88,11 +88,11 @@ describe('RotatingGpuSecret', () => {
         metadata: { name: 'other' },
         spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec } },
       });
-      expect(() => Testing.synth(chart)).toThrow(message);
-      expect(() => Testing.synth(chart)).toThrow(/Deployment\/other/);
+      expect(outputErrorsOf(chart)).toMatch(message);
+      expect(outputErrorsOf(chart)).toMatch(/^rotating Secret\/gpu-credentials: Deployment\/other/);
     });
 
-    test('at synth: in a CronJob, and in a custom resource with a nested pod template, in another chart of the same namespace', () => {
+    test('in the output: in a CronJob, and in a custom resource with a nested pod template, in another chart of the same namespace', () => {
       const app = Testing.app();
       const chart = new Chart(app, 'a', { namespace: 'ml' });
       new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
@@ -111,13 +111,13 @@ describe('RotatingGpuSecret', () => {
         apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', metadata: { name: 'vc' },
         spec: { tasks: [{ name: 't', template: { spec: { containers: [container] } } }] } as any,
       } as any);
-      const message = errorOf(() => app.synth()).message;
+      const message = outputErrorsOf(app);
       expect(message).toMatch(/CronJob\/cron: container 'worker' reads rotating Secret 'gpu-credentials' through env T/);
       expect(message).toMatch(/JobSet\/js: container 'worker'/);
       expect(message).toMatch(/Job\/vc: container 'worker'/);
     });
 
-    test('at synth: in a cdk8s-plus L2 workload, and in an object whose pod spec is a Lazy', () => {
+    test('in the output: in a cdk8s-plus L2 workload, and in an object whose pod spec is a Lazy', () => {
       const chart = new Chart(Testing.app(), 'c');
       new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
       const secret = kplus.Secret.fromSecretName(chart, 'ref', 'gpu-credentials');
@@ -127,7 +127,7 @@ describe('RotatingGpuSecret', () => {
         apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'lazy' },
         spec: Lazy.any({ produce: () => ({ selector: {}, template: { spec: { containers: [{ name: 'app', image: 'i', env }] } } }) }),
       });
-      const message = errorOf(() => Testing.synth(chart)).message;
+      const message = outputErrorsOf(chart);
       expect(message).toMatch(/Deployment\/c-l2-[0-9a-f]+: container 'main' reads rotating Secret 'gpu-credentials' through env T/);
       expect(message).toMatch(/Deployment\/lazy: container 'app' reads rotating Secret 'gpu-credentials' through env T/);
     });
@@ -159,10 +159,36 @@ describe('RotatingGpuSecret', () => {
           },
         },
       });
-      const message = errorOf(() => Testing.synth(chart)).message;
+      const message = outputErrorsOf(chart);
       expect(message).toMatch(/Deployment\/other: container 'app' mounts rotating Secret 'gpu-credentials' through subPath at \/etc\/token: a subPath mount never sees an update/);
       expect(message).toMatch(/through subPath at \/etc\/p/);
       expect(message).not.toMatch(/\/etc\/whole/);
+    });
+
+    test("at synth: one of the library's workloads whose JsonPatch adds an env read, also after a first synth", () => {
+      const app = Testing.app();
+      const chart = new Chart(app, 'c');
+      const t = trainer(chart);
+      new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+      expect(() => app.synthYaml()).not.toThrow();
+      t.statefulSet.addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/env/-',
+        { name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }));
+      expect(() => app.synthYaml()).toThrow(/RotatingGpuSecret 'creds': StatefulSet\/\S+: container 'trainer' reads rotating Secret 'gpu-credentials' through env T/);
+      expect(() => Testing.synth(chart)).toThrow(/reads rotating Secret 'gpu-credentials' through env T/);
+    });
+
+    test('synthesizes no other object twice: a Lazy elsewhere in the app produces once per synth', () => {
+      const app = Testing.app();
+      const chart = new Chart(app, 'c');
+      new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+      trainer(chart);
+      let produced = 0;
+      new ApiObject(chart, 'lazy', {
+        apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'lazy' },
+        data: Lazy.any({ produce: () => ({ n: String(++produced) }) }),
+      });
+      app.synthYaml();
+      expect(produced).toBe(1);
     });
 
     test('at mount time, a subPath mount of the Secret already in the pod', () => {

@@ -1,4 +1,5 @@
 import { App, Chart, Testing } from 'cdk8s';
+import { checkManifests } from '../../src/checks/manifests';
 import { expectStrictlyValid } from './strict-schema';
 
 /**
@@ -19,7 +20,15 @@ export function synthValid(chart: Chart): any[] {
   validateApp(chart);
   const objects = Testing.synth(chart);
   expectStrictlyValid(objects);
+  const errors = checkManifests(objects);
+  if (errors.length > 0) throw new Error(`Output rules failed:\n  ${errors.join('\n  ')}`);
   return objects;
+}
+
+/** The whole-output rules' errors for a chart's or an app's synthesized objects (what the plugin reports). */
+export function outputErrorsOf(scope: Chart | App): string {
+  const charts = scope instanceof App ? scope.charts : [scope];
+  return checkManifests(charts.flatMap(c => Testing.synth(c))).join('\n');
 }
 
 /** A fresh chart in a test app. */

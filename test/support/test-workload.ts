@@ -5,8 +5,9 @@ import { labelSet } from '../../src/common/labels';
 import { GpuWorkloadProps } from '../../src/common/pod-options';
 import { PodTemplate } from '../../src/common/pod-template';
 import { resolveProcessIdentity } from '../../src/common/security';
-import { GpuStatefulSet } from '../../src/common/stateful-set';
-import { ConfigurationError, Validator } from '../../src/common/validate';
+import { ManifestObject } from '../../src/common/manifest-object';
+import { STATEFUL_SET } from '../../src/common/stateful-set';
+import { ConfigurationError, Validator } from '../../src/validation/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS } from '../../src/common/workload-pod';
 import { testChart } from './synth';
 
@@ -23,7 +24,7 @@ export interface TestWorkloadProps extends GpuWorkloadProps {
  */
 export class TestWorkload extends Construct {
   readonly template: PodTemplate;
-  readonly statefulSet: GpuStatefulSet;
+  readonly statefulSet: ManifestObject;
   readonly level: string;
 
   constructor(scope: Construct, id: string, props: TestWorkloadProps) {
@@ -49,7 +50,7 @@ export class TestWorkload extends Construct {
     this.template = pod.template;
     this.level = pod.template.securityLevel();
     addPodValidation(this, pod.template, props.guaranteedQos ?? false, `TestWorkload '${id}'`);
-    this.statefulSet = new GpuStatefulSet(this, 'Resource', {
+    this.statefulSet = new ManifestObject(this, 'Resource', STATEFUL_SET, {
       metadata: { name: props.name, labels },
       spec: {
         serviceName: props.name,

@@ -1,5 +1,5 @@
 import { ConfigurationError, PodSecurityLevel, Rdma } from '../../src';
-import { Validator } from '../../src/common/validate';
+import { Validator } from '../../src/validation/validate';
 
 const resolve = (rdma: Rdma) => rdma._resolve(new Validator('GpuTrainingStatefulSet', 't'), 'rdma');
 const env = (rdma: Rdma) => Object.fromEntries(resolve(rdma).env.map(e => [e.name, e.value]));

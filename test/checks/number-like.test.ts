@@ -1,7 +1,9 @@
 import * as path from 'path';
-import { Chart, Testing } from 'cdk8s';
+import { App, Chart, IResolver, JsonPatch, Testing } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
+import { outputErrorsOf } from '../support/synth';
 import { GpuTrainingStatefulSet, TgiInferenceService } from '../../src';
-import { readBackAsNumber } from '../../src/common/yaml-scalars';
+import { readBackAsNumber } from '../../src/checks/number-like';
 import { parseYamlDocuments } from '../../src/guard/yaml';
 
 // cdk8s's own copy of `yaml`, called as cdk8s calls it.
@@ -59,5 +61,29 @@ describe('a value kubectl would read back as a number fails synth, naming the co
     const annotation = new Chart(Testing.app(), 'c');
     new TgiInferenceService(annotation, 'tgi', { name: 'tgi', modelId: 'org/model', pod: { annotations: { 'example.com/mode': '0o644' } } });
     expect(() => Testing.synth(annotation)).toThrow(/"0o644".* the number 420/);
+  });
+});
+
+describe('the rule holds on every path to the output', () => {
+  const trainer = (chart: Chart, env: Record<string, string> = {}) =>
+    new GpuTrainingStatefulSet(chart, 'trainer', { name: 'trainer', image: 'img:1', args: ['train.py'], gpusPerPod: 1, env });
+
+  test('in an app with a custom resolver', () => {
+    const resolver: IResolver = { resolve: () => undefined };
+    const chart = new Chart(new App({ outdir: Testing.app().outdir, resolvers: [resolver] }), 'c');
+    trainer(chart, { UMASK: '0o022' });
+    expect(() => chart.toJson()).toThrow(/StatefulSet\/trainer holds the string "0o022"/);
+  });
+
+  test('in a value a JsonPatch escape hatch adds', () => {
+    const chart = new Chart(Testing.app(), 'c');
+    trainer(chart).statefulSet.addJsonPatch(JsonPatch.add('/spec/template/metadata/annotations', { mode: '0o644' }));
+    expect(() => Testing.synth(chart)).toThrow(/GpuTrainingStatefulSet 'trainer': StatefulSet\/trainer holds the string "0o644"/);
+  });
+
+  test("in a user's cdk8s-plus Deployment: reported by the whole-output rules", () => {
+    const chart = new Chart(Testing.app(), 'c');
+    new kplus.Deployment(chart, 'web', { containers: [{ image: 'nginx', envVariables: { UMASK: kplus.EnvValue.fromValue('0o022') } }] });
+    expect(outputErrorsOf(chart)).toMatch(/^Deployment\/c-web-\w+ holds the string "0o022"/);
   });
 });

@@ -37,3 +37,35 @@ function writtenPlain(s: string): boolean {
   const text = stringify!({ v: s }, { keepUndefined: true, lineWidth: 0, version: '1.1' });
   return !/^v: ['"]/.test(text);
 }
+
+/**
+ * Every string value and map key of an object's JSON that kubectl would read back as a number,
+ * as the messages to report (see `readBackAsNumber`).
+ */
+export function numberLikeErrors(json: unknown): string[] {
+  const errors: string[] = [];
+  walk(json, errors);
+  return errors;
+}
+
+function walk(node: unknown, errors: string[]): void {
+  if (typeof node === 'string') {
+    const n = readBackAsNumber(node);
+    if (n !== undefined) errors.push(numberLikeMessage(node, n));
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  if (Array.isArray(node)) {
+    for (const item of node) walk(item, errors);
+    return;
+  }
+  for (const [key, value] of Object.entries(node)) {
+    const n = readBackAsNumber(key);
+    if (n !== undefined) errors.push(numberLikeMessage(key, n));
+    walk(value, errors);
+  }
+}
+
+function numberLikeMessage(s: string, n: number): string {
+  return `holds the string ${JSON.stringify(s)}, which cdk8s writes unquoted (YAML 1.1) and kubectl reads back as the number ${n}: the API server then refuses it in a string field, and in a port name or a map key the number silently replaces it; spell the value differently (got ${JSON.stringify(s)})`;
+}

@@ -1,6 +1,6 @@
 import { stringify } from 'yaml';
 import { synthProject } from '../support/cdk8s-project';
-import { seed000 } from './fixtures';
+import { seed000 } from '../guard/fixtures';
 
 /** The real `cdk8s synth` of one manifest, with the guard declared against a baseline folder. */
 function synthWithGuard(manifest: object) {

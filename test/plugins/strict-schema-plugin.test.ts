@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { stringify } from 'yaml';
-import { StrictSchemaValidation } from '../../src/validation/strict-schema-plugin';
+import { StrictSchemaValidation } from '../../src/plugins/strict-schema-plugin';
 import { synthProject } from '../support/cdk8s-project';
 
 /** The real `cdk8s synth` of the objects with the strict-schema plugin declared. */

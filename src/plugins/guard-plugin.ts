@@ -1,6 +1,6 @@
 import * as fs from 'fs';
-import type { Finding } from './diff';
-import type { KubeObject } from './normalize';
+import type { Finding } from '../guard/diff';
+import type { KubeObject } from '../guard/normalize';
 
 /** The parts of cdk8s-cli's ValidationContext the plugin uses (cdk8s-cli is not a runtime dependency). */
 export interface GuardValidationContext {
@@ -75,9 +75,9 @@ export class GuardValidation {
 
   /** Compares the synthesized manifests with the baseline and reports forbidden changes to cdk8s-cli. */
   async validate(context: GuardValidationContext): Promise<void> {
-    const { guard } = require('./diff') as typeof import('./diff');
-    const { GuardInputError, loadObjects, parseObjects } = require('./load') as typeof import('./load');
-    const { formatReport } = require('./report') as typeof import('./report');
+    const { guard } = require('../guard/diff') as typeof import('../guard/diff');
+    const { GuardInputError, loadObjects, parseObjects } = require('../guard/load') as typeof import('../guard/load');
+    const { formatReport } = require('../guard/report') as typeof import('../guard/report');
     const failInput = (message: string) => {
       context.logger.log(`cdk8s-gpu guard: ${message}`);
       context.report.submit('failure', { error: message });

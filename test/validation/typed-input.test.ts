@@ -1,4 +1,7 @@
+import camelCase from 'camelcase';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import { definitionsOf } from '../../src/validation/strict-schema';
+import { typedFields, typedName } from '../../src/validation/typed-input';
 import { findOne, synthValid, testChart } from '../support/synth';
 import { TestWorkload, testWorkloadError } from '../support/test-workload';
 
@@ -46,5 +49,34 @@ describe('Kubernetes-typed pod options are checked against the shape cdk8s-plus-
     const proxy = spec.containers.find((c: any) => c.name === 'proxy');
     expect(proxy.resources).toEqual({ requests: { cpu: '100m' }, limits: { memory: '64Mi' } });
     expect(spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]).toEqual({ key: 'pool', operator: 'In', values: ['gpu'] });
+  });
+});
+
+describe("the typed field names are cdk8s-plus-28's", () => {
+  const defs = definitionsOf('1.28.0');
+  /** Every core/v1 struct reachable from the structs users hand the library. */
+  const structs = new Set<string>();
+  const visit = (name: string) => {
+    if (structs.has(name) || !name.startsWith('io.k8s.api.core.v1.') || !defs[name]?.properties) return;
+    structs.add(name);
+    for (const field of Object.values(defs[name].properties!)) {
+      for (const s of [field, field.items, typeof field.additionalProperties === 'object' ? field.additionalProperties : undefined]) {
+        if (s?.$ref) visit(s.$ref.replace('#/definitions/', ''));
+      }
+    }
+  };
+  ['Container', 'Volume', 'Affinity', 'TopologySpreadConstraint', 'Toleration'].forEach(s => visit(`io.k8s.api.core.v1.${s}`));
+
+  test.each([...structs])('%s: each API field is read by its converter under the typed name', name => {
+    const convert = (k8s as any)[`toJson_${camelCase(name.split('.').pop()!, { pascalCase: true })}`] as (x: unknown) => Record<string, unknown>;
+    expect(typeof convert).toBe('function');
+    for (const api of Object.keys(typedFields(name).size ? defs[name].properties! : {})) {
+      const typed = typedName(api);
+      expect(typedFields(name).has(typed)).toBe(true);
+      const field = defs[name].properties![api];
+      const probe = field.$ref?.endsWith('Quantity') || field.$ref?.endsWith('IntOrString') ? k8s.Quantity.fromString('1')
+        : field.type === 'array' ? [] : field.$ref || field.type === 'object' ? {} : 'x';
+      expect([api, convert({ [typed]: probe })[api]]).not.toEqual([api, undefined]);
+    }
   });
 });

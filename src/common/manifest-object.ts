@@ -1,0 +1,112 @@
+import { ApiObject, GroupVersionKind, JsonPatch, Lazy } from 'cdk8s';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import { Construct } from 'constructs';
+import { outputErrors } from '../checks/output-rules';
+import { registerObject } from '../checks/unique-objects';
+
+/**
+ * A kind the library makes: its group, version and kind, the cdk8s-plus-28 converter from the
+ * typed props the library composes to the API JSON, and the API server's rules beyond the schema
+ * that a JsonPatch most easily breaks.
+ */
+export interface ManifestKind<P> {
+  readonly gvk: GroupVersionKind;
+  readonly toJson: (props: P) => Record<string, unknown> | undefined;
+  readonly afterPatch?: (json: any) => string[];
+}
+
+/** The typed props of every kind: metadata plus the kind's own top-level fields. */
+type TypedProps = { readonly metadata?: k8s.ObjectMeta };
+
+/**
+ * One object the library makes, as a plain cdk8s `ApiObject` whose body is the Kubernetes API JSON.
+ *
+ * The library composes objects from cdk8s-plus-28's typed structs (`k8s.PodSpec`, quantities as
+ * `k8s.Quantity`), and converts them with cdk8s-plus-28's exported `toJson_*` converters when the
+ * object is synthesized, so what other constructs add later (`RotatingGpuSecret.mountInto` adds a
+ * volume and a sidecar) is in the output. Because the body handed to cdk8s is already API JSON,
+ * cdk8s applies a JsonPatch to the JSON users read in the output: cdk8s-plus-28's own `Kube*`
+ * classes apply it to the typed props before converting them, where a patched `targetPort: 8080`
+ * or `maxUnavailable: 0` (a plain number where an IntOrString belongs) vanished. A patched object is
+ * then checked strictly against the Kubernetes 1.28 API, and every object against the output rules
+ * (see checks/output-rules.ts), when cdk8s synthesizes it: once per synth, from its own JSON.
+ */
+export class ManifestObject<P extends TypedProps = TypedProps> extends ApiObject {
+  /** The typed props the body is converted from; other constructs of the library may add to them. */
+  readonly typedProps: P;
+  private readonly manifestKind: ManifestKind<any>;
+  private patched = false;
+
+  constructor(scope: Construct, id: string, kind: ManifestKind<P>, props: NoInfer<P>) {
+    super(scope, id, { ...kind.gvk, metadata: props.metadata, ...lazyBody(kind, props) });
+    this.typedProps = props;
+    this.manifestKind = kind;
+    registerObject(this);
+  }
+
+  /** Whether a JsonPatch escape hatch was added: the typed props then no longer tell the whole object. */
+  get isPatched(): boolean {
+    return this.patched;
+  }
+
+  addJsonPatch(...ops: JsonPatch[]): void {
+    this.patched = true;
+    super.addJsonPatch(...ops);
+  }
+
+  toJson(): any {
+    const json = super.toJson();
+    const errors = this.patched ? patchErrors(this.manifestKind, json) : [];
+    if (errors.length > 0) {
+      throw new Error(`${json.kind}/${json.metadata?.name} is invalid after a JsonPatch escape hatch: ${errors.join('; ')}`);
+    }
+    const broken = outputErrors(this, json);
+    if (broken.length > 0) throw new Error(broken.join('\n'));
+    return json;
+  }
+}
+
+/**
+ * The body's top-level fields (spec, data, rules, ...) as lazy values: converted when cdk8s
+ * resolves them, from the typed props as they are then. The fields are those the props have when
+ * the object is made; constructs add to the structures beneath them, never a new top-level field.
+ */
+function lazyBody<P extends TypedProps>(kind: ManifestKind<P>, props: P): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const now = kind.toJson({ ...props, metadata: undefined }) ?? {};
+  for (const key of Object.keys(now)) {
+    if (key === 'metadata' || now[key] === undefined) continue;
+    body[key] = Lazy.any({ produce: () => kind.toJson(props)?.[key] });
+  }
+  return body;
+}
+
+function patchErrors<P>(kind: ManifestKind<P>, json: any): string[] {
+  // Loaded on first use: an app without escape hatches never reads the API definitions.
+  const { strictErrors } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
+  return [...(kind.afterPatch?.(json) ?? []), ...strictErrors(json, '1.28.0')];
+}
+
+/** A kind the library makes, from cdk8s-plus-28's GVK and converter for it. */
+export function kindOf<P>(
+  gvk: GroupVersionKind,
+  toJson: (props: P | undefined) => Record<string, unknown> | undefined,
+  afterPatch?: (json: any) => string[],
+): ManifestKind<P> {
+  return { gvk: { apiVersion: gvk.apiVersion, kind: gvk.kind }, toJson, afterPatch };
+}
+
+/** The built-in kinds the library makes, each converted by cdk8s-plus-28's own converter. */
+export const KIND = {
+  ConfigMap: kindOf(k8s.KubeConfigMap.GVK, k8s.toJson_KubeConfigMapProps),
+  CronJob: kindOf(k8s.KubeCronJob.GVK, k8s.toJson_KubeCronJobProps),
+  HorizontalPodAutoscaler: kindOf(k8s.KubeHorizontalPodAutoscalerV2.GVK, k8s.toJson_KubeHorizontalPodAutoscalerV2Props),
+  Job: kindOf(k8s.KubeJob.GVK, k8s.toJson_KubeJobProps),
+  PersistentVolumeClaim: kindOf(k8s.KubePersistentVolumeClaim.GVK, k8s.toJson_KubePersistentVolumeClaimProps),
+  PodDisruptionBudget: kindOf(k8s.KubePodDisruptionBudget.GVK, k8s.toJson_KubePodDisruptionBudgetProps),
+  Role: kindOf(k8s.KubeRole.GVK, k8s.toJson_KubeRoleProps),
+  RoleBinding: kindOf(k8s.KubeRoleBinding.GVK, k8s.toJson_KubeRoleBindingProps),
+  Secret: kindOf(k8s.KubeSecret.GVK, k8s.toJson_KubeSecretProps),
+  Service: kindOf(k8s.KubeService.GVK, k8s.toJson_KubeServiceProps),
+  ServiceAccount: kindOf(k8s.KubeServiceAccount.GVK, k8s.toJson_KubeServiceAccountProps),
+} as const;
