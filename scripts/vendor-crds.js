@@ -9,6 +9,7 @@
 //
 // Reads each pinned file with `git show <tag>:<path>`, checks that the tag still names the recorded
 // commit (a moved tag would silently change the data), and writes the JSON. Run once per repository.
+// Also writes crds/sources.json, the same table for the validator, which names the release in its errors.
 'use strict';
 const { execFileSync } = require('child_process');
 const fs = require('fs');
@@ -100,14 +101,17 @@ function vendor(repo, gitDir) {
   }
 }
 
-function readme() {
+function writeTables() {
   const rows = PINS.flatMap(p => p.paths.map(file => {
     const json = `${p.project}/${jsonName(file)}`;
-    const crd = fs.existsSync(path.join(CRDS, json)) ? JSON.parse(fs.readFileSync(path.join(CRDS, json), 'utf8')) : undefined;
+    const where = path.join(CRDS, json);
+    const crd = fs.existsSync(where) ? JSON.parse(fs.readFileSync(where, 'utf8')) : undefined;
+    const served = crd && crd.spec.versions.filter(v => v.served);
     const kinds = crd
-      ? crd.spec.versions.filter(v => v.served).map(v => `${crd.spec.group}/${v.name} ${crd.spec.names.kind}`).join(', ')
+      ? served.map(v => `${crd.spec.group}/${v.name} ${crd.spec.names.kind}`).join(', ')
       : '(not vendored yet)';
-    return `| ${kinds} | [${p.repo}](https://github.com/${p.repo}) | ${p.tag} | \`${p.commit.slice(0, 12)}\` | \`${file}\` `
+    return `| ${kinds} | [${p.repo}](https://github.com/${p.repo}) | ${p.tag} | \`${p.commit.slice(0, 12)}\` `
+      + `| \`${file}\` `
       + `| \`${json}\` | Apache-2.0 | ${VENDORED} |`;
   }));
   const text = [
@@ -127,6 +131,10 @@ function readme() {
     '',
   ].join('\n');
   fs.writeFileSync(path.join(CRDS, 'README.md'), text);
+  const sources = PINS.flatMap(p => p.paths.map(file => ({
+    file: `${p.project}/${jsonName(file)}`, repo: p.repo, tag: p.tag, commit: p.commit, path: file, vendored: VENDORED,
+  })));
+  fs.writeFileSync(path.join(CRDS, 'sources.json'), JSON.stringify(sources, null, 2) + '\n');
 }
 
 if (require.main === module) {
@@ -136,7 +144,7 @@ if (require.main === module) {
     process.exit(2);
   }
   vendor(repo, gitDir);
-  readme();
+  writeTables();
 }
 
 module.exports = { PINS };
