@@ -81,10 +81,9 @@ function notVendored(apiVersion: string, kind: string): string {
 function check(value: unknown, s: CrdSchema, at: string, walk: Walk): void {
   const { errors } = walk;
   if (value === null) {
-    if (!s.nullable) {
-      errors.push(`${name(at)} is null, which its schema does not allow: the API server would drop the field `
-        + '(so a required one goes missing); leave it out instead');
-    }
+    // The server drops a null field that is not nullable (PruneNonNullableNullsWithoutDefaults), so
+    // a required one goes missing, and refuses a null list item; either way it is a writer's bug.
+    if (!s.nullable) errors.push(`${name(at)} is null, which its schema does not allow (leave the field out instead)`);
     return;
   }
   if (!typeErrors(value, s, at, errors)) return;
