@@ -13,22 +13,47 @@ export type { CrdSchema, CrdSource, VendoredKind } from './crd-registry';
  *
  * Not evaluated: `x-kubernetes-validations` (CEL rules). They need a CEL engine with the
  * Kubernetes library (quantity, url, format...); approximating a few rules by hand would pass
- * objects the server refuses and look like coverage it is not, so none is evaluated. Nor are the
- * projects' admission webhooks, except the name rules crd-metadata.ts records.
+ * objects the server refuses and look like coverage it is not, so none is evaluated;
+ * `crdRulesNotEvaluated` lists those that apply to an object, so a test can show what is left to
+ * the server. (Transition rules such as `self == oldSelf` need the old object as well: the guard
+ * reads those from CRDs, src/guard/crd.ts.) Nor are the projects' admission webhooks checked,
+ * except the name rules crd-metadata.ts records.
  *
  * Stricter than the server, on purpose: a null in a field that is not nullable is an error (the
  * server drops it silently, which hides the bug that wrote it), and an integer outside its
  * int32/int64 format is an error (the server stores it, the controller's Go types cannot read it).
  */
 
-/** What one walk collects, and whether it reports unknown fields (not inside anyOf alternatives). */
+/**
+ * What one walk collects, and whether it reports unknown fields (not inside anyOf alternatives).
+ * `rules` collects the CEL rules of the schema nodes the object has a value at.
+ */
 interface Walk {
   readonly errors: string[];
   readonly strictFields: boolean;
+  readonly rules?: string[];
 }
 
 /** Returns the errors of one custom resource, each naming the object and the path; empty when valid. */
 export function crdErrors(obj: unknown): string[] {
+  return validate(obj).errors;
+}
+
+/**
+ * The CEL rules (`x-kubernetes-validations`) this validator does not evaluate but the server
+ * would, for the fields the object sets: `JobSet/train: spec: <the rule's message>`.
+ */
+export function crdRulesNotEvaluated(obj: unknown): string[] {
+  return validate(obj).rules;
+}
+
+function validate(obj: unknown): { errors: string[]; rules: string[] } {
+  const rules: string[] = [];
+  const errors = walkObject(obj, rules);
+  return { errors, rules };
+}
+
+function walkObject(obj: unknown, rules: string[]): string[] {
   if (!isPlainObject(obj)) return ['The object is not a Kubernetes object (an object with apiVersion and kind).'];
   const { apiVersion, kind, metadata } = obj;
   if (typeof apiVersion !== 'string' || typeof kind !== 'string') {
@@ -38,7 +63,7 @@ export function crdErrors(obj: unknown): string[] {
   const who = `${kind}/${name}`;
   const crd = vendoredKind(apiVersion, kind);
   if (!crd) return [`${who}: ${notVendored(apiVersion, kind)}`];
-  const walk: Walk = { errors: metadataErrors(metadata, crd.group, kind, crd.namespaced), strictFields: true };
+  const walk: Walk = { errors: metadataErrors(metadata, crd.group, kind, crd.namespaced), strictFields: true, rules };
   // The server validates ObjectMeta itself (crd-metadata.ts); a CRD may add constraints on the
   // name, which apply on top, so metadata is walked for values only.
   const root = crd.schema;
@@ -48,6 +73,7 @@ export function crdErrors(obj: unknown): string[] {
   }
   const rest = Object.fromEntries(Object.entries(obj).filter(([k]) => k !== 'metadata'));
   check(rest, { ...root, required: root.required?.filter(r => r !== 'metadata') }, '', walk);
+  rules.splice(0, rules.length, ...rules.map(r => `${who}: ${r}`));
   return walk.errors.map(e => `${who}: ${e}`);
 }
 
@@ -87,6 +113,9 @@ function check(value: unknown, s: CrdSchema, at: string, walk: Walk): void {
     return;
   }
   if (!typeErrors(value, s, at, errors)) return;
+  for (const v of s['x-kubernetes-validations'] ?? []) {
+    walk.rules?.push(`${name(at)}: ${(v.message ?? v.rule).replace(/\s+/g, ' ')}`);
+  }
   if (s.enum && !s.enum.some(e => same(e, value))) {
     errors.push(`${name(at)} must be one of ${s.enum.map(e => JSON.stringify(e)).join(', ')} (got ${got(value)})`);
   }

@@ -1,5 +1,5 @@
 import {
-  CrdSchema, crdErrors, expectCrdValid, goRegExp, isVendoredKind, schemaErrors, vendoredKinds,
+  CrdSchema, crdErrors, crdRulesNotEvaluated, expectCrdValid, goRegExp, isVendoredKind, schemaErrors, vendoredKinds,
 } from '../support/crd-schema';
 
 const GPU_CONTAINER = {
@@ -384,6 +384,23 @@ describe('field errors name the object and the path', () => {
   test('an unknown top-level field', () => {
     expect(crdErrors({ ...serviceMonitor(), data: {} })).toEqual([
       'ServiceMonitor/vllm: data is not a field of the schema (unknown field "data")',
+    ]);
+  });
+});
+
+describe('CEL rules are not evaluated, only listed', () => {
+  test('the rules of the fields an object sets', () => {
+    expect(crdRulesNotEvaluated(inferencePool())).toEqual([
+      'InferencePool/llama: spec.targetPorts: port number must be unique',
+      'InferencePool/llama: spec.endpointPickerRef: port is required when kind is \'Service\' or unspecified '
+        + '(defaults to \'Service\')',
+    ]);
+    // The rule holds, or not, without changing crdErrors: the server is the judge of it.
+    const pool = inferencePool();
+    delete pool.spec.endpointPickerRef.port;
+    expect(crdErrors(pool)).toEqual([]);
+    expect(crdRulesNotEvaluated(scaledObject())).toEqual([
+      'ScaledObject/llama: spec: minReplicaCount must be less than or equal to maxReplicaCount',
     ]);
   });
 });
