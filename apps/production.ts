@@ -20,11 +20,14 @@ export class ProductionChart extends Chart {
     const gpuPool = {
       tolerations: [{ key: 'sku', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }],
       imagePullSecrets: ['ngc-pull'],
-      labels: { 'team': 'nlp', 'cost-center': 'research' },
+      labels: { team: 'nlp', 'cost-center': 'research' },
     };
 
     new k8s.KubeServiceAccount(this, 'trainer-sa', {
-      metadata: { name: 'llm-trainer', annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::111122223333:role/llm-trainer' } },
+      metadata: {
+        name: 'llm-trainer',
+        annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::111122223333:role/llm-trainer' },
+      },
       automountServiceAccountToken: false,
     });
     this.trainer = new GpuTrainingStatefulSet(this, 'trainer', {
@@ -41,7 +44,13 @@ export class ProductionChart extends Chart {
       rdma: Rdma.efa(4),
       nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' },
       env: { WANDB_API_KEY: EnvValue.fromSecretKey('wandb', 'api-key'), AWS_REGION: 'us-east-1' },
-      volumes: [{ volume: { name: 'datasets', persistentVolumeClaim: { claimName: 'datasets', readOnly: true } }, mountPath: '/datasets', readOnly: true }],
+      volumes: [
+        {
+          volume: { name: 'datasets', persistentVolumeClaim: { claimName: 'datasets', readOnly: true } },
+          mountPath: '/datasets',
+          readOnly: true,
+        },
+      ],
       pod: { ...gpuPool, serviceAccountName: 'llm-trainer', priorityClassName: 'training-high' },
     });
 

@@ -36,7 +36,11 @@ if (what === 'fixture') {
   const app = new App({ outdir: path.dirname(file) });
   buildWithLibrary(app, kindsNamed(kinds.split(',')), Number(n), layout as Layout);
   // Chart.toJson() is what app.synth() writes for each chart (sanitized, patched, in topological order).
-  const charts = app.charts.map(c => ({ id: c.node.id, file: `${Names.toDnsLabel(c)}${app.outputFileExtension}`, objects: c.toJson() }));
+  const charts = app.charts.map(c => ({
+    id: c.node.id,
+    file: `${Names.toDnsLabel(c)}${app.outputFileExtension}`,
+    objects: c.toJson(),
+  }));
   fs.writeFileSync(file, JSON.stringify({ charts } satisfies Fixture));
   result.objects = charts.reduce((s, c) => s + c.objects.length, 0);
 } else if (what === 'library') {
@@ -69,7 +73,9 @@ if (what === 'fixture') {
   fs.mkdirSync(outdir, { recursive: true });
   // Exactly cdk8s's Yaml.save (node_modules/cdk8s/lib/yaml.js): one stringify per object, joined by '---'.
   for (const c of fixture.charts) {
-    const text = c.objects.map(o => YAML.stringify(o, { keepUndefined: true, lineWidth: 0, version: '1.1' })).join('---\n');
+    const text = c.objects
+      .map(o => YAML.stringify(o, { keepUndefined: true, lineWidth: 0, version: '1.1' }))
+      .join('---\n');
     fs.writeFileSync(path.join(outdir, c.file), text, { encoding: 'utf8' });
   }
   result.ms = ms(t0);

@@ -19,19 +19,23 @@ export const ROOT = ((): string => {
  * (e.g. a candidate fix compiled elsewhere), for comparisons.
  */
 export function library(): typeof Library {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   return require(path.resolve(ROOT, process.env.BENCH_LIB ?? 'lib'));
 }
 
 /** The `yaml` module that cdk8s itself writes manifests with (its own copy when it has one). */
 export function cdk8sYaml(): typeof import('yaml') {
   const cdk8sMain = require.resolve('cdk8s', { paths: [ROOT] });
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+
   return require(require.resolve('yaml', { paths: [path.dirname(cdk8sMain)] }));
 }
 
 export function machine(): string {
   const cpus = os.cpus();
-  return `${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, `
-    + `Node ${process.version}, ${os.platform()} ${os.arch()}, load average ${os.loadavg().map(l => l.toFixed(2)).join(' ')}`;
+  return (
+    `${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ` +
+    `Node ${process.version}, ${os.platform()} ${os.arch()}, load average ${os
+      .loadavg()
+      .map(l => l.toFixed(2))
+      .join(' ')}`
+  );
 }

@@ -39,8 +39,26 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** Compiles src/guard (and what it imports) to plain JavaScript in a temporary folder. */
 export function compileGuard(outDir: string): string {
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  execFileSync(process.execPath, [tsc, '--outDir', outDir, '--rootDir', path.join(ROOT, 'src'), '--module', 'commonjs', '--target', 'ES2020', '--esModuleInterop', '--skipLibCheck',
-    '--types', 'node', path.join(ROOT, 'src', 'guard', 'cli.ts')], { cwd: ROOT, stdio: 'pipe' });
+  execFileSync(
+    process.execPath,
+    [
+      tsc,
+      '--outDir',
+      outDir,
+      '--rootDir',
+      path.join(ROOT, 'src'),
+      '--module',
+      'commonjs',
+      '--target',
+      'ES2020',
+      '--esModuleInterop',
+      '--skipLibCheck',
+      '--types',
+      'node',
+      path.join(ROOT, 'src', 'guard', 'cli.ts'),
+    ],
+    { cwd: ROOT, stdio: 'pipe' },
+  );
   // The assets the code reads at run time (the API definitions the YAML type check uses), as
   // scripts/copy-assets.js places them beside lib/.
   (function copy(dir: string): void {
@@ -65,51 +83,148 @@ export function compileGuard(outDir: string): string {
 function workload(image: string, live: boolean): object[] {
   // `@@` is the workload number, `@@H.@@L` its Service IP: filled in per copy by writeSide.
   const name = 'tgi-@@';
-  const labels = { 'app.kubernetes.io/name': name, 'app.kubernetes.io/instance': `${name}-v1`, 'app.kubernetes.io/component': 'inference', 'app.kubernetes.io/managed-by': 'cdk8s-gpu' };
-  const meta = (n: string) => (live
-    ? { name: n, namespace: 'ml', labels, uid: `u-${n}`, resourceVersion: '81234', creationTimestamp: '2026-11-01T10:00:00Z', managedFields: [{ manager: 'kubectl', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': {} } }] }
-    : { name: n, labels });
-  const probe = { httpGet: { path: '/health', port: 8080, ...(live ? { scheme: 'HTTP' } : {}) }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 5, ...(live ? { successThreshold: 1 } : {}) };
+  const labels = {
+    'app.kubernetes.io/name': name,
+    'app.kubernetes.io/instance': `${name}-v1`,
+    'app.kubernetes.io/component': 'inference',
+    'app.kubernetes.io/managed-by': 'cdk8s-gpu',
+  };
+  const meta = (n: string) =>
+    live
+      ? {
+          name: n,
+          namespace: 'ml',
+          labels,
+          uid: `u-${n}`,
+          resourceVersion: '81234',
+          creationTimestamp: '2026-11-01T10:00:00Z',
+          managedFields: [
+            { manager: 'kubectl', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': {} } },
+          ],
+        }
+      : { name: n, labels };
+  const probe = {
+    httpGet: { path: '/health', port: 8080, ...(live ? { scheme: 'HTTP' } : {}) },
+    periodSeconds: 10,
+    failureThreshold: 3,
+    timeoutSeconds: 5,
+    ...(live ? { successThreshold: 1 } : {}),
+  };
   const sts: any = {
-    apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: meta(`${name}-v1`),
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: meta(`${name}-v1`),
     spec: {
-      serviceName: `${name}-v1`, replicas: 2, podManagementPolicy: 'Parallel', selector: { matchLabels: labels },
+      serviceName: `${name}-v1`,
+      replicas: 2,
+      podManagementPolicy: 'Parallel',
+      selector: { matchLabels: labels },
       persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
-      volumeClaimTemplates: [{ metadata: { name: 'model-cache' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '200Gi' } }, ...(live ? { volumeMode: 'Filesystem' } : {}) }, ...(live ? { status: { phase: 'Pending' } } : {}) }],
+      volumeClaimTemplates: [
+        {
+          metadata: { name: 'model-cache' },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: '200Gi' } },
+            ...(live ? { volumeMode: 'Filesystem' } : {}),
+          },
+          ...(live ? { status: { phase: 'Pending' } } : {}),
+        },
+      ],
       template: {
         metadata: { labels },
         spec: {
-          terminationGracePeriodSeconds: 120, automountServiceAccountToken: false, securityContext: { runAsNonRoot: false, seccompProfile: { type: 'RuntimeDefault' } },
+          terminationGracePeriodSeconds: 120,
+          automountServiceAccountToken: false,
+          securityContext: { runAsNonRoot: false, seccompProfile: { type: 'RuntimeDefault' } },
           tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
-          containers: [{
-            name: 'tgi', image, ports: [{ name: 'http', containerPort: 8080, ...(live ? { protocol: 'TCP' } : {}) }],
-            env: [{ name: 'MODEL_ID', value: 'meta-llama/Llama-3.1-8B-Instruct' }, { name: 'PORT', value: '8080' }, { name: 'HF_HOME', value: '/data' }],
-            resources: { limits: { 'nvidia.com/gpu': live ? '1' : 1, memory: live ? '16Gi' : '16384Mi' }, requests: { cpu: live ? '4' : '4000m', memory: '16Gi' } },
-            startupProbe: { ...probe, failureThreshold: 90 }, readinessProbe: probe, livenessProbe: { ...probe, periodSeconds: 30 },
-            volumeMounts: [{ name: 'model-cache', mountPath: '/data' }, { name: 'dshm', mountPath: '/dev/shm' }],
-            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-            ...(live ? { imagePullPolicy: 'IfNotPresent', terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' } : {}),
-          }],
+          containers: [
+            {
+              name: 'tgi',
+              image,
+              ports: [{ name: 'http', containerPort: 8080, ...(live ? { protocol: 'TCP' } : {}) }],
+              env: [
+                { name: 'MODEL_ID', value: 'meta-llama/Llama-3.1-8B-Instruct' },
+                { name: 'PORT', value: '8080' },
+                { name: 'HF_HOME', value: '/data' },
+              ],
+              resources: {
+                limits: { 'nvidia.com/gpu': live ? '1' : 1, memory: live ? '16Gi' : '16384Mi' },
+                requests: { cpu: live ? '4' : '4000m', memory: '16Gi' },
+              },
+              startupProbe: { ...probe, failureThreshold: 90 },
+              readinessProbe: probe,
+              livenessProbe: { ...probe, periodSeconds: 30 },
+              volumeMounts: [
+                { name: 'model-cache', mountPath: '/data' },
+                { name: 'dshm', mountPath: '/dev/shm' },
+              ],
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+              ...(live
+                ? {
+                    imagePullPolicy: 'IfNotPresent',
+                    terminationMessagePath: '/dev/termination-log',
+                    terminationMessagePolicy: 'File',
+                  }
+                : {}),
+            },
+          ],
           volumes: [{ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '1Gi' } }],
-          ...(live ? { dnsPolicy: 'ClusterFirst', restartPolicy: 'Always', schedulerName: 'default-scheduler', enableServiceLinks: true } : {}),
+          ...(live
+            ? {
+                dnsPolicy: 'ClusterFirst',
+                restartPolicy: 'Always',
+                schedulerName: 'default-scheduler',
+                enableServiceLinks: true,
+              }
+            : {}),
         },
       },
     },
     ...(live ? { status: { replicas: 2, readyReplicas: 2, observedGeneration: 1 } } : {}),
   };
   const svc = (n: string, headless: boolean) => ({
-    apiVersion: 'v1', kind: 'Service', metadata: meta(n),
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(n),
     spec: {
-      selector: labels, ports: [{ name: 'http', port: headless ? 8080 : 80, targetPort: 8080, ...(live ? { protocol: 'TCP' } : {}) }],
+      selector: labels,
+      ports: [{ name: 'http', port: headless ? 8080 : 80, targetPort: 8080, ...(live ? { protocol: 'TCP' } : {}) }],
       ...(headless ? { clusterIP: 'None', publishNotReadyAddresses: true } : {}),
-      ...(live ? { type: 'ClusterIP', sessionAffinity: 'None', clusterIPs: [headless ? 'None' : '10.96.@@H.@@L'], ipFamilies: ['IPv4'], ipFamilyPolicy: 'SingleStack', internalTrafficPolicy: 'Cluster', ...(headless ? {} : { clusterIP: '10.96.@@H.@@L' }) } : {}),
+      ...(live
+        ? {
+            type: 'ClusterIP',
+            sessionAffinity: 'None',
+            clusterIPs: [headless ? 'None' : '10.96.@@H.@@L'],
+            ipFamilies: ['IPv4'],
+            ipFamilyPolicy: 'SingleStack',
+            internalTrafficPolicy: 'Cluster',
+            ...(headless ? {} : { clusterIP: '10.96.@@H.@@L' }),
+          }
+        : {}),
     },
   });
-  const pdb = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: meta(`${name}-v1`), spec: { maxUnavailable: 1, selector: { matchLabels: labels }, unhealthyPodEvictionPolicy: 'AlwaysAllow' } };
+  const pdb = {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: meta(`${name}-v1`),
+    spec: { maxUnavailable: 1, selector: { matchLabels: labels }, unhealthyPodEvictionPolicy: 'AlwaysAllow' },
+  };
   // Small objects make up most of a real export (about 470 bytes per object on average in the
   // 108k-object export of the issue): configuration and credentials beside each workload.
-  const cm = (k: number) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: meta(`${name}-config-${k}`), data: { 'config.json': `{"max_batch_prefill_tokens": ${4096 * k}}`, LOG_LEVEL: 'info' } });
-  const secret = (k: number) => ({ apiVersion: 'v1', kind: 'Secret', metadata: meta(`${name}-token-${k}`), type: 'Opaque', data: { token: Buffer.from(`hf_${k}`).toString('base64') } });
+  const cm = (k: number) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta(`${name}-config-${k}`),
+    data: { 'config.json': `{"max_batch_prefill_tokens": ${4096 * k}}`, LOG_LEVEL: 'info' },
+  });
+  const secret = (k: number) => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: meta(`${name}-token-${k}`),
+    type: 'Opaque',
+    data: { token: Buffer.from(`hf_${k}`).toString('base64') },
+  });
   return [sts, svc(`${name}-v1`, true), svc(name, false), pdb, cm(1), cm(2), cm(3), cm(4), secret(1), secret(2)];
 }
 
@@ -121,12 +236,14 @@ export function writeSide(dir: string, objects: number, image: string, live: boo
   fs.mkdirSync(dir, { recursive: true });
   // One block-style YAML rendering, copied per workload: writing 200k objects through a YAML
   // serializer would take longer than the guard reads them.
-  const template = workload(image, live).map(o => jsyaml.dump(o, { noRefs: true, lineWidth: -1 })).join('---\n');
+  const template = workload(image, live)
+    .map(o => jsyaml.dump(o, { noRefs: true, lineWidth: -1 }))
+    .join('---\n');
   let bytes = 0;
   const perFile = 1000;
   for (let f = 0; f * perFile < objects; f++) {
     const docs: string[] = [];
-    for (let i = f * perFile / PER_WORKLOAD; i < Math.min(objects, (f + 1) * perFile) / PER_WORKLOAD; i++) {
+    for (let i = (f * perFile) / PER_WORKLOAD; i < Math.min(objects, (f + 1) * perFile) / PER_WORKLOAD; i++) {
       docs.push(template.replace(/@@H|@@L|@@/g, m => String(m === '@@H' ? (i >> 8) & 255 : m === '@@L' ? i & 255 : i)));
     }
     const text = docs.join('---\n');
@@ -137,7 +254,11 @@ export function writeSide(dir: string, objects: number, image: string, live: boo
 }
 
 /** One fresh process running the CLI; returns wall ms, peak RSS and the findings counts. */
-function runOnce(cli: string, before: string, after: string): { ms: number; rssMiB: number; errors: number; warnings: number } {
+function runOnce(
+  cli: string,
+  before: string,
+  after: string,
+): { ms: number; rssMiB: number; errors: number; warnings: number } {
   const script = `process.argv = [process.argv[0], ${JSON.stringify(cli)}, 'guard', '--before', ${JSON.stringify(before)}, '--after', ${JSON.stringify(after)}, '--json'];
     let out = ''; const { main } = require(${JSON.stringify(cli)});
     const code = main(process.argv.slice(2), s => { out += s; }, s => process.stderr.write(s + '\\n'));
@@ -162,39 +283,53 @@ export function runGuardBench(options: GuardBenchOptions = {}): GuardBenchRow[] 
     const jsDir = fs.mkdtempSync(path.join(ROOT, 'node_modules', '.bench-guard-'));
     cleanup.push(jsDir);
     const cli = compileGuard(jsDir);
-    log(`Guard as a process (node ${process.version}, compiled JS): \`cdk8s-gpu guard --before <live export> --after <manifests> --json\`, every image bumped;`);
+    log(
+      `Guard as a process (node ${process.version}, compiled JS): \`cdk8s-gpu guard --before <live export> --after <manifests> --json\`, every image bumped;`,
+    );
     log(`median of ${runs} fresh processes [min-max]; wall time includes node start-up and reading the files`);
     // The floor every run pays: node start-up and loading the CLI (`--help` reads no input).
-    const floor = median(Array.from({ length: runs }, () => {
-      const t0 = process.hrtime.bigint();
-      spawnSync(process.execPath, [cli, '--help'], { encoding: 'utf8' });
-      return Number(process.hrtime.bigint() - t0) / 1e6;
-    }));
+    const floor = median(
+      Array.from({ length: runs }, () => {
+        const t0 = process.hrtime.bigint();
+        spawnSync(process.execPath, [cli, '--help'], { encoding: 'utf8' });
+        return Number(process.hrtime.bigint() - t0) / 1e6;
+      }),
+    );
     log(`process floor (node start-up and the CLI, --help): ${floor.toFixed(0)} ms`);
     log('   objects |    YAML | time                       | peak RSS                 | findings');
     for (const n of sizes) {
       const before = path.join(work, `before-${n}`);
       const after = path.join(work, `after-${n}`);
-      const bytes = writeSide(before, n, 'ghcr.io/huggingface/text-generation-inference:3.3.6', true) + writeSide(after, n, 'ghcr.io/huggingface/text-generation-inference:3.3.7', false);
+      const bytes =
+        writeSide(before, n, 'ghcr.io/huggingface/text-generation-inference:3.3.6', true) +
+        writeSide(after, n, 'ghcr.io/huggingface/text-generation-inference:3.3.7', false);
       const results = Array.from({ length: runs }, () => runOnce(cli, before, after));
       const ms = results.map(r => r.ms);
       const rss = results.map(r => r.rssMiB);
       const row: GuardBenchRow = {
-        objects: n, yamlMiB: bytes / 2 ** 20, ms: [median(ms), Math.min(...ms), Math.max(...ms)], rssMiB: [median(rss), Math.min(...rss), Math.max(...rss)],
-        errors: results[0].errors, warnings: results[0].warnings,
+        objects: n,
+        yamlMiB: bytes / 2 ** 20,
+        ms: [median(ms), Math.min(...ms), Math.max(...ms)],
+        rssMiB: [median(rss), Math.min(...rss), Math.max(...rss)],
+        errors: results[0].errors,
+        warnings: results[0].warnings,
       };
       rows.push(row);
       const f = (x: number) => (x >= 1000 ? `${(x / 1000).toFixed(2)} s` : `${x.toFixed(0)} ms`);
       const timeCell = `${f(row.ms[0]).padStart(8)} [${f(row.ms[1])}-${f(row.ms[2])}]`;
       const rssCell = `${row.rssMiB[0].toFixed(0).padStart(5)} MiB [${row.rssMiB[1].toFixed(0)}-${row.rssMiB[2].toFixed(0)}]`;
-      log(`   ${String(n).padStart(7)} | ${row.yamlMiB.toFixed(0).padStart(3)} MiB | ${timeCell.padEnd(26)} | ${rssCell.padEnd(24)} | ${row.errors} errors, ${row.warnings} warnings`);
+      log(
+        `   ${String(n).padStart(7)} | ${row.yamlMiB.toFixed(0).padStart(3)} MiB | ${timeCell.padEnd(26)} | ${rssCell.padEnd(24)} | ${row.errors} errors, ${row.warnings} warnings`,
+      );
       fs.rmSync(before, { recursive: true, force: true });
       fs.rmSync(after, { recursive: true, force: true });
     }
     for (let i = 1; i < rows.length; i++) {
       const [a, b] = [rows[i - 1], rows[i]];
       const exp = (x: number, y: number) => (Math.log(y / x) / Math.log(b.objects / a.objects)).toFixed(2);
-      log(`   scaling exponent ${a.objects} -> ${b.objects}: time ${exp(a.ms[0], b.ms[0])} (above the process floor ${exp(Math.max(1, a.ms[0] - floor), Math.max(1, b.ms[0] - floor))}), peak RSS ${exp(a.rssMiB[0], b.rssMiB[0])}; 1.0 is linear`);
+      log(
+        `   scaling exponent ${a.objects} -> ${b.objects}: time ${exp(a.ms[0], b.ms[0])} (above the process floor ${exp(Math.max(1, a.ms[0] - floor), Math.max(1, b.ms[0] - floor))}), peak RSS ${exp(a.rssMiB[0], b.rssMiB[0])}; 1.0 is linear`,
+      );
     }
   } finally {
     for (const d of cleanup) fs.rmSync(d, { recursive: true, force: true });

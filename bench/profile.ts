@@ -9,18 +9,34 @@ import * as path from 'path';
 import { machine, ROOT } from './env';
 import { Layout, usableKinds } from './workloads';
 
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
-interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number }
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+}
 
 const [, , , nArg = '1000', layoutArg = 'one-chart', mixArg = ''] = process.argv;
 const n = Number(nArg);
 const layout = layoutArg as Layout;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdk8s-gpu-profile-'));
-const names = usableKinds().kinds.map(k => k.name).filter(k => mixArg !== 'without-secret' || !/RotatingGpuSecret/.test(k)).join(',');
+const names = usableKinds()
+  .kinds.map(k => k.name)
+  .filter(k => mixArg !== 'without-secret' || !/RotatingGpuSecret/.test(k))
+  .join(',');
 
 function profiled(...args: string[]): { profile: Profile; fromUs: number; toUs: number; ms: number } {
   const profDir = fs.mkdtempSync(path.join(dir, 'prof-'));
-  const r = spawnSync(process.execPath, ['--cpu-prof', '--cpu-prof-dir', profDir, path.join(__dirname, 'case.js'), ...args], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync(
+    process.execPath,
+    ['--cpu-prof', '--cpu-prof-dir', profDir, path.join(__dirname, 'case.js'), ...args],
+    { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 26 },
+  );
   if (r.status !== 0) throw new Error(`profiled case failed:\n${r.stdout}${r.stderr}`);
   const res = JSON.parse(r.stdout);
   const file = fs.readdirSync(profDir).find(f => f.endsWith('.cpuprofile'))!;
@@ -64,7 +80,10 @@ function summarize(title: string, p: { profile: Profile; fromUs: number; toUs: n
       const cf = byId.get(cur)!.callFrame;
       if (owner(cf.url) !== 'cdk8s-gpu (lib/)') continue;
       const k = `${cf.functionName || '(anonymous)'} ${cf.url.replace(/^file:\/\//, '').replace(ROOT + '/', '')}:${cf.lineNumber + 1}`;
-      if (!seen.has(k)) { seen.add(k); inclusive.set(k, (inclusive.get(k) ?? 0) + dt); }
+      if (!seen.has(k)) {
+        seen.add(k);
+        inclusive.set(k, (inclusive.get(k) ?? 0) + dt);
+      }
     }
   });
   const pct = (x: number) => `${((100 * x) / total).toFixed(1).padStart(5)}%`;
@@ -82,7 +101,9 @@ function summarize(title: string, p: { profile: Profile; fromUs: number; toUs: n
 
 console.log(`profile of ${n} workloads, ${layout} (${names}); machine: ${machine()}`);
 const fixture = path.join(dir, 'fixture.json');
-spawnSync(process.execPath, [path.join(__dirname, 'case.js'), 'fixture', names, String(n), layout, fixture], { cwd: ROOT });
+spawnSync(process.execPath, [path.join(__dirname, 'case.js'), 'fixture', names, String(n), layout, fixture], {
+  cwd: ROOT,
+});
 summarize('(a) cdk8s-gpu constructs + synth', profiled('library', names, String(n), layout, path.join(dir, 'out-a')));
 summarize('(b) identical plain ApiObjects + synth', profiled('raw', fixture, path.join(dir, 'out-b')));
 fs.rmSync(dir, { recursive: true, force: true });

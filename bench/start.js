@@ -23,11 +23,24 @@ step('npm run build', 'npm', ['run', 'build']);
 fs.rmSync(OUT, { recursive: true, force: true });
 // tsc writes JavaScript even when it reports type errors; the bench runs if it got its entry point
 // (`npm run typecheck` is where type errors fail).
-const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc', { paths: [ROOT] }), '-p', path.join(__dirname, 'tsconfig.json'), '--outDir', OUT], { cwd: ROOT, encoding: 'utf8' });
+const tsc = spawnSync(
+  process.execPath,
+  [
+    require.resolve('typescript/bin/tsc', { paths: [ROOT] }),
+    '-p',
+    path.join(__dirname, 'tsconfig.json'),
+    '--outDir',
+    OUT,
+  ],
+  { cwd: ROOT, encoding: 'utf8' },
+);
 if (tsc.status !== 0) process.stderr.write(`warning: compiling bench/ reported errors:\n${tsc.stdout}${tsc.stderr}`);
 if (!fs.existsSync(path.join(OUT, 'bench', 'run.js'))) process.exit(1);
 // `npm run bench -- profile [workloads] [layout]` profiles one configuration instead.
 const entry = process.argv[2] === 'profile' ? 'profile.js' : 'run.js';
-const r = spawnSync(process.execPath, [path.join(OUT, 'bench', entry), ...process.argv.slice(2)], { cwd: ROOT, stdio: 'inherit' });
+const r = spawnSync(process.execPath, [path.join(OUT, 'bench', entry), ...process.argv.slice(2)], {
+  cwd: ROOT,
+  stdio: 'inherit',
+});
 fs.rmSync(OUT, { recursive: true, force: true });
 process.exit(r.status ?? 1);

@@ -6,7 +6,11 @@
  * known. On a shared machine wall time also counts the time other work held the cores; CPU time
  * does not, so its ratios are the steadier figure of the two.
  */
-export interface Sample { readonly ms: number; readonly cpuMs?: number; readonly rssMb?: number }
+export interface Sample {
+  readonly ms: number;
+  readonly cpuMs?: number;
+  readonly rssMb?: number;
+}
 
 export const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS ?? 5));
 
@@ -58,7 +62,10 @@ export function overBoth(a: Sample[], b: Sample[]): string {
 export function childrenCpuMs(): number | undefined {
   try {
     // Fields after the command name: cutime and cstime are the 14th and 15th, in clock ticks (USER_HZ, 100 on Linux).
-    const fields = require('fs').readFileSync('/proc/self/stat', 'utf8').replace(/^.*\) /s, '').split(' ');
+    const fields = require('fs')
+      .readFileSync('/proc/self/stat', 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ');
     return (Number(fields[13]) + Number(fields[14])) * 10;
   } catch {
     return undefined;

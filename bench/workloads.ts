@@ -23,28 +23,51 @@ export function candidateKinds(): { kinds: WorkloadKind[]; absent: string[] } {
   const kinds: WorkloadKind[] = [
     {
       name: 'training',
-      create: (s, i) => new gpu.GpuTrainingStatefulSet(s, `train-${i}`, { name: `train-${i}`, image: 'nvcr.io/nvidia/pytorch:24.08-py3', args: ['train.py'], gpusPerPod: 2, replicas: 2 }),
+      create: (s, i) =>
+        new gpu.GpuTrainingStatefulSet(s, `train-${i}`, {
+          name: `train-${i}`,
+          image: 'nvcr.io/nvidia/pytorch:24.08-py3',
+          args: ['train.py'],
+          gpusPerPod: 2,
+          replicas: 2,
+        }),
     },
     {
       name: 'TgiInferenceService',
-      create: (s, i) => new gpu.TgiInferenceService(s, `tgi-${i}`, { name: `tgi-${i}`, modelId: 'meta-llama/Llama-3.1-8B-Instruct' }),
+      create: (s, i) =>
+        new gpu.TgiInferenceService(s, `tgi-${i}`, { name: `tgi-${i}`, modelId: 'meta-llama/Llama-3.1-8B-Instruct' }),
     },
   ];
   const absent: string[] = [];
   const exported = gpu as unknown as Record<string, unknown>;
   for (const engine of ['vllm', 'sglang']) {
-    const found = Object.keys(exported).filter(k => k.toLowerCase().startsWith(engine) && /(Service|Server)$/.test(k) && typeof exported[k] === 'function');
+    const found = Object.keys(exported).filter(
+      k => k.toLowerCase().startsWith(engine) && /(Service|Server)$/.test(k) && typeof exported[k] === 'function',
+    );
     for (const exportName of found) {
       const Ctor = exported[exportName] as new (s: Construct, id: string, props: object) => unknown;
-      kinds.push({ name: exportName, create: (s, i) => new Ctor(s, `${engine}-${i}`, { name: `${engine}-${i}`, modelId: 'Qwen/Qwen2.5-7B-Instruct' }) });
+      kinds.push({
+        name: exportName,
+        create: (s, i) =>
+          new Ctor(s, `${engine}-${i}`, { name: `${engine}-${i}`, modelId: 'Qwen/Qwen2.5-7B-Instruct' }),
+      });
     }
     if (found.length === 0) absent.push(`${engine}: not exported by this build`);
   }
   kinds.push({
     name: 'RotatingGpuSecret.mountInto(training)',
     create: (s, i) => {
-      const trainer = new gpu.GpuTrainingStatefulSet(s, `job-${i}`, { name: `job-${i}`, image: 'nvcr.io/nvidia/pytorch:24.08-py3', args: ['train.py'], gpusPerPod: 1, replicas: 1 });
-      const creds = new gpu.RotatingGpuSecret(s, `creds-${i}`, { name: `creds-${i}`, rotation: { image: 'myorg/rotator:1.0.0', every: Duration.hours(12) } });
+      const trainer = new gpu.GpuTrainingStatefulSet(s, `job-${i}`, {
+        name: `job-${i}`,
+        image: 'nvcr.io/nvidia/pytorch:24.08-py3',
+        args: ['train.py'],
+        gpusPerPod: 1,
+        replicas: 1,
+      });
+      const creds = new gpu.RotatingGpuSecret(s, `creds-${i}`, {
+        name: `creds-${i}`,
+        rotation: { image: 'myorg/rotator:1.0.0', every: Duration.hours(12) },
+      });
       creds.mountInto(trainer, { path: '/etc/gpu', onRotation: gpu.Reload.signal('SIGHUP', { process: 'python' }) });
     },
   });

@@ -20,9 +20,11 @@ function isHidden(symbol: ts.Symbol, checker: ts.TypeChecker): boolean {
 }
 
 function isPublic(decl: ts.Declaration): boolean {
-  const mods = ts.canHaveModifiers(decl) ? ts.getModifiers(decl) ?? [] : [];
-  return !mods.some(m => m.kind === ts.SyntaxKind.PrivateKeyword || m.kind === ts.SyntaxKind.ProtectedKeyword)
-    && !(ts.isPropertyDeclaration(decl) || ts.isMethodDeclaration(decl) ? ts.isPrivateIdentifier(decl.name) : false);
+  const mods = ts.canHaveModifiers(decl) ? (ts.getModifiers(decl) ?? []) : [];
+  return (
+    !mods.some(m => m.kind === ts.SyntaxKind.PrivateKeyword || m.kind === ts.SyntaxKind.ProtectedKeyword) &&
+    !(ts.isPropertyDeclaration(decl) || ts.isMethodDeclaration(decl) ? ts.isPrivateIdentifier(decl.name) : false)
+  );
 }
 
 /** A type the API references from another package, named as a user of that package writes it. */
@@ -56,19 +58,28 @@ function referencedSymbols(type: ts.Type, checker: ts.TypeChecker, seen = new Se
   const walk = (t: ts.Type) => referencedSymbols(t, checker, seen);
   if (type.aliasSymbol) return [type.aliasSymbol, ...(type.aliasTypeArguments ?? []).flatMap(walk)];
   if (type.isUnionOrIntersection()) return type.types.flatMap(walk);
-  if (!(type.flags & ts.TypeFlags.Object)) return type.symbol && type.flags & ts.TypeFlags.EnumLike ? [type.symbol] : [];
-  const args = (type as ts.ObjectType).objectFlags & ts.ObjectFlags.Reference ? checker.getTypeArguments(type as ts.TypeReference).flatMap(walk) : [];
+  if (!(type.flags & ts.TypeFlags.Object))
+    return type.symbol && type.flags & ts.TypeFlags.EnumLike ? [type.symbol] : [];
+  const args =
+    (type as ts.ObjectType).objectFlags & ts.ObjectFlags.Reference
+      ? checker.getTypeArguments(type as ts.TypeReference).flatMap(walk)
+      : [];
   const symbol = type.getSymbol();
   if (symbol && !(symbol.flags & (ts.SymbolFlags.TypeLiteral | ts.SymbolFlags.ObjectLiteral))) return [symbol, ...args];
   // An inline object type (`{ path?: string }`) prints its members, so their types are referenced too.
-  return [...args, ...type.getProperties().flatMap(p => walk(checker.getTypeOfSymbol(p))),
-    ...type.getCallSignatures().flatMap(sig => signatureSymbols(sig, checker, seen))];
+  return [
+    ...args,
+    ...type.getProperties().flatMap(p => walk(checker.getTypeOfSymbol(p))),
+    ...type.getCallSignatures().flatMap(sig => signatureSymbols(sig, checker, seen)),
+  ];
 }
 
 /** The named types of a signature's parameters and return type. */
 function signatureSymbols(sig: ts.Signature, checker: ts.TypeChecker, seen = new Set<ts.Type>()): ts.Symbol[] {
-  return [...sig.getParameters().flatMap(p => referencedSymbols(checker.getTypeOfSymbol(p), checker, seen)),
-    ...referencedSymbols(sig.getReturnType(), checker, seen)];
+  return [
+    ...sig.getParameters().flatMap(p => referencedSymbols(checker.getTypeOfSymbol(p), checker, seen)),
+    ...referencedSymbols(sig.getReturnType(), checker, seen),
+  ];
 }
 
 /** The foreign types among some symbols, once each, in order of appearance. */
@@ -99,14 +110,28 @@ function fromNote(foreign: Foreign[]): string {
 }
 
 export function renderApiDocs(): string {
-  const program = ts.createProgram([path.join(ROOT, 'src', 'index.ts')], { strict: true, target: ts.ScriptTarget.ES2020, module: ts.ModuleKind.CommonJS, skipLibCheck: true, types: ['node'] });
+  const program = ts.createProgram([path.join(ROOT, 'src', 'index.ts')], {
+    strict: true,
+    target: ts.ScriptTarget.ES2020,
+    module: ts.ModuleKind.CommonJS,
+    skipLibCheck: true,
+    types: ['node'],
+  });
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(path.join(ROOT, 'src', 'index.ts'))!;
   const exports = checker.getExportsOfModule(checker.getSymbolAtLocation(source)!);
   const doc = (s: ts.Symbol) => ts.displayPartsToString(s.getDocumentationComment(checker)).trim();
-  const typeOf = (s: ts.Symbol, at: ts.Node) => checker.typeToString(checker.getTypeOfSymbolAtLocation(s, at), undefined, ts.TypeFormatFlags.NoTruncation);
+  const typeOf = (s: ts.Symbol, at: ts.Node) =>
+    checker.typeToString(checker.getTypeOfSymbolAtLocation(s, at), undefined, ts.TypeFormatFlags.NoTruncation);
 
-  const sections: Record<string, string[]> = { Classes: [], Interfaces: [], Enums: [], Types: [], Functions: [], Constants: [] };
+  const sections: Record<string, string[]> = {
+    Classes: [],
+    Interfaces: [],
+    Enums: [],
+    Types: [],
+    Functions: [],
+    Constants: [],
+  };
   /** Every foreign type the API refers to, for the table of packages. */
   const allForeign = new Map<string, Foreign>();
   /** The foreign types among some symbols, recorded for that table. */
@@ -129,15 +154,25 @@ export function renderApiDocs(): string {
 
     if (ts.isClassDeclaration(decl)) {
       const rows: string[] = [];
-      for (const member of [...checker.getPropertiesOfType(checker.getTypeOfSymbolAtLocation(symbol, decl)), ...checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(symbol))]) {
+      for (const member of [
+        ...checker.getPropertiesOfType(checker.getTypeOfSymbolAtLocation(symbol, decl)),
+        ...checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(symbol)),
+      ]) {
         const m = member.declarations?.[0];
-        if (!m || isHidden(member, checker) || !isPublic(m) || member.name === 'prototype' || m.parent !== decl) continue;
-        const isStatic = ts.canHaveModifiers(m) && (ts.getModifiers(m) ?? []).some(x => x.kind === ts.SyntaxKind.StaticKeyword);
+        if (!m || isHidden(member, checker) || !isPublic(m) || member.name === 'prototype' || m.parent !== decl)
+          continue;
+        const isStatic =
+          ts.canHaveModifiers(m) && (ts.getModifiers(m) ?? []).some(x => x.kind === ts.SyntaxKind.StaticKeyword);
         const signature = ts.isMethodDeclaration(m) ? checker.getSignatureFromDeclaration(m)! : undefined;
         const sig = signature
-          ? typed(checker.signatureToString(signature, undefined, ts.TypeFormatFlags.NoTruncation), signatureSymbols(signature, checker))
+          ? typed(
+              checker.signatureToString(signature, undefined, ts.TypeFormatFlags.NoTruncation),
+              signatureSymbols(signature, checker),
+            )
           : typed(`: ${typeOf(member, m)}`, referencedSymbols(checker.getTypeOfSymbolAtLocation(member, m), checker));
-        rows.push(`| \`${isStatic ? `${exported.name}.` : ''}${member.name}${cell(sig.text)}\`${sig.from && ` ${cell(sig.from)}`} | ${cell(doc(member))} |`);
+        rows.push(
+          `| \`${isStatic ? `${exported.name}.` : ''}${member.name}${cell(sig.text)}\`${sig.from && ` ${cell(sig.from)}`} | ${cell(doc(member))} |`,
+        );
       }
       const ctor = decl.members.find(ts.isConstructorDeclaration);
       if (ctor && isPublic(ctor)) {
@@ -148,13 +183,17 @@ export function renderApiDocs(): string {
       if (rows.length) out.push('| Member | Description |', '|---|---|', ...rows, '');
       sections.Classes.push(...out);
     } else if (ts.isInterfaceDeclaration(decl)) {
-      const rows = checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(symbol))
+      const rows = checker
+        .getPropertiesOfType(checker.getDeclaredTypeOfSymbol(symbol))
         .filter(p => !isHidden(p, checker))
         .map(p => {
           const pd = p.declarations![0];
           const optional = (p.flags & ts.SymbolFlags.Optional) !== 0;
           const def = tag(p, 'default', checker);
-          const type = typed(typeOf(p, pd).replace(/ \| undefined$/, ''), referencedSymbols(checker.getTypeOfSymbolAtLocation(p, pd), checker));
+          const type = typed(
+            typeOf(p, pd).replace(/ \| undefined$/, ''),
+            referencedSymbols(checker.getTypeOfSymbolAtLocation(p, pd), checker),
+          );
           return `| \`${p.name}${optional ? '?' : ''}\` | \`${cell(type.text)}\`${type.from && ` ${cell(type.from)}`} | ${def ? cell(def) : optional ? '' : 'required'} | ${cell(doc(p))} |`;
         });
       if (rows.length) out.push('| Property | Type | Default | Description |', '|---|---|---|---|', ...rows, '');
@@ -167,30 +206,53 @@ export function renderApiDocs(): string {
       }
       sections.Enums.push(...out, '');
     } else if (ts.isTypeAliasDeclaration(decl)) {
-      const type = typed(oneLine(decl.type.getText()), referencedSymbols(checker.getTypeAtLocation(decl.type), checker));
+      const type = typed(
+        oneLine(decl.type.getText()),
+        referencedSymbols(checker.getTypeAtLocation(decl.type), checker),
+      );
       out.push(`\`type ${exported.name} = ${type.text}\`${type.from}`, '');
       sections.Types.push(...out);
     } else if (ts.isFunctionDeclaration(decl)) {
       const signature = checker.getSignatureFromDeclaration(decl)!;
-      const sig = typed(checker.signatureToString(signature, undefined, ts.TypeFormatFlags.NoTruncation), signatureSymbols(signature, checker));
+      const sig = typed(
+        checker.signatureToString(signature, undefined, ts.TypeFormatFlags.NoTruncation),
+        signatureSymbols(signature, checker),
+      );
       out.push(`\`${exported.name}${sig.text}\`${sig.from}`, '');
       sections.Functions.push(...out);
     } else if (ts.isVariableDeclaration(decl)) {
-      const init = decl.initializer && ts.isStringLiteral(decl.initializer) ? ` = ${JSON.stringify(decl.initializer.text)}` : '';
-      const type = typed(typeOf(symbol, decl).replace(/^readonly /, ''), referencedSymbols(checker.getTypeOfSymbolAtLocation(symbol, decl), checker));
+      const init =
+        decl.initializer && ts.isStringLiteral(decl.initializer) ? ` = ${JSON.stringify(decl.initializer.text)}` : '';
+      const type = typed(
+        typeOf(symbol, decl).replace(/^readonly /, ''),
+        referencedSymbols(checker.getTypeOfSymbolAtLocation(symbol, decl), checker),
+      );
       out.push(`\`${exported.name}: ${type.text}${init}\`${type.from}`, '');
       sections.Constants.push(...out);
     }
   }
-  const body = Object.entries(sections).filter(([, lines]) => lines.length).map(([title, lines]) => `## ${title}\n\n${lines.join('\n')}`).join('\n');
+  const body = Object.entries(sections)
+    .filter(([, lines]) => lines.length)
+    .map(([title, lines]) => `## ${title}\n\n${lines.join('\n')}`)
+    .join('\n');
   // The peer packages' types, once each with the import that names them, so a reader can write the props.
-  const packages = [...allForeign.values()].sort((a, b) => a.pkg.localeCompare(b.pkg) || a.name.localeCompare(b.name))
+  const packages = [...allForeign.values()]
+    .sort((a, b) => a.pkg.localeCompare(b.pkg) || a.name.localeCompare(b.name))
     .map(f => `| \`${f.name}\` | \`${f.pkg}\` | \`${f.importLine}\` |`);
-  const fromPackages = packages.length ? [
-    '## Types from other packages', '',
-    'Types written `k8s.*` are the Kubernetes API types that `cdk8s-plus-28` generates and exports as the namespace `k8s`.',
-    'The others are exported by the package named. All of them are peer dependencies of cdk8s-gpu.', '',
-    '| Type | Package | Import |', '|---|---|---|', ...packages, '', ''].join('\n') : '';
+  const fromPackages = packages.length
+    ? [
+        '## Types from other packages',
+        '',
+        'Types written `k8s.*` are the Kubernetes API types that `cdk8s-plus-28` generates and exports as the namespace `k8s`.',
+        'The others are exported by the package named. All of them are peer dependencies of cdk8s-gpu.',
+        '',
+        '| Type | Package | Import |',
+        '|---|---|---|',
+        ...packages,
+        '',
+        '',
+      ].join('\n')
+    : '';
   return `# cdk8s-gpu API reference\n\nGenerated from the doc comments by \`npm run docs\` (scripts/api-docs.ts). Do not edit by hand.\n\n${fromPackages}${body.trimEnd()}\n`;
 }
 

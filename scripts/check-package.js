@@ -24,8 +24,12 @@ function runAsync(cmd, args, cwd) {
     const child = spawn(cmd, args, { cwd, env: { ...process.env, npm_config_yes: 'true' } });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', d => { stdout += d; });
-    child.stderr.on('data', d => { stderr += d; });
+    child.stdout.on('data', d => {
+      stdout += d;
+    });
+    child.stderr.on('data', d => {
+      stderr += d;
+    });
     child.on('error', e => resolve({ status: null, out: String(e), stdout }));
     child.on('close', status => resolve({ status, out: `${stdout}${stderr}`, stdout }));
   });
@@ -52,28 +56,70 @@ function consumerProject(work, tarball, files, devTools = false) {
   const project = path.join(work, 'user-project');
   fs.mkdirSync(project, { recursive: true });
   const write = (f, text) => fs.writeFileSync(path.join(project, f), text);
-  write('package.json', JSON.stringify({
-    name: 'user-project', private: true, version: '0.0.0',
-    dependencies: {
-      'cdk8s-gpu': `file:${tarball}`,
-      'cdk8s': installed('cdk8s'), 'cdk8s-plus-28': installed('cdk8s-plus-28'), 'constructs': installed('constructs'),
-    },
-    devDependencies: {
-      '@types/node': installed('@types/node'),
-      ...(devTools ? { 'typescript': installed('typescript'), 'ts-node': installed('ts-node'), 'cdk8s-cli': installed('cdk8s-cli') } : {}),
-    },
-  }, null, 2));
+  write(
+    'package.json',
+    JSON.stringify(
+      {
+        name: 'user-project',
+        private: true,
+        version: '0.0.0',
+        dependencies: {
+          'cdk8s-gpu': `file:${tarball}`,
+          cdk8s: installed('cdk8s'),
+          'cdk8s-plus-28': installed('cdk8s-plus-28'),
+          constructs: installed('constructs'),
+        },
+        devDependencies: {
+          '@types/node': installed('@types/node'),
+          ...(devTools
+            ? {
+                typescript: installed('typescript'),
+                'ts-node': installed('ts-node'),
+                'cdk8s-cli': installed('cdk8s-cli'),
+              }
+            : {}),
+        },
+      },
+      null,
+      2,
+    ),
+  );
   // The compiler options `cdk8s init typescript-app` writes, the strict ones included.
-  write('tsconfig.json', JSON.stringify({
-    compilerOptions: {
-      target: 'ES2020', module: 'commonjs', lib: ['es2020'], strict: true, noImplicitAny: true, strictNullChecks: true,
-      noImplicitThis: true, alwaysStrict: true, noUnusedLocals: true, noUnusedParameters: true, noImplicitReturns: true,
-      noFallthroughCasesInSwitch: true, esModuleInterop: true, skipLibCheck: true, declaration: false, types: ['node'],
-    },
-    include: ['**/*.ts'], exclude: ['node_modules', 'dist'],
-  }, null, 2));
+  write(
+    'tsconfig.json',
+    JSON.stringify(
+      {
+        compilerOptions: {
+          target: 'ES2020',
+          module: 'commonjs',
+          lib: ['es2020'],
+          strict: true,
+          noImplicitAny: true,
+          strictNullChecks: true,
+          noImplicitThis: true,
+          alwaysStrict: true,
+          noUnusedLocals: true,
+          noUnusedParameters: true,
+          noImplicitReturns: true,
+          noFallthroughCasesInSwitch: true,
+          esModuleInterop: true,
+          skipLibCheck: true,
+          declaration: false,
+          types: ['node'],
+        },
+        include: ['**/*.ts'],
+        exclude: ['node_modules', 'dist'],
+      },
+      null,
+      2,
+    ),
+  );
   for (const [f, text] of Object.entries(files)) write(f, text);
-  const install = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--no-update-notifier'], project);
+  const install = run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', '--no-update-notifier'],
+    project,
+  );
   return { project, install };
 }
 
@@ -110,7 +156,11 @@ function cdk8sYaml(validations) {
   if (validations.length > 0) {
     lines.push('validations:');
     for (const v of validations) {
-      lines.push(`  - package: ${v.package ?? './node_modules/cdk8s-gpu'}`, `    version: ${v.version ?? pkg.version}`, `    class: ${v.class}`);
+      lines.push(
+        `  - package: ${v.package ?? './node_modules/cdk8s-gpu'}`,
+        `    version: ${v.version ?? pkg.version}`,
+        `    class: ${v.class}`,
+      );
       if (v.properties) {
         lines.push('    properties:');
         for (const [k, val] of Object.entries(v.properties)) lines.push(`      ${k}: ${JSON.stringify(val)}`);
@@ -138,7 +188,10 @@ const VALIDATED_SYNTHS = [
   {
     name: 'cdk8s synth with the strict-schema plugin: the whole app is valid for 1.28 and 1.36',
     validations: [GUARD, { class: 'StrictSchemaValidation' }],
-    expect: r => r.status === 0 && r.out.includes('cdk8s-gpu strict schema: 0 error(s)') && r.out.includes('Validations ended succesfully'),
+    expect: r =>
+      r.status === 0 &&
+      r.out.includes('cdk8s-gpu strict schema: 0 error(s)') &&
+      r.out.includes('Validations ended succesfully'),
   },
 ];
 
@@ -146,8 +199,11 @@ async function main() {
   let passed = 0;
   let failed = 0;
   const check = (name, ok, detail = '') => {
-    if (ok) passed++; else failed++;
-    console.log(`${ok ? 'ok' : 'not ok'} - ${name}${ok || !detail ? '' : `\n    ${String(detail).trim().split('\n').slice(-15).join('\n    ')}`}`);
+    if (ok) passed++;
+    else failed++;
+    console.log(
+      `${ok ? 'ok' : 'not ok'} - ${name}${ok || !detail ? '' : `\n    ${String(detail).trim().split('\n').slice(-15).join('\n    ')}`}`,
+    );
     return ok;
   };
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'cdk8s-gpu-pack-'));
@@ -161,10 +217,17 @@ async function main() {
   const packed = pack(work);
   if (!check('npm pack', packed.status === 0, packed.out)) finish();
   const files = packed.info.files.map(f => f.path);
-  const allowed = f => f.startsWith('lib/') || ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'docs/API.md'].includes(f);
-  check('the tarball holds only lib/, the API reference and package metadata', files.every(allowed), files.filter(f => !allowed(f)).join('\n'));
-  check('the tarball holds the compiled library, declarations and CLI',
-    ['lib/index.js', 'lib/index.d.ts', 'lib/guard/cli.js'].every(f => files.includes(f)));
+  const allowed = f =>
+    f.startsWith('lib/') || ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'docs/API.md'].includes(f);
+  check(
+    'the tarball holds only lib/, the API reference and package metadata',
+    files.every(allowed),
+    files.filter(f => !allowed(f)).join('\n'),
+  );
+  check(
+    'the tarball holds the compiled library, declarations and CLI',
+    ['lib/index.js', 'lib/index.d.ts', 'lib/guard/cli.js'].every(f => files.includes(f)),
+  );
   // Every asset the code reads at run time (container scripts, API definitions): what
   // scripts/copy-assets.js copies from src/ to lib/ must reach the tarball, whatever its extension.
   const assets = [];
@@ -176,35 +239,77 @@ async function main() {
     }
   })(path.join(ROOT, 'src'));
   const missingAssets = assets.filter(f => !files.includes(f));
-  check(`the tarball holds every asset of src/ (${assets.length}: container scripts, API definitions)`, assets.length > 0 && missingAssets.length === 0, `missing: ${missingAssets.join(', ')}`);
-  check('no tests, apps, snapshots or sources', !files.some(f => /^(test|apps|snapshots|src)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts')));
+  check(
+    `the tarball holds every asset of src/ (${assets.length}: container scripts, API definitions)`,
+    assets.length > 0 && missingAssets.length === 0,
+    `missing: ${missingAssets.join(', ')}`,
+  );
+  check(
+    'no tests, apps, snapshots or sources',
+    !files.some(f => /^(test|apps|snapshots|src)\//.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts'))),
+  );
 
   // 2. A fresh TypeScript cdk8s project that depends on the tarball.
   // No validation plugin yet: the guard needs a baseline, which the first synth makes.
-  const { project, install } = consumerProject(work, packed.tarball, { 'main.ts': MAIN_TS, 'cdk8s.yaml': cdk8sYaml([]) });
+  const { project, install } = consumerProject(work, packed.tarball, {
+    'main.ts': MAIN_TS,
+    'cdk8s.yaml': cdk8sYaml([]),
+  });
   fs.mkdirSync(path.join(project, 'baseline'));
   if (!check('npm install of the tarball into a fresh project', install.status === 0, install.out)) finish();
 
   // 3. One tsc run type-checks the app against the shipped declarations under the strict options
   //    of `cdk8s init`, and precompiles it: every synth below runs plain JavaScript, not ts-node.
   const tsc = run(process.execPath, [bin(ROOT, 'tsc'), '-p', '.'], project);
-  if (!check('the app type-checks against the shipped declarations (strict tsconfig of cdk8s init)', tsc.status === 0, tsc.out)) finish();
+  if (
+    !check(
+      'the app type-checks against the shipped declarations (strict tsconfig of cdk8s init)',
+      tsc.status === 0,
+      tsc.out,
+    )
+  )
+    finish();
 
   // 4. The real cdk8s synth, beside the Helm synth (its own output folder).
   const cdk8s = (...args) => runAsync(bin(ROOT, 'cdk8s'), ['synth', '--no-check-upgrade', ...args], project);
-  const [synth, helm] = await Promise.all([cdk8s(), cdk8s('--format', 'helm', '--chart-version', '1.0.0', '--output', 'helm', '--no-validate')]);
-  check('cdk8s synth --format helm, as documented in the README', helm.status === 0 && fs.existsSync(path.join(project, 'helm', 'Chart.yaml'))
-    && fs.readdirSync(path.join(project, 'helm', 'templates')).length > 0, helm.out);
+  const [synth, helm] = await Promise.all([
+    cdk8s(),
+    cdk8s('--format', 'helm', '--chart-version', '1.0.0', '--output', 'helm', '--no-validate'),
+  ]);
+  check(
+    'cdk8s synth --format helm, as documented in the README',
+    helm.status === 0 &&
+      fs.existsSync(path.join(project, 'helm', 'Chart.yaml')) &&
+      fs.readdirSync(path.join(project, 'helm', 'templates')).length > 0,
+    helm.out,
+  );
   if (!check('cdk8s synth of an app using all three constructs and the guard', synth.status === 0, synth.out)) finish();
   const dist = path.join(project, 'dist');
-  const yaml = fs.readdirSync(dist).map(f => fs.readFileSync(path.join(dist, f), 'utf8')).join('\n---\n');
+  const yaml = fs
+    .readdirSync(dist)
+    .map(f => fs.readFileSync(path.join(dist, f), 'utf8'))
+    .join('\n---\n');
   const { parseAllDocuments } = require(path.join(project, 'node_modules', 'yaml'));
-  const objs = parseAllDocuments(yaml).map(d => d.toJS()).filter(Boolean);
+  const objs = parseAllDocuments(yaml)
+    .map(d => d.toJS())
+    .filter(Boolean);
   const kinds = new Set(objs.map(o => o.kind));
-  check('the output holds the expected kinds', ['StatefulSet', 'Service', 'PodDisruptionBudget', 'Secret', 'CronJob', 'Job', 'Role', 'RoleBinding'].every(k => kinds.has(k)), [...kinds].join(', '));
+  check(
+    'the output holds the expected kinds',
+    ['StatefulSet', 'Service', 'PodDisruptionBudget', 'Secret', 'CronJob', 'Job', 'Role', 'RoleBinding'].every(k =>
+      kinds.has(k),
+    ),
+    [...kinds].join(', '),
+  );
   const trainer = objs.find(o => o.kind === 'StatefulSet' && o.metadata.name === 'trainer');
-  check('GPU limits are real numbers', trainer?.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu'] === 8);
-  check('the reload sidecar script shipped and is embedded', trainer?.spec.template.spec.containers.some(c => (c.command ?? []).join(' ').includes('..data')));
+  check(
+    'GPU limits are real numbers',
+    trainer?.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu'] === 8,
+  );
+  check(
+    'the reload sidecar script shipped and is embedded',
+    trainer?.spec.template.spec.containers.some(c => (c.command ?? []).join(' ').includes('..data')),
+  );
 
   // 5. Against that output as the baseline: the validated synths (one after another, they share
   //    dist/ and cdk8s.yaml), beside the guard's bin and the deep-import check.
@@ -226,10 +331,18 @@ async function main() {
     runAsync(process.execPath, ['-e', "require('cdk8s-gpu/lib/common/names')"], project),
   ]);
   check('the cdk8s-gpu bin runs the guard', cli.status === 0 && cli.out.includes('no forbidden changes'), cli.out);
-  check('internal modules are not importable', deep.status !== 0 && deep.out.includes('ERR_PACKAGE_PATH_NOT_EXPORTED'), deep.out);
+  check(
+    'internal modules are not importable',
+    deep.status !== 0 && deep.out.includes('ERR_PACKAGE_PATH_NOT_EXPORTED'),
+    deep.out,
+  );
   await validated;
   finish();
 }
 
 module.exports = { run, pack, consumerProject, bin, installed, main };
-if (require.main === module) main().catch(e => { console.error(e); process.exit(1); });
+if (require.main === module)
+  main().catch(e => {
+    console.error(e);
+    process.exit(1);
+  });

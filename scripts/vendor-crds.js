@@ -24,38 +24,50 @@ const CRDS = path.join(__dirname, '..', 'src', 'validation', 'crds');
  */
 const PINS = [
   {
-    project: 'jobset', repo: 'kubernetes-sigs/jobset', tag: 'v0.12.0',
+    project: 'jobset',
+    repo: 'kubernetes-sigs/jobset',
+    tag: 'v0.12.0',
     commit: 'f22e565ac3cc3265c7c45ef67ecffdc689af5d77',
     paths: ['config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml'],
   },
   {
-    project: 'lws', repo: 'kubernetes-sigs/lws', tag: 'v0.10.0',
+    project: 'lws',
+    repo: 'kubernetes-sigs/lws',
+    tag: 'v0.10.0',
     commit: '2161f38ff333f9e24d3c44adef7cd5d9787cac00',
     paths: ['config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml'],
   },
   {
-    project: 'gateway-api-inference-extension', repo: 'kubernetes-sigs/gateway-api-inference-extension',
-    tag: 'v1.6.0', commit: '992e5c292afb248801ce8d9234eb5b9d28eea231',
+    project: 'gateway-api-inference-extension',
+    repo: 'kubernetes-sigs/gateway-api-inference-extension',
+    tag: 'v1.6.0',
+    commit: '992e5c292afb248801ce8d9234eb5b9d28eea231',
     paths: ['config/crd/bases/inference.networking.k8s.io_inferencepools.yaml'],
   },
   {
     // v1.6.0 removed these two APIs from this repository (#2973: they moved to
     // llm-d/llm-d-inference-scheduler, which had published no release carrying them when vendored);
     // v1.5.0 is the last release of the upstream named here that publishes them.
-    project: 'gateway-api-inference-extension', repo: 'kubernetes-sigs/gateway-api-inference-extension',
-    tag: 'v1.5.0', commit: 'df9f8909fe06fe2dfd4a6fc0bd0c01a0acabf849',
+    project: 'gateway-api-inference-extension',
+    repo: 'kubernetes-sigs/gateway-api-inference-extension',
+    tag: 'v1.5.0',
+    commit: 'df9f8909fe06fe2dfd4a6fc0bd0c01a0acabf849',
     paths: [
       'config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml',
       'config/crd/bases/inference.networking.x-k8s.io_inferencemodelrewrites.yaml',
     ],
   },
   {
-    project: 'gateway-api', repo: 'kubernetes-sigs/gateway-api', tag: 'v1.6.1',
+    project: 'gateway-api',
+    repo: 'kubernetes-sigs/gateway-api',
+    tag: 'v1.6.1',
     commit: '8bb74df00e56ec8f944d48c25e6c1c9c2f6848e3',
     paths: ['config/crd/standard/gateway.networking.k8s.io_httproutes.yaml'],
   },
   {
-    project: 'prometheus-operator', repo: 'prometheus-operator/prometheus-operator', tag: 'v0.93.0',
+    project: 'prometheus-operator',
+    repo: 'prometheus-operator/prometheus-operator',
+    tag: 'v0.93.0',
     commit: 'f8fafd475f3d132e239432ae6172de60a6cb6516',
     paths: [
       'example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml',
@@ -63,7 +75,9 @@ const PINS = [
     ],
   },
   {
-    project: 'keda', repo: 'kedacore/keda', tag: 'v2.20.2',
+    project: 'keda',
+    repo: 'kedacore/keda',
+    tag: 'v2.20.2',
     commit: '68a5b5028f35b22d50597c69819ab32c4e92f21a',
     paths: ['config/crd/bases/keda.sh_scaledobjects.yaml', 'config/crd/bases/keda.sh_triggerauthentications.yaml'],
   },
@@ -102,23 +116,27 @@ function vendor(repo, gitDir) {
 }
 
 function writeTables() {
-  const rows = PINS.flatMap(p => p.paths.map(file => {
-    const json = `${p.project}/${jsonName(file)}`;
-    const where = path.join(CRDS, json);
-    const crd = fs.existsSync(where) ? JSON.parse(fs.readFileSync(where, 'utf8')) : undefined;
-    const served = crd && crd.spec.versions.filter(v => v.served);
-    const kinds = crd
-      ? served.map(v => `${crd.spec.group}/${v.name} ${crd.spec.names.kind}`).join(', ')
-      : '(not vendored yet)';
-    return `| ${kinds} | [${p.repo}](https://github.com/${p.repo}) | ${p.tag} | \`${p.commit.slice(0, 12)}\` `
-      + `| \`${file}\` `
-      + `| \`${json}\` | Apache-2.0 | ${VENDORED} |`;
-  }));
+  const rows = PINS.flatMap(p =>
+    p.paths.map(file => {
+      const json = `${p.project}/${jsonName(file)}`;
+      const where = path.join(CRDS, json);
+      const crd = fs.existsSync(where) ? JSON.parse(fs.readFileSync(where, 'utf8')) : undefined;
+      const served = crd && crd.spec.versions.filter(v => v.served);
+      const kinds = crd
+        ? served.map(v => `${crd.spec.group}/${v.name} ${crd.spec.names.kind}`).join(', ')
+        : '(not vendored yet)';
+      return (
+        `| ${kinds} | [${p.repo}](https://github.com/${p.repo}) | ${p.tag} | \`${p.commit.slice(0, 12)}\` ` +
+        `| \`${file}\` ` +
+        `| \`${json}\` | Apache-2.0 | ${VENDORED} |`
+      );
+    }),
+  );
   const text = [
     '# Vendored CustomResourceDefinitions',
     '',
     'The CRDs that `../crd-schema.ts` validates custom resources against, each from a pinned upstream release,',
-    'converted from YAML to JSON and otherwise whole (the upstream version is in each file\'s annotations).',
+    "converted from YAML to JSON and otherwise whole (the upstream version is in each file's annotations).",
     'Regenerate with `node scripts/vendor-crds.js <owner/name> <git dir>` after editing the pins in that script.',
     '',
     '| served kinds | upstream | release tag | commit | file in the repo | vendored as | license | vendored |',
@@ -131,9 +149,16 @@ function writeTables() {
     '',
   ].join('\n');
   fs.writeFileSync(path.join(CRDS, 'README.md'), text);
-  const sources = PINS.flatMap(p => p.paths.map(file => ({
-    file: `${p.project}/${jsonName(file)}`, repo: p.repo, tag: p.tag, commit: p.commit, path: file, vendored: VENDORED,
-  })));
+  const sources = PINS.flatMap(p =>
+    p.paths.map(file => ({
+      file: `${p.project}/${jsonName(file)}`,
+      repo: p.repo,
+      tag: p.tag,
+      commit: p.commit,
+      path: file,
+      vendored: VENDORED,
+    })),
+  );
   fs.writeFileSync(path.join(CRDS, 'sources.json'), JSON.stringify(sources, null, 2) + '\n');
 }
 

@@ -6,7 +6,17 @@
 const fs = require('fs');
 const path = require('path');
 
-const KEEP = new Set(['$ref', 'type', 'format', 'items', 'properties', 'additionalProperties', 'required', 'oneOf', 'x-kubernetes-group-version-kind']);
+const KEEP = new Set([
+  '$ref',
+  'type',
+  'format',
+  'items',
+  'properties',
+  'additionalProperties',
+  'required',
+  'oneOf',
+  'x-kubernetes-group-version-kind',
+]);
 
 function slim(schema) {
   if (Array.isArray(schema)) return schema.map(slim);
@@ -34,6 +44,12 @@ for (const v of ['1.28.0', '1.36.0']) {
   const defs = JSON.parse(fs.readFileSync(path.join(src, `v${v}.json`), 'utf8')).definitions;
   const slimmed = Object.fromEntries(Object.entries(defs).map(([k, s]) => [k, slim(s)]));
   const dest = path.join(__dirname, '..', 'src', 'validation', 'schemas', `k8s-v${v}.json`);
-  fs.writeFileSync(dest, JSON.stringify({ source: `kubernetes v${v} OpenAPI definitions (Apache-2.0), descriptions removed`, definitions: slimmed }) + '\n');
+  fs.writeFileSync(
+    dest,
+    JSON.stringify({
+      source: `kubernetes v${v} OpenAPI definitions (Apache-2.0), descriptions removed`,
+      definitions: slimmed,
+    }) + '\n',
+  );
   console.log(`${dest}: ${fs.statSync(dest).size} bytes`);
 }

@@ -10,7 +10,11 @@ export { checkManifests } from './checks/manifests';
 export type { StrictSchemaValidationProps } from './plugins/strict-schema-plugin';
 
 export { GpuTrainingStatefulSet, TrainingUpdateStrategy } from './training/gpu-training-stateful-set';
-export type { GpuTrainingStatefulSetProps, CheckpointStorage, SharedCheckpoints } from './training/gpu-training-stateful-set';
+export type {
+  GpuTrainingStatefulSetProps,
+  CheckpointStorage,
+  SharedCheckpoints,
+} from './training/gpu-training-stateful-set';
 export { Rdma } from './training/rdma';
 export type { InfinibandOptions, SharedRdmaOptions, SriovRdmaOptions } from './training/rdma';
 export type { AdoptedVolumes } from './training/adopt-volumes';
@@ -29,7 +33,12 @@ export { Autoscaler } from './inference/autoscaling';
 export type { AutoscalingOptions, HpaAutoscalerOptions, KedaAutoscalerOptions } from './inference/autoscaling';
 
 export { RotatingGpuSecret } from './secrets/rotating-gpu-secret';
-export type { RotatingGpuSecretProps, SecretRotation, SecretRotator, MountOptions } from './secrets/rotating-gpu-secret';
+export type {
+  RotatingGpuSecretProps,
+  SecretRotation,
+  SecretRotator,
+  MountOptions,
+} from './secrets/rotating-gpu-secret';
 export { Reload, DEFAULT_RELOAD_IMAGE } from './secrets/reload';
 export type { ReloadExecOptions, ReloadHttpOptions, ReloadSignalOptions } from './secrets/reload';
 

@@ -9,7 +9,10 @@ import { expectStrictlyValid } from './support/strict-schema';
 
 const SNAPSHOTS = path.join(__dirname, '..', 'snapshots');
 const synthesized = synthApps(buildApps);
-const objectsOf = (yaml: string) => parseAllDocuments(yaml).map(d => d.toJS()).filter(Boolean);
+const objectsOf = (yaml: string) =>
+  parseAllDocuments(yaml)
+    .map(d => d.toJS())
+    .filter(Boolean);
 
 describe('example apps', () => {
   test('match the committed snapshots (regenerate with `npm run snapshots`)', () => {
@@ -24,7 +27,9 @@ describe('example apps', () => {
       .filter(f => committed[f] !== synthesized.files[f])
       .map(f => `--- snapshots/${f}\n+++ synthesized\n${lineDiff(committed[f], synthesized.files[f])}`);
     if (diffs.length > 0) {
-      throw new Error(`the example apps no longer match snapshots/. If the change is intended, run \`npm run snapshots\` and commit the YAML.\n\n${diffs.join('\n\n')}`);
+      throw new Error(
+        `the example apps no longer match snapshots/. If the change is intended, run \`npm run snapshots\` and commit the YAML.\n\n${diffs.join('\n\n')}`,
+      );
     }
   });
 
@@ -32,7 +37,8 @@ describe('example apps', () => {
     const committed = Object.values(readDir(SNAPSHOTS)).flatMap(objectsOf);
     const fresh = Object.values(synthesized.files).flatMap(objectsOf);
     const result = guard(committed, fresh);
-    if (result.errors > 0) throw new Error(`a change to an immutable field would be rejected by the API server:\n\n${formatReport(result)}`);
+    if (result.errors > 0)
+      throw new Error(`a change to an immutable field would be rejected by the API server:\n\n${formatReport(result)}`);
   });
 
   test.each(Object.keys(synthesized.files))('%s is strictly valid for Kubernetes 1.28 and 1.36', file => {
@@ -44,7 +50,10 @@ describe('example apps', () => {
   test('every pod template outside inference meets the restricted profile', () => {
     for (const [file, yaml] of Object.entries(synthesized.files)) {
       for (const { where, spec } of podSpecsOf(objectsOf(yaml))) {
-        const expected = where.startsWith('StatefulSet/') && spec.containers.some((c: any) => c.name === 'tgi') ? 'baseline' : 'restricted';
+        const expected =
+          where.startsWith('StatefulSet/') && spec.containers.some((c: any) => c.name === 'tgi')
+            ? 'baseline'
+            : 'restricted';
         expect(`${file} ${where}: ${podSecurityLevel(spec)}`).toBe(`${file} ${where}: ${expected}`);
       }
     }

@@ -6,11 +6,40 @@ const ROOT = path.join(__dirname, '..');
 test('the public API is exactly this list: a change to it is deliberate', () => {
   const api = require(path.join(ROOT, 'lib', 'index.js'));
   expect(Object.keys(api).sort()).toEqual([
-    'Autoscaler', 'ConfigurationError', 'DEFAULT_RELOAD_IMAGE', 'DisruptionBudget', 'EnvFrom', 'EnvValue', 'GpuTrainingStatefulSet', 'GuardCheck',
-    'GuardInputError', 'GuardValidation', 'IMMUTABLE_FIELDS', 'InferenceService', 'IpFamily', 'ModelCache', 'PodSecurityLevel', 'Rdma', 'Reload',
-    'RotatingGpuSecret', 'SGLANG_DEFAULT_IMAGE', 'SglangInferenceService', 'SglangQuantization', 'StrictSchemaValidation', 'TGI_DEFAULT_IMAGE',
-    'TgiInferenceService', 'TgiQuantization', 'TrainingUpdateStrategy', 'VLLM_DEFAULT_IMAGE', 'VllmInferenceService', 'VllmQuantization',
-    'checkManifests', 'formatReport', 'guard', 'loadObjects', 'parseObjects',
+    'Autoscaler',
+    'ConfigurationError',
+    'DEFAULT_RELOAD_IMAGE',
+    'DisruptionBudget',
+    'EnvFrom',
+    'EnvValue',
+    'GpuTrainingStatefulSet',
+    'GuardCheck',
+    'GuardInputError',
+    'GuardValidation',
+    'IMMUTABLE_FIELDS',
+    'InferenceService',
+    'IpFamily',
+    'ModelCache',
+    'PodSecurityLevel',
+    'Rdma',
+    'Reload',
+    'RotatingGpuSecret',
+    'SGLANG_DEFAULT_IMAGE',
+    'SglangInferenceService',
+    'SglangQuantization',
+    'StrictSchemaValidation',
+    'TGI_DEFAULT_IMAGE',
+    'TgiInferenceService',
+    'TgiQuantization',
+    'TrainingUpdateStrategy',
+    'VLLM_DEFAULT_IMAGE',
+    'VllmInferenceService',
+    'VllmQuantization',
+    'checkManifests',
+    'formatReport',
+    'guard',
+    'loadObjects',
+    'parseObjects',
   ]);
 });
 
@@ -25,11 +54,23 @@ test('the package ships its docs and assets, and links work on the registry page
   const pkg = require(path.join(ROOT, 'package.json'));
   for (const key of ['repository', 'homepage', 'bugs']) expect(pkg[key]).toBeTruthy();
   const { execFileSync } = require('child_process');
-  const [pack] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' }));
+  const [pack] = JSON.parse(
+    execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' }),
+  );
   const files: string[] = pack.files.map((f: { path: string }) => f.path);
-  expect(files).toEqual(expect.arrayContaining([
-    'README.md', 'CHANGELOG.md', 'docs/API.md', 'LICENSE', 'lib/index.js', 'lib/index.d.ts',
-    'lib/validation/schemas/k8s-v1.28.0.json', 'lib/validation/schemas/k8s-v1.36.0.json', 'lib/secrets/reload-sidecar.sh', 'lib/training/launch.sh',
-  ]));
+  expect(files).toEqual(
+    expect.arrayContaining([
+      'README.md',
+      'CHANGELOG.md',
+      'docs/API.md',
+      'LICENSE',
+      'lib/index.js',
+      'lib/index.d.ts',
+      'lib/validation/schemas/k8s-v1.28.0.json',
+      'lib/validation/schemas/k8s-v1.36.0.json',
+      'lib/secrets/reload-sidecar.sh',
+      'lib/training/launch.sh',
+    ]),
+  );
   expect(files.filter(f => f.startsWith('src/') || f.startsWith('test/'))).toEqual([]);
 });

@@ -2,9 +2,23 @@
 
 /** Kinds without a namespace: two of them clash by name alone. */
 const CLUSTER_SCOPED: ReadonlySet<string> = new Set([
-  'Namespace', 'Node', 'PersistentVolume', 'StorageClass', 'PriorityClass', 'RuntimeClass', 'IngressClass', 'ClusterRole',
-  'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration',
-  'CSIDriver', 'VolumeSnapshotClass', 'ClusterQueue', 'ResourceFlavor', 'APIService',
+  'Namespace',
+  'Node',
+  'PersistentVolume',
+  'StorageClass',
+  'PriorityClass',
+  'RuntimeClass',
+  'IngressClass',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CustomResourceDefinition',
+  'ValidatingWebhookConfiguration',
+  'MutatingWebhookConfiguration',
+  'CSIDriver',
+  'VolumeSnapshotClass',
+  'ClusterQueue',
+  'ResourceFlavor',
+  'APIService',
 ]);
 
 export function isClusterScoped(kind: string): boolean {
@@ -29,10 +43,31 @@ const POD_SPEC_PATHS: ReadonlyMap<string, ReadonlyMap<string, readonly string[]>
  * JobSet or a LeaderWorkerSet) may embed pod templates anywhere, so it is searched whole.
  */
 const PODLESS_KINDS: ReadonlySet<string> = new Set([
-  'Service', 'ServiceAccount', 'ConfigMap', 'Secret', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding',
-  'PodDisruptionBudget', 'PersistentVolumeClaim', 'PersistentVolume', 'StorageClass', 'Namespace', 'NetworkPolicy',
-  'Ingress', 'IngressClass', 'PriorityClass', 'RuntimeClass', 'HorizontalPodAutoscaler', 'ServiceMonitor', 'ScaledObject',
-  'LimitRange', 'ResourceQuota', 'Endpoints', 'EndpointSlice',
+  'Service',
+  'ServiceAccount',
+  'ConfigMap',
+  'Secret',
+  'Role',
+  'RoleBinding',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'PodDisruptionBudget',
+  'PersistentVolumeClaim',
+  'PersistentVolume',
+  'StorageClass',
+  'Namespace',
+  'NetworkPolicy',
+  'Ingress',
+  'IngressClass',
+  'PriorityClass',
+  'RuntimeClass',
+  'HorizontalPodAutoscaler',
+  'ServiceMonitor',
+  'ScaledObject',
+  'LimitRange',
+  'ResourceQuota',
+  'Endpoints',
+  'EndpointSlice',
 ]);
 
 /** The API group of an apiVersion: '' for the core group (`v1`). */

@@ -36,7 +36,11 @@ export function checkManifests(objects: readonly unknown[]): string[] {
 interface Manifest {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string; readonly annotations?: Record<string, string> };
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly annotations?: Record<string, string>;
+  };
 }
 
 function isManifest(o: unknown): o is Manifest {

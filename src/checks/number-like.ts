@@ -31,10 +31,11 @@ function writtenPlain(s: string): boolean {
   if (!stringify) {
     // cdk8s's copy of `yaml` (it may have its own under node_modules/cdk8s), loaded on first need.
     const cdk8sMain = require.resolve('cdk8s');
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    stringify = (require(require.resolve('yaml', { paths: [path.dirname(cdk8sMain)] })) as { stringify: Stringify }).stringify;
+
+    stringify = (require(require.resolve('yaml', { paths: [path.dirname(cdk8sMain)] })) as { stringify: Stringify })
+      .stringify;
   }
-  const text = stringify!({ v: s }, { keepUndefined: true, lineWidth: 0, version: '1.1' });
+  const text = stringify({ v: s }, { keepUndefined: true, lineWidth: 0, version: '1.1' });
   return !/^v: ['"]/.test(text);
 }
 

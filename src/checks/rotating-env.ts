@@ -69,20 +69,25 @@ function subPathReads(c: { name?: string; volumeMounts?: unknown }, secret: stri
   const out: string[] = [];
   for (const m of (Array.isArray(c?.volumeMounts) ? c.volumeMounts : []) as k8s.VolumeMount[]) {
     if (volumes.has(m?.name) && (m.subPath !== undefined || m.subPathExpr !== undefined)) {
-      out.push(`container '${c.name}' mounts rotating Secret '${secret}' through subPath at ${m.mountPath}: a subPath mount never sees an update; mount the Secret with mountInto instead`);
+      out.push(
+        `container '${c.name}' mounts rotating Secret '${secret}' through subPath at ${m.mountPath}: a subPath mount never sees an update; mount the Secret with mountInto instead`,
+      );
     }
   }
   return out;
 }
 
 function containerEnvReads(c: { name?: string; env?: unknown; envFrom?: unknown }, secret: string): string[] {
-  const why = 'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
+  const why =
+    'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
   const out: string[] = [];
   for (const e of (Array.isArray(c?.env) ? c.env : []) as k8s.EnvVar[]) {
-    if (e?.valueFrom?.secretKeyRef?.name === secret) out.push(`container '${c.name}' reads rotating Secret '${secret}' through env ${e.name}: ${why}`);
+    if (e?.valueFrom?.secretKeyRef?.name === secret)
+      out.push(`container '${c.name}' reads rotating Secret '${secret}' through env ${e.name}: ${why}`);
   }
   for (const e of (Array.isArray(c?.envFrom) ? c.envFrom : []) as k8s.EnvFromSource[]) {
-    if (e?.secretRef?.name === secret) out.push(`container '${c.name}' reads rotating Secret '${secret}' through envFrom: ${why}`);
+    if (e?.secretRef?.name === secret)
+      out.push(`container '${c.name}' reads rotating Secret '${secret}' through envFrom: ${why}`);
   }
   return out;
 }

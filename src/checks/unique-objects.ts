@@ -42,10 +42,24 @@ export function duplicateOf(obj: ApiObject): string | undefined {
   const live = same.filter(inTree);
   if (live.length < 2 || !live.includes(obj)) return undefined;
   const [first, later] = live[0] === obj ? [obj, live[1]] : [live[0], obj];
-  return duplicateMessage(ownerOf(later), later.kind, later.name, later.metadata.namespace, ownerOf(first), first.node.path);
+  return duplicateMessage(
+    ownerOf(later),
+    later.kind,
+    later.name,
+    later.metadata.namespace,
+    ownerOf(first),
+    first.node.path,
+  );
 }
 
-export function duplicateMessage(who: string, kind: string, name: string, namespace: string | undefined, first: string, firstPath: string): string {
+export function duplicateMessage(
+  who: string,
+  kind: string,
+  name: string,
+  namespace: string | undefined,
+  first: string,
+  firstPath: string,
+): string {
   const where = namespace && !isClusterScoped(kind) ? ` in namespace "${namespace}"` : '';
   return `${who}: name must make objects unique, but ${kind} "${name}"${where} is also made by ${first} (${firstPath}); on apply the later one would silently replace the other (got ${JSON.stringify(name)})`;
 }

@@ -60,12 +60,20 @@ export interface PodDisruptionBudgetOptions {
  */
 export function validateDisruptionBudget(v: Validator, prop: string, budget: DisruptionBudget, replicas: number): void {
   if (!(budget instanceof DisruptionBudget)) {
-    v.fail(prop, 'must be made with DisruptionBudget.maxUnavailable(), minAvailable(), blockVoluntaryEvictions() or none()', budget);
+    v.fail(
+      prop,
+      'must be made with DisruptionBudget.maxUnavailable(), minAvailable(), blockVoluntaryEvictions() or none()',
+      budget,
+    );
   }
   if (budget._field === undefined) return;
   v.wholeNumber(`${prop} (${budget._field})`, budget._count, 0);
   if (budget._field === 'minAvailable' && budget._count > replicas) {
-    v.fail(prop, `minAvailable must be at most replicas (${replicas}); use DisruptionBudget.blockVoluntaryEvictions() to block every eviction`, budget._count);
+    v.fail(
+      prop,
+      `minAvailable must be at most replicas (${replicas}); use DisruptionBudget.blockVoluntaryEvictions() to block every eviction`,
+      budget._count,
+    );
   }
 }
 
@@ -73,8 +81,13 @@ export function validateDisruptionBudget(v: Validator, prop: string, budget: Dis
  * A policy/v1 PodDisruptionBudget. `unhealthyPodEvictionPolicy: AlwaysAllow` lets drains evict
  * pods that are not Ready anyway, so a crash-looping pod never blocks a node upgrade.
  */
-export function podDisruptionBudget(scope: Construct, id: string, o: PodDisruptionBudgetOptions): ApiObject | undefined {
-  if (o.validator && o.replicas !== undefined) validateDisruptionBudget(o.validator, o.prop ?? 'disruptionBudget', o.budget, o.replicas);
+export function podDisruptionBudget(
+  scope: Construct,
+  id: string,
+  o: PodDisruptionBudgetOptions,
+): ApiObject | undefined {
+  if (o.validator && o.replicas !== undefined)
+    validateDisruptionBudget(o.validator, o.prop ?? 'disruptionBudget', o.budget, o.replicas);
   const field = o.budget._field;
   if (field === undefined) return undefined;
   return new ManifestObject(scope, id, KIND.PodDisruptionBudget, {

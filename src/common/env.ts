@@ -7,14 +7,25 @@ import { Validator } from '../validation/validate';
  * label and annotation subscripts).
  */
 const FIELD_PATHS = new Set([
-  'metadata.name', 'metadata.namespace', 'metadata.uid', 'spec.nodeName', 'spec.serviceAccountName',
-  'status.hostIP', 'status.podIP', 'status.podIPs',
+  'metadata.name',
+  'metadata.namespace',
+  'metadata.uid',
+  'spec.nodeName',
+  'spec.serviceAccountName',
+  'status.hostIP',
+  'status.podIP',
+  'status.podIPs',
   // Not status.hostIPs: allowed only with the PodHostIPs gate (AllowHostIPsField), alpha and off in 1.28.
 ]);
 const FIELD_SUBSCRIPT = /^metadata\.(labels|annotations)\['([^']+)'\]$/;
 
 const RESOURCE_FIELDS = new Set([
-  'limits.cpu', 'limits.memory', 'limits.ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage',
+  'limits.cpu',
+  'limits.memory',
+  'limits.ephemeral-storage',
+  'requests.cpu',
+  'requests.memory',
+  'requests.ephemeral-storage',
 ]);
 
 /** The value of one environment variable of a workload's main container. */
@@ -68,13 +79,18 @@ export class EnvValue {
         return { name, valueFrom: { configMapKeyRef: { name: s.name, key: s.key, ...optional(s.optional) } } };
       case 'field':
         if (!FIELD_PATHS.has(s.fieldPath) && !FIELD_SUBSCRIPT.test(s.fieldPath)) {
-          v.fail(prop, `must be a field the downward API exposes to env at the 1.28 floor (${[...FIELD_PATHS].join(', ')}, metadata.labels['<key>'] or metadata.annotations['<key>'])`, s.fieldPath);
+          v.fail(
+            prop,
+            `must be a field the downward API exposes to env at the 1.28 floor (${[...FIELD_PATHS].join(', ')}, metadata.labels['<key>'] or metadata.annotations['<key>'])`,
+            s.fieldPath,
+          );
         }
         // The subscript is a label or annotation key (ValidateQualifiedName).
         if (FIELD_SUBSCRIPT.test(s.fieldPath)) v.qualifiedName(`${prop} key`, FIELD_SUBSCRIPT.exec(s.fieldPath)![2]);
         return { name, valueFrom: { fieldRef: { fieldPath: s.fieldPath } } };
       case 'resource':
-        if (!RESOURCE_FIELDS.has(s.resource)) v.fail(prop, `must be one of ${[...RESOURCE_FIELDS].join(', ')}`, s.resource);
+        if (!RESOURCE_FIELDS.has(s.resource))
+          v.fail(prop, `must be one of ${[...RESOURCE_FIELDS].join(', ')}`, s.resource);
         return { name, valueFrom: { resourceFieldRef: { resource: s.resource } } };
     }
   }
@@ -106,7 +122,11 @@ export function configKey(v: Validator, prop: string, key: string): string {
     v.fail(prop, 'must not start with "..": the kubelet\'s atomic writer owns those names in the volume', key);
   }
   if (typeof key !== 'string' || !CONFIG_KEY.test(key) || key.length > 253 || key === '.') {
-    v.fail(prop, 'must be a valid ConfigMap or Secret key: letters, digits, "-", "_" and ".", at most 253 characters, not "."', key);
+    v.fail(
+      prop,
+      'must be a valid ConfigMap or Secret key: letters, digits, "-", "_" and ".", at most 253 characters, not "."',
+      key,
+    );
   }
   return key;
 }
@@ -123,7 +143,11 @@ export class EnvFrom {
     return new EnvFrom('secret', name, prefix);
   }
 
-  private constructor(private readonly kind: 'configMap' | 'secret', private readonly name: string, private readonly prefix?: string) {}
+  private constructor(
+    private readonly kind: 'configMap' | 'secret',
+    private readonly name: string,
+    private readonly prefix?: string,
+  ) {}
 
   /** @internal */
   _toSource(v: Validator, prop: string): k8s.EnvFromSource {

@@ -13,7 +13,8 @@ export class ImageRef {
     const tag = colon > slash ? name.slice(colon + 1) : undefined;
     let repository = colon > slash ? name.slice(0, colon) : name;
     const first = repository.split('/')[0];
-    const hasRegistry = repository.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
+    const hasRegistry =
+      repository.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
     if (!hasRegistry) repository = `docker.io/${repository.includes('/') ? repository : `library/${repository}`}`;
     return new ImageRef(repository, tag);
   }
@@ -21,7 +22,10 @@ export class ImageRef {
   /** The release the tag names, as [major, minor, patch], if it names one. */
   readonly version?: readonly [number, number, number];
 
-  private constructor(readonly repository: string, readonly tag: string | undefined) {
+  private constructor(
+    readonly repository: string,
+    readonly tag: string | undefined,
+  ) {
     const m = tag === undefined ? null : /^v?(\d+)\.(\d+)(?:\.(\d+))?(?:$|[-+._a-z])/i.exec(tag);
     if (m) this.version = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
   }

@@ -58,7 +58,9 @@ export class ManifestObject<P extends TypedProps = TypedProps> extends ApiObject
     const json = super.toJson();
     const errors = this.patched ? patchErrors(this.manifestKind, json) : [];
     if (errors.length > 0) {
-      throw new Error(`${json.kind}/${json.metadata?.name} is invalid after a JsonPatch escape hatch: ${errors.join('; ')}`);
+      throw new Error(
+        `${json.kind}/${json.metadata?.name} is invalid after a JsonPatch escape hatch: ${errors.join('; ')}`,
+      );
     }
     const broken = outputErrors(this, json);
     if (broken.length > 0) throw new Error(broken.join('\n'));

@@ -26,7 +26,11 @@ export function statefulSetName(v: Validator, base: string, version: number | un
   const full = versionedName(base, version);
   if (full.length > STATEFUL_SET_NAME_MAX) {
     const why = version === undefined ? '' : ` once "-v${version}" is added`;
-    v.failDescribed('name', `must leave the StatefulSet name at most ${STATEFUL_SET_NAME_MAX} characters${why}, because pods carry a controller-revision-hash label "<name>-<hash>" limited to 63`, `${full.length} characters: ${full}`);
+    v.failDescribed(
+      'name',
+      `must leave the StatefulSet name at most ${STATEFUL_SET_NAME_MAX} characters${why}, because pods carry a controller-revision-hash label "<name>-<hash>" limited to 63`,
+      `${full.length} characters: ${full}`,
+    );
   }
   return full;
 }

@@ -3,9 +3,43 @@
  * the PodSecurity admission controller at v1.28) over a pod spec. Returns the violations so a test
  * failure says which rule broke.
  */
-const BASELINE_CAPS = new Set(['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT']);
-const SAFE_SYSCTLS = new Set(['kernel.shm_rmid_forced', 'net.ipv4.ip_local_port_range', 'net.ipv4.ip_unprivileged_port_start', 'net.ipv4.tcp_syncookies', 'net.ipv4.ping_group_range', 'net.ipv4.ip_local_reserved_ports', 'net.ipv4.tcp_keepalive_time', 'net.ipv4.tcp_fin_timeout', 'net.ipv4.tcp_keepalive_intvl', 'net.ipv4.tcp_keepalive_probes']);
-const RESTRICTED_VOLUMES = new Set(['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'persistentVolumeClaim', 'projected', 'secret']);
+const BASELINE_CAPS = new Set([
+  'AUDIT_WRITE',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'MKNOD',
+  'NET_BIND_SERVICE',
+  'SETFCAP',
+  'SETGID',
+  'SETPCAP',
+  'SETUID',
+  'SYS_CHROOT',
+]);
+const SAFE_SYSCTLS = new Set([
+  'kernel.shm_rmid_forced',
+  'net.ipv4.ip_local_port_range',
+  'net.ipv4.ip_unprivileged_port_start',
+  'net.ipv4.tcp_syncookies',
+  'net.ipv4.ping_group_range',
+  'net.ipv4.ip_local_reserved_ports',
+  'net.ipv4.tcp_keepalive_time',
+  'net.ipv4.tcp_fin_timeout',
+  'net.ipv4.tcp_keepalive_intvl',
+  'net.ipv4.tcp_keepalive_probes',
+]);
+const RESTRICTED_VOLUMES = new Set([
+  'configMap',
+  'csi',
+  'downwardAPI',
+  'emptyDir',
+  'ephemeral',
+  'persistentVolumeClaim',
+  'projected',
+  'secret',
+]);
 
 function containersOf(spec: any): any[] {
   return [...(spec.initContainers ?? []), ...(spec.containers ?? []), ...(spec.ephemeralContainers ?? [])];
@@ -47,10 +81,12 @@ export function restrictedViolations(spec: any): string[] {
     if (nonRoot !== true) v.push(`${c.name}: runAsNonRoot must be true`);
     if (sc.runAsUser === 0) v.push(`${c.name}: runAsUser 0`);
     const seccomp = sc.seccompProfile?.type ?? psc.seccompProfile?.type;
-    if (seccomp !== 'RuntimeDefault' && seccomp !== 'Localhost') v.push(`${c.name}: seccompProfile must be RuntimeDefault or Localhost`);
+    if (seccomp !== 'RuntimeDefault' && seccomp !== 'Localhost')
+      v.push(`${c.name}: seccompProfile must be RuntimeDefault or Localhost`);
     const drop: string[] = sc.capabilities?.drop ?? [];
     if (!drop.includes('ALL')) v.push(`${c.name}: capabilities must drop ALL`);
-    for (const cap of sc.capabilities?.add ?? []) if (cap !== 'NET_BIND_SERVICE') v.push(`${c.name}: capability ${cap} added`);
+    for (const cap of sc.capabilities?.add ?? [])
+      if (cap !== 'NET_BIND_SERVICE') v.push(`${c.name}: capability ${cap} added`);
   }
   return v;
 }

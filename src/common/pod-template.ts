@@ -5,7 +5,11 @@ import { PodSecurityLevel } from './security';
 import { Validator } from '../validation/validate';
 
 type MainContainer = k8s.Container & { env: k8s.EnvVar[]; volumeMounts: k8s.VolumeMount[] };
-type MutablePodSpec = k8s.PodSpec & { containers: k8s.Container[]; volumes: k8s.Volume[]; initContainers?: k8s.Container[] };
+type MutablePodSpec = k8s.PodSpec & {
+  containers: k8s.Container[];
+  volumes: k8s.Volume[];
+  initContainers?: k8s.Container[];
+};
 
 /**
  * The pod template of a workload, kept mutable until synthesis so that other constructs
@@ -28,7 +32,11 @@ export class PodTemplate {
   /** Volume names the StatefulSet controller adds from its claim templates (made when one is). */
   private claimVolumes?: Set<string>;
 
-  constructor(labels: Record<string, string>, main: MainContainer, spec: Omit<k8s.PodSpec, 'containers' | 'volumes'> & { volumes: k8s.Volume[] }) {
+  constructor(
+    labels: Record<string, string>,
+    main: MainContainer,
+    spec: Omit<k8s.PodSpec, 'containers' | 'volumes'> & { volumes: k8s.Volume[] },
+  ) {
     this.metadata = { labels };
     this.main = main;
     this.spec = { ...spec, containers: [main] };
@@ -47,7 +55,8 @@ export class PodTemplate {
   annotate(key: string, value: string): void {
     // A user's annotation the construct then sets for its own mechanism would be silently replaced.
     const user = this.userAnnotations?.get(key);
-    if (user) user.v.fail(`pod.annotations.${key}`, 'is set by the construct for its own mechanism: leave it out', user.value);
+    if (user)
+      user.v.fail(`pod.annotations.${key}`, 'is set by the construct for its own mechanism: leave it out', user.value);
     (this.metadata.annotations ??= {})[key] = value;
   }
 
@@ -59,7 +68,7 @@ export class PodTemplate {
 
   /** A claim template's name: the controller adds a volume of that name to every pod. */
   reserveClaimVolume(name: string, v: Validator, prop: string): void {
-    if (this.hasVolume(name)) v.fail(prop, 'must differ from the names of the pod\'s other volumes', name);
+    if (this.hasVolume(name)) v.fail(prop, "must differ from the names of the pod's other volumes", name);
     (this.claimVolumes ??= new Set()).add(name);
   }
 
@@ -95,7 +104,12 @@ export class PodTemplate {
     v.absolutePath(prop, mount.mountPath);
     const mounts = ((container as { volumeMounts?: k8s.VolumeMount[] }).volumeMounts ??= []);
     const clash = mounts.find(m => m.mountPath === mount.mountPath);
-    if (clash) v.fail(prop, `must not be a path container '${container.name}' already mounts (volume '${clash.name}' is there)`, mount.mountPath);
+    if (clash)
+      v.fail(
+        prop,
+        `must not be a path container '${container.name}' already mounts (volume '${clash.name}' is there)`,
+        mount.mountPath,
+      );
     if (!this.hasVolume(mount.name)) v.fail(prop, 'must name a volume of the pod', mount.name);
     mounts.push(mount);
   }
@@ -127,10 +141,22 @@ export class PodTemplate {
     };
     const taken = this.spec.containers.flatMap(c => (c.ports ?? []).map(p => ({ owner: c.name, port: p })));
     (container.ports ?? []).forEach((p, j) => {
-      const clash = taken.find(t => t.port.containerPort === p.containerPort && (t.port.protocol ?? 'TCP') === (p.protocol ?? 'TCP'));
-      if (clash) fail(`${prop}.ports[${j}].containerPort`, `must differ from the port container '${clash.owner}' listens on: the pod's containers share one network namespace, so one of them could not bind it`, p.containerPort);
+      const clash = taken.find(
+        t => t.port.containerPort === p.containerPort && (t.port.protocol ?? 'TCP') === (p.protocol ?? 'TCP'),
+      );
+      if (clash)
+        fail(
+          `${prop}.ports[${j}].containerPort`,
+          `must differ from the port container '${clash.owner}' listens on: the pod's containers share one network namespace, so one of them could not bind it`,
+          p.containerPort,
+        );
       const named = p.name === undefined ? undefined : taken.find(t => t.port.name === p.name);
-      if (named) fail(`${prop}.ports[${j}].name`, `must differ from the port names of container '${named.owner}': Services and probes find a port by name`, p.name);
+      if (named)
+        fail(
+          `${prop}.ports[${j}].name`,
+          `must differ from the port names of container '${named.owner}': Services and probes find a port by name`,
+          p.name,
+        );
     });
   }
 
@@ -141,7 +167,14 @@ export class PodTemplate {
 
   private checkContainerName(container: k8s.Container, v: Validator | undefined, prop: string): void {
     if (this.allContainers().some(c => c.name === container.name)) {
-      if (v) v.fail(prop, `must not reuse a container name the pod already has (${this.allContainers().map(c => c.name).join(', ')})`, container.name);
+      if (v)
+        v.fail(
+          prop,
+          `must not reuse a container name the pod already has (${this.allContainers()
+            .map(c => c.name)
+            .join(', ')})`,
+          container.name,
+        );
       throw new Error(`container '${container.name}' is already in the pod template`);
     }
   }

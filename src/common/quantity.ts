@@ -1,7 +1,12 @@
 import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 
-const UNITS: ReadonlyArray<[string, number]> = [['Ti', 1024 ** 3], ['Gi', 1024 ** 2], ['Mi', 1024], ['Ki', 1]];
+const UNITS: ReadonlyArray<[string, number]> = [
+  ['Ti', 1024 ** 3],
+  ['Gi', 1024 ** 2],
+  ['Mi', 1024],
+  ['Ki', 1],
+];
 
 /** A Size as a canonical Kubernetes quantity in the largest whole binary unit, e.g. `100Gi`. */
 export function sizeQuantityString(size: Size): string {

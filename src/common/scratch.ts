@@ -7,8 +7,14 @@ import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
  */
 export function scratchSpace(home: string): { volumes: k8s.Volume[]; mounts: k8s.VolumeMount[]; env: k8s.EnvVar[] } {
   return {
-    volumes: [{ name: 'home', emptyDir: {} }, { name: 'tmp', emptyDir: {} }],
-    mounts: [{ name: 'home', mountPath: home }, { name: 'tmp', mountPath: '/tmp' }],
+    volumes: [
+      { name: 'home', emptyDir: {} },
+      { name: 'tmp', emptyDir: {} },
+    ],
+    mounts: [
+      { name: 'home', mountPath: home },
+      { name: 'tmp', mountPath: '/tmp' },
+    ],
     env: [
       { name: 'HOME', value: home },
       { name: 'XDG_CACHE_HOME', value: `${home}/.cache` },

@@ -33,17 +33,34 @@ export interface ProcessIdentity {
  * Resolves the `runAsRoot` / `runAsUser` props every workload takes into the identity its pods run
  * with, the Pod Security level that gives, and the UID sidecars must share (undefined for root).
  */
-export function resolveProcessIdentity(v: Validator, o: { runAsRoot: boolean; runAsUser?: number; defaultUid?: number; addCapabilities?: string[] }):
-{ identity: ProcessIdentity; level: PodSecurityLevel; uid: number | undefined } {
+export function resolveProcessIdentity(
+  v: Validator,
+  o: { runAsRoot: boolean; runAsUser?: number; defaultUid?: number; addCapabilities?: string[] },
+): { identity: ProcessIdentity; level: PodSecurityLevel; uid: number | undefined } {
   // A UID the pod would not run as: the user meant a non-root pod, and would silently get root.
-  if (o.runAsRoot && o.runAsUser !== undefined) v.fail('runAsUser', 'must be left out when the pod runs as root (runAsRoot: true)', o.runAsUser);
+  if (o.runAsRoot && o.runAsUser !== undefined)
+    v.fail('runAsUser', 'must be left out when the pod runs as root (runAsRoot: true)', o.runAsUser);
   const uid = v.wholeNumber('runAsUser', o.runAsUser ?? o.defaultUid ?? DEFAULT_NON_ROOT_UID, 1);
   const identity: ProcessIdentity = { runAsRoot: o.runAsRoot, uid, addCapabilities: o.addCapabilities ?? [] };
   return { identity, level: securityLevel(identity), uid: o.runAsRoot ? undefined : uid };
 }
 
 /** Capabilities the baseline profile allows to be added. IPC_LOCK is not among them. */
-const BASELINE_CAPABILITIES = new Set(['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT']);
+const BASELINE_CAPABILITIES = new Set([
+  'AUDIT_WRITE',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'MKNOD',
+  'NET_BIND_SERVICE',
+  'SETFCAP',
+  'SETGID',
+  'SETPCAP',
+  'SETUID',
+  'SYS_CHROOT',
+]);
 
 /** The strictest Pod Security Standard that a pod running this way meets. */
 export function securityLevel(p: ProcessIdentity): PodSecurityLevel {

@@ -2,23 +2,57 @@ import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { EnvValue } from './env';
-import { defaultHostResources, GPU_RESOURCE, gpuResources, gpuTolerations, isExtendedResourceName, shmVolume } from './gpu';
+import {
+  defaultHostResources,
+  GPU_RESOURCE,
+  gpuResources,
+  gpuTolerations,
+  isExtendedResourceName,
+  shmVolume,
+} from './gpu';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME } from './labels';
 import { GpuWorkloadProps, PodOptions, WorkloadVolume } from './pod-options';
 import { PodTemplate } from './pod-template';
-import { checkAffinity, checkContainer, checkSpreadConstraints, checkTolerationValues, checkVolumeSource } from '../validation/pod-spec-rules';
+import {
+  checkAffinity,
+  checkContainer,
+  checkSpreadConstraints,
+  checkTolerationValues,
+  checkVolumeSource,
+} from '../validation/pod-spec-rules';
 import { checkTyped } from '../validation/typed-input';
 import { containerSecurityContext, podSecurityContext, POD_HARDENING, ProcessIdentity } from './security';
 import { show, Validator } from '../validation/validate';
 
 /** The keys of `GpuWorkloadProps`, for the unknown-prop check of every workload construct. */
 export const GPU_WORKLOAD_PROP_KEYS: ReadonlyArray<keyof GpuWorkloadProps> = [
-  'env', 'envFrom', 'volumes', 'gpuResource', 'extendedResources', 'cpu', 'guaranteedQos', 'memory', 'nodeSelector',
-  'runAsUser', 'clusterDomain', 'pod',
+  'env',
+  'envFrom',
+  'volumes',
+  'gpuResource',
+  'extendedResources',
+  'cpu',
+  'guaranteedQos',
+  'memory',
+  'nodeSelector',
+  'runAsUser',
+  'clusterDomain',
+  'pod',
 ];
 const POD_OPTION_KEYS: ReadonlyArray<keyof PodOptions> = [
-  'tolerations', 'affinity', 'topologySpreadConstraints', 'priorityClassName', 'runtimeClassName', 'schedulerName',
-  'imagePullSecrets', 'serviceAccountName', 'automountServiceAccountToken', 'labels', 'annotations', 'sidecars', 'initContainers',
+  'tolerations',
+  'affinity',
+  'topologySpreadConstraints',
+  'priorityClassName',
+  'runtimeClassName',
+  'schedulerName',
+  'imagePullSecrets',
+  'serviceAccountName',
+  'automountServiceAccountToken',
+  'labels',
+  'annotations',
+  'sidecars',
+  'initContainers',
 ];
 const VOLUME_KEYS: ReadonlyArray<keyof WorkloadVolume> = ['volume', 'mountPath', 'readOnly', 'subPath'];
 
@@ -87,16 +121,25 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
   const shm = v.sharedMemory(input.sharedMemory, memory);
   const guaranteed = v.boolean('guaranteedQos', props.guaranteedQos, false);
   // The static CPU manager gives exclusive cores to Guaranteed containers with integer CPU requests only.
-  if (guaranteed && !Number.isInteger(cpu)) v.fail('cpu', 'must be a whole number of CPUs with guaranteedQos: the static CPU manager pins only integer CPU requests', cpu);
+  if (guaranteed && !Number.isInteger(cpu))
+    v.fail(
+      'cpu',
+      'must be a whole number of CPUs with guaranteedQos: the static CPU manager pins only integer CPU requests',
+      cpu,
+    );
   const gpuResource = props.gpuResource ?? GPU_RESOURCE;
   extendedResourceName(v, 'gpuResource', gpuResource);
   const extended = extendedResources(v, props.extendedResources ?? {}, gpuResource);
 
   const env = mergeEnv(v, input.ownedEnv, input.defaultEnv, props.env);
-  const envFrom = [...(input.envFrom ?? []), ...v.array('envFrom', props.envFrom).map((e, i) => {
-    if (!e || typeof (e as { _toSource?: unknown })._toSource !== 'function') v.fail(`envFrom[${i}]`, 'must be made with EnvFrom.configMap() or EnvFrom.secret()', e);
-    return e._toSource(v, `envFrom[${i}]`);
-  })];
+  const envFrom = [
+    ...(input.envFrom ?? []),
+    ...v.array('envFrom', props.envFrom).map((e, i) => {
+      if (!e || typeof (e as { _toSource?: unknown })._toSource !== 'function')
+        v.fail(`envFrom[${i}]`, 'must be made with EnvFrom.configMap() or EnvFrom.secret()', e);
+      return e._toSource(v, `envFrom[${i}]`);
+    }),
+  ];
 
   const shmParts = shmVolume(shm);
   const cpuQuantity = k8s.Quantity.fromString(String(cpu));
@@ -104,7 +147,14 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
     ...input.container,
     env,
     ...(envFrom.length ? { envFrom } : {}),
-    resources: gpuResources({ gpus: input.gpus, gpuResource, cpu: cpuQuantity, memory, extended, ...(guaranteed ? { cpuLimit: cpuQuantity } : {}) }),
+    resources: gpuResources({
+      gpus: input.gpus,
+      gpuResource,
+      cpu: cpuQuantity,
+      memory,
+      extended,
+      ...(guaranteed ? { cpuLimit: cpuQuantity } : {}),
+    }),
     volumeMounts: [] as k8s.VolumeMount[],
     securityContext: containerSecurityContext(input.identity),
   };
@@ -123,7 +173,8 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
   for (const vol of [shmParts.volume, ...input.volumes]) template.addVolume(vol);
   for (const claim of input.claims ?? []) template.reserveClaimVolume(claim.name, v, claim.prop);
   for (const m of [shmParts.mount, ...input.mounts]) template.mount(main, m, v, 'mount');
-  for (const claim of input.claims ?? []) template.mount(main, { name: claim.name, mountPath: claim.mountPath }, v, claim.prop);
+  for (const claim of input.claims ?? [])
+    template.mount(main, { name: claim.name, mountPath: claim.mountPath }, v, claim.prop);
   addUserVolumes(v, template, props.volumes);
   applyPodOptions(v, template, pod, input.identity, props.nodeSelector);
 
@@ -133,25 +184,40 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
 function extendedResourceName(v: Validator, prop: string, name: string): void {
   v.qualifiedName(prop, name);
   if (!isExtendedResourceName(name)) {
-    v.fail(prop, 'must be an extended resource name with a domain prefix outside kubernetes.io, e.g. "nvidia.com/gpu" or "vpc.amazonaws.com/efa"', name);
+    v.fail(
+      prop,
+      'must be an extended resource name with a domain prefix outside kubernetes.io, e.g. "nvidia.com/gpu" or "vpc.amazonaws.com/efa"',
+      name,
+    );
   }
 }
 
-function extendedResources(v: Validator, map: Record<string, number>, gpuResource: string): Record<string, k8s.Quantity> {
+function extendedResources(
+  v: Validator,
+  map: Record<string, number>,
+  gpuResource: string,
+): Record<string, k8s.Quantity> {
   v.plainObject('extendedResources', map);
   const out: Record<string, k8s.Quantity> = {};
   for (const [name, count] of Object.entries(map)) {
     const prop = `extendedResources.${name}`;
-    if (CORE_RESOURCES.some(r => name === r || name.startsWith(r))) v.fail(prop, 'must not be a core resource: use cpu and memory', count);
+    if (CORE_RESOURCES.some(r => name === r || name.startsWith(r)))
+      v.fail(prop, 'must not be a core resource: use cpu and memory', count);
     extendedResourceName(v, prop, name);
-    if (name === gpuResource) v.fail(prop, `must not repeat the GPU resource ${gpuResource}: the GPU count sets it`, count);
+    if (name === gpuResource)
+      v.fail(prop, `must not repeat the GPU resource ${gpuResource}: the GPU count sets it`, count);
     // Extended resources cannot be overcommitted: whole numbers, request equal to limit.
     out[name] = k8s.Quantity.fromNumber(v.wholeNumber(prop, count, 1));
   }
   return out;
 }
 
-function mergeEnv(v: Validator, owned: OwnedEnv[], defaults: k8s.EnvVar[], user: Record<string, string | EnvValue> | undefined): k8s.EnvVar[] {
+function mergeEnv(
+  v: Validator,
+  owned: OwnedEnv[],
+  defaults: k8s.EnvVar[],
+  user: Record<string, string | EnvValue> | undefined,
+): k8s.EnvVar[] {
   if (user === undefined) return [...owned.map(o => o.env), ...defaults];
   v.plainObject('env', user);
   const userVars: k8s.EnvVar[] = [];
@@ -160,7 +226,11 @@ function mergeEnv(v: Validator, owned: OwnedEnv[], defaults: k8s.EnvVar[], user:
     v.envName(prop, name);
     const mine = owned.find(o => o.env.name === name);
     if (mine) {
-      v.fail(prop, `is set by the construct${mine.via ? `; set ${mine.via} instead` : ' for its own mechanism'}`, value instanceof EnvValue ? name : value);
+      v.fail(
+        prop,
+        `is set by the construct${mine.via ? `; set ${mine.via} instead` : ' for its own mechanism'}`,
+        value instanceof EnvValue ? name : value,
+      );
     }
     if (typeof value === 'string') userVars.push({ name, value });
     else if (value instanceof EnvValue) userVars.push(value._toEnvVar(v, prop, name));
@@ -181,27 +251,44 @@ function addUserVolumes(v: Validator, template: PodTemplate, volumes: WorkloadVo
     checkTyped(v, `${prop}.volume`, vol, 'Volume');
     checkVolumeSource(v, `${prop}.volume`, vol);
     v.dnsLabel(`${prop}.volume.name`, vol.name);
-    const sources = Object.keys(vol).filter(k => k !== 'name' && (vol as unknown as Record<string, unknown>)[k] !== undefined);
-    if (sources.length !== 1) v.fail(`${prop}.volume`, 'must have exactly one source besides its name', sources.join(', ') || 'none');
+    const sources = Object.keys(vol).filter(
+      k => k !== 'name' && (vol as unknown as Record<string, unknown>)[k] !== undefined,
+    );
+    if (sources.length !== 1)
+      v.fail(`${prop}.volume`, 'must have exactly one source besides its name', sources.join(', ') || 'none');
     template.addVolume(vol, v, `${prop}.volume.name`);
     if (w.mountPath !== undefined) {
       v.absolutePath(`${prop}.mountPath`, w.mountPath);
-      if (w.subPath !== undefined && (typeof w.subPath !== 'string' || w.subPath.startsWith('/') || w.subPath.split('/').includes('..'))) {
+      if (
+        w.subPath !== undefined &&
+        (typeof w.subPath !== 'string' || w.subPath.startsWith('/') || w.subPath.split('/').includes('..'))
+      ) {
         v.fail(`${prop}.subPath`, 'must be a relative path without ".." segments', w.subPath);
       }
-      template.mount(template.main, {
-        name: vol.name,
-        mountPath: w.mountPath,
-        ...(w.readOnly !== undefined ? { readOnly: v.boolean(`${prop}.readOnly`, w.readOnly, false) } : {}),
-        ...(w.subPath !== undefined ? { subPath: w.subPath } : {}),
-      }, v, `${prop}.mountPath`);
+      template.mount(
+        template.main,
+        {
+          name: vol.name,
+          mountPath: w.mountPath,
+          ...(w.readOnly !== undefined ? { readOnly: v.boolean(`${prop}.readOnly`, w.readOnly, false) } : {}),
+          ...(w.subPath !== undefined ? { subPath: w.subPath } : {}),
+        },
+        v,
+        `${prop}.mountPath`,
+      );
     } else if (w.readOnly !== undefined || w.subPath !== undefined) {
       v.fail(`${prop}.mountPath`, 'is needed when readOnly or subPath is set', undefined);
     }
   });
 }
 
-function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, identity: ProcessIdentity, nodeSelector: Record<string, string> | undefined): void {
+function applyPodOptions(
+  v: Validator,
+  template: PodTemplate,
+  pod: PodOptions,
+  identity: ProcessIdentity,
+  nodeSelector: Record<string, string> | undefined,
+): void {
   const spec = template.spec as k8s.PodSpec & Record<string, unknown>;
   const set = (key: string, value: unknown) => {
     if (value !== undefined) spec[key] = value;
@@ -217,29 +304,54 @@ function applyPodOptions(v: Validator, template: PodTemplate, pod: PodOptions, i
   set('affinity', pod.affinity);
   const spread = v.array('pod.topologySpreadConstraints', pod.topologySpreadConstraints);
   spread.forEach((c, i) => checkTyped(v, `pod.topologySpreadConstraints[${i}]`, c, 'TopologySpreadConstraint'));
-  checkSpreadConstraints(v, 'pod.topologySpreadConstraints', spread, [...(spec.topologySpreadConstraints ?? []), ...spread]);
+  checkSpreadConstraints(v, 'pod.topologySpreadConstraints', spread, [
+    ...(spec.topologySpreadConstraints ?? []),
+    ...spread,
+  ]);
   if (spread.length) set('topologySpreadConstraints', [...(spec.topologySpreadConstraints ?? []), ...spread]);
-  if (pod.priorityClassName !== undefined) set('priorityClassName', v.dnsSubdomain('pod.priorityClassName', pod.priorityClassName));
-  if (pod.runtimeClassName !== undefined) set('runtimeClassName', v.dnsSubdomain('pod.runtimeClassName', pod.runtimeClassName));
+  if (pod.priorityClassName !== undefined)
+    set('priorityClassName', v.dnsSubdomain('pod.priorityClassName', pod.priorityClassName));
+  if (pod.runtimeClassName !== undefined)
+    set('runtimeClassName', v.dnsSubdomain('pod.runtimeClassName', pod.runtimeClassName));
   if (pod.schedulerName !== undefined) set('schedulerName', v.dnsSubdomain('pod.schedulerName', pod.schedulerName));
   if (pod.imagePullSecrets !== undefined) {
-    v.stringArray('pod.imagePullSecrets', pod.imagePullSecrets)!.forEach((s, i) => v.dnsSubdomain(`pod.imagePullSecrets[${i}]`, s));
-    set('imagePullSecrets', pod.imagePullSecrets.map(name => ({ name })));
+    v.stringArray('pod.imagePullSecrets', pod.imagePullSecrets)!.forEach((s, i) =>
+      v.dnsSubdomain(`pod.imagePullSecrets[${i}]`, s),
+    );
+    set(
+      'imagePullSecrets',
+      pod.imagePullSecrets.map(name => ({ name })),
+    );
   }
-  if (pod.serviceAccountName !== undefined) set('serviceAccountName', v.dnsSubdomain('pod.serviceAccountName', pod.serviceAccountName));
-  set('automountServiceAccountToken', v.boolean('pod.automountServiceAccountToken', pod.automountServiceAccountToken, false));
+  if (pod.serviceAccountName !== undefined)
+    set('serviceAccountName', v.dnsSubdomain('pod.serviceAccountName', pod.serviceAccountName));
+  set(
+    'automountServiceAccountToken',
+    v.boolean('pod.automountServiceAccountToken', pod.automountServiceAccountToken, false),
+  );
 
   for (const [key, value] of Object.entries(v.labels('pod.labels', pod.labels))) {
-    if (SELECTOR_KEYS.includes(key)) v.fail(`pod.labels.${key}`, 'is set by the construct and used by its selectors', value);
+    if (SELECTOR_KEYS.includes(key))
+      v.fail(`pod.labels.${key}`, 'is set by the construct and used by its selectors', value);
     template.label(key, value);
   }
-  for (const [key, value] of Object.entries(v.annotations('pod.annotations', pod.annotations))) template.userAnnotate(v, key, value);
+  for (const [key, value] of Object.entries(v.annotations('pod.annotations', pod.annotations)))
+    template.userAnnotate(v, key, value);
 
-  v.array('pod.initContainers', pod.initContainers).forEach((c, i) => template.addInitContainer(userContainer(v, `pod.initContainers[${i}]`, c, identity, true), v, `pod.initContainers[${i}].name`));
-  v.array('pod.sidecars', pod.sidecars).forEach((c, i) => template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity, false), v, `pod.sidecars[${i}].name`));
+  v.array('pod.initContainers', pod.initContainers).forEach((c, i) =>
+    template.addInitContainer(
+      userContainer(v, `pod.initContainers[${i}]`, c, identity, true),
+      v,
+      `pod.initContainers[${i}].name`,
+    ),
+  );
+  v.array('pod.sidecars', pod.sidecars).forEach((c, i) =>
+    template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity, false), v, `pod.sidecars[${i}].name`),
+  );
   for (const c of [...(pod.initContainers ?? []), ...(pod.sidecars ?? [])]) {
     for (const m of v.array(`pod container '${c.name}' volumeMounts`, c.volumeMounts)) {
-      if (!template.hasVolume(m.name)) v.fail(`pod container '${c.name}' volumeMounts`, 'must name a volume of the pod (add it with volumes)', m.name);
+      if (!template.hasVolume(m.name))
+        v.fail(`pod container '${c.name}' volumeMounts`, 'must name a volume of the pod (add it with volumes)', m.name);
     }
   }
 }
@@ -249,16 +361,27 @@ export function toleration(v: Validator, prop: string, t: k8s.Toleration): void 
   checkTyped(v, prop, t, 'Toleration');
   checkTolerationValues(v, prop, t);
   const operator = t.operator ?? 'Equal';
-  if (!TOLERATION_OPERATORS.includes(operator)) v.fail(`${prop}.operator`, `must be one of ${TOLERATION_OPERATORS.join(', ')}`, t.operator);
-  if (t.effect !== undefined && t.effect !== '' && !TOLERATION_EFFECTS.includes(t.effect)) v.fail(`${prop}.effect`, `must be one of ${TOLERATION_EFFECTS.join(', ')}`, t.effect);
+  if (!TOLERATION_OPERATORS.includes(operator))
+    v.fail(`${prop}.operator`, `must be one of ${TOLERATION_OPERATORS.join(', ')}`, t.operator);
+  if (t.effect !== undefined && t.effect !== '' && !TOLERATION_EFFECTS.includes(t.effect))
+    v.fail(`${prop}.effect`, `must be one of ${TOLERATION_EFFECTS.join(', ')}`, t.effect);
   if (t.key !== undefined && t.key !== '') v.qualifiedName(`${prop}.key`, t.key);
-  if (operator === 'Exists' && t.value !== undefined && t.value !== '') v.fail(`${prop}.value`, 'must be empty when operator is Exists', t.value);
-  if ((t.key === undefined || t.key === '') && operator !== 'Exists') v.fail(`${prop}.operator`, 'must be Exists when key is empty', t.operator);
-  if (t.tolerationSeconds !== undefined && t.effect !== 'NoExecute') v.fail(`${prop}.tolerationSeconds`, 'is only valid with effect NoExecute', t.tolerationSeconds);
+  if (operator === 'Exists' && t.value !== undefined && t.value !== '')
+    v.fail(`${prop}.value`, 'must be empty when operator is Exists', t.value);
+  if ((t.key === undefined || t.key === '') && operator !== 'Exists')
+    v.fail(`${prop}.operator`, 'must be Exists when key is empty', t.operator);
+  if (t.tolerationSeconds !== undefined && t.effect !== 'NoExecute')
+    v.fail(`${prop}.tolerationSeconds`, 'is only valid with effect NoExecute', t.tolerationSeconds);
 }
 
 /** A user's extra container with the construct's security defaults under any field it sets itself. */
-function userContainer(v: Validator, prop: string, c: k8s.Container, identity: ProcessIdentity, init: boolean): k8s.Container {
+function userContainer(
+  v: Validator,
+  prop: string,
+  c: k8s.Container,
+  identity: ProcessIdentity,
+  init: boolean,
+): k8s.Container {
   checkTyped(v, prop, c, 'Container');
   checkContainer(v, prop, c, init);
   v.dnsLabel(`${prop}.name`, c.name);
@@ -271,7 +394,12 @@ function userContainer(v: Validator, prop: string, c: k8s.Container, identity: P
  * then: Guaranteed QoS needs every container (sidecars added by other constructs included) to
  * limit CPU and memory to its request.
  */
-export function addPodValidation(scope: Construct, template: PodTemplate, guaranteedQos: boolean, describe: string): void {
+export function addPodValidation(
+  scope: Construct,
+  template: PodTemplate,
+  guaranteedQos: boolean,
+  describe: string,
+): void {
   // Registered only when asked: cdk8s runs every validation again for each chart it writes.
   if (!guaranteedQos) return;
   scope.node.addValidation({
@@ -280,10 +408,12 @@ export function addPodValidation(scope: Construct, template: PodTemplate, guaran
       for (const c of [...(template.spec.initContainers ?? []), ...template.spec.containers]) {
         const r = c.resources ?? {};
         for (const res of ['cpu', 'memory']) {
-          const req = (r.requests as Record<string, k8s.Quantity> | undefined)?.[res]?.value;
-          const lim = (r.limits as Record<string, k8s.Quantity> | undefined)?.[res]?.value;
+          const req = r.requests?.[res]?.value;
+          const lim = r.limits?.[res]?.value;
           if (req === undefined || req !== lim) {
-            errors.push(`${describe}: guaranteedQos needs container '${c.name}' to request and limit the same ${res} (got request ${show(req)}, limit ${show(lim)}); otherwise the pod is Burstable and the CPU manager does not pin it`);
+            errors.push(
+              `${describe}: guaranteedQos needs container '${c.name}' to request and limit the same ${res} (got request ${show(req)}, limit ${show(lim)}); otherwise the pod is Burstable and the CPU manager does not pin it`,
+            );
           }
         }
       }

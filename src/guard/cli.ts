@@ -37,7 +37,8 @@ function usageError(e: Error & { code?: string }): string {
   const option = /'(--[a-z-]+)/.exec(e.message)?.[1];
   if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return `${option ?? 'an option'} needs a value`;
   if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option ?? e.message.split('\n')[0]}`;
-  if (e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `unexpected argument ${/'([^']*)'/.exec(e.message)?.[1] ?? ''}`.trim();
+  if (e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
+    return `unexpected argument ${/'([^']*)'/.exec(e.message)?.[1] ?? ''}`.trim();
   return e.message.split('\n')[0];
 }
 
@@ -55,7 +56,15 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
     err(`cdk8s-gpu guard: ${message}. ${USAGE.split('\n')[0]}`);
     return EXIT_BAD_INPUT;
   };
-  let values: { before?: string[]; after?: string[]; 'server-version'?: string[]; 'kueue-version'?: string[]; crds?: string[]; json?: boolean; help?: boolean };
+  let values: {
+    before?: string[];
+    after?: string[];
+    'server-version'?: string[];
+    'kueue-version'?: string[];
+    crds?: string[];
+    json?: boolean;
+    help?: boolean;
+  };
   try {
     values = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false }).values;
   } catch (e) {
@@ -75,11 +84,14 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
   const before = values.before?.[0];
   const after = values.after?.[0];
   if (!before || !after) return fail('--before and --after are required');
-  if ([before, after, ...(values.crds ?? [])].filter(v => v === '-').length > 1) return fail('only one input can be stdin (-)');
+  if ([before, after, ...(values.crds ?? [])].filter(v => v === '-').length > 1)
+    return fail('only one input can be stdin (-)');
   try {
     const crds = (values.crds ?? []).flatMap(c => loadObjects(c, stdin));
     const result = guard(loadObjects(before, stdin), loadObjects(after, stdin), {
-      serverVersion: values['server-version']?.[0], kueueVersion: values['kueue-version']?.[0], customResourceDefinitions: crds,
+      serverVersion: values['server-version']?.[0],
+      kueueVersion: values['kueue-version']?.[0],
+      customResourceDefinitions: crds,
     });
     out(values.json ? JSON.stringify(toJson(result), null, 2) : formatReport(result));
     return result.errors > 0 ? EXIT_FORBIDDEN : EXIT_CLEAN;
@@ -99,5 +111,9 @@ if (require.main === module) {
     if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw e;
   });
-  process.exitCode = main(process.argv.slice(2), s => process.stdout.write(`${s}\n`), s => process.stderr.write(`${s}\n`));
+  process.exitCode = main(
+    process.argv.slice(2),
+    s => process.stdout.write(`${s}\n`),
+    s => process.stderr.write(`${s}\n`),
+  );
 }

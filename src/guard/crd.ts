@@ -29,7 +29,8 @@ function walk(schema: any, path: string[], out: CelRule[]): void {
         ...(field ? { reportPath: node } : {}),
         check: GuardCheck.CEL_SELF_EQUALS_OLD_SELF,
         type: String(schema.type ?? 'object'),
-        source: 'x-kubernetes-validations transition rule in the CustomResourceDefinition (apiextensions-apiserver CEL validation)',
+        source:
+          'x-kubernetes-validations transition rule in the CustomResourceDefinition (apiextensions-apiserver CEL validation)',
         message: `${node ? `${node}: ` : ''}Invalid value: "${schema.type ?? 'object'}": ${typeof v.message === 'string' && v.message ? v.message : `failed rule: ${v.rule}`}`,
       });
     }

@@ -6,14 +6,23 @@ import { semanticEqual, quantityNanos } from './equal';
 import { GuardInputError, sourceOf } from './load';
 import { arr, clone, isBuiltInGroup, isLiveExport, KubeObject, normalize, StatusFacts, statusFacts } from './normalize';
 import { appName, claimNames, claimsAreCaches, claimTemplateNames, isTraining, remedyFor } from './remedy';
-import { FieldRule, GuardCheck, kueueVersionOf, MIN_KUEUE_VERSION, MIN_SERVER_VERSION, minorOf, rulesFor } from './rules';
+import {
+  FieldRule,
+  GuardCheck,
+  kueueVersionOf,
+  MIN_KUEUE_VERSION,
+  MIN_SERVER_VERSION,
+  minorOf,
+  rulesFor,
+} from './rules';
 
 const groupOf = (o: KubeObject) => {
   const slash = o.apiVersion.indexOf('/');
   return slash < 0 ? '' : o.apiVersion.slice(0, slash);
 };
 const versionOf = (o: KubeObject) => o.apiVersion.split('/').pop()!;
-const describe = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+const describe = (o: KubeObject) =>
+  `${o.kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
 const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
 const show = (v: unknown) => (v === undefined ? 'null' : JSON.stringify(v));
 
@@ -41,7 +50,11 @@ function serverOwned(o: KubeObject): boolean {
   if (['Event', 'Endpoints', 'EndpointSlice', 'ControllerRevision', 'Lease'].includes(o.kind)) return true;
   if (o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') return true;
   // Dynamically provisioned volumes: the provisioner made them for a claim.
-  if (o.kind === 'PersistentVolume' && (o.metadata.annotations as Record<string, string> | undefined)?.['pv.kubernetes.io/provisioned-by']) return true;
+  if (
+    o.kind === 'PersistentVolume' &&
+    (o.metadata.annotations as Record<string, string> | undefined)?.['pv.kubernetes.io/provisioned-by']
+  )
+    return true;
   if (o.kind === 'ServiceAccount' && o.metadata.name === 'default') return true;
   if (o.kind === 'Service' && o.metadata.name === 'kubernetes' && o.metadata.namespace === 'default') return true;
   return false;
@@ -57,7 +70,9 @@ interface Pair {
 
 /** The parsed `kubectl.kubernetes.io/last-applied-configuration` of a live object, if any. */
 function lastAppliedOf(o: KubeObject): any {
-  const raw = (o.metadata.annotations as Record<string, string> | undefined)?.['kubectl.kubernetes.io/last-applied-configuration'];
+  const raw = (o.metadata.annotations as Record<string, string> | undefined)?.[
+    'kubectl.kubernetes.io/last-applied-configuration'
+  ];
   if (!raw) return undefined;
   try {
     return JSON.parse(raw);
@@ -71,9 +86,18 @@ function lastAppliedOf(o: KubeObject): any {
  * strategic merge patch merges these lists item by item; every other list is replaced whole.
  */
 const MERGE_KEYS: Record<string, (items: any[]) => string> = {
-  containers: () => 'name', initContainers: () => 'name', ephemeralContainers: () => 'name', volumes: () => 'name', env: () => 'name',
-  imagePullSecrets: () => 'name', resourceClaims: () => 'name', schedulingGates: () => 'name', volumeMounts: () => 'mountPath',
-  volumeDevices: () => 'devicePath', hostAliases: () => 'ip', topologySpreadConstraints: () => 'topologyKey',
+  containers: () => 'name',
+  initContainers: () => 'name',
+  ephemeralContainers: () => 'name',
+  volumes: () => 'name',
+  env: () => 'name',
+  imagePullSecrets: () => 'name',
+  resourceClaims: () => 'name',
+  schedulingGates: () => 'name',
+  volumeMounts: () => 'mountPath',
+  volumeDevices: () => 'devicePath',
+  hostAliases: () => 'ip',
+  topologySpreadConstraints: () => 'topologyKey',
   // ContainerPort merges on containerPort, ServicePort on port.
   ports: items => (items.some(i => isObject(i) && i.containerPort !== undefined) ? 'containerPort' : 'port'),
 };
@@ -86,7 +110,13 @@ const MERGE_KEYS: Record<string, (items: any[]) => string> = {
  * merge key item by item (strategic merge patch); custom resources get a JSON merge patch, whose
  * lists are replaced whole.
  */
-export function applyResult(live: unknown, manifest: unknown, lastApplied: unknown, strategic: boolean, key = ''): unknown {
+export function applyResult(
+  live: unknown,
+  manifest: unknown,
+  lastApplied: unknown,
+  strategic: boolean,
+  key = '',
+): unknown {
   if (manifest === undefined) return lastApplied !== undefined ? undefined : clone(live);
   if (isObject(live) && isObject(manifest)) {
     const out: Record<string, unknown> = {};
@@ -105,7 +135,8 @@ export function applyResult(live: unknown, manifest: unknown, lastApplied: unkno
   }
   if (strategic && Array.isArray(live) && Array.isArray(manifest) && MERGE_KEYS[key]) {
     const mk = MERGE_KEYS[key]([...manifest, ...live]);
-    const byKey = (list: unknown, v: unknown) => (Array.isArray(list) ? list.find(i => isObject(i) && i[mk] === v) : undefined);
+    const byKey = (list: unknown, v: unknown) =>
+      Array.isArray(list) ? list.find(i => isObject(i) && i[mk] === v) : undefined;
     if (manifest.every(i => isObject(i) && i[mk] !== undefined)) {
       const merged = manifest.map(m => applyResult(byKey(live, m[mk]), m, byKey(lastApplied, m[mk]), strategic, ''));
       // Live items the manifest does not name stay unless the last apply had them, where they
@@ -139,14 +170,25 @@ function applied(kindKey: string, before: KubeObject, after: KubeObject): KubeOb
   const last = lastAppliedOf(before);
   // Labels and annotations merge as any map: a live one that the last apply did not set (Kueue's
   // default queue name, a `kubectl label`) stays.
-  const metaMap = (k: 'labels' | 'annotations') => applyResult(before.metadata[k], after.metadata[k], last?.metadata?.[k], false) as Record<string, string> | undefined;
-  const metadata = { ...after.metadata, ...dropUndefined({ labels: metaMap('labels'), annotations: metaMap('annotations') }) };
+  const metaMap = (k: 'labels' | 'annotations') =>
+    applyResult(before.metadata[k], after.metadata[k], last?.metadata?.[k], false) as
+      Record<string, string> | undefined;
+  const metadata = {
+    ...after.metadata,
+    ...dropUndefined({ labels: metaMap('labels'), annotations: metaMap('annotations') }),
+  };
   const o: KubeObject = { ...(applyResult(before, after, last, builtIn(groupOf(after))) as KubeObject), metadata };
   // normalizeClusterIPs (pkg/registry/core/service/strategy.go): a changed clusterIP with the old
   // clusterIPs left in place (the apply kept them) becomes clusterIPs [clusterIP].
   if (kindKey === '/Service' && isObject(o.spec) && isObject(before.spec)) {
     const ip = o.spec.clusterIP;
-    if (typeof ip === 'string' && ip !== '' && ip !== before.spec.clusterIP && semanticEqual(o.spec.clusterIPs, before.spec.clusterIPs)) o.spec.clusterIPs = [ip];
+    if (
+      typeof ip === 'string' &&
+      ip !== '' &&
+      ip !== before.spec.clusterIP &&
+      semanticEqual(o.spec.clusterIPs, before.spec.clusterIPs)
+    )
+      o.spec.clusterIPs = [ip];
   }
   return o;
 }
@@ -165,12 +207,25 @@ function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: 
       // The Service REST strategy (patchAllocatedValues, initIPFamilyFields) keeps allocated IPs,
       // families and node ports whatever the manifest says, while the type needs them.
       const keep = a.spec?.type !== 'ExternalName' && b.spec?.type !== 'ExternalName';
-      for (const p of ['spec.clusterIP', 'spec.clusterIPs', 'spec.ipFamilies', 'spec.ipFamilyPolicy', 'spec.healthCheckNodePort']) carry(p, keep);
+      for (const p of [
+        'spec.clusterIP',
+        'spec.clusterIPs',
+        'spec.ipFamilies',
+        'spec.ipFamilyPolicy',
+        'spec.healthCheckNodePort',
+      ])
+        carry(p, keep);
       const bPorts = arr(b.spec?.ports).filter(isObject);
       for (const p of arr(a.spec?.ports)) {
         if (!isObject(p)) continue;
         const old = bPorts.find(q => q.port === p.port && q.protocol === p.protocol);
-        if (keep && p.nodePort === undefined && old?.nodePort !== undefined && (a.spec.type === 'NodePort' || a.spec.type === 'LoadBalancer')) p.nodePort = old.nodePort;
+        if (
+          keep &&
+          p.nodePort === undefined &&
+          old?.nodePort !== undefined &&
+          (a.spec.type === 'NodePort' || a.spec.type === 'LoadBalancer')
+        )
+          p.nodePort = old.nodePort;
       }
       break;
     }
@@ -190,17 +245,35 @@ function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: 
     case '/Pod': {
       // Set by the scheduler and by admission (Priority, RuntimeClass, and ServiceAccount, which adds
       // the account's imagePullSecrets).
-      for (const p of ['spec.nodeName', 'spec.priority', 'spec.priorityClassName', 'spec.preemptionPolicy', 'spec.runtimeClassName', 'spec.overhead', 'spec.imagePullSecrets']) carry(p, keptByApply(p));
+      for (const p of [
+        'spec.nodeName',
+        'spec.priority',
+        'spec.priorityClassName',
+        'spec.preemptionPolicy',
+        'spec.runtimeClassName',
+        'spec.overhead',
+        'spec.imagePullSecrets',
+      ])
+        carry(p, keptByApply(p));
       // Added by the ServiceAccount admission plugin: the kube-api-access projected volume and its mounts.
-      const injected = new Set<string>(arr(b.spec?.volumes).filter((v: any) => /^kube-api-access-/.test(v?.name ?? '')).map((v: any) => v.name));
+      const injected = new Set<string>(
+        arr(b.spec?.volumes)
+          .filter((v: any) => /^kube-api-access-/.test(v?.name ?? ''))
+          .map((v: any) => v.name),
+      );
       if (live && injected.size > 0 && isObject(a.spec)) {
         const has = new Set(arr(a.spec.volumes).map((v: any) => v?.name));
-        a.spec.volumes = [...arr(a.spec.volumes), ...arr(b.spec.volumes).filter((v: any) => injected.has(v.name) && !has.has(v.name))];
+        a.spec.volumes = [
+          ...arr(a.spec.volumes),
+          ...arr(b.spec.volumes).filter((v: any) => injected.has(v.name) && !has.has(v.name)),
+        ];
         for (const list of ['initContainers', 'containers']) {
           arr(a.spec[list]).forEach((c: any, i: number) => {
             if (!isObject(c)) return;
             const old = arr(b.spec[list])[i];
-            const mounts = arr(old?.volumeMounts).filter((m: any) => injected.has(m?.name) && !arr(c.volumeMounts).some((n: any) => n?.name === m.name));
+            const mounts = arr(old?.volumeMounts).filter(
+              (m: any) => injected.has(m?.name) && !arr(c.volumeMounts).some((n: any) => n?.name === m.name),
+            );
             if (mounts.length > 0) c.volumeMounts = [...arr(c.volumeMounts), ...mounts];
           });
         }
@@ -209,12 +282,23 @@ function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: 
       // (on create and on update, plugin/pkg/admission/extendedresourcetoleration; on in GKE and
       // AKS): `<resource> Exists NoSchedule` for each extended resource the containers request.
       if (live && isObject(a.spec)) {
-        const extended = new Set<string>(['initContainers', 'containers'].flatMap(l => arr(a.spec[l]))
-          .flatMap((c: any) => [...Object.keys(c?.resources?.requests ?? {}), ...Object.keys(c?.resources?.limits ?? {})])
-          .filter(r => r.includes('/') && !/(^|\.)kubernetes\.io\//.test(r)));
-        const defaultTol = (t: any) => (['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].includes(t?.key) && t?.effect === 'NoExecute')
-          || (extended.has(t?.key) && t?.operator === 'Exists' && t?.effect === 'NoSchedule');
-        const add = arr(b.spec?.tolerations).filter((t: any) => defaultTol(t) && !arr(a.spec.tolerations).some((u: any) => u?.key === t.key && u?.effect === t.effect));
+        const extended = new Set<string>(
+          ['initContainers', 'containers']
+            .flatMap(l => arr(a.spec[l]))
+            .flatMap((c: any) => [
+              ...Object.keys(c?.resources?.requests ?? {}),
+              ...Object.keys(c?.resources?.limits ?? {}),
+            ])
+            .filter(r => r.includes('/') && !/(^|\.)kubernetes\.io\//.test(r)),
+        );
+        const defaultTol = (t: any) =>
+          (['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].includes(t?.key) &&
+            t?.effect === 'NoExecute') ||
+          (extended.has(t?.key) && t?.operator === 'Exists' && t?.effect === 'NoSchedule');
+        const add = arr(b.spec?.tolerations).filter(
+          (t: any) =>
+            defaultTol(t) && !arr(a.spec.tolerations).some((u: any) => u?.key === t.key && u?.effect === t.effect),
+        );
         if (add.length > 0) a.spec.tolerations = [...arr(a.spec.tolerations), ...add];
       }
       break;
@@ -233,14 +317,17 @@ function changedChildren(bv: any, av: any, except: readonly string[] = []): { ke
   return { keys };
 }
 
-const pick = (o: any, keys: string[]) => (isObject(o) ? Object.fromEntries(keys.filter(k => o[k] !== undefined).map(k => [k, o[k]])) : undefined);
+const pick = (o: any, keys: string[]) =>
+  isObject(o) ? Object.fromEntries(keys.filter(k => o[k] !== undefined).map(k => [k, o[k]])) : undefined;
 
 function fill(message: string, vars: Record<string, unknown>): string {
-  return message.replace(/\{(value|old|detail|path)\}/g, (_m, k) => (k === 'value' || k === 'old' ? show(vars[k]) : String(vars[k] ?? '')));
+  return message.replace(/\{(value|old|detail|path)\}/g, (_m, k) =>
+    k === 'value' || k === 'old' ? show(vars[k]) : String(vars[k] ?? ''),
+  );
 }
 
 const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
-const labelOf = (o: KubeObject, key: string): string | undefined => (o.metadata.labels as Record<string, string> | undefined)?.[key] || undefined;
+const labelOf = (o: KubeObject, key: string): string | undefined => o.metadata.labels?.[key] || undefined;
 /** Kueue's webhook checks a StatefulSet it manages: one with a queue name (jobframework.QueueNameForObject). */
 const queued = (o: KubeObject) => labelOf(o, KUEUE_QUEUE_LABEL) !== undefined;
 /**
@@ -250,8 +337,18 @@ const queued = (o: KubeObject) => labelOf(o, KUEUE_QUEUE_LABEL) !== undefined;
 const running = (o: KubeObject) => !isObject(o.status) || (Number(o.status.readyReplicas) || 0) > 0;
 
 /** utilpod.SpecShape's containers: each one's resource requests and ports. */
-const containersShape = (list: unknown) => arr(list).map((c: any) => ({ resources: { requests: c?.resources?.requests }, ports: c?.ports }));
-const SHAPE_FIELDS = ['nodeSelector', 'affinity', 'tolerations', 'runtimeClassName', 'priority', 'topologySpreadConstraints', 'overhead', 'resourceClaims'];
+const containersShape = (list: unknown) =>
+  arr(list).map((c: any) => ({ resources: { requests: c?.resources?.requests }, ports: c?.ports }));
+const SHAPE_FIELDS = [
+  'nodeSelector',
+  'affinity',
+  'tolerations',
+  'runtimeClassName',
+  'priority',
+  'topologySpreadConstraints',
+  'overhead',
+  'resourceClaims',
+];
 
 /** jobframework.validateImmutablePodGroupPodSpecPath over utilpod.SpecShape: one finding per changed leaf. */
 function podShape(rule: FieldRule, bv: any, av: any, emit: Emit): void {
@@ -265,7 +362,8 @@ function podShape(rule: FieldRule, bv: any, av: any, emit: Emit): void {
     }
     news.forEach((n, i) => {
       const o = olds[i];
-      if (!semanticEqual(o.resources.requests, n.resources.requests, 'requests')) emit(rule, `${base}.${list}[${i}].resources.requests`, o.resources.requests, n.resources.requests);
+      if (!semanticEqual(o.resources.requests, n.resources.requests, 'requests'))
+        emit(rule, `${base}.${list}[${i}].resources.requests`, o.resources.requests, n.resources.requests);
       if (!semanticEqual(o.ports, n.ports, 'ports')) emit(rule, `${base}.${list}[${i}].ports`, o.ports, n.ports);
     });
   }
@@ -294,7 +392,11 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       let newer = av;
       for (const sub of rule.settableFromNil ?? []) {
         const parent = sub.includes('.') ? sub.slice(0, sub.lastIndexOf('.')) : '';
-        if (get(bv, sub) === undefined && get(av, sub) !== undefined && (parent === '' || (get(bv, parent) !== undefined && get(av, parent) !== undefined))) {
+        if (
+          get(bv, sub) === undefined &&
+          get(av, sub) !== undefined &&
+          (parent === '' || (get(bv, parent) !== undefined && get(av, parent) !== undefined))
+        ) {
           newer = clone(newer);
           const holder = parent === '' ? newer : get(newer, parent);
           delete (holder as any)[lastKey(sub)];
@@ -321,15 +423,26 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       const newTerms = arr((av as any)?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms);
       const termsPath = `${rule.path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`;
       if (oldTerms.length > 0 && oldTerms.length !== newTerms.length) {
-        emit(rule, termsPath, oldTerms, newTerms, { path: termsPath, value: newTerms, detail: 'no additions/deletions to non-empty NodeSelectorTerms list are allowed' });
+        emit(rule, termsPath, oldTerms, newTerms, {
+          path: termsPath,
+          value: newTerms,
+          detail: 'no additions/deletions to non-empty NodeSelectorTerms list are allowed',
+        });
         return;
       }
       // validateNodeSelectorTermHasOnlyAdditions: the old requirements stay, in order; new ones may follow.
       const onlyAdded = (o: any[], n: any[]) => o.length <= n.length && o.every((x, i) => semanticEqual(x, n[i]));
       oldTerms.forEach((o: any, i: number) => {
         const n = newTerms[i];
-        if (!onlyAdded(arr(o?.matchExpressions), arr(n?.matchExpressions)) || !onlyAdded(arr(o?.matchFields), arr(n?.matchFields))) {
-          emit(rule, `${termsPath}[${i}]`, o, n, { path: `${termsPath}[${i}]`, value: n, detail: 'only additions are allowed (no mutations or deletions)' });
+        if (
+          !onlyAdded(arr(o?.matchExpressions), arr(n?.matchExpressions)) ||
+          !onlyAdded(arr(o?.matchFields), arr(n?.matchFields))
+        ) {
+          emit(rule, `${termsPath}[${i}]`, o, n, {
+            path: `${termsPath}[${i}]`,
+            value: n,
+            detail: 'only additions are allowed (no mutations or deletions)',
+          });
         }
       });
       return;
@@ -371,7 +484,11 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
           if (Object.keys(munged.affinity).length === 0 && (bv as any).affinity === undefined) delete munged.affinity;
         }
       }
-      if (typeof (bv as any).terminationGracePeriodSeconds === 'number' && (bv as any).terminationGracePeriodSeconds < 0 && munged.terminationGracePeriodSeconds === 1) {
+      if (
+        typeof (bv as any).terminationGracePeriodSeconds === 'number' &&
+        (bv as any).terminationGracePeriodSeconds < 0 &&
+        munged.terminationGracePeriodSeconds === 1
+      ) {
         munged.terminationGracePeriodSeconds = (bv as any).terminationGracePeriodSeconds;
       }
       const { keys } = changedChildren(bv, munged);
@@ -387,8 +504,10 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       return;
     }
     case GuardCheck.POD_ACTIVE_DEADLINE:
-      if (typeof av === 'number' && typeof bv === 'number' && av > bv) emit(rule, rule.path, bv, av, { value: av, detail: 'must be less than or equal to previous value' });
-      else if (av === undefined && bv !== undefined) emit(rule, rule.path, bv, av, { value: null, detail: 'must not update from a positive integer to nil value' });
+      if (typeof av === 'number' && typeof bv === 'number' && av > bv)
+        emit(rule, rule.path, bv, av, { value: av, detail: 'must be less than or equal to previous value' });
+      else if (av === undefined && bv !== undefined)
+        emit(rule, rule.path, bv, av, { value: null, detail: 'must not update from a positive integer to nil value' });
       return;
     case GuardCheck.POD_SCHEDULING_GATES: {
       const old = new Set(((bv as any[]) ?? []).map(g => g?.name));
@@ -407,8 +526,15 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       // a different class is then refused. Taken to be set, as unknown state is elsewhere.
       if (oldSpec.storageClassName === undefined && newSpec.storageClassName !== undefined) {
         if (!isLiveExport(p.before)) {
-          emit({ ...rule, message: `${rule.message} (if the cluster has a default StorageClass other than ${show(newSpec.storageClassName)}: the claim was created without storageClassName, so the server gave it the default class; compare against a live export to know)` },
-            'spec.storageClassName', undefined, newSpec.storageClassName);
+          emit(
+            {
+              ...rule,
+              message: `${rule.message} (if the cluster has a default StorageClass other than ${show(newSpec.storageClassName)}: the claim was created without storageClassName, so the server gave it the default class; compare against a live export to know)`,
+            },
+            'spec.storageClassName',
+            undefined,
+            newSpec.storageClassName,
+          );
         }
         newSpec.storageClassName = undefined;
       }
@@ -455,7 +581,11 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
           if (oa.nodeAffinity === undefined) delete oa.nodeAffinity;
         }
         for (const f of ['nodeSelector', 'tolerations', 'schedulingGates']) oldT.spec[f] = newT.spec?.[f];
-        const meta = { ...(oldT.metadata ?? {}), labels: newT.metadata?.labels, annotations: newT.metadata?.annotations };
+        const meta = {
+          ...(oldT.metadata ?? {}),
+          labels: newT.metadata?.labels,
+          annotations: newT.metadata?.annotations,
+        };
         for (const k of Object.keys(meta)) if (meta[k] === undefined) delete meta[k];
         if (Object.keys(meta).length > 0) oldT.metadata = meta;
         else delete oldT.metadata;
@@ -477,7 +607,8 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       }
       // validateCompletions (ElasticIndexedJob, on from 1.27): only in tandem with parallelism.
       if (av === undefined) return;
-      if (av !== a.spec?.parallelism) emit(rule, rule.path, bv, av, { value: av, detail: 'can only be modified in tandem with spec.parallelism' });
+      if (av !== a.spec?.parallelism)
+        emit(rule, rule.path, bv, av, { value: av, detail: 'can only be modified in tandem with spec.parallelism' });
       return;
     }
     case GuardCheck.SERVICE_IP_FAMILIES: {
@@ -490,21 +621,49 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
       const nFam: string[] = ns.ipFamilies ?? [];
       for (const i of [0, 1]) {
         // Reported on the field the manifest changed: clusterIP when it sets that one.
-        const field = i === 0 && typeof p.after.spec?.clusterIP === 'string' && p.after.spec.clusterIP !== '' && p.after.spec.clusterIP !== oIPs[0] ? 'spec.clusterIP' : `spec.clusterIPs[${i}]`;
-        if (oIPs[i] !== undefined && nIPs[i] !== undefined && oIPs[i] !== nIPs[i]) emit(rule, field, field === 'spec.clusterIP' ? oIPs[0] : oIPs, field === 'spec.clusterIP' ? nIPs[0] : nIPs, { path: `spec.clusterIPs[${i}]`, value: nIPs });
-        if (oFam[i] !== undefined && nFam[i] !== undefined && oFam[i] !== nFam[i]) emit(rule, `spec.ipFamilies[${i}]`, oFam[i], nFam[i], { path: `spec.ipFamilies[${i}]`, value: nFam[i] });
+        const field =
+          i === 0 &&
+          typeof p.after.spec?.clusterIP === 'string' &&
+          p.after.spec.clusterIP !== '' &&
+          p.after.spec.clusterIP !== oIPs[0]
+            ? 'spec.clusterIP'
+            : `spec.clusterIPs[${i}]`;
+        if (oIPs[i] !== undefined && nIPs[i] !== undefined && oIPs[i] !== nIPs[i])
+          emit(rule, field, field === 'spec.clusterIP' ? oIPs[0] : oIPs, field === 'spec.clusterIP' ? nIPs[0] : nIPs, {
+            path: `spec.clusterIPs[${i}]`,
+            value: nIPs,
+          });
+        if (oFam[i] !== undefined && nFam[i] !== undefined && oFam[i] !== nFam[i])
+          emit(rule, `spec.ipFamilies[${i}]`, oFam[i], nFam[i], { path: `spec.ipFamilies[${i}]`, value: nFam[i] });
       }
       // A dual-stack downgrade releases the secondary IP or family only with SingleStack.
       const policy = ns.ipFamilyPolicy;
       if (oIPs.length === 2 && nIPs.length === 1 && policy !== 'SingleStack') {
-        emit({ ...rule, message: `spec.ipFamilyPolicy: Invalid value: ${show(policy ?? null)}: must be 'SingleStack' to release the secondary cluster IP` }, 'spec.ipFamilyPolicy', os.ipFamilyPolicy, policy);
+        emit(
+          {
+            ...rule,
+            message: `spec.ipFamilyPolicy: Invalid value: ${show(policy ?? null)}: must be 'SingleStack' to release the secondary cluster IP`,
+          },
+          'spec.ipFamilyPolicy',
+          os.ipFamilyPolicy,
+          policy,
+        );
       } else if (oFam.length === 2 && nFam.length === 1 && policy !== 'SingleStack') {
-        emit({ ...rule, message: `spec.ipFamilyPolicy: Invalid value: ${show(policy ?? null)}: must be 'SingleStack' to release the secondary IP family` }, 'spec.ipFamilyPolicy', os.ipFamilyPolicy, policy);
+        emit(
+          {
+            ...rule,
+            message: `spec.ipFamilyPolicy: Invalid value: ${show(policy ?? null)}: must be 'SingleStack' to release the secondary IP family`,
+          },
+          'spec.ipFamilyPolicy',
+          os.ipFamilyPolicy,
+          policy,
+        );
       }
       return;
     }
     case GuardCheck.SERVICE_LOAD_BALANCER_CLASS:
-      if (b.spec?.type === 'LoadBalancer' && a.spec?.type === 'LoadBalancer' && !semanticEqual(bv, av)) emit(rule, rule.path, bv, av, { value: av ?? null });
+      if (b.spec?.type === 'LoadBalancer' && a.spec?.type === 'LoadBalancer' && !semanticEqual(bv, av))
+        emit(rule, rule.path, bv, av, { value: av ?? null });
       return;
     default:
       return;
@@ -512,7 +671,12 @@ function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
 }
 
 /** A finding's object identity. */
-const identity = (o: KubeObject) => ({ object: describe(o), kind: o.kind, namespace: o.metadata.namespace, name: o.metadata.name });
+const identity = (o: KubeObject) => ({
+  object: describe(o),
+  kind: o.kind,
+  namespace: o.metadata.namespace,
+  name: o.metadata.name,
+});
 
 /** The rules of Kueue's StatefulSet webhook ((*Webhook).ValidateUpdate, statefulset_webhook.go). */
 function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
@@ -525,7 +689,8 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
     return { old, now, changed: (old ?? '') !== (now ?? '') };
   };
   // Each branch mirrors the condition in Kueue's source; values print as Go prints them ("" for unset).
-  const report = (old: string | undefined, now: string | undefined) => emit(rule, path, old ?? null, now ?? null, { value: now ?? '', old: old ?? '' });
+  const report = (old: string | undefined, now: string | undefined) =>
+    emit(rule, path, old ?? null, now ?? null, { value: now ?? '', old: old ?? '' });
   switch (rule.check) {
     case GuardCheck.KUEUE_LABEL: {
       const { old, now, changed } = labelChange();
@@ -536,7 +701,8 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
       // The mutating webhook writes this label on create; apply keeps it unless the manifest sets it.
       let old = rule.key ? (get(b, rule.path) as Record<string, string> | undefined)?.[rule.key] : undefined;
       // A manifest baseline lacks what the mutating webhook wrote on create: the queue name.
-      if (old === undefined && !isLiveExport(before) && rule.key === KUEUE_QUEUE_LABEL) old = labelOf(before, KUEUE_QUEUE_LABEL);
+      if (old === undefined && !isLiveExport(before) && rule.key === KUEUE_QUEUE_LABEL)
+        old = labelOf(before, KUEUE_QUEUE_LABEL);
       const now = rule.key ? (get(a, rule.path) as Record<string, string> | undefined)?.[rule.key] : undefined;
       if (now !== undefined && (old ?? '') !== now) report(old, now);
       return;
@@ -567,7 +733,8 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
       return;
     case GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN:
       // The update carries the stored status (the registry strategy copies it); only a live export knows it.
-      if (rb === 0 && ra > 0 && isObject(before.status) && (Number(before.status.replicas) || 0) > 0) emit(rule, path, rb, ra);
+      if (rb === 0 && ra > 0 && isObject(before.status) && (Number(before.status.replicas) || 0) > 0)
+        emit(rule, path, rb, ra);
       return;
     case GuardCheck.KUEUE_POD_SHAPE:
       podShape(rule, get(b, rule.path), get(a, rule.path), emit);
@@ -576,7 +743,8 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
       const old = (get(b, rule.path) as any)?.requests;
       const now = (get(a, rule.path) as any)?.requests;
       // SpecShape adds pod-level requests only when spec.resources is set, on either side.
-      if ((get(b, rule.path) !== undefined || get(a, rule.path) !== undefined) && !semanticEqual(old, now, 'requests')) emit(rule, path, old, now);
+      if ((get(b, rule.path) !== undefined || get(a, rule.path) !== undefined) && !semanticEqual(old, now, 'requests'))
+        emit(rule, path, old, now);
       return;
     }
     default:
@@ -589,22 +757,34 @@ function duplicateError(side: string, o: KubeObject, first: KubeObject): GuardIn
     const s = sourceOf(x);
     return s ? `${s.file}:${s.line}` : 'an input object';
   };
-  return new GuardInputError(`${where(o)}: ${describe(o)} appears twice in ${side} (first at ${where(first)}); the API server keeps only one, so the comparison would be a guess`);
+  return new GuardInputError(
+    `${where(o)}: ${describe(o)} appears twice in ${side} (first at ${where(first)}); the API server keeps only one, so the comparison would be a guess`,
+  );
 }
 
 /** Objects by metadata.name; throws when group, kind, namespace and name repeat on one side. */
 function indexByName(objects: readonly KubeObject[], side: string): Map<string, KubeObject[]> {
   const index = new Map<string, KubeObject[]>();
   for (const o of objects) {
-    if (!isObject(o) || typeof o.apiVersion !== 'string' || typeof o.kind !== 'string' || !isObject(o.metadata) || typeof o.metadata.name !== 'string') {
-      throw new GuardInputError(`${side}: ${JSON.stringify(o)?.slice(0, 80)} is not a Kubernetes object (needs apiVersion, kind and metadata.name)`);
+    if (
+      !isObject(o) ||
+      typeof o.apiVersion !== 'string' ||
+      typeof o.kind !== 'string' ||
+      !isObject(o.metadata) ||
+      typeof o.metadata.name !== 'string'
+    ) {
+      throw new GuardInputError(
+        `${side}: ${JSON.stringify(o)?.slice(0, 80)} is not a Kubernetes object (needs apiVersion, kind and metadata.name)`,
+      );
     }
     const bucket = index.get(o.metadata.name);
     if (!bucket) {
       index.set(o.metadata.name, [o]);
       continue;
     }
-    const first = bucket.find(c => c.kind === o.kind && c.metadata.namespace === o.metadata.namespace && groupOf(c) === groupOf(o));
+    const first = bucket.find(
+      c => c.kind === o.kind && c.metadata.namespace === o.metadata.namespace && groupOf(c) === groupOf(o),
+    );
     if (first) throw duplicateError(side, o, first);
     bucket.push(o);
   }
@@ -612,16 +792,24 @@ function indexByName(objects: readonly KubeObject[], side: string): Map<string, 
 }
 
 /** The comparison behind guard(). @internal */
-export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: readonly KubeObject[], options: GuardOptions = {}): GuardResult {
+export function runGuard(
+  beforeObjects: readonly KubeObject[],
+  afterObjects: readonly KubeObject[],
+  options: GuardOptions = {},
+): GuardResult {
   const serverVersion = options.serverVersion ?? MIN_SERVER_VERSION;
   const minor = minorOf(serverVersion);
   if (minor === undefined || minor < minorOf(MIN_SERVER_VERSION)!) {
-    throw new GuardInputError(`server version ${JSON.stringify(serverVersion)} is not supported: give 1.NN, ${MIN_SERVER_VERSION} or newer`);
+    throw new GuardInputError(
+      `server version ${JSON.stringify(serverVersion)} is not supported: give 1.NN, ${MIN_SERVER_VERSION} or newer`,
+    );
   }
   const kueueVersion = options.kueueVersion ?? MIN_KUEUE_VERSION;
   const kueue = kueueVersionOf(kueueVersion);
   if (kueue === undefined || kueue[0] < kueueVersionOf(MIN_KUEUE_VERSION)![0]) {
-    throw new GuardInputError(`Kueue version ${JSON.stringify(kueueVersion)} is not supported: give 0.NN or 0.NN.P, ${MIN_KUEUE_VERSION} (the first with a StatefulSet integration) or newer`);
+    throw new GuardInputError(
+      `Kueue version ${JSON.stringify(kueueVersion)} is not supported: give 0.NN or 0.NN.P, ${MIN_KUEUE_VERSION} (the first with a StatefulSet integration) or newer`,
+    );
   }
   const rules = rulesFor(minor, kueue);
   const crdRules = celRules([...(options.customResourceDefinitions ?? []), ...beforeObjects, ...afterObjects]);
@@ -655,17 +843,23 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     let kindRules = [...(rules.get(kindKey) ?? []), ...celRulesFor(crdRules, kindKey, after)];
     // Kueue's webhook rules apply to a StatefulSet that has, or had, a queue name.
     // Some releases check replicas on every StatefulSet (everyStatefulSet).
-    if (kindKey === 'apps/StatefulSet' && !queued(before) && !queued(after)) kindRules = kindRules.filter(r => r.kueue === undefined || r.everyStatefulSet);
+    if (kindKey === 'apps/StatefulSet' && !queued(before) && !queued(after))
+      kindRules = kindRules.filter(r => r.kueue === undefined || r.everyStatefulSet);
     if (after.kind === 'StatefulSet' && groupOf(after) === 'apps') onDeleteReplicas(before, after, warnings);
     if (kindRules.length === 0) continue;
     // Most objects of a large export are mutable Secrets and ConfigMaps: nothing to compare.
-    if ((kindKey === '/ConfigMap' || (kindKey === '/Secret' && (before.type || 'Opaque') === (after.type || 'Opaque'))) && before.immutable !== true) continue;
+    if (
+      (kindKey === '/ConfigMap' || (kindKey === '/Secret' && (before.type || 'Opaque') === (after.type || 'Opaque'))) &&
+      before.immutable !== true
+    )
+      continue;
     const b = normalize(before);
     // A live baseline: compare with what the apply stores, not with the bare manifest (fields that
     // controllers and webhooks wrote, such as Kueue's nodeSelector on an admitted Job, stay).
     // A manifest baseline: the stored object is that manifest with the server's defaults, and the
     // manifest is its last-applied configuration; a default the next manifest omits stays.
-    const merged = isLiveExport(before) ? applied(kindKey, before, after)
+    const merged = isLiveExport(before)
+      ? applied(kindKey, before, after)
       : { ...(applyResult(b, after, before, builtIn(groupOf(after))) as KubeObject), metadata: after.metadata };
     const a = normalize(merged);
     carryForward(kindKey, before, b, a);
@@ -676,20 +870,38 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
     const emit: Emit = (rule, path, bv, av, vars = {}) => {
       remedy ??= remedyFor(before);
       errors.push({
-        severity: 'error', code: 'immutable-field', ...identity(after), namespace, path, before: bv, after: av,
-        message: fill(rule.message, { value: av ?? null, path, ...vars }), remedy, source: rule.source,
+        severity: 'error',
+        code: 'immutable-field',
+        ...identity(after),
+        namespace,
+        path,
+        before: bv,
+        after: av,
+        message: fill(rule.message, { value: av ?? null, path, ...vars }),
+        remedy,
+        source: rule.source,
       });
     };
     for (const rule of kindRules) checkRule(rule, pair, emit);
     // ValidateStatefulSetSpec: the apply keeps the server-defaulted rollingUpdate of a StatefulSet
     // whose manifest moves to OnDelete (the field has no retainKeys), and the update is refused.
-    if (kindKey === 'apps/StatefulSet' && merged.spec?.updateStrategy?.type === 'OnDelete' && merged.spec.updateStrategy.rollingUpdate != null) {
+    if (
+      kindKey === 'apps/StatefulSet' &&
+      merged.spec?.updateStrategy?.type === 'OnDelete' &&
+      merged.spec.updateStrategy.rollingUpdate != null
+    ) {
       remedy ??= remedyFor(before);
       errors.push({
-        severity: 'error', code: 'invalid-field', ...identity(after), namespace, path: 'spec.updateStrategy.rollingUpdate',
-        before: before.spec?.updateStrategy ?? null, after: after.spec?.updateStrategy ?? null,
+        severity: 'error',
+        code: 'invalid-field',
+        ...identity(after),
+        namespace,
+        path: 'spec.updateStrategy.rollingUpdate',
+        before: before.spec?.updateStrategy ?? null,
+        after: after.spec?.updateStrategy ?? null,
         message: `spec.updateStrategy.rollingUpdate: Invalid value: ${JSON.stringify(merged.spec.updateStrategy.rollingUpdate)}: only allowed for updateStrategy 'RollingUpdate' (kubectl apply keeps the defaulted rollingUpdate of the live object)`,
-        remedy: 'write `rollingUpdate: null` under `updateStrategy` in the manifest: kubectl apply then removes the defaulted field in the same update',
+        remedy:
+          'write `rollingUpdate: null` under `updateStrategy` in the manifest: kubectl apply then removes the defaulted field in the same update',
         source: 'ValidateStatefulSetSpec (pkg/apis/apps/validation/validation.go)',
       });
     }
@@ -700,7 +912,9 @@ export function runGuard(beforeObjects: readonly KubeObject[], afterObjects: rea
   const findings = [...errors, ...warnings];
   const result = { findings, errors: errors.length, warnings: warnings.length } as GuardResult;
   // Read like any field, but kept out of the enumerable shape so that code written against the
-  // first GuardResult ({ findings, errors, warnings }) keeps comparing equal.
+  // first GuardResult ({ findings, errors, warnings }) keeps comparing equal. The object is the
+  // guard's own, made just above.
+  // eslint-disable-next-line no-restricted-syntax
   Object.defineProperties(result, {
     serverVersion: { value: `1.${minor}`, enumerable: false },
     kueueVersion: { value: kueueVersion.replace(/^v/, ''), enumerable: false },
@@ -717,9 +931,15 @@ function celRulesFor(crdRules: Map<string, Map<string, CelRule[]>>, kindKey: str
 
 /** What an object left behind goes on doing, by kind. */
 const STAYS: Record<string, string> = {
-  StatefulSet: 'keeps running', Deployment: 'keeps running', DaemonSet: 'keeps running', ReplicaSet: 'keeps running', Pod: 'keeps running',
-  Job: 'stays (running to completion if it has not finished, then kept with its pods until deleted)', CronJob: 'keeps scheduling Jobs',
-  Service: 'keeps routing to the pods it selects', PersistentVolumeClaim: 'stays with its volume and data',
+  StatefulSet: 'keeps running',
+  Deployment: 'keeps running',
+  DaemonSet: 'keeps running',
+  ReplicaSet: 'keeps running',
+  Pod: 'keeps running',
+  Job: 'stays (running to completion if it has not finished, then kept with its pods until deleted)',
+  CronJob: 'keeps scheduling Jobs',
+  Service: 'keeps routing to the pods it selects',
+  PersistentVolumeClaim: 'stays with its volume and data',
 };
 
 const WORLD_SIZE_ENV = new Set(['WORLD_SIZE', 'NNODES', 'PET_NNODES']);
@@ -737,12 +957,20 @@ const WORLD_SIZE_ENV = new Set(['WORLD_SIZE', 'NNODES', 'PET_NNODES']);
 function serverSideApplyWarnings(before: readonly KubeObject[], matched: Set<KubeObject>, out: Finding[]): void {
   for (const o of before) {
     if (!matched.has(o) || lastAppliedOf(o) !== undefined) continue;
-    const managers = arr((o.metadata as Record<string, unknown>).managedFields).filter((f: any) => f?.operation === 'Apply').map((f: any) => String(f?.manager ?? '?'));
+    const managers = arr((o.metadata as Record<string, unknown>).managedFields)
+      .filter((f: any) => f?.operation === 'Apply')
+      .map((f: any) => String(f?.manager ?? '?'));
     if (managers.length === 0) continue;
     out.push({
-      severity: 'warning', code: 'server-side-apply', ...identity(o), path: 'metadata.managedFields', before: managers.join(', '), after: null,
+      severity: 'warning',
+      code: 'server-side-apply',
+      ...identity(o),
+      path: 'metadata.managedFields',
+      before: managers.join(', '),
+      after: null,
       message: `last written by server-side apply (${[...new Set(managers)].join(', ')}): fields that manager owns and the new manifest drops are removed on apply, which the guard does not model; it compared as client-side kubectl apply would, keeping them`,
-      remedy: 'check that no field was dropped from this object\'s manifest, or compare against a kubectl apply --server-side --dry-run=server of the new manifest',
+      remedy:
+        "check that no field was dropped from this object's manifest, or compare against a kubectl apply --server-side --dry-run=server of the new manifest",
       source: undefined,
     });
   }
@@ -756,7 +984,12 @@ function onDeleteReplicas(before: KubeObject, after: KubeObject, out: Finding[])
   const env = arr(after.spec?.template?.spec?.containers).flatMap((c: any) => arr(c?.env));
   if (!isTraining(after) && !env.some((e: any) => WORLD_SIZE_ENV.has(e?.name))) return;
   out.push({
-    severity: 'warning', code: 'ondelete-replicas', ...identity(after), path: 'spec.replicas', before: rb, after: ra,
+    severity: 'warning',
+    code: 'ondelete-replicas',
+    ...identity(after),
+    path: 'spec.replicas',
+    before: rb,
+    after: ra,
     message: `replicas ${rb} -> ${ra} on an OnDelete StatefulSet: new pods start with world size ${ra}, the ${Math.min(rb, ra)} running pods keep ${rb} until they are deleted, and a job of mixed world sizes hangs at rendezvous or trains wrong`,
     remedy: `stop the job and delete all its pods together once the change is applied (kubectl delete pod -l app.kubernetes.io/instance=${after.metadata.labels?.['app.kubernetes.io/instance'] ?? after.metadata.name}), so every pod restarts with world size ${ra} from the last checkpoint`,
     source: undefined,
@@ -768,7 +1001,13 @@ function onDeleteReplicas(before: KubeObject, after: KubeObject, out: Finding[])
  * A StatefulSet replaced by a new version (same app.kubernetes.io/name) keeps its pods, GPUs and
  * claims; the new one starts with new, empty claims unless they adopt the old volumes.
  */
-function removedWarnings(before: readonly KubeObject[], after: readonly KubeObject[], matched: Set<KubeObject>, created: KubeObject[], out: Finding[]): void {
+function removedWarnings(
+  before: readonly KubeObject[],
+  after: readonly KubeObject[],
+  matched: Set<KubeObject>,
+  created: KubeObject[],
+  out: Finding[],
+): void {
   const isSts = (o: KubeObject) => groupOf(o) === 'apps' && o.kind === 'StatefulSet';
   const newByApp = new Map<string, KubeObject[]>();
   for (const c of created) {
@@ -779,7 +1018,9 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
     else newByApp.set(app, [c]);
   }
   const boundClaims = new Set<string>();
-  for (const o of after) if (o.kind === 'PersistentVolumeClaim' && o.spec?.volumeName) boundClaims.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+  for (const o of after)
+    if (o.kind === 'PersistentVolumeClaim' && o.spec?.volumeName)
+      boundClaims.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
 
   // Claims a StatefulSet controller created from its templates (`<template>-<sts>-<ordinal>`) are
   // never in a manifest; with Retain they carry no ownerReference, so they are recognised by name.
@@ -788,11 +1029,14 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
     if (!isSts(o)) continue;
     for (const t of claimTemplateNames(o)) templateClaims.add(`${o.metadata.namespace ?? ''}/${t}-${o.metadata.name}`);
   }
-  const fromTemplate = (o: KubeObject) => o.kind === 'PersistentVolumeClaim' && templateClaims.has(`${o.metadata.namespace ?? ''}/${o.metadata.name.replace(/-\d+$/, '')}`);
+  const fromTemplate = (o: KubeObject) =>
+    o.kind === 'PersistentVolumeClaim' &&
+    templateClaims.has(`${o.metadata.namespace ?? ''}/${o.metadata.name.replace(/-\d+$/, '')}`);
   const removed = before.filter(o => !matched.has(o) && !serverOwned(o) && !fromTemplate(o));
   // The objects of a replaced version (same app.kubernetes.io/instance) are reported with it.
   const INSTANCE = 'app.kubernetes.io/instance';
-  const instanceKey = (o: KubeObject) => (o.metadata.labels?.[INSTANCE] ? `${o.metadata.namespace ?? ''}/${o.metadata.labels[INSTANCE]}` : undefined);
+  const instanceKey = (o: KubeObject) =>
+    o.metadata.labels?.[INSTANCE] ? `${o.metadata.namespace ?? ''}/${o.metadata.labels[INSTANCE]}` : undefined;
   const replacements = new Map<KubeObject, KubeObject>();
   const companions = new Map<string, KubeObject[]>();
   for (const old of removed) {
@@ -820,32 +1064,52 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
     if (replacement) {
       const others = companions.get(key!) ?? [];
       const newClaims = claimNames(replacement);
-      const adopted = newClaims.length > 0 && newClaims.every(n => boundClaims.has(`${replacement.metadata.namespace ?? ''}/${n}`));
+      const adopted =
+        newClaims.length > 0 && newClaims.every(n => boundClaims.has(`${replacement.metadata.namespace ?? ''}/${n}`));
       const caches = claimsAreCaches(old);
-      const claimNote = claimTemplateNames(old).length === 0 ? ''
-        : adopted ? ` Its claims (${claims.join(', ')}) are adopted by the new version's pre-bound claims: follow the adoption runbook to move the volumes.`
-          : caches ? ` ${replacement.metadata.name} gets new, empty model-cache claims (${newClaims.join(', ') || 'none'}) and downloads the model again; the old cache claims (${claims.join(', ')}) are deleted with ${old.metadata.name} (whenDeleted: Delete).`
-            : ` ${replacement.metadata.name}'s claims (${newClaims.join(', ') || 'none'}) start empty, and the old claims (${claims.join(', ')}) stay behind with the data.`;
+      const claimNote =
+        claimTemplateNames(old).length === 0
+          ? ''
+          : adopted
+            ? ` Its claims (${claims.join(', ')}) are adopted by the new version's pre-bound claims: follow the adoption runbook to move the volumes.`
+            : caches
+              ? ` ${replacement.metadata.name} gets new, empty model-cache claims (${newClaims.join(', ') || 'none'}) and downloads the model again; the old cache claims (${claims.join(', ')}) are deleted with ${old.metadata.name} (whenDeleted: Delete).`
+              : ` ${replacement.metadata.name}'s claims (${newClaims.join(', ') || 'none'}) start empty, and the old claims (${claims.join(', ')}) stay behind with the data.`;
       const othersNote = others.length > 0 ? ` The old version's ${others.map(describe).join(', ')} stay too.` : '';
       const kinds = [...new Set(['statefulset', ...others.map(o => o.kind.toLowerCase())])].join(',');
-      const deleteOld = others.length > 0
-        ? `kubectl delete ${kinds} -l ${INSTANCE}=${old.metadata.labels![INSTANCE]}${ns}`
-        : `kubectl delete statefulset ${old.metadata.name}${ns}`;
+      const deleteOld =
+        others.length > 0
+          ? `kubectl delete ${kinds} -l ${INSTANCE}=${old.metadata.labels![INSTANCE]}${ns}`
+          : `kubectl delete statefulset ${old.metadata.name}${ns}`;
       out.push({
-        severity: 'warning', code: 'statefulset-replaced', ...identity(old), path: 'spec.volumeClaimTemplates', before: old.metadata.name, after: replacement.metadata.name,
+        severity: 'warning',
+        code: 'statefulset-replaced',
+        ...identity(old),
+        path: 'spec.volumeClaimTemplates',
+        before: old.metadata.name,
+        after: replacement.metadata.name,
         message: `StatefulSet ${replacement.metadata.name} replaces ${old.metadata.name}: kubectl apply does not delete ${old.metadata.name}, which keeps running${running} until it is deleted.${claimNote}${othersNote}`,
-        remedy: caches || claimTemplateNames(old).length === 0 || adopted
-          ? `once ${replacement.metadata.name} is ready, delete the old version: ${deleteOld}`
-          : `to start from the old data, set adoptVolumes on the new version and follow the README's adoption runbook; otherwise delete the old version once the new one is ready (${deleteOld}) and the old claims when their data is no longer needed`,
+        remedy:
+          caches || claimTemplateNames(old).length === 0 || adopted
+            ? `once ${replacement.metadata.name} is ready, delete the old version: ${deleteOld}`
+            : `to start from the old data, set adoptVolumes on the new version and follow the README's adoption runbook; otherwise delete the old version once the new one is ready (${deleteOld}) and the old claims when their data is no longer needed`,
         source: undefined,
       });
       continue;
     }
-    const claimNote = claims.length === 0 ? ''
-      : claimsAreCaches(old) ? ` Its claims (${claims.join(', ')}) stay with it; deleting it deletes them (whenDeleted: Delete).`
-        : ` Its claims (${claims.join(', ')}) stay with it, and stay with their data when it is deleted (Retain).`;
+    const claimNote =
+      claims.length === 0
+        ? ''
+        : claimsAreCaches(old)
+          ? ` Its claims (${claims.join(', ')}) stay with it; deleting it deletes them (whenDeleted: Delete).`
+          : ` Its claims (${claims.join(', ')}) stay with it, and stay with their data when it is deleted (Retain).`;
     out.push({
-      severity: 'warning', code: 'object-removed', ...identity(old), path: '', before: old.metadata.name, after: undefined,
+      severity: 'warning',
+      code: 'object-removed',
+      ...identity(old),
+      path: '',
+      before: old.metadata.name,
+      after: undefined,
       message: `${describe(old)} is in the old set but not in the new one: kubectl apply does not delete it, so it ${STAYS[old.kind] ?? 'stays in the cluster'}${running}; a renamed object leaves the old one behind.${claimNote}`,
       remedy: `if it is meant to go, delete it (kubectl delete ${old.kind.toLowerCase()} ${old.metadata.name}${ns}) or apply with --prune; if it was renamed by mistake, restore its name`,
       source: undefined,
@@ -854,10 +1118,26 @@ function removedWarnings(before: readonly KubeObject[], after: readonly KubeObje
 }
 
 function gpuCount(o: KubeObject): number {
-  const pod = o.kind === 'Pod' ? o.spec : o.kind === 'CronJob' ? o.spec?.jobTemplate?.spec?.template?.spec : o.spec?.template?.spec;
+  const pod =
+    o.kind === 'Pod'
+      ? o.spec
+      : o.kind === 'CronJob'
+        ? o.spec?.jobTemplate?.spec?.template?.spec
+        : o.spec?.template?.spec;
   if (!isObject(pod)) return 0;
-  const perPod = arr(pod.containers).reduce((n: number, c: any) => n + (Number(c?.resources?.limits?.['nvidia.com/gpu'] ?? 0) || 0), 0);
-  const replicas = o.kind === 'StatefulSet' || o.kind === 'Deployment' || o.kind === 'ReplicaSet' ? (typeof o.spec?.replicas === 'number' ? o.spec.replicas : 1)
-    : o.kind === 'Job' ? (typeof o.spec?.parallelism === 'number' ? o.spec.parallelism : 1) : 1;
+  const perPod = arr(pod.containers).reduce(
+    (n: number, c: any) => n + (Number(c?.resources?.limits?.['nvidia.com/gpu'] ?? 0) || 0),
+    0,
+  );
+  const replicas =
+    o.kind === 'StatefulSet' || o.kind === 'Deployment' || o.kind === 'ReplicaSet'
+      ? typeof o.spec?.replicas === 'number'
+        ? o.spec.replicas
+        : 1
+      : o.kind === 'Job'
+        ? typeof o.spec?.parallelism === 'number'
+          ? o.spec.parallelism
+          : 1
+        : 1;
   return perPod * replicas;
 }

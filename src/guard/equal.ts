@@ -33,12 +33,24 @@ export function quantityNanos(q: unknown): bigint | undefined {
 }
 
 /** Keys whose map values are quantities (ResourceList and friends). */
-const QUANTITY_MAPS = new Set(['limits', 'requests', 'capacity', 'allocatable', 'overhead', 'hard', 'used', 'allocatedResources']);
+const QUANTITY_MAPS = new Set([
+  'limits',
+  'requests',
+  'capacity',
+  'allocatable',
+  'overhead',
+  'hard',
+  'used',
+  'allocatedResources',
+]);
 /** Keys whose value is a single quantity. */
 const QUANTITY_FIELDS = new Set(['sizeLimit', 'divisor']);
 
-const isEmpty = (x: unknown) => x === undefined || x === null || (Array.isArray(x) && x.length === 0)
-  || (typeof x === 'object' && x !== null && !Array.isArray(x) && Object.keys(x).length === 0);
+const isEmpty = (x: unknown) =>
+  x === undefined ||
+  x === null ||
+  (Array.isArray(x) && x.length === 0) ||
+  (typeof x === 'object' && x !== null && !Array.isArray(x) && Object.keys(x).length === 0);
 
 function quantityEqual(a: unknown, b: unknown): boolean {
   const qa = quantityNanos(a);
@@ -62,7 +74,14 @@ export function semanticEqual(a: unknown, b: unknown, key = ''): boolean {
     for (let i = 0; i < a.length; i++) if (!semanticEqual(a[i], b[i], '')) return false;
     return true;
   }
-  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && !Array.isArray(a) && !Array.isArray(b)) {
+  if (
+    typeof a === 'object' &&
+    a !== null &&
+    typeof b === 'object' &&
+    b !== null &&
+    !Array.isArray(a) &&
+    !Array.isArray(b)
+  ) {
     const quantities = QUANTITY_MAPS.has(key);
     const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
     for (const k of keys) {
@@ -73,7 +92,11 @@ export function semanticEqual(a: unknown, b: unknown, key = ''): boolean {
       } else if (!semanticEqual(va, vb, k)) {
         // A missing key equals an empty list or null; a missing map only equals an empty one when
         // normalize pruned it (see EMPTY_MAP_MEANS_ABSENT there).
-        if (!((va === undefined && isEmpty(vb) && !isObjectValue(vb)) || (vb === undefined && isEmpty(va) && !isObjectValue(va)))) return false;
+        if (!(
+          (va === undefined && isEmpty(vb) && !isObjectValue(vb)) ||
+          (vb === undefined && isEmpty(va) && !isObjectValue(va))
+        ))
+          return false;
       }
     }
     return true;

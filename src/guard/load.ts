@@ -36,7 +36,9 @@ const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'list
  */
 function checkStrings(o: KubeObject, where: string): void {
   const fail = (p: string, v: unknown) => {
-    throw new GuardInputError(`${where}: ${o.kind}/${o.metadata.name}: ${p} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`);
+    throw new GuardInputError(
+      `${where}: ${o.kind}/${o.metadata.name}: ${p} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`,
+    );
   };
   const stringMap = (m: unknown, p: string) => {
     if (m === undefined || m === null) return;
@@ -44,7 +46,8 @@ function checkStrings(o: KubeObject, where: string): void {
     // null is accepted (a patch deletes the key; a decoder leaves the zero value).
     for (const [k, v] of Object.entries(m)) if (typeof v !== 'string' && v !== null) fail(`${p}.${k}`, v);
   };
-  for (const f of ['namespace', 'generateName']) if (o.metadata[f] !== undefined && typeof o.metadata[f] !== 'string') fail(`metadata.${f}`, o.metadata[f]);
+  for (const f of ['namespace', 'generateName'])
+    if (o.metadata[f] !== undefined && typeof o.metadata[f] !== 'string') fail(`metadata.${f}`, o.metadata[f]);
   stringMap(o.metadata.labels, 'metadata.labels');
   stringMap(o.metadata.annotations, 'metadata.annotations');
   if (o.apiVersion === 'v1' && (o.kind === 'ConfigMap' || o.kind === 'Secret')) {
@@ -58,7 +61,8 @@ function checkStrings(o: KubeObject, where: string): void {
     stringMap(spec.template.metadata?.labels, 'spec.template.metadata.labels');
     stringMap(spec.template.metadata?.annotations, 'spec.template.metadata.annotations');
   }
-  if (isObject(spec?.jobTemplate?.spec?.template)) podSpecs.push([spec.jobTemplate.spec.template.spec, 'spec.jobTemplate.spec.template.spec']);
+  if (isObject(spec?.jobTemplate?.spec?.template))
+    podSpecs.push([spec.jobTemplate.spec.template.spec, 'spec.jobTemplate.spec.template.spec']);
   for (const [pod, p] of podSpecs) {
     if (!isObject(pod)) continue;
     stringMap(pod.nodeSelector, `${p}.nodeSelector`);
@@ -67,9 +71,13 @@ function checkStrings(o: KubeObject, where: string): void {
         if (!isObject(c)) return;
         const cp = `${p}.${list}[${i}]`;
         for (const f of ['name', 'image']) if (c[f] !== undefined && typeof c[f] !== 'string') fail(`${cp}.${f}`, c[f]);
-        for (const f of ['command', 'args']) (Array.isArray(c[f]) ? c[f] : []).forEach((a: unknown, j: number) => typeof a !== 'string' && fail(`${cp}.${f}[${j}]`, a));
+        for (const f of ['command', 'args'])
+          (Array.isArray(c[f]) ? c[f] : []).forEach(
+            (a: unknown, j: number) => typeof a !== 'string' && fail(`${cp}.${f}[${j}]`, a),
+          );
         (Array.isArray(c.env) ? c.env : []).forEach((e: any, j: number) => {
-          if (isObject(e) && e.value !== undefined && e.value !== null && typeof e.value !== 'string') fail(`${cp}.env[${j}].value`, e.value);
+          if (isObject(e) && e.value !== undefined && e.value !== null && typeof e.value !== 'string')
+            fail(`${cp}.env[${j}].value`, e.value);
         });
       });
     }
@@ -99,15 +107,29 @@ export function parseObjects(text: string, source: string): KubeObject[] {
   for (const { value, line } of docs) {
     if (value === null || value === undefined) continue;
     const where = `${source}:${line}`;
-    const isList = isObject(value) && typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items);
+    const isList =
+      isObject(value) && typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items);
     const items: unknown[] = isList ? (value as any).items : [value];
     for (const item of items) {
-      for (const [field, v] of [['apiVersion', isObject(item) ? item.apiVersion : undefined], ['kind', isObject(item) ? item.kind : undefined], ['metadata.name', isObject(item) && isObject(item.metadata) ? item.metadata.name : undefined]] as const) {
+      for (const [field, v] of [
+        ['apiVersion', isObject(item) ? item.apiVersion : undefined],
+        ['kind', isObject(item) ? item.kind : undefined],
+        ['metadata.name', isObject(item) && isObject(item.metadata) ? item.metadata.name : undefined],
+      ] as const) {
         if (v !== undefined && v !== null && typeof v !== 'string') {
-          throw new GuardInputError(`${where}: ${field} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`);
+          throw new GuardInputError(
+            `${where}: ${field} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`,
+          );
         }
       }
-      if (!isObject(item) || typeof item.apiVersion !== 'string' || typeof item.kind !== 'string' || !isObject(item.metadata) || typeof item.metadata.name !== 'string' || item.metadata.name === '') {
+      if (
+        !isObject(item) ||
+        typeof item.apiVersion !== 'string' ||
+        typeof item.kind !== 'string' ||
+        !isObject(item.metadata) ||
+        typeof item.metadata.name !== 'string' ||
+        item.metadata.name === ''
+      ) {
         throw new GuardInputError(`${where}: not a Kubernetes object (needs apiVersion, kind and metadata.name)`);
       }
       checkStrings(item as KubeObject, where);
@@ -121,7 +143,9 @@ export function parseObjects(text: string, source: string): KubeObject[] {
 /** Every .yaml/.yml file under a folder, any case, subfolders included, in a stable order. */
 function yamlFiles(dir: string): string[] {
   const out: string[] = [];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+  for (const entry of fs
+    .readdirSync(dir, { withFileTypes: true })
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     const p = path.join(dir, entry.name);
     if (entry.isDirectory()) out.push(...yamlFiles(p));
     else if (/\.ya?ml$/i.test(entry.name)) out.push(p);

@@ -5,7 +5,12 @@
 // apimachinery's semantic equality. Nothing that a user can change is dropped on one side only.
 
 /** A Kubernetes object as parsed from YAML or JSON. */
-export type KubeObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; [k: string]: unknown }; [k: string]: any };
+export type KubeObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; [k: string]: unknown };
+  [k: string]: any;
+};
 
 /** Facts from the old object's status that validation reads (the new object gets the old status). */
 export interface StatusFacts {
@@ -18,22 +23,64 @@ export interface StatusFacts {
   readonly crdEstablished?: boolean;
 }
 
-const SERVER_METADATA = ['managedFields', 'resourceVersion', 'uid', 'generation', 'creationTimestamp', 'selfLink', 'ownerReferences', 'finalizers', 'deletionTimestamp', 'deletionGracePeriodSeconds'];
+const SERVER_METADATA = [
+  'managedFields',
+  'resourceVersion',
+  'uid',
+  'generation',
+  'creationTimestamp',
+  'selfLink',
+  'ownerReferences',
+  'finalizers',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+];
 const SERVER_ANNOTATIONS = [
-  'kubectl.kubernetes.io/last-applied-configuration', 'deprecated.daemonset.template.generation', 'deployment.kubernetes.io/revision',
-  'pv.kubernetes.io/bind-completed', 'pv.kubernetes.io/bound-by-controller', 'pv.kubernetes.io/provisioned-by', 'volume.kubernetes.io/storage-provisioner',
-  'volume.beta.kubernetes.io/storage-provisioner', 'volume.kubernetes.io/selected-node', 'batch.kubernetes.io/job-tracking',
+  'kubectl.kubernetes.io/last-applied-configuration',
+  'deprecated.daemonset.template.generation',
+  'deployment.kubernetes.io/revision',
+  'pv.kubernetes.io/bind-completed',
+  'pv.kubernetes.io/bound-by-controller',
+  'pv.kubernetes.io/provisioned-by',
+  'volume.kubernetes.io/storage-provisioner',
+  'volume.beta.kubernetes.io/storage-provisioner',
+  'volume.kubernetes.io/selected-node',
+  'batch.kubernetes.io/job-tracking',
 ];
 /** Labels the Job controller's strategy adds to a Job's pod template (PrepareForCreate / generateSelector). */
-const JOB_GENERATED_LABELS = ['controller-uid', 'job-name', 'batch.kubernetes.io/controller-uid', 'batch.kubernetes.io/job-name'];
+const JOB_GENERATED_LABELS = [
+  'controller-uid',
+  'job-name',
+  'batch.kubernetes.io/controller-uid',
+  'batch.kubernetes.io/job-name',
+];
 
 /**
  * Keys whose value is a Go map or a non-pointer struct: `{}` there equals absent. Elsewhere `{}`
  * can mean something (`emptyDir: {}`, a label selector that matches everything) and is kept.
  */
 const EMPTY_MAP_MEANS_ABSENT = new Set([
-  'labels', 'annotations', 'matchLabels', 'nodeSelector', 'data', 'stringData', 'binaryData', 'limits', 'requests', 'parameters',
-  'capacity', 'resources', 'metadata', 'spec', 'status', 'template', 'updateStrategy', 'strategy', 'volumeAttributes', 'attributes', 'overhead',
+  'labels',
+  'annotations',
+  'matchLabels',
+  'nodeSelector',
+  'data',
+  'stringData',
+  'binaryData',
+  'limits',
+  'requests',
+  'parameters',
+  'capacity',
+  'resources',
+  'metadata',
+  'spec',
+  'status',
+  'template',
+  'updateStrategy',
+  'strategy',
+  'volumeAttributes',
+  'attributes',
+  'overhead',
 ]);
 
 /** A deep copy of parsed JSON/YAML data (3x faster than a JSON round trip on large exports). */
@@ -45,7 +92,7 @@ export function clone<T>(x: T): T {
     return out as unknown as T;
   }
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(x as object)) out[k] = clone((x as Record<string, unknown>)[k]);
+  for (const k of Object.keys(x)) out[k] = clone((x as Record<string, unknown>)[k]);
   return out as T;
 }
 
@@ -54,12 +101,49 @@ const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof 
 export const arr = (x: unknown): any[] => (Array.isArray(x) ? x : []);
 
 /** Keys whose value is a Go map: its entries are data, kept even when empty (`token: ""`). */
-const MAP_FIELDS = new Set(['labels', 'annotations', 'matchLabels', 'nodeSelector', 'data', 'stringData', 'binaryData', 'limits', 'requests', 'parameters', 'capacity', 'volumeAttributes', 'attributes', 'overhead']);
+const MAP_FIELDS = new Set([
+  'labels',
+  'annotations',
+  'matchLabels',
+  'nodeSelector',
+  'data',
+  'stringData',
+  'binaryData',
+  'limits',
+  'requests',
+  'parameters',
+  'capacity',
+  'volumeAttributes',
+  'attributes',
+  'overhead',
+]);
 /** String fields that are pointers in the Go types: `""` there differs from absent. */
-const POINTER_STRINGS = new Set(['storageClassName', 'volumeAttributesClassName', 'loadBalancerClass', 'runtimeClassName', 'managedBy', 'podReplacementPolicy', 'preemptionPolicy', 'timeZone']);
+const POINTER_STRINGS = new Set([
+  'storageClassName',
+  'volumeAttributesClassName',
+  'loadBalancerClass',
+  'runtimeClassName',
+  'managedBy',
+  'podReplacementPolicy',
+  'preemptionPolicy',
+  'timeZone',
+]);
 
 /** Non-pointer bool and int fields: `false` / `0` is Go's zero value, which `omitempty` never writes. */
-const ZERO_MEANS_ABSENT = new Set(['hostNetwork', 'hostPID', 'hostIPC', 'stdin', 'stdinOnce', 'tty', 'readOnly', 'initialDelaySeconds', 'hostPort', 'minReadySeconds', 'publishNotReadyAddresses', 'subPath']);
+const ZERO_MEANS_ABSENT = new Set([
+  'hostNetwork',
+  'hostPID',
+  'hostIPC',
+  'stdin',
+  'stdinOnce',
+  'tty',
+  'readOnly',
+  'initialDelaySeconds',
+  'hostPort',
+  'minReadySeconds',
+  'publishNotReadyAddresses',
+  'subPath',
+]);
 
 /**
  * Removes nulls and empty lists everywhere, empty maps where a Go map or value struct stands, and
@@ -74,10 +158,15 @@ function prune(x: any, parentKey = ''): any {
   const isMap = MAP_FIELDS.has(parentKey);
   for (const k of Object.keys(x)) {
     const v = prune(x[k], isMap ? '' : k);
-    if (v === null || v === undefined || (Array.isArray(v) && v.length === 0)
-      || (isObject(v) && EMPTY_MAP_MEANS_ABSENT.has(k) && Object.keys(v).length === 0)
-      || (v === '' && !isMap && !POINTER_STRINGS.has(k))
-      || ((v === false || v === 0) && !isMap && ZERO_MEANS_ABSENT.has(k))) delete x[k];
+    if (
+      v === null ||
+      v === undefined ||
+      (Array.isArray(v) && v.length === 0) ||
+      (isObject(v) && EMPTY_MAP_MEANS_ABSENT.has(k) && Object.keys(v).length === 0) ||
+      (v === '' && !isMap && !POINTER_STRINGS.has(k)) ||
+      ((v === false || v === 0) && !isMap && ZERO_MEANS_ABSENT.has(k))
+    )
+      delete x[k];
     else x[k] = v;
   }
   return x;
@@ -87,7 +176,8 @@ function defaults(obj: any, values: Record<string, unknown>): void {
   if (!isObject(obj)) return;
   for (const k in values) {
     const v = values[k];
-    if (obj[k] === undefined || obj[k] === null || obj[k] === '') obj[k] = v !== null && typeof v === 'object' ? clone(v) : v;
+    if (obj[k] === undefined || obj[k] === null || obj[k] === '')
+      obj[k] = v !== null && typeof v === 'object' ? clone(v) : v;
   }
 }
 
@@ -118,7 +208,11 @@ function defaultHandler(h: any): void {
 
 function defaultContainer(c: any): void {
   if (!isObject(c)) return;
-  defaults(c, { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File', imagePullPolicy: defaultPullPolicy(c.image) });
+  defaults(c, {
+    terminationMessagePath: '/dev/termination-log',
+    terminationMessagePolicy: 'File',
+    imagePullPolicy: defaultPullPolicy(c.image),
+  });
   for (const p of arr(c.ports)) defaults(p, { protocol: 'TCP' });
   for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe]) defaultProbe(probe);
   defaultHandler(c.lifecycle?.postStart);
@@ -135,7 +229,14 @@ const DEFAULT_MODE_SOURCES = ['secret', 'configMap', 'downwardAPI', 'projected']
 /** SetDefaults_PodSpec and the conversions of core/v1 (serviceAccount is the deprecated alias). */
 export function defaultPodSpec(spec: any, pod: boolean): void {
   if (!isObject(spec)) return;
-  defaults(spec, { dnsPolicy: 'ClusterFirst', restartPolicy: 'Always', terminationGracePeriodSeconds: 30, schedulerName: 'default-scheduler', securityContext: {}, enableServiceLinks: true });
+  defaults(spec, {
+    dnsPolicy: 'ClusterFirst',
+    restartPolicy: 'Always',
+    terminationGracePeriodSeconds: 30,
+    schedulerName: 'default-scheduler',
+    securityContext: {},
+    enableServiceLinks: true,
+  });
   if (!spec.serviceAccountName && spec.serviceAccount) spec.serviceAccountName = spec.serviceAccount;
   delete spec.serviceAccount;
   for (const list of ['initContainers', 'containers', 'ephemeralContainers']) {
@@ -152,7 +253,8 @@ export function defaultPodSpec(spec: any, pod: boolean): void {
     if (!isObject(v)) continue;
     for (const src of DEFAULT_MODE_SOURCES) if (isObject(v[src])) defaults(v[src], { defaultMode: 420 });
     if (isObject(v.hostPath) && v.hostPath.type === undefined) v.hostPath.type = '';
-    if (isObject(v.ephemeral?.volumeClaimTemplate?.spec)) defaults(v.ephemeral.volumeClaimTemplate.spec, { volumeMode: 'Filesystem' });
+    if (isObject(v.ephemeral?.volumeClaimTemplate?.spec))
+      defaults(v.ephemeral.volumeClaimTemplate.spec, { volumeMode: 'Filesystem' });
     for (const s of arr(v.projected?.sources)) {
       if (isObject(s?.serviceAccountToken)) defaults(s.serviceAccountToken, { expirationSeconds: 3600 });
       defaultDownwardItems(s?.downwardAPI?.items);
@@ -204,7 +306,9 @@ export function statusFacts(o: KubeObject): StatusFacts {
   const s = o.status;
   if (!isObject(s)) return {};
   return {
-    pvcPhase: s.phase, pvcCapacity: s.capacity?.storage, jobStarted: s.startTime !== undefined && s.startTime !== null,
+    pvcPhase: s.phase,
+    pvcCapacity: s.capacity?.storage,
+    jobStarted: s.startTime !== undefined && s.startTime !== null,
     crdEstablished: arr(s.conditions).some((c: any) => c?.type === 'Established' && c?.status === 'True'),
   };
 }
@@ -213,8 +317,17 @@ export function statusFacts(o: KubeObject): StatusFacts {
 export function isLiveExport(o: KubeObject): boolean {
   const m = o.metadata as Record<string, unknown>;
   // kubectl writes the last-applied annotation into the cluster's copy: a sanitized export keeps it.
-  const lastApplied = (m.annotations as Record<string, unknown> | undefined)?.['kubectl.kubernetes.io/last-applied-configuration'] !== undefined;
-  return m.uid !== undefined || m.resourceVersion !== undefined || m.creationTimestamp !== undefined || m.managedFields !== undefined || o.status !== undefined || lastApplied;
+  const lastApplied =
+    (m.annotations as Record<string, unknown> | undefined)?.['kubectl.kubernetes.io/last-applied-configuration'] !==
+    undefined;
+  return (
+    m.uid !== undefined ||
+    m.resourceVersion !== undefined ||
+    m.creationTimestamp !== undefined ||
+    m.managedFields !== undefined ||
+    o.status !== undefined ||
+    lastApplied
+  );
 }
 
 /** A copy of the object as the server would store it, for comparison. */
@@ -229,16 +342,30 @@ export function normalize(obj: KubeObject): KubeObject {
   switch (`${group}/${o.kind}`) {
     case 'apps/StatefulSet':
       if (!isObject(spec)) break;
-      defaults(spec, { replicas: 1, podManagementPolicy: 'OrderedReady', revisionHistoryLimit: 10, updateStrategy: { type: 'RollingUpdate' }, persistentVolumeClaimRetentionPolicy: {} });
-      if (spec.updateStrategy.type === 'RollingUpdate') spec.updateStrategy.rollingUpdate = { partition: 0, ...(spec.updateStrategy.rollingUpdate ?? {}) };
+      defaults(spec, {
+        replicas: 1,
+        podManagementPolicy: 'OrderedReady',
+        revisionHistoryLimit: 10,
+        updateStrategy: { type: 'RollingUpdate' },
+        persistentVolumeClaimRetentionPolicy: {},
+      });
+      if (spec.updateStrategy.type === 'RollingUpdate')
+        spec.updateStrategy.rollingUpdate = { partition: 0, ...(spec.updateStrategy.rollingUpdate ?? {}) };
       defaults(spec.persistentVolumeClaimRetentionPolicy, { whenDeleted: 'Retain', whenScaled: 'Retain' });
-      if (Array.isArray(spec.volumeClaimTemplates)) spec.volumeClaimTemplates = spec.volumeClaimTemplates.map(claimTemplate);
+      if (Array.isArray(spec.volumeClaimTemplates))
+        spec.volumeClaimTemplates = spec.volumeClaimTemplates.map(claimTemplate);
       defaultTemplate(spec.template);
       break;
     case 'apps/Deployment':
       if (!isObject(spec)) break;
-      defaults(spec, { replicas: 1, revisionHistoryLimit: 10, progressDeadlineSeconds: 600, strategy: { type: 'RollingUpdate' } });
-      if (spec.strategy.type === 'RollingUpdate') defaults((spec.strategy.rollingUpdate ??= {}), { maxUnavailable: '25%', maxSurge: '25%' });
+      defaults(spec, {
+        replicas: 1,
+        revisionHistoryLimit: 10,
+        progressDeadlineSeconds: 600,
+        strategy: { type: 'RollingUpdate' },
+      });
+      if (spec.strategy.type === 'RollingUpdate')
+        defaults((spec.strategy.rollingUpdate ??= {}), { maxUnavailable: '25%', maxSurge: '25%' });
       defaultTemplate(spec.template);
       break;
     case 'apps/ReplicaSet':
@@ -248,14 +375,20 @@ export function normalize(obj: KubeObject): KubeObject {
     case 'apps/DaemonSet':
       if (!isObject(spec)) break;
       defaults(spec, { revisionHistoryLimit: 10, updateStrategy: { type: 'RollingUpdate' } });
-      if (spec.updateStrategy.type === 'RollingUpdate') defaults((spec.updateStrategy.rollingUpdate ??= {}), { maxUnavailable: 1, maxSurge: 0 });
+      if (spec.updateStrategy.type === 'RollingUpdate')
+        defaults((spec.updateStrategy.rollingUpdate ??= {}), { maxUnavailable: 1, maxSurge: 0 });
       defaultTemplate(spec.template);
       break;
     case 'batch/Job':
       normalizeJobSpec(spec);
       break;
     case 'batch/CronJob':
-      defaults(spec, { concurrencyPolicy: 'Allow', suspend: false, successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 1 });
+      defaults(spec, {
+        concurrencyPolicy: 'Allow',
+        suspend: false,
+        successfulJobsHistoryLimit: 3,
+        failedJobsHistoryLimit: 1,
+      });
       normalizeJobSpec(spec?.jobTemplate?.spec);
       break;
     case '/Pod':
@@ -271,13 +404,15 @@ export function normalize(obj: KubeObject): KubeObject {
       if (!isObject(spec)) break;
       defaults(spec, { type: 'ClusterIP', sessionAffinity: 'None' });
       if (spec.type !== 'ExternalName') defaults(spec, { internalTrafficPolicy: 'Cluster' });
-      if (spec.type === 'NodePort' || spec.type === 'LoadBalancer') defaults(spec, { externalTrafficPolicy: 'Cluster' });
+      if (spec.type === 'NodePort' || spec.type === 'LoadBalancer')
+        defaults(spec, { externalTrafficPolicy: 'Cluster' });
       if (spec.type === 'LoadBalancer') defaults(spec, { allocateLoadBalancerNodePorts: true });
       for (const p of arr(spec.ports)) if (isObject(p)) defaults(p, { protocol: 'TCP', targetPort: p.port });
       // `clusterIP: ""` and `clusterIPs: []` ask the server to keep what it allocated.
       if (spec.clusterIP === '') delete spec.clusterIP;
       if (spec.clusterIP && !spec.clusterIPs) spec.clusterIPs = [spec.clusterIP];
-      if (!spec.clusterIP && Array.isArray(spec.clusterIPs) && spec.clusterIPs.length > 0) spec.clusterIP = spec.clusterIPs[0];
+      if (!spec.clusterIP && Array.isArray(spec.clusterIPs) && spec.clusterIPs.length > 0)
+        spec.clusterIP = spec.clusterIPs[0];
       break;
     case '/Secret':
       o.type = o.type || 'Opaque';
@@ -308,7 +443,8 @@ export function normalize(obj: KubeObject): KubeObject {
 }
 
 /** Groups served by kube-apiserver itself; any other group is a custom resource. */
-export const isBuiltInGroup = (group: string) => group === '' || !group.includes('.') || (group.endsWith('.k8s.io') && !group.endsWith('x-k8s.io'));
+export const isBuiltInGroup = (group: string) =>
+  group === '' || !group.includes('.') || (group.endsWith('.k8s.io') && !group.endsWith('x-k8s.io'));
 
 function dropNulls(x: any): any {
   if (Array.isArray(x)) return x.map(dropNulls);
@@ -331,8 +467,14 @@ function normalizeJobSpec(spec: any): void {
     spec.parallelism = 1;
   }
   // SetDefaults_Job: a podFailurePolicy rule's onPodConditions[].status defaults to "True".
-  for (const rule of arr(spec.podFailurePolicy?.rules)) for (const c of arr(rule?.onPodConditions)) defaults(c, { status: 'True' });
-  defaults(spec, { parallelism: 1, backoffLimit: spec.backoffLimitPerIndex !== undefined ? 2147483647 : 6, completionMode: 'NonIndexed', suspend: false });
+  for (const rule of arr(spec.podFailurePolicy?.rules))
+    for (const c of arr(rule?.onPodConditions)) defaults(c, { status: 'True' });
+  defaults(spec, {
+    parallelism: 1,
+    backoffLimit: spec.backoffLimitPerIndex !== undefined ? 2147483647 : 6,
+    completionMode: 'NonIndexed',
+    suspend: false,
+  });
   if (spec.manualSelector !== true) {
     delete spec.selector;
     const labels = spec.template?.metadata?.labels;

@@ -22,12 +22,16 @@ export function isTraining(o: KubeObject): boolean {
 }
 
 export function claimTemplateNames(sts: KubeObject): string[] {
-  return (Array.isArray(sts.spec?.volumeClaimTemplates) ? sts.spec.volumeClaimTemplates : []).map((t: any) => String(t?.metadata?.name));
+  return (Array.isArray(sts.spec?.volumeClaimTemplates) ? sts.spec.volumeClaimTemplates : []).map((t: any) =>
+    String(t?.metadata?.name),
+  );
 }
 
 export function claimNames(sts: KubeObject): string[] {
   const replicas = typeof sts.spec?.replicas === 'number' ? sts.spec.replicas : 1;
-  return claimTemplateNames(sts).flatMap(c => Array.from({ length: replicas }, (_x, i) => `${c}-${sts.metadata.name}-${i}`));
+  return claimTemplateNames(sts).flatMap(c =>
+    Array.from({ length: replicas }, (_x, i) => `${c}-${sts.metadata.name}-${i}`),
+  );
 }
 
 /** The remedy for a change the server refuses on this (old) object. */
@@ -36,7 +40,8 @@ export function remedyFor(o: KubeObject): string {
   const name = o.metadata.name;
   if (isOurs(o) && kind === 'StatefulSet') {
     const bump = `bump \`version\` on the cdk8s-gpu construct for ${LABEL_NAME}=${appName(o)}: the new StatefulSet is created beside the old one under a new name.`;
-    if (claimTemplateNames(o).length === 0) return `${bump} Delete the old StatefulSet once the new one is ready (kubectl delete statefulset ${name}${ns(o)}).`;
+    if (claimTemplateNames(o).length === 0)
+      return `${bump} Delete the old StatefulSet once the new one is ready (kubectl delete statefulset ${name}${ns(o)}).`;
     if (claimsAreCaches(o)) {
       return `${bump} Its model-cache claims are new and empty, so the new pods download the model again; the old cache claims are deleted with the old StatefulSet (whenDeleted: Delete). Nothing needs adopting.`;
     }

@@ -7,12 +7,19 @@ const show = (v: unknown) => (v === undefined ? '(absent)' : JSON.stringify(v));
 export function formatReport(result: GuardResult): string {
   const lines: string[] = [];
   for (const f of result.findings) lines.push(formatFinding(f), '');
-  const newer = (minorOf(result.serverVersion) ?? 0) > minorOf(MAX_SERVER_VERSION)! ? ` (the table is checked through ${MAX_SERVER_VERSION}; newer releases may relax or add rules)` : '';
-  const read = result.objects ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}; Kueue ${result.kueueVersion ?? '0.9'} webhook rules on queued StatefulSets` : '';
+  const newer =
+    (minorOf(result.serverVersion) ?? 0) > minorOf(MAX_SERVER_VERSION)!
+      ? ` (the table is checked through ${MAX_SERVER_VERSION}; newer releases may relax or add rules)`
+      : '';
+  const read = result.objects
+    ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}; Kueue ${result.kueueVersion ?? '0.9'} webhook rules on queued StatefulSets`
+    : '';
   if (read) lines.push(`guard: ${read}`);
-  lines.push(result.errors === 0
-    ? `guard: no forbidden changes${result.warnings ? `, ${result.warnings} warning(s)` : ''}`
-    : `guard: ${result.errors} forbidden change(s), ${result.warnings} warning(s)`);
+  lines.push(
+    result.errors === 0
+      ? `guard: no forbidden changes${result.warnings ? `, ${result.warnings} warning(s)` : ''}`
+      : `guard: ${result.errors} forbidden change(s), ${result.warnings} warning(s)`,
+  );
   return lines.join('\n');
 }
 
@@ -45,8 +52,18 @@ export function toJson(result: GuardResult): object {
     errors: result.errors,
     warnings: result.warnings,
     findings: result.findings.map(f => ({
-      severity: f.severity, code: f.code, object: f.object, kind: f.kind, namespace: n(f.namespace), name: f.name, path: f.path === '' ? null : f.path,
-      before: n(f.before), after: n(f.after), message: f.message, remedy: f.remedy, source: n(f.source),
+      severity: f.severity,
+      code: f.code,
+      object: f.object,
+      kind: f.kind,
+      namespace: n(f.namespace),
+      name: f.name,
+      path: f.path === '' ? null : f.path,
+      before: n(f.before),
+      after: n(f.after),
+      message: f.message,
+      remedy: f.remedy,
+      source: n(f.source),
     })),
   };
 }

@@ -140,22 +140,42 @@ export const MIN_SERVER_VERSION = '1.28';
 /** The newest server whose rules the table was checked against; newer servers get these rules. */
 export const MAX_SERVER_VERSION = '1.35';
 
-const STS_ALLOWED = ['replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds'];
+const STS_ALLOWED = [
+  'replicas',
+  'ordinals',
+  'template',
+  'updateStrategy',
+  'persistentVolumeClaimRetentionPolicy',
+  'minReadySeconds',
+];
 const STS = 'ValidateStatefulSetUpdate (pkg/apis/apps/validation/validation.go)';
 const IMMUTABLE_MSG = (path: string) => `${path}: Invalid value: {value}: field is immutable`;
 
 const selector = (kind: string, strategy: string): KindRules => ({
   group: 'apps',
   kind,
-  fields: [{
-    path: 'spec.selector', check: GuardCheck.IMMUTABLE,
-    source: `${strategy} ValidateUpdate: apivalidation.ValidateImmutableField on spec.selector for apps/v1`,
-    message: IMMUTABLE_MSG('spec.selector'),
-  }],
+  fields: [
+    {
+      path: 'spec.selector',
+      check: GuardCheck.IMMUTABLE,
+      source: `${strategy} ValidateUpdate: apivalidation.ValidateImmutableField on spec.selector for apps/v1`,
+      message: IMMUTABLE_MSG('spec.selector'),
+    },
+  ],
 });
 
 /** PersistentVolumeSpec fields outside PersistentVolumeSource (core/types.go). */
-const PV_NON_SOURCE = ['capacity', 'accessModes', 'claimRef', 'persistentVolumeReclaimPolicy', 'storageClassName', 'mountOptions', 'volumeMode', 'nodeAffinity', 'volumeAttributesClassName'];
+const PV_NON_SOURCE = [
+  'capacity',
+  'accessModes',
+  'claimRef',
+  'persistentVolumeReclaimPolicy',
+  'storageClassName',
+  'mountOptions',
+  'volumeMode',
+  'nodeAffinity',
+  'volumeAttributesClassName',
+];
 
 const VAC_PATH = 'spec.volumeAttributesClassName';
 /**
@@ -167,10 +187,29 @@ const VAC_PATH = 'spec.volumeAttributesClassName';
  * (nor, for a claim, emptied).
  */
 function volumeAttributesClassRules(source: string, claim: boolean): FieldRule[] {
-  const unset: FieldRule = { path: VAC_PATH, check: GuardCheck.NOT_UNSET, since: '1.29', source, message: `${VAC_PATH}: Forbidden: update from non-nil value to nil is forbidden` };
-  const emptied: FieldRule = { path: VAC_PATH, check: GuardCheck.NOT_EMPTIED, since: '1.29', source, message: `${VAC_PATH}: Forbidden: update from non-nil value to an empty string is forbidden` };
+  const unset: FieldRule = {
+    path: VAC_PATH,
+    check: GuardCheck.NOT_UNSET,
+    since: '1.29',
+    source,
+    message: `${VAC_PATH}: Forbidden: update from non-nil value to nil is forbidden`,
+  };
+  const emptied: FieldRule = {
+    path: VAC_PATH,
+    check: GuardCheck.NOT_EMPTIED,
+    since: '1.29',
+    source,
+    message: `${VAC_PATH}: Forbidden: update from non-nil value to an empty string is forbidden`,
+  };
   return [
-    { path: VAC_PATH, check: GuardCheck.IMMUTABLE_ONCE_SET, since: '1.29', until: '1.33', source: `${source}, VolumeAttributesClass gate off by default`, message: `${VAC_PATH}: Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled` },
+    {
+      path: VAC_PATH,
+      check: GuardCheck.IMMUTABLE_ONCE_SET,
+      since: '1.29',
+      until: '1.33',
+      source: `${source}, VolumeAttributesClass gate off by default`,
+      message: `${VAC_PATH}: Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled`,
+    },
     unset,
     ...(claim ? [emptied] : []),
   ];
@@ -186,7 +225,8 @@ const KUEUE_WEBHOOK = 'admission webhook "vstatefulset.kb.io" denied the request
 const KUEUE_VU = 'Kueue (*Webhook).ValidateUpdate (pkg/controller/jobs/statefulset/statefulset_webhook.go)';
 const QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
 const PRIORITY_LABEL = 'kueue.x-k8s.io/priority-class';
-const kueueImmutable = (path: string, shown: 'value' | 'old') => `${KUEUE_WEBHOOK}${path}: Invalid value: {${shown}}: field is immutable`;
+const kueueImmutable = (path: string, shown: 'value' | 'old') =>
+  `${KUEUE_WEBHOOK}${path}: Invalid value: {${shown}}: field is immutable`;
 const QUEUE_PATH = `metadata.labels[${QUEUE_LABEL}]`;
 const PRIORITY_PATH = `metadata.labels[${PRIORITY_LABEL}]`;
 /** A whole release line, as the end of a range: every patch of it. */
@@ -197,86 +237,147 @@ const KUEUE_STATEFULSET: readonly FieldRule[] = [
   // v0.9-v0.10: the queue name, the pod template's queue name (written by the mutating webhook on
   // create) and the pod-group-name label are immutable.
   {
-    path: 'metadata.labels', key: QUEUE_LABEL, reportPath: QUEUE_PATH, check: GuardCheck.KUEUE_LABEL, kueue: [{ from: '0.9.0', to: line(9) }],
-    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(new, old)`, message: kueueImmutable(QUEUE_PATH, 'value'),
+    path: 'metadata.labels',
+    key: QUEUE_LABEL,
+    reportPath: QUEUE_PATH,
+    check: GuardCheck.KUEUE_LABEL,
+    kueue: [{ from: '0.9.0', to: line(9) }],
+    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(new, old)`,
+    message: kueueImmutable(QUEUE_PATH, 'value'),
   },
   {
-    path: 'metadata.labels', key: QUEUE_LABEL, reportPath: QUEUE_PATH, check: GuardCheck.KUEUE_LABEL, kueue: [{ from: '0.10.0', to: line(10) }],
-    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(old, new) on jobframework.QueueNameForObject`, message: kueueImmutable(QUEUE_PATH, 'old'),
+    path: 'metadata.labels',
+    key: QUEUE_LABEL,
+    reportPath: QUEUE_PATH,
+    check: GuardCheck.KUEUE_LABEL,
+    kueue: [{ from: '0.10.0', to: line(10) }],
+    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(old, new) on jobframework.QueueNameForObject`,
+    message: kueueImmutable(QUEUE_PATH, 'old'),
   },
   {
-    path: 'spec.template.metadata.labels', key: QUEUE_LABEL, reportPath: `spec.template.metadata.labels[${QUEUE_LABEL}]`, check: GuardCheck.KUEUE_WEBHOOK_LABEL,
-    kueue: [{ from: '0.9.0', to: line(10) }], source: `${KUEUE_VU} / podSpecQueueNameLabelPath`,
+    path: 'spec.template.metadata.labels',
+    key: QUEUE_LABEL,
+    reportPath: `spec.template.metadata.labels[${QUEUE_LABEL}]`,
+    check: GuardCheck.KUEUE_WEBHOOK_LABEL,
+    kueue: [{ from: '0.9.0', to: line(10) }],
+    source: `${KUEUE_VU} / podSpecQueueNameLabelPath`,
     message: kueueImmutable(`spec.template.metadata.labels[${QUEUE_LABEL}]`, 'value'),
   },
   {
-    path: 'metadata.labels', key: 'kueue.x-k8s.io/pod-group-name', reportPath: 'metadata.labels[kueue.x-k8s.io/pod-group-name]', check: GuardCheck.KUEUE_LABEL,
-    kueue: [{ from: '0.9.0', to: line(10) }], source: `${KUEUE_VU} / groupNameLabelPath`,
+    path: 'metadata.labels',
+    key: 'kueue.x-k8s.io/pod-group-name',
+    reportPath: 'metadata.labels[kueue.x-k8s.io/pod-group-name]',
+    check: GuardCheck.KUEUE_LABEL,
+    kueue: [{ from: '0.9.0', to: line(10) }],
+    source: `${KUEUE_VU} / groupNameLabelPath`,
     message: kueueImmutable('metadata.labels[kueue.x-k8s.io/pod-group-name]', 'value'),
   },
   // v0.11+: the queue name may change while no pod is Ready (status.readyReplicas == 0), never be removed.
   {
-    path: 'metadata.labels', key: QUEUE_LABEL, reportPath: QUEUE_PATH, check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
-    kueue: [{ from: '0.11.0', to: '0.12.8' }, { from: '0.13.0', to: '0.13.3' }],
+    path: 'metadata.labels',
+    key: QUEUE_LABEL,
+    reportPath: QUEUE_PATH,
+    check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
+    kueue: [
+      { from: '0.11.0', to: '0.12.8' },
+      { from: '0.13.0', to: '0.13.3' },
+    ],
     source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(old, new) when status.readyReplicas > 0 or the new queue name is empty`,
     message: kueueImmutable(QUEUE_PATH, 'old'),
   },
   {
-    path: 'metadata.labels', key: QUEUE_LABEL, reportPath: QUEUE_PATH, check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
+    path: 'metadata.labels',
+    key: QUEUE_LABEL,
+    reportPath: QUEUE_PATH,
+    check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
     kueue: [{ from: '0.12.9', to: line(12) }, { from: '0.13.4', to: line(13) }, { from: '0.14.0' }],
     source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(new, old) when status.readyReplicas > 0 or the new queue name is empty`,
     message: kueueImmutable(QUEUE_PATH, 'value'),
   },
   // The workload priority class label (backported to v0.9.4 and v0.10.2).
   {
-    path: 'metadata.labels', key: PRIORITY_LABEL, reportPath: PRIORITY_PATH, check: GuardCheck.KUEUE_LABEL,
-    kueue: [{ from: '0.9.4', to: line(9) }, { from: '0.10.2', to: line(11) }],
-    source: 'Kueue jobframework.ValidateUpdateForWorkloadPriorityClassName (pkg/controller/jobframework/validation.go)', message: kueueImmutable(PRIORITY_PATH, 'value'),
+    path: 'metadata.labels',
+    key: PRIORITY_LABEL,
+    reportPath: PRIORITY_PATH,
+    check: GuardCheck.KUEUE_LABEL,
+    kueue: [
+      { from: '0.9.4', to: line(9) },
+      { from: '0.10.2', to: line(11) },
+    ],
+    source: 'Kueue jobframework.ValidateUpdateForWorkloadPriorityClassName (pkg/controller/jobframework/validation.go)',
+    message: kueueImmutable(PRIORITY_PATH, 'value'),
   },
   {
-    path: 'metadata.labels', key: PRIORITY_LABEL, reportPath: PRIORITY_PATH, check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING, kueue: [{ from: '0.12.0', to: line(14) }],
+    path: 'metadata.labels',
+    key: PRIORITY_LABEL,
+    reportPath: PRIORITY_PATH,
+    check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
+    kueue: [{ from: '0.12.0', to: line(14) }],
     source: `${KUEUE_VU} / jobframework.ValidateUpdateForWorkloadPriorityClassName when status.readyReplicas > 0 or the new class is empty`,
     message: kueueImmutable(PRIORITY_PATH, 'value'),
   },
   {
-    path: 'metadata.labels', key: PRIORITY_LABEL, reportPath: PRIORITY_PATH, check: GuardCheck.KUEUE_LABEL_ADDED_WHILE_RUNNING, kueue: [{ from: '0.15.0' }],
-    source: 'Kueue jobframework.ValidateUpdateForWorkloadPriorityClassName(isSuspended, old, new) (pkg/controller/jobframework/validation.go)',
+    path: 'metadata.labels',
+    key: PRIORITY_LABEL,
+    reportPath: PRIORITY_PATH,
+    check: GuardCheck.KUEUE_LABEL_ADDED_WHILE_RUNNING,
+    kueue: [{ from: '0.15.0' }],
+    source:
+      'Kueue jobframework.ValidateUpdateForWorkloadPriorityClassName(isSuspended, old, new) (pkg/controller/jobframework/validation.go)',
     message: kueueImmutable(PRIORITY_PATH, 'value'),
   },
   // replicas: immutable in v0.9 (kueue#3279: resizes not supported); from v0.10 only to or from 0.
   // v0.9.0-v0.9.2 and v0.10.0 check it on every StatefulSet, queued or not; v0.9.3 and v0.10.1
   // added the isManagedByKueue guard (a queue name, and no controller owner managed by Kueue).
-  ...[{ kueue: [{ from: '0.9.0', to: '0.9.2' }], everyStatefulSet: true }, { kueue: [{ from: '0.9.3', to: line(9) }] }].map(r => ({
-    path: 'spec.replicas', check: GuardCheck.KUEUE_REPLICAS, ...r,
+  ...[
+    { kueue: [{ from: '0.9.0', to: '0.9.2' }], everyStatefulSet: true },
+    { kueue: [{ from: '0.9.3', to: line(9) }] },
+  ].map(r => ({
+    path: 'spec.replicas',
+    check: GuardCheck.KUEUE_REPLICAS,
+    ...r,
     source: `${KUEUE_VU} / apivalidation.ValidateImmutableField on spec.replicas${r.everyStatefulSet ? ' (every StatefulSet: no isManagedByKueue check before v0.9.3)' : ''}`,
     message: kueueImmutable('spec.replicas', 'value'),
   })),
-  ...[{ kueue: [{ from: '0.10.0', to: '0.10.0' }], everyStatefulSet: true }, { kueue: [{ from: '0.10.1' }] }].flatMap(r => [
-    {
-      path: 'spec.replicas', check: GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO, ...r,
-      source: `${KUEUE_VU}: "Allow only scale down to zero and scale up from zero"${r.everyStatefulSet ? ' (every StatefulSet: no isManagedByKueue check before v0.10.1)' : ''}`,
-      message: kueueImmutable('spec.replicas', 'value'),
-    },
-    {
-      path: 'spec.replicas', check: GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN, ...r,
-      source: `${KUEUE_VU}: field.Forbidden when status.replicas > 0${r.everyStatefulSet ? ' (every StatefulSet before v0.10.1)' : ''}`,
-      message: `${KUEUE_WEBHOOK}spec.replicas: Forbidden: scaling down is still in progress`,
-    },
-  ]),
+  ...[{ kueue: [{ from: '0.10.0', to: '0.10.0' }], everyStatefulSet: true }, { kueue: [{ from: '0.10.1' }] }].flatMap(
+    r => [
+      {
+        path: 'spec.replicas',
+        check: GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO,
+        ...r,
+        source: `${KUEUE_VU}: "Allow only scale down to zero and scale up from zero"${r.everyStatefulSet ? ' (every StatefulSet: no isManagedByKueue check before v0.10.1)' : ''}`,
+        message: kueueImmutable('spec.replicas', 'value'),
+      },
+      {
+        path: 'spec.replicas',
+        check: GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN,
+        ...r,
+        source: `${KUEUE_VU}: field.Forbidden when status.replicas > 0${r.everyStatefulSet ? ' (every StatefulSet before v0.10.1)' : ''}`,
+        message: `${KUEUE_WEBHOOK}spec.replicas: Forbidden: scaling down is still in progress`,
+      },
+    ],
+  ),
   // The pod group's shape (backported to v0.9.4 and v0.10.2).
   {
-    path: 'spec.template.spec', check: GuardCheck.KUEUE_POD_SHAPE, kueue: [{ from: '0.9.4', to: line(9) }, { from: '0.10.2' }],
-    source: 'Kueue jobframework.ValidateImmutablePodGroupPodSpec (pkg/controller/jobframework/validation.go) over utilpod.SpecShape',
+    path: 'spec.template.spec',
+    check: GuardCheck.KUEUE_POD_SHAPE,
+    kueue: [{ from: '0.9.4', to: line(9) }, { from: '0.10.2' }],
+    source:
+      'Kueue jobframework.ValidateImmutablePodGroupPodSpec (pkg/controller/jobframework/validation.go) over utilpod.SpecShape',
     message: `${KUEUE_WEBHOOK}{path}: Invalid value: {value}: field is immutable`,
   },
   {
-    path: 'spec.template.spec.resources', check: GuardCheck.KUEUE_POD_RESOURCES, kueue: [{ from: '0.17.7', to: line(17) }, { from: '0.18.3', to: line(18) }, { from: '0.19.0' }],
-    source: 'Kueue jobframework.ValidateImmutablePodGroupPodSpec over utilpod.SpecShape (pod-level resources, kueue#12334)',
+    path: 'spec.template.spec.resources',
+    check: GuardCheck.KUEUE_POD_RESOURCES,
+    kueue: [{ from: '0.17.7', to: line(17) }, { from: '0.18.3', to: line(18) }, { from: '0.19.0' }],
+    source:
+      'Kueue jobframework.ValidateImmutablePodGroupPodSpec over utilpod.SpecShape (pod-level resources, kueue#12334)',
     message: `${KUEUE_WEBHOOK}spec.template.spec.resources: Invalid value: {value}: field is immutable`,
   },
 ];
 
-const CRD = 'validateCustomResourceDefinitionSpecUpdate (apiextensions-apiserver pkg/apis/apiextensions/validation/validation.go)';
+const CRD =
+  'validateCustomResourceDefinitionSpecUpdate (apiextensions-apiserver pkg/apis/apiextensions/validation/validation.go)';
 const JOB = 'ValidateJobSpecUpdate (pkg/apis/batch/validation/validation.go)';
 
 export const IMMUTABLE_FIELDS: readonly KindRules[] = [
@@ -285,13 +386,23 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     kind: 'StatefulSet',
     fields: [
       {
-        path: 'spec', check: GuardCheck.IMMUTABLE_EXCEPT, except: STS_ALLOWED, until: '1.32', source: STS,
-        message: "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+        path: 'spec',
+        check: GuardCheck.IMMUTABLE_EXCEPT,
+        except: STS_ALLOWED,
+        until: '1.32',
+        source: STS,
+        message:
+          "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
       },
       {
         // revisionHistoryLimit became mutable after kubernetes#130263 (first in 1.33).
-        path: 'spec', check: GuardCheck.IMMUTABLE_EXCEPT, except: [...STS_ALLOWED, 'revisionHistoryLimit'], since: '1.33', source: STS,
-        message: "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+        path: 'spec',
+        check: GuardCheck.IMMUTABLE_EXCEPT,
+        except: [...STS_ALLOWED, 'revisionHistoryLimit'],
+        since: '1.33',
+        source: STS,
+        message:
+          "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
       },
       ...KUEUE_STATEFULSET,
     ],
@@ -304,29 +415,43 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     kind: 'Pod',
     fields: [
       {
-        path: 'spec', check: GuardCheck.POD_SPEC, source: 'ValidatePodUpdate (pkg/apis/core/validation/validation.go)',
-        message: 'spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+        path: 'spec',
+        check: GuardCheck.POD_SPEC,
+        source: 'ValidatePodUpdate (pkg/apis/core/validation/validation.go)',
+        message:
+          'spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
       },
       {
-        path: 'spec.tolerations', check: GuardCheck.POD_TOLERATIONS, source: 'validateOnlyAddedTolerations (pkg/apis/core/validation/validation.go)',
+        path: 'spec.tolerations',
+        check: GuardCheck.POD_TOLERATIONS,
+        source: 'validateOnlyAddedTolerations (pkg/apis/core/validation/validation.go)',
         message: 'spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds',
       },
       {
-        path: 'spec.activeDeadlineSeconds', check: GuardCheck.POD_ACTIVE_DEADLINE, source: 'ValidatePodUpdate (pkg/apis/core/validation/validation.go)',
+        path: 'spec.activeDeadlineSeconds',
+        check: GuardCheck.POD_ACTIVE_DEADLINE,
+        source: 'ValidatePodUpdate (pkg/apis/core/validation/validation.go)',
         message: 'spec.activeDeadlineSeconds: Invalid value: {value}: {detail}',
       },
       {
-        path: 'spec.schedulingGates', check: GuardCheck.POD_SCHEDULING_GATES, source: 'validateOnlyDeletedSchedulingGates (pkg/apis/core/validation/validation.go)',
+        path: 'spec.schedulingGates',
+        check: GuardCheck.POD_SCHEDULING_GATES,
+        source: 'validateOnlyDeletedSchedulingGates (pkg/apis/core/validation/validation.go)',
         message: "spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate '{detail}'",
       },
       // KEP-3838 (PodSchedulingReadiness, beta and on in 1.27, GA 1.30): while the old pod has
       // scheduling gates, nodeSelector and nodeAffinity may be narrowed; POD_SPEC leaves them to these rules.
       {
-        path: 'spec.nodeSelector', check: GuardCheck.POD_GATED_NODE_SELECTOR, source: 'ValidatePodUpdate / validateNodeSelectorMutation (pkg/apis/core/validation/validation.go)',
-        message: 'spec.nodeSelector: Invalid value: {value}: only additions to spec.nodeSelector are allowed (no mutations or deletions)',
+        path: 'spec.nodeSelector',
+        check: GuardCheck.POD_GATED_NODE_SELECTOR,
+        source: 'ValidatePodUpdate / validateNodeSelectorMutation (pkg/apis/core/validation/validation.go)',
+        message:
+          'spec.nodeSelector: Invalid value: {value}: only additions to spec.nodeSelector are allowed (no mutations or deletions)',
       },
       {
-        path: 'spec.affinity.nodeAffinity', check: GuardCheck.POD_GATED_NODE_AFFINITY, source: 'ValidatePodUpdate / validateNodeAffinityMutation (pkg/apis/core/validation/validation.go)',
+        path: 'spec.affinity.nodeAffinity',
+        check: GuardCheck.POD_GATED_NODE_AFFINITY,
+        source: 'ValidatePodUpdate / validateNodeAffinityMutation (pkg/apis/core/validation/validation.go)',
         message: '{path}: Invalid value: {value}: {detail}',
       },
     ],
@@ -337,12 +462,28 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     fields: [
       {
         // "if oldPV does not have ControllerExpandSecretRef then allow it to be set".
-        path: 'spec', check: GuardCheck.IMMUTABLE_EXCEPT, except: PV_NON_SOURCE, settableFromNil: ['csi.controllerExpandSecretRef'], reportPath: 'spec.persistentvolumesource',
+        path: 'spec',
+        check: GuardCheck.IMMUTABLE_EXCEPT,
+        except: PV_NON_SOURCE,
+        settableFromNil: ['csi.controllerExpandSecretRef'],
+        reportPath: 'spec.persistentvolumesource',
         source: 'ValidatePersistentVolumeUpdate (pkg/apis/core/validation/validation.go)',
         message: 'spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation',
       },
-      { path: 'spec.volumeMode', reportPath: 'volumeMode', check: GuardCheck.IMMUTABLE, source: 'ValidatePersistentVolumeUpdate', message: IMMUTABLE_MSG('volumeMode') },
-      { path: 'spec.nodeAffinity', reportPath: 'nodeAffinity', check: GuardCheck.IMMUTABLE_ONCE_SET, source: 'ValidatePersistentVolumeUpdate / validatePvNodeAffinity', message: IMMUTABLE_MSG('nodeAffinity') },
+      {
+        path: 'spec.volumeMode',
+        reportPath: 'volumeMode',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidatePersistentVolumeUpdate',
+        message: IMMUTABLE_MSG('volumeMode'),
+      },
+      {
+        path: 'spec.nodeAffinity',
+        reportPath: 'nodeAffinity',
+        check: GuardCheck.IMMUTABLE_ONCE_SET,
+        source: 'ValidatePersistentVolumeUpdate / validatePvNodeAffinity',
+        message: IMMUTABLE_MSG('nodeAffinity'),
+      },
       ...volumeAttributesClassRules('ValidatePersistentVolumeUpdate (pkg/apis/core/validation/validation.go)', false),
     ],
   },
@@ -351,23 +492,40 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     kind: 'PersistentVolumeClaim',
     fields: [
       {
-        path: 'spec', check: GuardCheck.PVC_SPEC, until: '1.28', source: 'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
+        path: 'spec',
+        check: GuardCheck.PVC_SPEC,
+        until: '1.28',
+        source: 'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
         message: 'spec: Forbidden: spec is immutable after creation except resources.requests for bound claims',
       },
       {
         // VolumeAttributesClass (1.29+): the class may be changed like the size.
-        path: 'spec', check: GuardCheck.PVC_SPEC, except: ['volumeAttributesClassName'], since: '1.29', source: 'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
-        message: 'spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
+        path: 'spec',
+        check: GuardCheck.PVC_SPEC,
+        except: ['volumeAttributesClassName'],
+        since: '1.29',
+        source: 'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
+        message:
+          'spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
       },
-      ...volumeAttributesClassRules('ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)', true),
+      ...volumeAttributesClassRules(
+        'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
+        true,
+      ),
       {
-        path: 'spec.resources.requests.storage', check: GuardCheck.PVC_STORAGE_SHRINK, until: '1.31', source: 'ValidatePersistentVolumeClaimUpdate',
+        path: 'spec.resources.requests.storage',
+        check: GuardCheck.PVC_STORAGE_SHRINK,
+        until: '1.31',
+        source: 'ValidatePersistentVolumeClaimUpdate',
         message: 'spec.resources.requests.storage: Forbidden: field can not be less than previous value',
       },
       {
         // RecoverVolumeExpansionFailure is on by default from 1.32 (beta): a request may drop back
         // to just above the capacity the volume actually has.
-        path: 'spec.resources.requests.storage', check: GuardCheck.PVC_STORAGE_ABOVE_CAPACITY, since: '1.32', source: 'ValidatePersistentVolumeClaimUpdate',
+        path: 'spec.resources.requests.storage',
+        check: GuardCheck.PVC_STORAGE_ABOVE_CAPACITY,
+        since: '1.32',
+        source: 'ValidatePersistentVolumeClaimUpdate',
         message: 'spec.resources.requests.storage: Forbidden: field can not be less than status.capacity',
       },
     ],
@@ -377,16 +535,54 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     kind: 'Job',
     fields: [
       { path: 'spec.selector', check: GuardCheck.IMMUTABLE, source: JOB, message: IMMUTABLE_MSG('spec.selector') },
-      { path: 'spec.template', check: GuardCheck.JOB_TEMPLATE, source: `${JOB} / validatePodTemplateUpdate`, message: IMMUTABLE_MSG('spec.template') },
-      { path: 'spec.completions', check: GuardCheck.JOB_COMPLETIONS, source: `${JOB} / validateCompletions`, message: 'spec.completions: Invalid value: {value}: {detail}' },
-      { path: 'spec.completionMode', check: GuardCheck.IMMUTABLE, source: JOB, message: IMMUTABLE_MSG('spec.completionMode') },
-      { path: 'spec.podFailurePolicy', check: GuardCheck.IMMUTABLE, source: JOB, message: IMMUTABLE_MSG('spec.podFailurePolicy') },
+      {
+        path: 'spec.template',
+        check: GuardCheck.JOB_TEMPLATE,
+        source: `${JOB} / validatePodTemplateUpdate`,
+        message: IMMUTABLE_MSG('spec.template'),
+      },
+      {
+        path: 'spec.completions',
+        check: GuardCheck.JOB_COMPLETIONS,
+        source: `${JOB} / validateCompletions`,
+        message: 'spec.completions: Invalid value: {value}: {detail}',
+      },
+      {
+        path: 'spec.completionMode',
+        check: GuardCheck.IMMUTABLE,
+        source: JOB,
+        message: IMMUTABLE_MSG('spec.completionMode'),
+      },
+      {
+        path: 'spec.podFailurePolicy',
+        check: GuardCheck.IMMUTABLE,
+        source: JOB,
+        message: IMMUTABLE_MSG('spec.podFailurePolicy'),
+      },
       // Alpha (dropped on write) in 1.28; beta and on from 1.29.
-      { path: 'spec.backoffLimitPerIndex', check: GuardCheck.IMMUTABLE, since: '1.29', source: JOB, message: IMMUTABLE_MSG('spec.backoffLimitPerIndex') },
+      {
+        path: 'spec.backoffLimitPerIndex',
+        check: GuardCheck.IMMUTABLE,
+        since: '1.29',
+        source: JOB,
+        message: IMMUTABLE_MSG('spec.backoffLimitPerIndex'),
+      },
       // JobSuccessPolicy: beta and on from 1.31.
-      { path: 'spec.successPolicy', check: GuardCheck.IMMUTABLE, since: '1.31', source: JOB, message: IMMUTABLE_MSG('spec.successPolicy') },
+      {
+        path: 'spec.successPolicy',
+        check: GuardCheck.IMMUTABLE,
+        since: '1.31',
+        source: JOB,
+        message: IMMUTABLE_MSG('spec.successPolicy'),
+      },
       // JobManagedBy: beta and on from 1.32.
-      { path: 'spec.managedBy', check: GuardCheck.IMMUTABLE, since: '1.32', source: JOB, message: IMMUTABLE_MSG('spec.managedBy') },
+      {
+        path: 'spec.managedBy',
+        check: GuardCheck.IMMUTABLE,
+        since: '1.32',
+        source: JOB,
+        message: IMMUTABLE_MSG('spec.managedBy'),
+      },
     ],
   },
   // ValidateCronJobUpdate checks no field for immutability: a CronJob's jobTemplate may change.
@@ -396,11 +592,16 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     kind: 'Service',
     fields: [
       {
-        path: 'spec', check: GuardCheck.SERVICE_IP_FAMILIES, source: 'ValidateServiceUpdate / validateServiceClusterIPsRelatedFields (pkg/apis/core/validation/validation.go)',
+        path: 'spec',
+        check: GuardCheck.SERVICE_IP_FAMILIES,
+        source:
+          'ValidateServiceUpdate / validateServiceClusterIPsRelatedFields (pkg/apis/core/validation/validation.go)',
         message: '{path}: Invalid value: {value}: may not change once set',
       },
       {
-        path: 'spec.loadBalancerClass', check: GuardCheck.SERVICE_LOAD_BALANCER_CLASS, source: 'ValidateServiceUpdate / validateLoadBalancerClassField',
+        path: 'spec.loadBalancerClass',
+        check: GuardCheck.SERVICE_LOAD_BALANCER_CLASS,
+        source: 'ValidateServiceUpdate / validateLoadBalancerClassField',
         message: 'spec.loadBalancerClass: Invalid value: {value}: may not change once set',
       },
     ],
@@ -409,35 +610,76 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     group: '',
     kind: 'Secret',
     fields: [
-      { path: 'type', check: GuardCheck.IMMUTABLE, source: 'ValidateSecretUpdate (pkg/apis/core/validation/validation.go)', message: IMMUTABLE_MSG('type') },
-      { path: 'data', check: GuardCheck.IMMUTABLE_WHEN_FLAGGED, source: 'ValidateSecretUpdate', message: 'data: Forbidden: field is immutable when `immutable` is set' },
-      { path: 'immutable', check: GuardCheck.IMMUTABLE_WHEN_FLAGGED, source: 'ValidateSecretUpdate', message: 'immutable: Forbidden: field is immutable when `immutable` is set' },
+      {
+        path: 'type',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidateSecretUpdate (pkg/apis/core/validation/validation.go)',
+        message: IMMUTABLE_MSG('type'),
+      },
+      {
+        path: 'data',
+        check: GuardCheck.IMMUTABLE_WHEN_FLAGGED,
+        source: 'ValidateSecretUpdate',
+        message: 'data: Forbidden: field is immutable when `immutable` is set',
+      },
+      {
+        path: 'immutable',
+        check: GuardCheck.IMMUTABLE_WHEN_FLAGGED,
+        source: 'ValidateSecretUpdate',
+        message: 'immutable: Forbidden: field is immutable when `immutable` is set',
+      },
     ],
   },
   {
     group: '',
     kind: 'ConfigMap',
     fields: ['data', 'binaryData', 'immutable'].map(path => ({
-      path, check: GuardCheck.IMMUTABLE_WHEN_FLAGGED, source: 'ValidateConfigMapUpdate (pkg/apis/core/validation/validation.go)',
+      path,
+      check: GuardCheck.IMMUTABLE_WHEN_FLAGGED,
+      source: 'ValidateConfigMapUpdate (pkg/apis/core/validation/validation.go)',
       message: `${path}: Forbidden: field is immutable when \`immutable\` is set`,
     })),
   },
   ...['RoleBinding', 'ClusterRoleBinding'].map(kind => ({
     group: 'rbac.authorization.k8s.io',
     kind,
-    fields: [{
-      path: 'roleRef', check: GuardCheck.IMMUTABLE, source: `Validate${kind}Update (pkg/apis/rbac/validation/validation.go)`,
-      message: 'roleRef: Invalid value: {value}: cannot change roleRef',
-    }],
+    fields: [
+      {
+        path: 'roleRef',
+        check: GuardCheck.IMMUTABLE,
+        source: `Validate${kind}Update (pkg/apis/rbac/validation/validation.go)`,
+        message: 'roleRef: Invalid value: {value}: cannot change roleRef',
+      },
+    ],
   })),
   {
     group: 'storage.k8s.io',
     kind: 'StorageClass',
     fields: [
-      { path: 'parameters', check: GuardCheck.IMMUTABLE, source: 'ValidateStorageClassUpdate (pkg/apis/storage/validation/validation.go)', message: 'parameters: Forbidden: updates to parameters are forbidden.' },
-      { path: 'provisioner', check: GuardCheck.IMMUTABLE, source: 'ValidateStorageClassUpdate', message: 'provisioner: Forbidden: updates to provisioner are forbidden.' },
-      { path: 'reclaimPolicy', check: GuardCheck.IMMUTABLE, source: 'ValidateStorageClassUpdate', message: 'reclaimPolicy: Forbidden: updates to reclaimPolicy are forbidden.' },
-      { path: 'volumeBindingMode', check: GuardCheck.IMMUTABLE, source: 'ValidateStorageClassUpdate', message: IMMUTABLE_MSG('volumeBindingMode') },
+      {
+        path: 'parameters',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidateStorageClassUpdate (pkg/apis/storage/validation/validation.go)',
+        message: 'parameters: Forbidden: updates to parameters are forbidden.',
+      },
+      {
+        path: 'provisioner',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidateStorageClassUpdate',
+        message: 'provisioner: Forbidden: updates to provisioner are forbidden.',
+      },
+      {
+        path: 'reclaimPolicy',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidateStorageClassUpdate',
+        message: 'reclaimPolicy: Forbidden: updates to reclaimPolicy are forbidden.',
+      },
+      {
+        path: 'volumeBindingMode',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidateStorageClassUpdate',
+        message: IMMUTABLE_MSG('volumeBindingMode'),
+      },
     ],
   },
   {
@@ -445,22 +687,49 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     kind: 'CustomResourceDefinition',
     fields: [
       // "these affects the resource name, which is always immutable"
-      ...['spec.group', 'spec.names.plural'].map(path => ({ path, check: GuardCheck.IMMUTABLE, source: CRD, message: IMMUTABLE_MSG(path) })),
+      ...['spec.group', 'spec.names.plural'].map(path => ({
+        path,
+        check: GuardCheck.IMMUTABLE,
+        source: CRD,
+        message: IMMUTABLE_MSG(path),
+      })),
       // "these effect the storage and cannot be changed therefore" (only once established)
-      ...['spec.scope', 'spec.names.kind'].map(path => ({ path, check: GuardCheck.IMMUTABLE_WHEN_ESTABLISHED, source: `${CRD}, when established`, message: IMMUTABLE_MSG(path) })),
+      ...['spec.scope', 'spec.names.kind'].map(path => ({
+        path,
+        check: GuardCheck.IMMUTABLE_WHEN_ESTABLISHED,
+        source: `${CRD}, when established`,
+        message: IMMUTABLE_MSG(path),
+      })),
     ],
   },
   {
     group: 'networking.k8s.io',
     kind: 'IngressClass',
-    fields: [{ path: 'spec.controller', check: GuardCheck.IMMUTABLE, source: 'ValidateIngressClassUpdate (pkg/apis/networking/validation/validation.go)', message: IMMUTABLE_MSG('spec.controller') }],
+    fields: [
+      {
+        path: 'spec.controller',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidateIngressClassUpdate (pkg/apis/networking/validation/validation.go)',
+        message: IMMUTABLE_MSG('spec.controller'),
+      },
+    ],
   },
   {
     group: 'scheduling.k8s.io',
     kind: 'PriorityClass',
     fields: [
-      { path: 'value', check: GuardCheck.IMMUTABLE, source: 'ValidatePriorityClassUpdate (pkg/apis/scheduling/validation/validation.go)', message: 'value: Forbidden: may not be changed in an update.' },
-      { path: 'preemptionPolicy', check: GuardCheck.IMMUTABLE, source: 'ValidatePriorityClassUpdate', message: IMMUTABLE_MSG('preemptionPolicy') },
+      {
+        path: 'value',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidatePriorityClassUpdate (pkg/apis/scheduling/validation/validation.go)',
+        message: 'value: Forbidden: may not be changed in an update.',
+      },
+      {
+        path: 'preemptionPolicy',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidatePriorityClassUpdate',
+        message: IMMUTABLE_MSG('preemptionPolicy'),
+      },
     ],
   },
 ];
@@ -485,16 +754,26 @@ export function kueueVersionOf(version: string): [number, number] | undefined {
   return m ? [Number(m[1]), m[2] === undefined ? Infinity : Number(m[2])] : undefined;
 }
 
-const cmp = (a: [number, number], b: [number, number]) => (a[0] - b[0]) || (a[1] === b[1] ? 0 : a[1] < b[1] ? -1 : 1);
+const cmp = (a: [number, number], b: [number, number]) => a[0] - b[0] || (a[1] === b[1] ? 0 : a[1] < b[1] ? -1 : 1);
 const inKueue = (v: [number, number], ranges: readonly KueueVersionRange[]) =>
   ranges.some(r => cmp(v, kueueVersionOf(r.from)!) >= 0 && (r.to === undefined || cmp(v, kueueVersionOf(r.to)!) <= 0));
 
 /** The rules that apply on a server of this minor version, with this Kueue. @internal */
-export function rulesFor(minor: number, kueue: [number, number] = kueueVersionOf(MIN_KUEUE_VERSION)!): Map<string, readonly FieldRule[]> {
+export function rulesFor(
+  minor: number,
+  kueue: [number, number] = kueueVersionOf(MIN_KUEUE_VERSION)!,
+): Map<string, readonly FieldRule[]> {
   const out = new Map<string, readonly FieldRule[]>();
   for (const k of IMMUTABLE_FIELDS) {
-    out.set(`${k.group}/${k.kind}`, k.fields.filter(r => (r.since === undefined || minor >= minorOf(r.since)!) && (r.until === undefined || minor <= minorOf(r.until)!)
-      && (r.kueue === undefined || inKueue(kueue, r.kueue))));
+    out.set(
+      `${k.group}/${k.kind}`,
+      k.fields.filter(
+        r =>
+          (r.since === undefined || minor >= minorOf(r.since)!) &&
+          (r.until === undefined || minor <= minorOf(r.until)!) &&
+          (r.kueue === undefined || inKueue(kueue, r.kueue)),
+      ),
+    );
   }
   return out;
 }

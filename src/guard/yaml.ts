@@ -12,11 +12,22 @@ for (const s of ['y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'O
 for (const s of ['n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF']) BOOLS.set(s, false);
 
 const NULLS = new Set(['~', 'null', 'Null', 'NULL']);
-const SPECIAL_FLOATS = new Map<string, number>(Object.entries({
-  '.nan': NaN, '.NaN': NaN, '.NAN': NaN,
-  '.inf': Infinity, '.Inf': Infinity, '.INF': Infinity, '+.inf': Infinity, '+.Inf': Infinity, '+.INF': Infinity,
-  '-.inf': -Infinity, '-.Inf': -Infinity, '-.INF': -Infinity,
-}));
+const SPECIAL_FLOATS = new Map<string, number>(
+  Object.entries({
+    '.nan': NaN,
+    '.NaN': NaN,
+    '.NAN': NaN,
+    '.inf': Infinity,
+    '.Inf': Infinity,
+    '.INF': Infinity,
+    '+.inf': Infinity,
+    '+.Inf': Infinity,
+    '+.INF': Infinity,
+    '-.inf': -Infinity,
+    '-.Inf': -Infinity,
+    '-.INF': -Infinity,
+  }),
+);
 const nullType = new jsyaml.Type('tag:yaml.org,2002:null', {
   kind: 'scalar',
   resolve: (s: string) => s === '' || (s.length <= 4 && NULLS.has(s)),
@@ -55,7 +66,10 @@ export interface YamlDocument {
 
 /** Thrown with the 1-based line of the fault. */
 export class YamlSyntaxError extends Error {
-  constructor(message: string, readonly line: number) {
+  constructor(
+    message: string,
+    readonly line: number,
+  ) {
     super(message);
   }
 }

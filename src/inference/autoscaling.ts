@@ -66,13 +66,22 @@ export class Autoscaler {
     const v = c.v;
     const behavior: k8s.HorizontalPodAutoscalerBehaviorV2 = {
       // One replica per minute down: a StatefulSet removes its highest ordinal, whatever its load.
-      scaleDown: { stabilizationWindowSeconds: c.scaleDownSeconds, policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }] },
+      scaleDown: {
+        stabilizationWindowSeconds: c.scaleDownSeconds,
+        policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }],
+      },
     };
     if (this.kind === 'hpa') {
       v.knownProps('autoscaling.autoscaler', this.hpaOptions, ['metricName']);
       const metricName = this.hpaOptions?.metricName ?? c.queueMetric.replace(/:/g, '_');
       // The HPA's metric name is a path segment of the custom metrics API.
-      if (typeof metricName !== 'string' || metricName.length === 0 || /[/%]/.test(metricName) || metricName === '.' || metricName === '..') {
+      if (
+        typeof metricName !== 'string' ||
+        metricName.length === 0 ||
+        /[/%]/.test(metricName) ||
+        metricName === '.' ||
+        metricName === '..'
+      ) {
         v.fail('autoscaling.autoscaler metricName', 'must be a metric name without "/" or "%"', metricName);
       }
       const hpa = new ManifestObject(scope, 'Autoscaler', KIND.HorizontalPodAutoscaler, {
@@ -81,10 +90,15 @@ export class Autoscaler {
           scaleTargetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
           minReplicas: c.minReplicas,
           maxReplicas: c.maxReplicas,
-          metrics: [{
-            type: 'Pods',
-            pods: { metric: { name: metricName }, target: { type: 'AverageValue', averageValue: k8s.Quantity.fromNumber(c.targetQueueDepth) } },
-          }],
+          metrics: [
+            {
+              type: 'Pods',
+              pods: {
+                metric: { name: metricName },
+                target: { type: 'AverageValue', averageValue: k8s.Quantity.fromNumber(c.targetQueueDepth) },
+              },
+            },
+          ],
           behavior,
         },
       });
@@ -99,13 +113,18 @@ export class Autoscaler {
     let query = o.query;
     if (query === undefined) {
       if (!c.namespace) {
-        v.fail('autoscaling.autoscaler query', 'is needed when the chart has no namespace: the default query selects pods by namespace, or it would count pods of the same name in every namespace', undefined);
+        v.fail(
+          'autoscaling.autoscaler query',
+          'is needed when the chart has no namespace: the default query selects pods by namespace, or it would count pods of the same name in every namespace',
+          undefined,
+        );
       }
       query = `sum(${c.queueMetric}{namespace="${c.namespace}",pod=~"${c.name}-[0-9]+"})`;
     } else if (typeof query !== 'string' || query.trim() === '') {
       v.fail('autoscaling.autoscaler query', 'must be a non-empty PromQL query', query);
     }
-    if (o.authenticationRef !== undefined) v.dnsSubdomain('autoscaling.autoscaler authenticationRef', o.authenticationRef);
+    if (o.authenticationRef !== undefined)
+      v.dnsSubdomain('autoscaling.autoscaler authenticationRef', o.authenticationRef);
     const scaledObject = new ApiObject(scope, 'Autoscaler', {
       apiVersion: 'keda.sh/v1alpha1',
       kind: 'ScaledObject',
@@ -115,11 +134,13 @@ export class Autoscaler {
         minReplicaCount: c.minReplicas,
         maxReplicaCount: c.maxReplicas,
         advanced: { horizontalPodAutoscalerConfig: { behavior } },
-        triggers: [{
-          type: 'prometheus',
-          metadata: { serverAddress: o.serverAddress, query, threshold: String(c.targetQueueDepth) },
-          ...(o.authenticationRef !== undefined ? { authenticationRef: { name: o.authenticationRef } } : {}),
-        }],
+        triggers: [
+          {
+            type: 'prometheus',
+            metadata: { serverAddress: o.serverAddress, query, threshold: String(c.targetQueueDepth) },
+            ...(o.authenticationRef !== undefined ? { authenticationRef: { name: o.authenticationRef } } : {}),
+          },
+        ],
       },
     });
     return { scaledObject };
@@ -174,21 +195,42 @@ export interface AutoscalerContext {
  * replica is capacity (`capacity.what` says of what it is made, for messages).
  */
 export function resolveAutoscaling(v: Validator, o: AutoscalingOptions, capacity: { seconds: number; what: string }) {
-  v.knownProps('autoscaling', o, ['minReplicas', 'maxReplicas', 'targetQueueDepth', 'scaleDownStabilization', 'autoscaler']);
+  v.knownProps('autoscaling', o, [
+    'minReplicas',
+    'maxReplicas',
+    'targetQueueDepth',
+    'scaleDownStabilization',
+    'autoscaler',
+  ]);
   const minReplicas = v.wholeNumber('autoscaling.minReplicas', o.minReplicas ?? 1, 1);
   const maxReplicas = v.wholeNumber('autoscaling.maxReplicas', o.maxReplicas, 1);
-  if (maxReplicas < minReplicas) v.fail('autoscaling.maxReplicas', `must be at least minReplicas (${minReplicas})`, maxReplicas);
-  const targetQueueDepth = v.wholeNumber('autoscaling.targetQueueDepth', o.targetQueueDepth ?? DEFAULT_TARGET_QUEUE_DEPTH, 1);
+  if (maxReplicas < minReplicas)
+    v.fail('autoscaling.maxReplicas', `must be at least minReplicas (${minReplicas})`, maxReplicas);
+  const targetQueueDepth = v.wholeNumber(
+    'autoscaling.targetQueueDepth',
+    o.targetQueueDepth ?? DEFAULT_TARGET_QUEUE_DEPTH,
+    1,
+  );
   if (capacity.seconds + 1 > MAX_STABILIZATION_SECONDS) {
-    v.fail('autoscaling', `needs a scale-down window longer than a new replica takes to be capacity, ${capacity.what} = ${capacity.seconds}s, but the HPA allows at most ${MAX_STABILIZATION_SECONDS}s: use ModelCache.sharedClaim() so new replicas skip the download, lower maxModelLoadTime/modelSize, or scale by hand`, `${capacity.seconds}s`);
+    v.fail(
+      'autoscaling',
+      `needs a scale-down window longer than a new replica takes to be capacity, ${capacity.what} = ${capacity.seconds}s, but the HPA allows at most ${MAX_STABILIZATION_SECONDS}s: use ModelCache.sharedClaim() so new replicas skip the download, lower maxModelLoadTime/modelSize, or scale by hand`,
+      `${capacity.seconds}s`,
+    );
   }
-  const scaleDownSeconds = o.scaleDownStabilization === undefined
-    ? Math.min(MAX_STABILIZATION_SECONDS, capacity.seconds + STABILIZATION_MARGIN_SECONDS)
-    : v.seconds('autoscaling.scaleDownStabilization', o.scaleDownStabilization, 0, MAX_STABILIZATION_SECONDS);
+  const scaleDownSeconds =
+    o.scaleDownStabilization === undefined
+      ? Math.min(MAX_STABILIZATION_SECONDS, capacity.seconds + STABILIZATION_MARGIN_SECONDS)
+      : v.seconds('autoscaling.scaleDownStabilization', o.scaleDownStabilization, 0, MAX_STABILIZATION_SECONDS);
   if (scaleDownSeconds <= capacity.seconds) {
-    v.fail('autoscaling.scaleDownStabilization', `must be longer than a new replica takes to be capacity, ${capacity.what} = ${capacity.seconds}s, or replicas are removed while their replacements still load the model`, o.scaleDownStabilization);
+    v.fail(
+      'autoscaling.scaleDownStabilization',
+      `must be longer than a new replica takes to be capacity, ${capacity.what} = ${capacity.seconds}s, or replicas are removed while their replacements still load the model`,
+      o.scaleDownStabilization,
+    );
   }
   const autoscaler = o.autoscaler ?? Autoscaler.hpa();
-  if (!(autoscaler instanceof Autoscaler)) v.fail('autoscaling.autoscaler', 'must be made with Autoscaler.hpa() or Autoscaler.keda()', autoscaler);
+  if (!(autoscaler instanceof Autoscaler))
+    v.fail('autoscaling.autoscaler', 'must be made with Autoscaler.hpa() or Autoscaler.keda()', autoscaler);
   return { minReplicas, maxReplicas, targetQueueDepth, scaleDownSeconds, autoscaler };
 }

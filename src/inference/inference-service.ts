@@ -5,7 +5,14 @@ import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { headlessService } from '../common/headless-service';
 import { ImageRef } from '../common/image-ref';
-import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, labelSet, workloadLabels } from '../common/labels';
+import {
+  LABEL_COMPONENT,
+  LABEL_INSTANCE,
+  LABEL_MANAGED_BY,
+  LABEL_NAME,
+  labelSet,
+  workloadLabels,
+} from '../common/labels';
 import { statefulSetName } from '../common/names';
 import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
@@ -194,9 +201,29 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
 
 /** @internal The keys of InferenceServiceProps beyond GpuWorkloadProps, for the unknown-prop check. */
 export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
-  'name', 'modelId', 'revision', 'replicas', 'gpusPerReplica', 'version', 'hfTokenSecret', 'image', 'extraArgs', 'modelCache',
-  'modelSize', 'preStopSleep', 'drainTimeout', 'terminationGracePeriod', 'maxModelLoadTime', 'sharedMemory', 'runAsRoot',
-  'serviceMonitor', 'serviceMonitorLabels', 'serviceMonitorInterval', 'autoscaling', 'ipFamily', 'usageStats',
+  'name',
+  'modelId',
+  'revision',
+  'replicas',
+  'gpusPerReplica',
+  'version',
+  'hfTokenSecret',
+  'image',
+  'extraArgs',
+  'modelCache',
+  'modelSize',
+  'preStopSleep',
+  'drainTimeout',
+  'terminationGracePeriod',
+  'maxModelLoadTime',
+  'sharedMemory',
+  'runAsRoot',
+  'serviceMonitor',
+  'serviceMonitorLabels',
+  'serviceMonitorInterval',
+  'autoscaling',
+  'ipFamily',
+  'usageStats',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -276,22 +303,32 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const v = new Validator(engine.construct, id);
     v.knownProps('', props, propKeysOf(binding.keys));
     for (const key of Object.keys(props)) {
-      if ((props as unknown as Record<string, unknown>)[key] === null) v.fail(key, 'must not be null: omit it for the default', null);
+      if ((props as unknown as Record<string, unknown>)[key] === null)
+        v.fail(key, 'must not be null: omit it for the default', null);
     }
 
-    const name = this.statefulSetName = statefulSetName(v, props.name, props.version);
+    const name = (this.statefulSetName = statefulSetName(v, props.name, props.version));
     this.serviceName = props.name;
     this.headlessServiceName = `${name}-headless`;
     this.port = engine.port;
     const modelId = v.nonEmpty('modelId', props.modelId);
     // Both become command-line arguments: a leading "-" would be read as a flag.
-    if (/\s/.test(modelId) || modelId.startsWith('-')) v.fail('modelId', 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
+    if (/\s/.test(modelId) || modelId.startsWith('-'))
+      v.fail('modelId', 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
     // huggingface_hub's validate_repo_id (utils/_validators.py) refuses anything else before a download starts.
-    if (!modelId.startsWith('/') && (!HUB_REPO_ID.test(modelId) || modelId.includes('--') || modelId.includes('..') || modelId.endsWith('.git'))) {
-      v.fail('modelId', 'must be a hub repository id ("name" or "org/name": letters, digits, "-", "_" and ".", at most 96 for the name, no "--" or "..", not ending in ".git") or an absolute path', modelId);
+    if (
+      !modelId.startsWith('/') &&
+      (!HUB_REPO_ID.test(modelId) || modelId.includes('--') || modelId.includes('..') || modelId.endsWith('.git'))
+    ) {
+      v.fail(
+        'modelId',
+        'must be a hub repository id ("name" or "org/name": letters, digits, "-", "_" and ".", at most 96 for the name, no "--" or "..", not ending in ".git") or an absolute path',
+        modelId,
+      );
     }
     const revision = props.revision === undefined ? undefined : v.nonEmpty('revision', props.revision);
-    if (revision !== undefined && (/\s/.test(revision) || revision.startsWith('-'))) v.fail('revision', 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
+    if (revision !== undefined && (/\s/.test(revision) || revision.startsWith('-')))
+      v.fail('revision', 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
     const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
     const image = v.image('image', props.image ?? engine.defaultImage);
 
@@ -299,50 +336,98 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     const preStop = v.seconds('preStopSleep', props.preStopSleep ?? Duration.seconds(DEFAULT_PRESTOP_SLEEP_SECONDS), 0);
     const drain = v.seconds('drainTimeout', props.drainTimeout ?? Duration.seconds(DEFAULT_DRAIN_SECONDS), 1);
     const needed = preStop + drain + TERMINATION_MARGIN_SECONDS;
-    const grace = props.terminationGracePeriod === undefined ? needed : v.seconds('terminationGracePeriod', props.terminationGracePeriod, 1);
+    const grace =
+      props.terminationGracePeriod === undefined
+        ? needed
+        : v.seconds('terminationGracePeriod', props.terminationGracePeriod, 1);
     if (grace < needed) {
-      v.fail('terminationGracePeriod', `must be at least preStopSleep + drainTimeout + margin = ${preStop}s + ${drain}s + ${TERMINATION_MARGIN_SECONDS}s = ${needed}s, or SIGKILL cuts the drain short`, props.terminationGracePeriod);
+      v.fail(
+        'terminationGracePeriod',
+        `must be at least preStopSleep + drainTimeout + margin = ${preStop}s + ${drain}s + ${TERMINATION_MARGIN_SECONDS}s = ${needed}s, or SIGKILL cuts the drain short`,
+        props.terminationGracePeriod,
+      );
     }
     this.terminationGracePeriodSeconds = grace;
 
     const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
     this.startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime);
 
-    const defaultCacheGib = Math.max(DEFAULT_CACHE_GIB, modelSize ? Math.ceil(modelSize.toKibibytes() * CACHE_HEADROOM / 1024 ** 2) : 0);
-    const cache = (props.modelCache ?? ModelCache.persistentClaim({ size: Size.gibibytes(defaultCacheGib) }));
-    if (!(cache instanceof ModelCache)) v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', cache);
+    const defaultCacheGib = Math.max(
+      DEFAULT_CACHE_GIB,
+      modelSize ? Math.ceil((modelSize.toKibibytes() * CACHE_HEADROOM) / 1024 ** 2) : 0,
+    );
+    const cache = props.modelCache ?? ModelCache.persistentClaim({ size: Size.gibibytes(defaultCacheGib) });
+    if (!(cache instanceof ModelCache))
+      v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', cache);
     const boundCache = cache._bind(v, modelSize);
-    this.modelCacheClaimName = boundCache.claimTemplate ? boundCache.volumeName : boundCache.volume?.persistentVolumeClaim?.claimName;
+    this.modelCacheClaimName = boundCache.claimTemplate
+      ? boundCache.volumeName
+      : boundCache.volume?.persistentVolumeClaim?.claimName;
 
     // A replica is capacity once it has loaded the model, and first downloaded it unless the cache
     // is shared: with a cache per replica, a scaled-up replica fills its own (at the assumed hub
     // bandwidth, when modelSize says how much).
-    const downloadSeconds = !boundCache.shared && modelSize ? Math.ceil(modelSize.toKibibytes() * 1024 / (ASSUMED_DOWNLOAD_MB_PER_SECOND * 1e6)) : 0;
-    const capacity = { seconds: this.startupBudgetSeconds + downloadSeconds, what: downloadSeconds > 0 ? `download at ${ASSUMED_DOWNLOAD_MB_PER_SECOND} MB/s (${downloadSeconds}s) + startup budget (${this.startupBudgetSeconds}s)` : `startup budget (${this.startupBudgetSeconds}s)` };
-    const autoscaling = props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity);
+    const downloadSeconds =
+      !boundCache.shared && modelSize
+        ? Math.ceil((modelSize.toKibibytes() * 1024) / (ASSUMED_DOWNLOAD_MB_PER_SECOND * 1e6))
+        : 0;
+    const capacity = {
+      seconds: this.startupBudgetSeconds + downloadSeconds,
+      what:
+        downloadSeconds > 0
+          ? `download at ${ASSUMED_DOWNLOAD_MB_PER_SECOND} MB/s (${downloadSeconds}s) + startup budget (${this.startupBudgetSeconds}s)`
+          : `startup budget (${this.startupBudgetSeconds}s)`,
+    };
+    const autoscaling =
+      props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity);
     if (autoscaling && props.replicas !== undefined) {
-      v.fail('replicas', 'must not be set with autoscaling: the autoscaler owns the replica count (use autoscaling.minReplicas)', props.replicas);
+      v.fail(
+        'replicas',
+        'must not be set with autoscaling: the autoscaler owns the replica count (use autoscaling.minReplicas)',
+        props.replicas,
+      );
     }
     const replicas = autoscaling ? undefined : v.wholeNumber('replicas', props.replicas ?? 1, 1);
 
-    if (props.ipFamily !== undefined && !Object.values(IpFamily).includes(props.ipFamily)) v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
+    if (props.ipFamily !== undefined && !Object.values(IpFamily).includes(props.ipFamily))
+      v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
     const host = props.ipFamily === IpFamily.IPV6 ? '::' : '0.0.0.0';
     const usageStats = v.boolean('usageStats', props.usageStats, false);
     const tuning = binding.tuning(v);
 
-    const launch = engine.launch({ modelId, revision, gpus, port: engine.port, host, drainSeconds: drain, usageStats, tuning });
+    const launch = engine.launch({
+      modelId,
+      revision,
+      gpus,
+      port: engine.port,
+      host,
+      drainSeconds: drain,
+      usageStats,
+      tuning,
+    });
     const extraArgs = v.stringArray('extraArgs', props.extraArgs) ?? [];
     const refusedFlags = extraArgs.length > 0 ? refusedFlagsOf(engine) : undefined;
     extraArgs.forEach((arg, i) => {
       if (engine.argsWordSplit && /[\s*?[]/.test(arg)) {
-        v.fail(`extraArgs[${i}]`, 'must not contain whitespace or glob characters: the image\'s entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env)', arg);
+        v.fail(
+          `extraArgs[${i}]`,
+          "must not contain whitespace or glob characters: the image's entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env)",
+          arg,
+        );
       }
       const flag = arg.split('=')[0];
       const exact = refusedFlags!.get(flag);
       if (exact) v.fail(`extraArgs[${i}]`, `must not set ${flag}: ${exact.set}`, arg);
-      const expands = engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
-        ? [...refusedFlags!.keys()].find(f => f.startsWith(flag)) : undefined;
-      if (expands) v.fail(`extraArgs[${i}]`, `must not abbreviate ${expands}: argparse expands ${flag} to it${refusedFlags!.get(expands)!.expanded}`, arg);
+      const expands =
+        engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
+          ? [...refusedFlags!.keys()].find(f => f.startsWith(flag))
+          : undefined;
+      if (expands)
+        v.fail(
+          `extraArgs[${i}]`,
+          `must not abbreviate ${expands}: argparse expands ${flag} to it${refusedFlags!.get(expands)!.expanded}`,
+          arg,
+        );
     });
 
     this.queueMetric = engine.queueMetric;
@@ -356,8 +441,13 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     this._securityUid = uid;
     this._processAliases = engine.processAliases ?? {};
     // What asked for a non-root pod, for the message when the image cannot run as one.
-    const nonRootBy: [string, unknown] | undefined = identity.runAsRoot ? undefined
-      : props.runAsRoot === false ? ['runAsRoot', false] : props.runAsUser !== undefined ? ['runAsUser', props.runAsUser] : ['image', image];
+    const nonRootBy: [string, unknown] | undefined = identity.runAsRoot
+      ? undefined
+      : props.runAsRoot === false
+        ? ['runAsRoot', false]
+        : props.runAsUser !== undefined
+          ? ['runAsUser', props.runAsUser]
+          : ['image', image];
     checkImageFacts(v, engine.imageFacts, image, nonRootBy);
 
     const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
@@ -368,7 +458,11 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     // HF_HOME (huggingface_hub/constants.py), so any of them set elsewhere loses the weights.
     for (const variable of HUB_CACHE_VARIABLES) {
       if (props.env && Object.prototype.hasOwnProperty.call(props.env, variable)) {
-        v.fail(`env.${variable}`, `must not be set: it moves the hub cache off the model cache volume (${MODEL_CACHE_PATH}), where the download fills it and the server reads it offline; set modelCache instead`, variable);
+        v.fail(
+          `env.${variable}`,
+          `must not be set: it moves the hub cache off the model cache volume (${MODEL_CACHE_PATH}), where the download fills it and the server reads it offline; set modelCache instead`,
+          variable,
+        );
       }
     }
     const token: k8s.EnvVar[] = [];
@@ -379,13 +473,19 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
       if (props.env && Object.prototype.hasOwnProperty.call(props.env, 'HF_TOKEN')) {
         v.fail('env.HF_TOKEN', 'is set by hfTokenSecret: set one of them', 'HF_TOKEN');
       }
-      token.push({ name: 'HF_TOKEN', valueFrom: { secretKeyRef: { name: props.hfTokenSecret.name, key: props.hfTokenSecret.key } } });
+      token.push({
+        name: 'HF_TOKEN',
+        valueFrom: { secretKeyRef: { name: props.hfTokenSecret.name, key: props.hfTokenSecret.key } },
+      });
     }
     // The server never reaches the hub: the init container filled the cache, so a hub outage or a
     // rate limit cannot stall a start, and no download runs under the startup probe.
     const offline: OwnedEnv = { env: { name: 'HF_HUB_OFFLINE', value: '1' }, via: 'modelCache' };
 
-    const probe = (extra: Partial<k8s.Probe>): k8s.Probe => ({ httpGet: { path: engine.healthPath, port: k8s.IntOrString.fromString(PORT_NAME) }, ...extra });
+    const probe = (extra: Partial<k8s.Probe>): k8s.Probe => ({
+      httpGet: { path: engine.healthPath, port: k8s.IntOrString.fromString(PORT_NAME) },
+      ...extra,
+    });
     const cacheMount = { name: boundCache.volumeName, mountPath: MODEL_CACHE_PATH };
     const built = buildWorkloadPod(v, {
       props,
@@ -400,7 +500,11 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
         ...(launch.args.length + extraArgs.length > 0 ? { args: [...launch.args, ...extraArgs] } : {}),
         ports: [{ name: PORT_NAME, containerPort: engine.port, protocol: 'TCP' }],
         // The port stays closed while the weights load: only the startup probe waits.
-        startupProbe: probe({ periodSeconds: STARTUP_PERIOD_SECONDS, timeoutSeconds: 5, failureThreshold: Math.ceil(this.startupBudgetSeconds / STARTUP_PERIOD_SECONDS) }),
+        startupProbe: probe({
+          periodSeconds: STARTUP_PERIOD_SECONDS,
+          timeoutSeconds: 5,
+          failureThreshold: Math.ceil(this.startupBudgetSeconds / STARTUP_PERIOD_SECONDS),
+        }),
         readinessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3, successThreshold: 1 }),
         // A busy server answers slowly; only a server that fails for 3 minutes is restarted.
         livenessProbe: probe({ periodSeconds: 30, timeoutSeconds: 10, failureThreshold: 6 }),
@@ -408,22 +512,33 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
       },
       ownedEnv: [...launch.env, offline],
       defaultEnv: [
-        ...engine.cacheEnv(MODEL_CACHE_PATH), ...token, ...scratch.env,
+        ...engine.cacheEnv(MODEL_CACHE_PATH),
+        ...token,
+        ...scratch.env,
         ...(identity.runAsRoot ? [] : [nonRootUserEnv(engine.containerName)]),
         ...engine.extraEnv(engine.home),
       ],
       volumes: [...scratch.volumes, ...(boundCache.volume ? [boundCache.volume] : [])],
       mounts: [...scratch.mounts, ...(boundCache.volume ? [cacheMount] : [])],
-      claims: boundCache.claimTemplate ? [{ name: boundCache.volumeName, mountPath: MODEL_CACHE_PATH, prop: 'modelCache' }] : [],
+      claims: boundCache.claimTemplate
+        ? [{ name: boundCache.volumeName, mountPath: MODEL_CACHE_PATH, prop: 'modelCache' }]
+        : [],
       sharedMemory: props.sharedMemory ?? Size.gibibytes(engine.shmGibPerGpu * gpus),
       spec: {
         terminationGracePeriodSeconds: grace,
         // Spread replicas over nodes so one node drain or failure takes one replica; ScheduleAnyway
         // because GPU nodes are scarce and a skewed placement beats a Pending replica.
-        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } }],
+        topologySpreadConstraints: [
+          {
+            maxSkew: 1,
+            topologyKey: 'kubernetes.io/hostname',
+            whenUnsatisfiable: 'ScheduleAnyway',
+            labelSelector: { matchLabels: selector },
+          },
+        ],
       },
     });
-    const template = this._podTemplate = built.template;
+    const template = (this._podTemplate = built.template);
     if (!modelId.startsWith('/')) addDownload(v, template, engine.download(modelId, revision), offline.env.name);
     template.annotate('prometheus.io/scrape', 'true');
     template.annotate('prometheus.io/port', String(engine.port));
@@ -432,23 +547,36 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     // The ServiceMonitor finds the per-pod endpoints through this label, never the client Service,
     // which would scrape the same pods a second time.
     this.headlessService = headlessService(this, 'Headless', {
-      name: this.headlessServiceName, labels: { ...labels, [PER_POD_ENDPOINTS_LABEL]: 'true' }, selector,
+      name: this.headlessServiceName,
+      labels: { ...labels, [PER_POD_ENDPOINTS_LABEL]: 'true' },
+      selector,
       ports: [{ name: PORT_NAME, port: engine.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
     });
 
     // One client Service across versions and engines: it selects every version of this name through
     // the named port, so during a version bump both StatefulSets serve until the old one is deleted.
-    this.service = sharedObject(this, 'Service', this.serviceName, () => new ManifestObject(this, 'Service', KIND.Service, {
-      metadata: { name: this.serviceName, labels: workloadLabels({ name: props.name, instance: props.name, component: COMPONENT }) },
-      spec: {
-        type: 'ClusterIP',
-        selector: { [LABEL_NAME]: props.name, [LABEL_COMPONENT]: COMPONENT },
-        ports: [{ name: PORT_NAME, port: 80, targetPort: k8s.IntOrString.fromString(PORT_NAME), protocol: 'TCP' }],
-      },
-    }));
+    this.service = sharedObject(
+      this,
+      'Service',
+      this.serviceName,
+      () =>
+        new ManifestObject(this, 'Service', KIND.Service, {
+          metadata: {
+            name: this.serviceName,
+            labels: workloadLabels({ name: props.name, instance: props.name, component: COMPONENT }),
+          },
+          spec: {
+            type: 'ClusterIP',
+            selector: { [LABEL_NAME]: props.name, [LABEL_COMPONENT]: COMPONENT },
+            ports: [{ name: PORT_NAME, port: 80, targetPort: k8s.IntOrString.fromString(PORT_NAME), protocol: 'TCP' }],
+          },
+        }),
+    );
     const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
     const namespace = Chart.of(this).namespace;
-    this.url = namespace ? `http://${this.serviceName}.${namespace}.svc.${clusterDomain}` : `http://${this.serviceName}`;
+    this.url = namespace
+      ? `http://${this.serviceName}.${namespace}.svc.${clusterDomain}`
+      : `http://${this.serviceName}`;
 
     this.statefulSet = new ManifestObject(this, 'Resource', STATEFUL_SET, {
       metadata: { name, labels },
@@ -462,25 +590,45 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
         selector: { matchLabels: selector },
         template: template.toTemplate(),
-        ...(boundCache.claimTemplate ? {
-          volumeClaimTemplates: [{ ...boundCache.claimTemplate, metadata: { ...boundCache.claimTemplate.metadata, labels } }],
-          // A model cache is re-downloadable: delete claims with the StatefulSet or on scale-down.
-          persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
-        } : {}),
+        ...(boundCache.claimTemplate
+          ? {
+              volumeClaimTemplates: [
+                { ...boundCache.claimTemplate, metadata: { ...boundCache.claimTemplate.metadata, labels } },
+              ],
+              // A model cache is re-downloadable: delete claims with the StatefulSet or on scale-down.
+              persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
+            }
+          : {}),
       },
     });
-    addPodValidation(this, template, v.boolean('guaranteedQos', props.guaranteedQos, false), `${engine.construct} '${id}'`);
+    addPodValidation(
+      this,
+      template,
+      v.boolean('guaranteedQos', props.guaranteedQos, false),
+      `${engine.construct} '${id}'`,
+    );
 
     // maxUnavailable 1 keeps n-1 serving while replicas change. With one replica it still lets a
     // drain evict the pod (a short outage) instead of blocking node maintenance forever.
-    this.podDisruptionBudget = podDisruptionBudget(this, 'Budget', { name, labels, selector, budget: DisruptionBudget.maxUnavailable(1) })!;
+    this.podDisruptionBudget = podDisruptionBudget(this, 'Budget', {
+      name,
+      labels,
+      selector,
+      budget: DisruptionBudget.maxUnavailable(1),
+    })!;
 
     this.serviceMonitor = serviceMonitor(this, v, props, { name, labels, selector });
     if (autoscaling) {
       const made = autoscaling.autoscaler._create(this, {
-        v, name, labels, namespace, queueMetric: engine.queueMetric,
-        minReplicas: autoscaling.minReplicas, maxReplicas: autoscaling.maxReplicas,
-        targetQueueDepth: autoscaling.targetQueueDepth, scaleDownSeconds: autoscaling.scaleDownSeconds,
+        v,
+        name,
+        labels,
+        namespace,
+        queueMetric: engine.queueMetric,
+        minReplicas: autoscaling.minReplicas,
+        maxReplicas: autoscaling.maxReplicas,
+        targetQueueDepth: autoscaling.targetQueueDepth,
+        scaleDownSeconds: autoscaling.scaleDownSeconds,
       });
       this.horizontalPodAutoscaler = made.hpa;
       this.scaledObject = made.scaledObject;
@@ -496,17 +644,26 @@ function startupBudget(v: Validator, modelSize: Size | undefined, maxModelLoadTi
   // The startup probe's failureThreshold (budget / period) is an int32.
   const max = INT32_MAX * STARTUP_PERIOD_SECONDS;
   const derived = modelSize === undefined ? undefined : derivedLoadSeconds(modelSize);
-  if (derived !== undefined && derived > max) v.fail('modelSize', `must load within ${max}s at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s: the startup probe's failureThreshold is an int32`, modelSize);
+  if (derived !== undefined && derived > max)
+    v.fail(
+      'modelSize',
+      `must load within ${max}s at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s: the startup probe's failureThreshold is an int32`,
+      modelSize,
+    );
   if (maxModelLoadTime === undefined) return derived ?? DEFAULT_MAX_MODEL_LOAD_SECONDS;
   const explicit = v.seconds('maxModelLoadTime', maxModelLoadTime, 60, max);
   if (derived !== undefined && explicit < derived) {
-    v.fail('maxModelLoadTime', `must be at least the load budget of modelSize (${show(modelSize)}): ${modelGb(modelSize!)} GB at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s + ${WARMUP_SECONDS}s warm-up = ${derived}s, or the startup probe restarts a server that is still loading`, maxModelLoadTime);
+    v.fail(
+      'maxModelLoadTime',
+      `must be at least the load budget of modelSize (${show(modelSize)}): ${modelGb(modelSize!)} GB at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s + ${WARMUP_SECONDS}s warm-up = ${derived}s, or the startup probe restarts a server that is still loading`,
+      maxModelLoadTime,
+    );
   }
   return explicit;
 }
 
 function modelGb(size: Size): number {
-  return Math.round(size.toKibibytes() * 1024 / 1e8) / 10;
+  return Math.round((size.toKibibytes() * 1024) / 1e8) / 10;
 }
 
 /** Seconds to read `size` at the assumed bandwidth plus warm-up, rounded up to the probe period. */
@@ -522,8 +679,14 @@ export function derivedLoadSeconds(size: Size): number {
 function addDownload(v: Validator, template: PodTemplate, command: string[], offlineVar: string): void {
   const main = template.main;
   const init = template.spec.initContainers ?? [];
-  if (init.some(c => c.name === DOWNLOAD_CONTAINER)) v.fail('pod.initContainers', `must not use the name ${DOWNLOAD_CONTAINER}: the construct's download runs there`, DOWNLOAD_CONTAINER);
-  const pick = (m: { [key: string]: k8s.Quantity } | undefined) => Object.fromEntries(Object.entries(m ?? {}).filter(([k]) => k === 'cpu' || k === 'memory'));
+  if (init.some(c => c.name === DOWNLOAD_CONTAINER))
+    v.fail(
+      'pod.initContainers',
+      `must not use the name ${DOWNLOAD_CONTAINER}: the construct's download runs there`,
+      DOWNLOAD_CONTAINER,
+    );
+  const pick = (m: { [key: string]: k8s.Quantity } | undefined) =>
+    Object.fromEntries(Object.entries(m ?? {}).filter(([k]) => k === 'cpu' || k === 'memory'));
   const download: k8s.Container = {
     name: DOWNLOAD_CONTAINER,
     image: main.image,
@@ -538,21 +701,36 @@ function addDownload(v: Validator, template: PodTemplate, command: string[], off
   template.spec.initContainers = [download, ...init];
 }
 
-function serviceMonitor(scope: Construct, v: Validator, props: InferenceServiceProps, o: { name: string; labels: Record<string, string>; selector: Record<string, string> }): ApiObject | undefined {
+function serviceMonitor(
+  scope: Construct,
+  v: Validator,
+  props: InferenceServiceProps,
+  o: { name: string; labels: Record<string, string>; selector: Record<string, string> },
+): ApiObject | undefined {
   const enabled = v.boolean('serviceMonitor', props.serviceMonitor, false);
   const extra = v.labels('serviceMonitorLabels', props.serviceMonitorLabels);
   for (const key of Object.keys(extra)) {
-    if ([LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY].includes(key)) v.fail(`serviceMonitorLabels.${key}`, 'is set by the construct', extra[key]);
+    if ([LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY].includes(key))
+      v.fail(`serviceMonitorLabels.${key}`, 'is set by the construct', extra[key]);
   }
-  const interval = props.serviceMonitorInterval === undefined ? 30 : v.seconds('serviceMonitorInterval', props.serviceMonitorInterval, 1, 3600);
+  const interval =
+    props.serviceMonitorInterval === undefined
+      ? 30
+      : v.seconds('serviceMonitorInterval', props.serviceMonitorInterval, 1, 3600);
   // The autoscaler's query sees a sample only within Prometheus's 5-minute lookback: a longer scrape
   // interval leaves it without a value most of the time (KEDA reads that as 0, an HPA adapter as none).
   if (props.autoscaling !== undefined && interval >= PROMETHEUS_LOOKBACK_SECONDS) {
-    v.fail('serviceMonitorInterval', `must be shorter than Prometheus's ${PROMETHEUS_LOOKBACK_SECONDS}s lookback with autoscaling, or the queue gauge has no sample most of the time and the service stays at minReplicas`, props.serviceMonitorInterval);
+    v.fail(
+      'serviceMonitorInterval',
+      `must be shorter than Prometheus's ${PROMETHEUS_LOOKBACK_SECONDS}s lookback with autoscaling, or the queue gauge has no sample most of the time and the service stays at minReplicas`,
+      props.serviceMonitorInterval,
+    );
   }
   if (!enabled) {
-    if (props.serviceMonitorLabels !== undefined) v.fail('serviceMonitorLabels', 'needs serviceMonitor: true', props.serviceMonitorLabels);
-    if (props.serviceMonitorInterval !== undefined) v.fail('serviceMonitorInterval', 'needs serviceMonitor: true', props.serviceMonitorInterval);
+    if (props.serviceMonitorLabels !== undefined)
+      v.fail('serviceMonitorLabels', 'needs serviceMonitor: true', props.serviceMonitorLabels);
+    if (props.serviceMonitorInterval !== undefined)
+      v.fail('serviceMonitorInterval', 'needs serviceMonitor: true', props.serviceMonitorInterval);
     return undefined;
   }
   return new ApiObject(scope, 'ServiceMonitor', {
@@ -567,15 +745,25 @@ function serviceMonitor(scope: Construct, v: Validator, props: InferenceServiceP
 }
 
 /** The engine's facts about releases of its published image, against the tag of `image`. */
-function checkImageFacts(v: Validator, facts: readonly ImageFact[], image: string, nonRootBy: [string, unknown] | undefined): void {
+function checkImageFacts(
+  v: Validator,
+  facts: readonly ImageFact[],
+  image: string,
+  nonRootBy: [string, unknown] | undefined,
+): void {
   const ref = ImageRef.parse(image);
   const release = (x: readonly number[]) => x.join('.');
   for (const f of facts) {
     if (ref.repository !== f.repository) continue;
-    if (f.minimum && ref.isBefore(f.minimum)) v.fail('image', `must be release ${release(f.minimum)} or later: ${f.why}`, image);
+    if (f.minimum && ref.isBefore(f.minimum))
+      v.fail('image', `must be release ${release(f.minimum)} or later: ${f.why}`, image);
     if (f.rootOnlyFrom && nonRootBy && ref.version && !ref.isBefore(f.rootOnlyFrom)) {
       const [prop, value] = nonRootBy;
-      v.fail(prop, `asks for a non-root pod, which ${image} (release ${release(f.rootOnlyFrom)} or later) cannot run: ${f.why}; leave runAsRoot unset (true)`, value);
+      v.fail(
+        prop,
+        `asks for a non-root pod, which ${image} (release ${release(f.rootOnlyFrom)} or later) cannot run: ${f.why}; leave runAsRoot unset (true)`,
+        value,
+      );
     }
   }
 }
@@ -598,10 +786,19 @@ function refusedFlagsOf(engine: ServingEngine): ReadonlyMap<string, RefusedFlag>
   let flags = REFUSED_FLAGS.get(engine);
   if (!flags) {
     flags = new Map<string, RefusedFlag>([
-      ...Object.entries(engine.contradictingFlags).map(([f, why]): [string, RefusedFlag] => [f, { set: `it ${why}`, expanded: `, which ${why}` }]),
+      ...Object.entries(engine.contradictingFlags).map(([f, why]): [string, RefusedFlag] => [
+        f,
+        { set: `it ${why}`, expanded: `, which ${why}` },
+      ]),
       ...Object.entries(engine.ownedFlags).map(([f, via]): [string, RefusedFlag] => {
         const from = via ? ` from ${via}` : '';
-        return [f, { set: `the construct sets it${from}, and probes, Services and validation depend on it`, expanded: ` (or refuses it as ambiguous), and the construct sets it${from}` }];
+        return [
+          f,
+          {
+            set: `the construct sets it${from}, and probes, Services and validation depend on it`,
+            expanded: ` (or refuses it as ambiguous), and the construct sets it${from}`,
+          },
+        ];
       }),
     ]);
     REFUSED_FLAGS.set(engine, flags);
@@ -614,6 +811,6 @@ const PROP_KEYS = new WeakMap<readonly string[], readonly string[]>();
 /** Every prop key an engine's construct knows: the shared ones and the engine's own (made once per engine). */
 function propKeysOf(engineKeys: readonly string[]): readonly string[] {
   let keys = PROP_KEYS.get(engineKeys);
-  if (!keys) PROP_KEYS.set(engineKeys, keys = [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...engineKeys]);
+  if (!keys) PROP_KEYS.set(engineKeys, (keys = [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...engineKeys]));
   return keys;
 }

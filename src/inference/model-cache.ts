@@ -70,19 +70,32 @@ export class ModelCache {
   _bind(v: Validator, modelSize: Size | undefined): BoundModelCache {
     if (this.options !== undefined && this.options !== null) v.knownProps('modelCache', this.options, this.optionKeys);
     const sizeProp = this.kind === 'emptyDir' ? 'modelCache.sizeLimit' : 'modelCache.size';
-    if (this.kind === 'claim' && this.size === undefined) v.fail(sizeProp, 'is required for a persistent claim', this.size);
+    if (this.kind === 'claim' && this.size === undefined)
+      v.fail(sizeProp, 'is required for a persistent claim', this.size);
     if (this.size !== undefined) {
       v.positiveSize(sizeProp, this.size);
       if (modelSize !== undefined && this.size.toKibibytes() < modelSize.toKibibytes() * HEADROOM) {
-        v.fail(sizeProp, `must hold modelSize (${show(modelSize)}) with ${Math.round((HEADROOM - 1) * 100)}% headroom for partial downloads and tokenizer files, at least ${Math.ceil(modelSize.toKibibytes() * HEADROOM / 1024 ** 2)}Gi`, this.size);
+        v.fail(
+          sizeProp,
+          `must hold modelSize (${show(modelSize)}) with ${Math.round((HEADROOM - 1) * 100)}% headroom for partial downloads and tokenizer files, at least ${Math.ceil((modelSize.toKibibytes() * HEADROOM) / 1024 ** 2)}Gi`,
+          this.size,
+        );
       }
     }
     switch (this.kind) {
       case 'emptyDir':
-        return { volumeName: VOLUME, volume: { name: VOLUME, emptyDir: this.size ? { sizeLimit: sizeQuantity(this.size) } : {} }, shared: false };
+        return {
+          volumeName: VOLUME,
+          volume: { name: VOLUME, emptyDir: this.size ? { sizeLimit: sizeQuantity(this.size) } : {} },
+          shared: false,
+        };
       case 'shared':
         v.dnsSubdomain('modelCache.claimName', this.claimName as string);
-        return { volumeName: VOLUME, volume: { name: VOLUME, persistentVolumeClaim: { claimName: this.claimName as string } }, shared: true };
+        return {
+          volumeName: VOLUME,
+          volume: { name: VOLUME, persistentVolumeClaim: { claimName: this.claimName as string } },
+          shared: true,
+        };
       default:
         if (this.storageClassName !== undefined) v.dnsSubdomain('modelCache.storageClassName', this.storageClassName);
         return {

@@ -36,7 +36,13 @@ export interface SglangInferenceServiceProps extends InferenceServiceProps {
   readonly memFractionStatic?: number;
 }
 
-const KEYS: ReadonlyArray<keyof SglangInferenceServiceProps> = ['contextLength', 'quantization', 'servedModelName', 'maxRunningRequests', 'memFractionStatic'];
+const KEYS: ReadonlyArray<keyof SglangInferenceServiceProps> = [
+  'contextLength',
+  'quantization',
+  'servedModelName',
+  'maxRunningRequests',
+  'memFractionStatic',
+];
 
 /**
  * SGLang's server as a StatefulSet with the same practice as every serving construct here: a
@@ -53,17 +59,23 @@ export class SglangInferenceService extends InferenceService {
 
 function sglangTuning(v: Validator, props: SglangInferenceServiceProps): EngineTuning {
   const args: string[] = [];
-  if (props.contextLength !== undefined) args.push('--context-length', String(v.wholeNumber('contextLength', props.contextLength, 1)));
+  if (props.contextLength !== undefined)
+    args.push('--context-length', String(v.wholeNumber('contextLength', props.contextLength, 1)));
   if (props.quantization !== undefined) {
-    args.push('--quantization', v.enumValue('quantization', props.quantization, SglangQuantization, 'SglangQuantization'));
+    args.push(
+      '--quantization',
+      v.enumValue('quantization', props.quantization, SglangQuantization, 'SglangQuantization'),
+    );
   }
   if (props.servedModelName !== undefined) {
     args.push('--served-model-name', v.word('servedModelName', props.servedModelName));
   }
-  if (props.maxRunningRequests !== undefined) args.push('--max-running-requests', String(v.wholeNumber('maxRunningRequests', props.maxRunningRequests, 1)));
+  if (props.maxRunningRequests !== undefined)
+    args.push('--max-running-requests', String(v.wholeNumber('maxRunningRequests', props.maxRunningRequests, 1)));
   if (props.memFractionStatic !== undefined) {
     const f = props.memFractionStatic;
-    if (typeof f !== 'number' || !(f > 0 && f < 1)) v.fail('memFractionStatic', 'must be a fraction above 0 and below 1', f);
+    if (typeof f !== 'number' || !(f > 0 && f < 1))
+      v.fail('memFractionStatic', 'must be a fraction above 0 and below 1', f);
     args.push('--mem-fraction-static', String(f));
   }
   return { args, env: [] };

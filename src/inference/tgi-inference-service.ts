@@ -6,7 +6,11 @@ import { InferenceService, InferenceServiceProps } from './inference-service';
 import { TgiQuantization } from './quantization';
 
 export { TGI_DEFAULT_IMAGE, TGI_DRAIN_SECONDS, TGI_PORT } from './engines/tgi';
-export { DEFAULT_PRESTOP_SLEEP_SECONDS, TERMINATION_MARGIN_SECONDS, DEFAULT_MAX_MODEL_LOAD_SECONDS } from './inference-service';
+export {
+  DEFAULT_PRESTOP_SLEEP_SECONDS,
+  TERMINATION_MARGIN_SECONDS,
+  DEFAULT_MAX_MODEL_LOAD_SECONDS,
+} from './inference-service';
 export type { SecretKeyRef } from './inference-service';
 
 /** Props of `TgiInferenceService`: the shared serving props and TGI's own. */
@@ -38,7 +42,13 @@ export interface TgiInferenceServiceProps extends InferenceServiceProps {
   readonly maxBatchPrefillTokens?: number;
 }
 
-const KEYS: ReadonlyArray<keyof TgiInferenceServiceProps> = ['quantize', 'maxConcurrentRequests', 'maxInputTokens', 'maxTotalTokens', 'maxBatchPrefillTokens'];
+const KEYS: ReadonlyArray<keyof TgiInferenceServiceProps> = [
+  'quantize',
+  'maxConcurrentRequests',
+  'maxInputTokens',
+  'maxTotalTokens',
+  'maxBatchPrefillTokens',
+];
 
 /**
  * HuggingFace text-generation-inference as a StatefulSet: upgrades that drain instead of dropping
@@ -55,16 +65,25 @@ export class TgiInferenceService extends InferenceService {
 
 function tgiTuning(v: Validator, props: TgiInferenceServiceProps): EngineTuning {
   if (props.quantize !== undefined) v.enumValue('quantize', props.quantize, TgiQuantization, 'TgiQuantization');
-  const tokens = (prop: keyof TgiInferenceServiceProps, value: number | undefined) => (value === undefined ? undefined : v.wholeNumber(prop, value, 1));
+  const tokens = (prop: keyof TgiInferenceServiceProps, value: number | undefined) =>
+    value === undefined ? undefined : v.wholeNumber(prop, value, 1);
   const maxConcurrent = tokens('maxConcurrentRequests', props.maxConcurrentRequests);
   const maxInput = tokens('maxInputTokens', props.maxInputTokens);
   const maxTotal = tokens('maxTotalTokens', props.maxTotalTokens);
   const maxPrefill = tokens('maxBatchPrefillTokens', props.maxBatchPrefillTokens);
   if (maxInput !== undefined && maxTotal !== undefined && maxInput >= maxTotal) {
-    v.fail('maxInputTokens', `must be less than maxTotalTokens (${maxTotal}), which counts input and generated tokens`, maxInput);
+    v.fail(
+      'maxInputTokens',
+      `must be less than maxTotalTokens (${maxTotal}), which counts input and generated tokens`,
+      maxInput,
+    );
   }
   if (maxInput !== undefined && maxPrefill !== undefined && maxPrefill < maxInput) {
-    v.fail('maxBatchPrefillTokens', `must be at least maxInputTokens (${maxInput}), or no full-length prompt can be prefilled`, maxPrefill);
+    v.fail(
+      'maxBatchPrefillTokens',
+      `must be at least maxInputTokens (${maxInput}), or no full-length prompt can be prefilled`,
+      maxPrefill,
+    );
   }
   return {
     args: [],

@@ -37,7 +37,13 @@ export interface VllmInferenceServiceProps extends InferenceServiceProps {
   readonly gpuMemoryUtilization?: number;
 }
 
-const KEYS: ReadonlyArray<keyof VllmInferenceServiceProps> = ['maxModelLen', 'quantization', 'servedModelNames', 'maxNumSeqs', 'gpuMemoryUtilization'];
+const KEYS: ReadonlyArray<keyof VllmInferenceServiceProps> = [
+  'maxModelLen',
+  'quantization',
+  'servedModelNames',
+  'maxNumSeqs',
+  'gpuMemoryUtilization',
+];
 
 /**
  * vLLM's OpenAI-compatible server as a StatefulSet, with the same practice as every serving
@@ -55,7 +61,8 @@ export class VllmInferenceService extends InferenceService {
 
 function vllmTuning(v: Validator, props: VllmInferenceServiceProps): EngineTuning {
   const args: string[] = [];
-  if (props.maxModelLen !== undefined) args.push('--max-model-len', String(v.wholeNumber('maxModelLen', props.maxModelLen, 1)));
+  if (props.maxModelLen !== undefined)
+    args.push('--max-model-len', String(v.wholeNumber('maxModelLen', props.maxModelLen, 1)));
   if (props.quantization !== undefined) {
     args.push('--quantization', v.enumValue('quantization', props.quantization, VllmQuantization, 'VllmQuantization'));
   }
@@ -66,10 +73,12 @@ function vllmTuning(v: Validator, props: VllmInferenceServiceProps): EngineTunin
     if (new Set(names).size !== names.length) v.fail('servedModelNames', 'must not repeat a name', names);
     args.push('--served-model-name', ...names);
   }
-  if (props.maxNumSeqs !== undefined) args.push('--max-num-seqs', String(v.wholeNumber('maxNumSeqs', props.maxNumSeqs, 1)));
+  if (props.maxNumSeqs !== undefined)
+    args.push('--max-num-seqs', String(v.wholeNumber('maxNumSeqs', props.maxNumSeqs, 1)));
   if (props.gpuMemoryUtilization !== undefined) {
     const u = props.gpuMemoryUtilization;
-    if (typeof u !== 'number' || !(u > 0 && u <= 1)) v.fail('gpuMemoryUtilization', 'must be a fraction above 0 and at most 1', u);
+    if (typeof u !== 'number' || !(u > 0 && u <= 1))
+      v.fail('gpuMemoryUtilization', 'must be a fraction above 0 and at most 1', u);
     args.push('--gpu-memory-utilization', String(u));
   }
   return { args, env: [] };

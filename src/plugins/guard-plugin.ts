@@ -6,7 +6,12 @@ import type { KubeObject } from '../guard/normalize';
 export interface GuardValidationContext {
   readonly manifests: readonly string[];
   readonly report: {
-    addViolation(v: { ruleName: string; recommendation: string; fix: string; violatingResources: Array<{ resourceName: string; locations: string[]; manifestPath: string }> }): void;
+    addViolation(v: {
+      ruleName: string;
+      recommendation: string;
+      fix: string;
+      violatingResources: Array<{ resourceName: string; locations: string[]; manifestPath: string }>;
+    }): void;
     submit(status: 'success' | 'failure', metadata?: Record<string, string>): void;
   };
   readonly logger: { log(message: string): void };
@@ -53,22 +58,42 @@ export class GuardValidation {
 
   constructor(props: GuardValidationProps) {
     if (!props || typeof props.baseline !== 'string' || props.baseline === '') {
-      throw new Error('GuardValidation: baseline is required: a folder (or file) of the YAML to compare against (got none)');
+      throw new Error(
+        'GuardValidation: baseline is required: a folder (or file) of the YAML to compare against (got none)',
+      );
     }
-    if (props.serverVersion !== undefined && (typeof props.serverVersion !== 'string' || !/^1\.\d{1,3}$/.test(props.serverVersion))) {
+    if (
+      props.serverVersion !== undefined &&
+      (typeof props.serverVersion !== 'string' || !/^1\.\d{1,3}$/.test(props.serverVersion))
+    ) {
       // YAML reads an unquoted 1.30 in cdk8s.yaml as the number 1.3.
-      const hint = typeof props.serverVersion === 'number' ? "; quote it in cdk8s.yaml (serverVersion: '1.30'), YAML reads 1.30 as the number 1.3" : '';
-      throw new Error(`GuardValidation: serverVersion must be a Kubernetes minor version such as '1.28' (got ${JSON.stringify(props.serverVersion)})${hint}`);
+      const hint =
+        typeof props.serverVersion === 'number'
+          ? "; quote it in cdk8s.yaml (serverVersion: '1.30'), YAML reads 1.30 as the number 1.3"
+          : '';
+      throw new Error(
+        `GuardValidation: serverVersion must be a Kubernetes minor version such as '1.28' (got ${JSON.stringify(props.serverVersion)})${hint}`,
+      );
     }
-    if (props.kueueVersion !== undefined && (typeof props.kueueVersion !== 'string' || !/^v?0\.\d{1,3}(\.\d{1,3})?$/.test(props.kueueVersion))) {
-      const hint = typeof props.kueueVersion === 'number' ? "; quote it in cdk8s.yaml (kueueVersion: '0.10'), YAML reads 0.10 as the number 0.1" : '';
-      throw new Error(`GuardValidation: kueueVersion must be a Kueue release such as '0.9' or '0.10.2' (got ${JSON.stringify(props.kueueVersion)})${hint}`);
+    if (
+      props.kueueVersion !== undefined &&
+      (typeof props.kueueVersion !== 'string' || !/^v?0\.\d{1,3}(\.\d{1,3})?$/.test(props.kueueVersion))
+    ) {
+      const hint =
+        typeof props.kueueVersion === 'number'
+          ? "; quote it in cdk8s.yaml (kueueVersion: '0.10'), YAML reads 0.10 as the number 0.1"
+          : '';
+      throw new Error(
+        `GuardValidation: kueueVersion must be a Kueue release such as '0.9' or '0.10.2' (got ${JSON.stringify(props.kueueVersion)})${hint}`,
+      );
     }
     this.baseline = props.baseline;
     this.serverVersion = props.serverVersion;
     this.kueueVersion = props.kueueVersion;
     if (props.crds !== undefined && (typeof props.crds !== 'string' || props.crds === '')) {
-      throw new Error(`GuardValidation: crds must be a folder or file of CustomResourceDefinitions (got ${JSON.stringify(props.crds)})`);
+      throw new Error(
+        `GuardValidation: crds must be a folder or file of CustomResourceDefinitions (got ${JSON.stringify(props.crds)})`,
+      );
     }
     this.crds = props.crds;
   }
@@ -83,7 +108,9 @@ export class GuardValidation {
       context.report.submit('failure', { error: message });
     };
     if (!fs.existsSync(this.baseline)) {
-      failInput(`no baseline at ${this.baseline}: commit the last reviewed output there (e.g. cp -r dist ${this.baseline}), or remove the validation`);
+      failInput(
+        `no baseline at ${this.baseline}: commit the last reviewed output there (e.g. cp -r dist ${this.baseline}), or remove the validation`,
+      );
       return;
     }
     const after: Array<{ o: KubeObject; m: string }> = [];
@@ -100,10 +127,15 @@ export class GuardValidation {
         }
         for (const o of parseObjects(text, m)) after.push({ o, m });
       }
-      if (after.length === 0) throw new GuardInputError('the synthesized manifests hold no objects: nothing to compare with the baseline');
+      if (after.length === 0)
+        throw new GuardInputError('the synthesized manifests hold no objects: nothing to compare with the baseline');
       before = loadObjects(this.baseline);
       const customResourceDefinitions = this.crds === undefined ? [] : loadObjects(this.crds);
-      result = guard(before, after.map(x => x.o), { serverVersion: this.serverVersion, kueueVersion: this.kueueVersion, customResourceDefinitions });
+      result = guard(
+        before,
+        after.map(x => x.o),
+        { serverVersion: this.serverVersion, kueueVersion: this.kueueVersion, customResourceDefinitions },
+      );
     } catch (e) {
       if (!(e instanceof GuardInputError)) throw e;
       failInput(e.message);
@@ -140,19 +172,27 @@ export class GuardValidation {
       manifests.set(`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`, m);
       if (!manifests.has(`${o.kind}//${o.metadata.name}`)) manifests.set(`${o.kind}//${o.metadata.name}`, m);
     }
-    const manifestOf = (f: Finding) => manifests.get(`${f.kind}/${f.namespace ?? ''}/${f.name}`) ?? manifests.get(`${f.kind}//${f.name}`) ?? '';
+    const manifestOf = (f: Finding) =>
+      manifests.get(`${f.kind}/${f.namespace ?? ''}/${f.name}`) ?? manifests.get(`${f.kind}//${f.name}`) ?? '';
     for (const f of result.findings) {
       if (f.severity === 'warning') continue;
       context.report.addViolation({
         ruleName: 'cdk8s-gpu/immutable-field',
         recommendation: `${f.object} ${f.path}: ${f.message}`,
         fix: f.remedy,
-        violatingResources: [{ resourceName: resourceName(f), locations: [`${f.kind}/${f.name}: ${f.path}`], manifestPath: manifestOf(f) }],
+        violatingResources: [
+          { resourceName: resourceName(f), locations: [`${f.kind}/${f.name}: ${f.path}`], manifestPath: manifestOf(f) },
+        ],
       });
     }
     context.logger.log(formatReport(result));
     context.report.submit(result.errors > 0 ? 'failure' : 'success', {
-      errors: String(result.errors), warnings: String(result.warnings), objectsBefore: String(result.objects.before), objectsAfter: String(result.objects.after), serverVersion: result.serverVersion, kueueVersion: result.kueueVersion,
+      errors: String(result.errors),
+      warnings: String(result.warnings),
+      objectsBefore: String(result.objects.before),
+      objectsAfter: String(result.objects.after),
+      serverVersion: result.serverVersion,
+      kueueVersion: result.kueueVersion,
     });
   }
 }

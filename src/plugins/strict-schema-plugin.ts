@@ -33,7 +33,9 @@ export class StrictSchemaValidation {
     const versions = props?.versions ?? [...KUBE_VERSIONS];
     for (const v of versions) {
       if (!KUBE_VERSIONS.includes(v as never)) {
-        throw new Error(`StrictSchemaValidation: versions must be among ${KUBE_VERSIONS.join(', ')} (got ${JSON.stringify(v)})`);
+        throw new Error(
+          `StrictSchemaValidation: versions must be among ${KUBE_VERSIONS.join(', ')} (got ${JSON.stringify(v)})`,
+        );
       }
     }
     this.versions = versions;
@@ -50,10 +52,18 @@ export class StrictSchemaValidation {
     const { checkManifests } = require('../checks/manifests') as typeof import('../checks/manifests');
     let errors = 0;
     const all: unknown[] = [];
-    const violation = (ruleName: string, resourceName: string, messages: string[], fix: string, manifestPath: string) => {
+    const violation = (
+      ruleName: string,
+      resourceName: string,
+      messages: string[],
+      fix: string,
+      manifestPath: string,
+    ) => {
       errors += messages.length;
       context.report.addViolation({
-        ruleName, recommendation: messages.join('; '), fix,
+        ruleName,
+        recommendation: messages.join('; '),
+        fix,
         violatingResources: [{ resourceName, locations: messages, manifestPath }],
       });
     };
@@ -63,20 +73,37 @@ export class StrictSchemaValidation {
         objects = parseObjects(fs.readFileSync(manifestPath, 'utf8'), manifestPath);
       } catch (e) {
         if (!(e instanceof GuardInputError)) throw e;
-        violation('cdk8s-gpu/readable', manifestPath, [e.message], 'kubectl cannot read this file as it is; quote or correct the value named.', manifestPath);
+        violation(
+          'cdk8s-gpu/readable',
+          manifestPath,
+          [e.message],
+          'kubectl cannot read this file as it is; quote or correct the value named.',
+          manifestPath,
+        );
         continue;
       }
       for (const obj of objects as any[]) {
         all.push(obj);
         const messages = this.versions.flatMap(v => strictErrors(obj, v as never).map(e => `[${v}] ${e}`));
         if (messages.length === 0) continue;
-        violation('cdk8s-gpu/strict-schema', `${obj.kind}/${obj.metadata?.name}`, messages,
-          'Remove or correct the fields named: a strict API server rejects the object as it is.', manifestPath);
+        violation(
+          'cdk8s-gpu/strict-schema',
+          `${obj.kind}/${obj.metadata?.name}`,
+          messages,
+          'Remove or correct the fields named: a strict API server rejects the object as it is.',
+          manifestPath,
+        );
       }
     }
     const outputErrors = checkManifests(all);
     if (outputErrors.length > 0) {
-      violation('cdk8s-gpu/output', 'app', outputErrors, 'Each message names the object and what to change.', context.manifests.join(', '));
+      violation(
+        'cdk8s-gpu/output',
+        'app',
+        outputErrors,
+        'Each message names the object and what to change.',
+        context.manifests.join(', '),
+      );
     }
     context.logger.log(`cdk8s-gpu strict schema: ${errors} error(s) against Kubernetes ${this.versions.join(', ')}`);
     context.report.submit(errors > 0 ? 'failure' : 'success', { errors: String(errors) });

@@ -46,14 +46,54 @@ const LABEL_MAX = 63;
  * with the kubelet's own mount): the container would start and then fail in confusing ways.
  */
 const SYSTEM_DIRS = new Set([
-  '/', '/bin', '/boot', '/dev', '/dev/shm', '/etc', '/home', '/lib', '/lib32', '/lib64', '/opt', '/proc', '/root', '/run',
-  '/sbin', '/srv', '/sys', '/tmp', '/usr', '/usr/bin', '/usr/lib', '/usr/local', '/usr/local/bin', '/usr/local/lib',
-  '/usr/sbin', '/usr/share', '/var', '/var/lib', '/var/run', '/var/tmp', '/var/run/secrets', '/var/run/secrets/kubernetes.io',
+  '/',
+  '/bin',
+  '/boot',
+  '/dev',
+  '/dev/shm',
+  '/etc',
+  '/home',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/opt',
+  '/proc',
+  '/root',
+  '/run',
+  '/sbin',
+  '/srv',
+  '/sys',
+  '/tmp',
+  '/usr',
+  '/usr/bin',
+  '/usr/lib',
+  '/usr/local',
+  '/usr/local/bin',
+  '/usr/local/lib',
+  '/usr/sbin',
+  '/usr/share',
+  '/var',
+  '/var/lib',
+  '/var/run',
+  '/var/tmp',
+  '/var/run/secrets',
+  '/var/run/secrets/kubernetes.io',
   '/var/run/secrets/kubernetes.io/serviceaccount',
 ]);
 
 const PROPS = ['name', 'keys', 'rotation', 'reloadPollInterval', 'kubeletSecretCacheTtl'];
-const ROTATION_PROPS = ['image', 'command', 'args', 'every', 'credentialTtl', 'env', 'imagePullSecrets', 'nodeSelector', 'tolerations', 'serviceAccountAnnotations'];
+const ROTATION_PROPS = [
+  'image',
+  'command',
+  'args',
+  'every',
+  'credentialTtl',
+  'env',
+  'imagePullSecrets',
+  'nodeSelector',
+  'tolerations',
+  'serviceAccountAnnotations',
+];
 const MOUNT_PROPS = ['path', 'onRotation'];
 
 /** The user's rotator: a program that obtains a fresh credential and writes it into the Secret. */
@@ -197,15 +237,28 @@ export class RotatingGpuSecret extends Construct {
 
   constructor(scope: Construct, id: string, props: RotatingGpuSecretProps) {
     super(scope, id);
-    const v: Validator = this.v = new Validator('RotatingGpuSecret', id);
+    const v: Validator = (this.v = new Validator('RotatingGpuSecret', id));
     v.plainObject('props', props);
     v.knownProps('', props, PROPS);
-    const name = this.secretName = v.dnsLabel('name', props.name);
+    const name = (this.secretName = v.dnsLabel('name', props.name));
     this.keys = secretKeys(v, unset(props.keys, ['credentials.json']));
-    this.pollSeconds = v.seconds('reloadPollInterval', unset(props.reloadPollInterval, Duration.seconds(DEFAULT_RELOAD_POLL_SECONDS)), 1, 600);
-    const cacheTtl = v.seconds('kubeletSecretCacheTtl', unset(props.kubeletSecretCacheTtl, Duration.seconds(0)), 0, 3600);
+    this.pollSeconds = v.seconds(
+      'reloadPollInterval',
+      unset(props.reloadPollInterval, Duration.seconds(DEFAULT_RELOAD_POLL_SECONDS)),
+      1,
+      600,
+    );
+    const cacheTtl = v.seconds(
+      'kubeletSecretCacheTtl',
+      unset(props.kubeletSecretCacheTtl, Duration.seconds(0)),
+      0,
+      3600,
+    );
     this.labels = {
-      [LABEL_NAME]: name, [LABEL_INSTANCE]: name, [LABEL_COMPONENT]: 'credentials', [LABEL_MANAGED_BY]: MANAGED_BY,
+      [LABEL_NAME]: name,
+      [LABEL_INSTANCE]: name,
+      [LABEL_COMPONENT]: 'credentials',
+      [LABEL_MANAGED_BY]: MANAGED_BY,
     };
     const rotatorName = fitName(name, '-rotator', CRONJOB_NAME_MAX);
 
@@ -213,7 +266,8 @@ export class RotatingGpuSecret extends Construct {
     // rotated value alone, since `data` is in neither the last-applied configuration nor our fields.
     this.secret = new ManifestObject(this, 'Secret', KIND.Secret, {
       metadata: {
-        name, labels: this.labels,
+        name,
+        labels: this.labels,
         annotations: { [DATA_OWNER_ANNOTATION]: props.rotation !== undefined ? rotatorName : 'external' },
       },
       type: 'Opaque',
@@ -222,10 +276,12 @@ export class RotatingGpuSecret extends Construct {
     // The worst case from a scheduled rotation to the new file in every pod's volume, then in the
     // sidecar's hands. Each term is an upper bound; see the README's timing model.
     this.baseDelays = [
-      ...(props.rotation !== undefined ? [
-        { what: 'job start deadline', seconds: ROTATION_START_DEADLINE_SECONDS },
-        { what: 'job run deadline', seconds: ROTATION_RUN_DEADLINE_SECONDS },
-      ] : []),
+      ...(props.rotation !== undefined
+        ? [
+            { what: 'job start deadline', seconds: ROTATION_START_DEADLINE_SECONDS },
+            { what: 'job run deadline', seconds: ROTATION_RUN_DEADLINE_SECONDS },
+          ]
+        : []),
       { what: 'kubelet sync', seconds: KUBELET_SYNC_SECONDS },
       { what: 'sync jitter', seconds: KUBELET_SYNC_JITTER_SECONDS },
       { what: 'kubelet secret cache', seconds: cacheTtl },
@@ -263,15 +319,22 @@ export class RotatingGpuSecret extends Construct {
     // A pod can only mount a Secret of its own namespace; any other stays in ContainerCreating.
     const podNamespace = workload.statefulSet.metadata.namespace;
     if (podNamespace !== this.secret.metadata.namespace) {
-      v.failDescribed('mountInto', `needs a workload in the Secret's namespace (${this.secret.metadata.namespace ?? 'the default namespace'}), because a pod can only mount a Secret of its own namespace`,
-        `a workload in ${podNamespace ?? 'the default namespace'}`);
+      v.failDescribed(
+        'mountInto',
+        `needs a workload in the Secret's namespace (${this.secret.metadata.namespace ?? 'the default namespace'}), because a pod can only mount a Secret of its own namespace`,
+        `a workload in ${podNamespace ?? 'the default namespace'}`,
+      );
     }
     v.plainObject('mountInto options', options);
     v.knownProps('', options, MOUNT_PROPS);
     const pod = workload._podTemplate;
     const mountPath = this.checkPath(pod, options.path);
     if (!(options.onRotation instanceof Reload)) {
-      v.fail('onRotation', 'must be a Reload, e.g. Reload.exec([...]), Reload.signal("SIGHUP", { process }) or Reload.sync()', options.onRotation);
+      v.fail(
+        'onRotation',
+        'must be a Reload, e.g. Reload.exec([...]), Reload.signal("SIGHUP", { process }) or Reload.sync()',
+        options.onRotation,
+      );
     }
     const action = this.checkReload(options.onRotation._spec, workload);
     this.refuseEnv(pod);
@@ -283,12 +346,14 @@ export class RotatingGpuSecret extends Construct {
     const initSidecar = fitName(`reload-${volume}`, '-init', LABEL_MAX);
     const volumes = pod.volumeNames();
     for (const name of action.kind === 'sync' ? [volume, copies] : [volume]) {
-      if (volumes.has(name)) v.fail('name', `must not derive a volume name the pod already has (${[...volumes].join(', ')})`, name);
+      if (volumes.has(name))
+        v.fail('name', `must not derive a volume name the pod already has (${[...volumes].join(', ')})`, name);
     }
     const spec = pod.spec as { initContainers?: k8s.Container[]; containers: k8s.Container[] };
     const containers = new Set([...(spec.initContainers ?? []), ...spec.containers].map(c => c.name));
     for (const name of action.kind === 'restart' ? [] : action.kind === 'sync' ? [sidecar, initSidecar] : [sidecar]) {
-      if (containers.has(name)) v.fail('name', `must not derive a container name the pod already has (${[...containers].join(', ')})`, name);
+      if (containers.has(name))
+        v.fail('name', `must not derive a container name the pod already has (${[...containers].join(', ')})`, name);
     }
 
     // Everything is checked: from here on nothing fails half-way through changing the pod.
@@ -297,10 +362,14 @@ export class RotatingGpuSecret extends Construct {
     const sidecarUid = workload._securityUid ?? DEFAULT_NON_ROOT_UID;
     // 0440: readable by the owner and the pod's fsGroup only, which the sidecar shares.
     pod.ensureFsGroup(sidecarUid);
-    pod.addVolume({
-      name: volume,
-      secret: { secretName: this.secretName, defaultMode: 0o440, items: this.keys.map(k => ({ key: k, path: k })) },
-    }, v, 'name');
+    pod.addVolume(
+      {
+        name: volume,
+        secret: { secretName: this.secretName, defaultMode: 0o440, items: this.keys.map(k => ({ key: k, path: k })) },
+      },
+      v,
+      'name',
+    );
 
     if (action.kind === 'restart') {
       pod.mount(pod.main, { name: volume, mountPath, readOnly: true }, v, 'path');
@@ -323,7 +392,11 @@ export class RotatingGpuSecret extends Construct {
     if (action.kind === 'sync') {
       // The Secret goes to the sidecar only; the main container reads plain copies.
       watchDir = `${SIDECAR_DIR}/${volume}`;
-      pod.addVolume({ name: copies, emptyDir: { medium: 'Memory', sizeLimit: k8s.Quantity.fromString('16Mi') } }, v, 'name');
+      pod.addVolume(
+        { name: copies, emptyDir: { medium: 'Memory', sizeLimit: k8s.Quantity.fromString('16Mi') } },
+        v,
+        'name',
+      );
       env.push({ name: 'SYNC_DIR', value: mountPath });
       sidecarMounts.push({ name: copies, mountPath });
       pod.mount(pod.main, { name: copies, mountPath, readOnly: true }, v, 'path');
@@ -346,17 +419,20 @@ export class RotatingGpuSecret extends Construct {
       volumeMounts: sidecarMounts,
       // In a Guaranteed pod every container requests what it limits, or the pod is Burstable and
       // the CPU manager does not pin the workload: the sidecar then reserves its limits.
-      resources: pod.guaranteedQos ? {
-        requests: { cpu: k8s.Quantity.fromString('10m'), memory: memoryLimit },
-        limits: { cpu: k8s.Quantity.fromString('10m'), memory: memoryLimit },
-      } : {
-        requests: { cpu: k8s.Quantity.fromString('10m'), memory: k8s.Quantity.fromString('16Mi') },
-        limits: { memory: memoryLimit },
-      },
+      resources: pod.guaranteedQos
+        ? {
+            requests: { cpu: k8s.Quantity.fromString('10m'), memory: memoryLimit },
+            limits: { cpu: k8s.Quantity.fromString('10m'), memory: memoryLimit },
+          }
+        : {
+            requests: { cpu: k8s.Quantity.fromString('10m'), memory: k8s.Quantity.fromString('16Mi') },
+            limits: { memory: memoryLimit },
+          },
       securityContext: { ...containerSecurityContext(identity), runAsUser: sidecarUid, runAsGroup: sidecarUid },
     });
     pod.addContainer(container(sidecar), v, 'name');
-    if (action.kind === 'sync') pod.addInitContainer(container(initSidecar, [{ name: 'RUN_ONCE', value: '1' }]), v, 'name');
+    if (action.kind === 'sync')
+      pod.addInitContainer(container(initSidecar, [{ name: 'RUN_ONCE', value: '1' }]), v, 'name');
   }
 
   /** The terms of the worst case, with the slowest reload of any mount so far (or `reloadSeconds`). */
@@ -374,10 +450,12 @@ export class RotatingGpuSecret extends Construct {
     const delays = this.delays(reloadSeconds);
     const total = 2 * r.every + delays.reduce((sum, d) => sum + d.seconds, 0);
     if (total > r.ttl) {
-      this.v.fail('rotation.credentialTtl',
-        `must cover two rotation periods (a run that misses its start deadline is skipped) plus the worst-case propagation: 2 x ${r.every}s + (`
-        + `${delays.map(d => `${d.what} ${d.seconds}s`).join(' + ')}) = ${total}s; rotate more often or lengthen the credential's lifetime`,
-        r.ttlProp);
+      this.v.fail(
+        'rotation.credentialTtl',
+        `must cover two rotation periods (a run that misses its start deadline is skipped) plus the worst-case propagation: 2 x ${r.every}s + (` +
+          `${delays.map(d => `${d.what} ${d.seconds}s`).join(' + ')}) = ${total}s; rotate more often or lengthen the credential's lifetime`,
+        r.ttlProp,
+      );
     }
   }
 
@@ -386,44 +464,83 @@ export class RotatingGpuSecret extends Construct {
     const v: Validator = this.v;
     const p = v.absolutePath('path', value);
     if (path.posix.normalize(p) !== p || (p.length > 1 && p.endsWith('/'))) {
-      v.fail('path', 'must be a normalized absolute path (no "//", "/./" or trailing "/"), because the kubelet compares mount paths as strings', value);
+      v.fail(
+        'path',
+        'must be a normalized absolute path (no "//", "/./" or trailing "/"), because the kubelet compares mount paths as strings',
+        value,
+      );
     }
-    if (SYSTEM_DIRS.has(p)) v.fail('path', 'must not be a system directory: a secret mount there hides what the image keeps in it', value);
-    if (p === SIDECAR_DIR || p.startsWith(`${SIDECAR_DIR}/`)) v.fail('path', `must not be under ${SIDECAR_DIR}, where the reload sidecar mounts the Secret`, value);
+    if (SYSTEM_DIRS.has(p))
+      v.fail('path', 'must not be a system directory: a secret mount there hides what the image keeps in it', value);
+    if (p === SIDECAR_DIR || p.startsWith(`${SIDECAR_DIR}/`))
+      v.fail('path', `must not be under ${SIDECAR_DIR}, where the reload sidecar mounts the Secret`, value);
     const workingDir = pod.main.workingDir;
     if (workingDir !== undefined && (workingDir === p || workingDir.startsWith(`${p}/`))) {
       v.fail('path', `must not hide the main container's working directory (${workingDir})`, value);
     }
     for (const m of pod.main.volumeMounts) {
       if (m.mountPath === p) {
-        v.fail('path', `must not be a path container '${pod.main.name}' already mounts (volume '${m.name}' is there)`, value);
+        v.fail(
+          'path',
+          `must not be a path container '${pod.main.name}' already mounts (volume '${m.name}' is there)`,
+          value,
+        );
       }
       if (m.mountPath.startsWith(`${p}/`)) {
-        v.fail('path', `must not contain another mount of container '${pod.main.name}' (volume '${m.name}' at ${m.mountPath}): the runtime cannot create that mount point inside the read-only secret volume`, value);
+        v.fail(
+          'path',
+          `must not contain another mount of container '${pod.main.name}' (volume '${m.name}' at ${m.mountPath}): the runtime cannot create that mount point inside the read-only secret volume`,
+          value,
+        );
       }
       if (m.readOnly && p.startsWith(`${m.mountPath}/`)) {
-        v.fail('path', `must not be inside the read-only mount ${m.mountPath} of container '${pod.main.name}' (volume '${m.name}'): the runtime cannot create the mount point there`, value);
+        v.fail(
+          'path',
+          `must not be inside the read-only mount ${m.mountPath} of container '${pod.main.name}' (volume '${m.name}'): the runtime cannot create the mount point there`,
+          value,
+        );
       }
     }
     return p;
   }
 
   /** The onRotation action, checked against the workload, as the sidecar's settings. */
-  private checkReload(spec: ReloadSpec, workload: IGpuWorkload): {
-    kind: ReloadSpec['kind']; script: string; image: string; args: string[]; env: k8s.EnvVar[]; timeoutSeconds: number;
+  private checkReload(
+    spec: ReloadSpec,
+    workload: IGpuWorkload,
+  ): {
+    kind: ReloadSpec['kind'];
+    script: string;
+    image: string;
+    args: string[];
+    env: k8s.EnvVar[];
+    timeoutSeconds: number;
   } {
     const v: Validator = this.v;
     const base = { image: DEFAULT_RELOAD_IMAGE, args: [] as string[], env: [] as k8s.EnvVar[], timeoutSeconds: 0 };
-    const timeout = (t: Duration | undefined, prop: string) => v.seconds(prop, unset(t, Duration.seconds(DEFAULT_RELOAD_TIMEOUT_SECONDS)), 1, 600);
+    const timeout = (t: Duration | undefined, prop: string) =>
+      v.seconds(prop, unset(t, Duration.seconds(DEFAULT_RELOAD_TIMEOUT_SECONDS)), 1, 600);
     switch (spec.kind) {
       case 'exec': {
         const command = v.stringArray('onRotation command', spec.command);
-        if (!command || command.length === 0) v.fail('onRotation command', 'must be a non-empty array: the program, then its arguments', spec.command);
+        if (!command || command.length === 0)
+          v.fail('onRotation command', 'must be a non-empty array: the program, then its arguments', spec.command);
         if (command[0].trim() === '' || /\s/.test(command[0])) {
-          v.fail('onRotation command[0]', 'must be the program alone, without whitespace: put each argument in its own element', command[0]);
+          v.fail(
+            'onRotation command[0]',
+            'must be the program alone, without whitespace: put each argument in its own element',
+            command[0],
+          );
         }
         const image = spec.image !== undefined ? v.image('onRotation image', spec.image) : DEFAULT_RELOAD_IMAGE;
-        return { ...base, kind: 'exec', script: 'exec', image, args: [...command], timeoutSeconds: timeout(spec.timeout, 'onRotation timeout') };
+        return {
+          ...base,
+          kind: 'exec',
+          script: 'exec',
+          image,
+          args: [...command],
+          timeoutSeconds: timeout(spec.timeout, 'onRotation timeout'),
+        };
       }
       case 'http': {
         let url: URL | undefined;
@@ -433,47 +550,91 @@ export class RotatingGpuSecret extends Construct {
           url = undefined;
         }
         if (!url || !['http:', 'https:'].includes(url.protocol) || url.hostname === '') {
-          v.fail('onRotation url', 'must be an absolute http:// or https:// URL without whitespace, e.g. "http://localhost:8080/reload"', spec.url);
+          v.fail(
+            'onRotation url',
+            'must be an absolute http:// or https:// URL without whitespace, e.g. "http://localhost:8080/reload"',
+            spec.url,
+          );
         }
         return {
-          ...base, kind: 'http', script: 'http', timeoutSeconds: timeout(spec.timeout, 'onRotation timeout'),
+          ...base,
+          kind: 'http',
+          script: 'http',
+          timeoutSeconds: timeout(spec.timeout, 'onRotation timeout'),
           env: [{ name: 'RELOAD_URL', value: spec.url }],
         };
       }
       case 'signal': {
         const signal = normalizeSignal(spec.signal);
         if (signal === undefined) {
-          v.fail('onRotation signal', `must be one of ${RELOAD_SIGNALS.map(s => `SIG${s}`).join(', ')} (with or without "SIG", any case)`, spec.signal);
+          v.fail(
+            'onRotation signal',
+            `must be one of ${RELOAD_SIGNALS.map(s => `SIG${s}`).join(', ')} (with or without "SIG", any case)`,
+            spec.signal,
+          );
         }
         const comm = spec.process;
         if (typeof comm !== 'string' || comm.trim() === '') {
-          v.fail('onRotation process', 'must be the name of the process to signal ({ process }), as in /proc/<pid>/comm', comm);
+          v.fail(
+            'onRotation process',
+            'must be the name of the process to signal ({ process }), as in /proc/<pid>/comm',
+            comm,
+          );
         }
-        if (/[/\s]/.test(comm)) v.fail('onRotation process', 'must be a process name (the file name), not a path or a command line', comm);
+        if (/[/\s]/.test(comm))
+          v.fail('onRotation process', 'must be a process name (the file name), not a path or a command line', comm);
         const truncated = comm.slice(0, COMM_MAX);
         // python3 running torchrun or the SGLang server is judged as that program.
         const rule = endingRule(workload._processAliases?.[truncated] ?? truncated, signal);
         if (rule) {
-          v.fail('onRotation', `must not send SIG${signal} to ${rule.program}: ${rule.why}. Reload it with Reload.exec or Reload.httpPost, or signal the process that reloads on SIG${signal}`, comm);
+          v.fail(
+            'onRotation',
+            `must not send SIG${signal} to ${rule.program}: ${rule.why}. Reload it with Reload.exec or Reload.httpPost, or signal the process that reloads on SIG${signal}`,
+            comm,
+          );
         }
         if (comm.length > COMM_MAX) {
-          v.failDescribed('onRotation process', `must be at most ${COMM_MAX} characters, because Linux truncates process names in /proc/<pid>/comm and the sidecar would never find it; use "${truncated}"`, JSON.stringify(comm));
+          v.failDescribed(
+            'onRotation process',
+            `must be at most ${COMM_MAX} characters, because Linux truncates process names in /proc/<pid>/comm and the sidecar would never find it; use "${truncated}"`,
+            JSON.stringify(comm),
+          );
         }
         if (RESERVED_COMMS.includes(comm)) {
-          v.fail('onRotation process', `must not be a name the reload sidecar's own processes or the pod's pause process carry (${RESERVED_COMMS.join(', ')})`, comm);
+          v.fail(
+            'onRotation process',
+            `must not be a name the reload sidecar's own processes or the pod's pause process carry (${RESERVED_COMMS.join(', ')})`,
+            comm,
+          );
         }
         if (workload._securityUid === undefined) {
-          v.fail('onRotation', 'Reload.signal needs a workload that runs as a non-root UID: the restricted sidecar can only signal processes of its own UID', 'a workload running as root');
+          v.fail(
+            'onRotation',
+            'Reload.signal needs a workload that runs as a non-root UID: the restricted sidecar can only signal processes of its own UID',
+            'a workload running as root',
+          );
         }
-        return { ...base, kind: 'signal', script: 'signal', env: [{ name: 'SIGNAL', value: signal }, { name: 'PROCESS_NAME', value: comm }] };
+        return {
+          ...base,
+          kind: 'signal',
+          script: 'signal',
+          env: [
+            { name: 'SIGNAL', value: signal },
+            { name: 'PROCESS_NAME', value: comm },
+          ],
+        };
       }
       case 'sync':
         return { ...base, kind: 'sync', script: 'sync', timeoutSeconds: DEFAULT_RELOAD_TIMEOUT_SECONDS };
       case 'restart':
         if (!workload._templateChangesRollOut) {
-          v.fail('onRotation', 'Reload.restart() needs a workload that rolls pod-template changes out (updateStrategy RollingUpdate): '
-            + 'Stakater Reloader only patches the pod template, which an OnDelete StatefulSet never applies to running pods (stakater/Reloader#294). '
-            + 'Reload in place (Reload.exec, signal, httpPost, sync) or use RollingUpdate', 'a workload with updateStrategy OnDelete');
+          v.fail(
+            'onRotation',
+            'Reload.restart() needs a workload that rolls pod-template changes out (updateStrategy RollingUpdate): ' +
+              'Stakater Reloader only patches the pod template, which an OnDelete StatefulSet never applies to running pods (stakater/Reloader#294). ' +
+              'Reload in place (Reload.exec, signal, httpPost, sync) or use RollingUpdate',
+            'a workload with updateStrategy OnDelete',
+          );
         }
         return { ...base, kind: 'restart', script: '' };
       default:
@@ -488,17 +649,21 @@ export class RotatingGpuSecret extends Construct {
     const image = v.image('rotation.image', r.image);
     const command = v.stringArray('rotation.command', r.command);
     const args = v.stringArray('rotation.args', r.args);
-    if (command?.length === 0) v.fail('rotation.command', 'must not be empty: omit it to run the image\'s entrypoint', command);
+    if (command?.length === 0)
+      v.fail('rotation.command', "must not be empty: omit it to run the image's entrypoint", command);
     if (r.env !== undefined) v.plainObject('rotation.env', r.env);
     for (const [key, value] of Object.entries(r.env ?? {})) {
       v.envName(`rotation.env.${key}`, key);
-      if (key === 'SECRET_NAME' || key === 'SECRET_NAMESPACE') v.fail(`rotation.env.${key}`, 'is set by the construct', value);
+      if (key === 'SECRET_NAME' || key === 'SECRET_NAMESPACE')
+        v.fail(`rotation.env.${key}`, 'is set by the construct', value);
       if (typeof value !== 'string') v.fail(`rotation.env.${key}`, 'must be a string', value);
     }
 
     const labels = { ...this.labels, [LABEL_COMPONENT]: 'credential-rotator' };
     const saAnnotations = v.annotations('rotation.serviceAccountAnnotations', r.serviceAccountAnnotations);
-    const pullSecrets = (v.stringArray('rotation.imagePullSecrets', r.imagePullSecrets) ?? []).map((n, i) => ({ name: v.dnsSubdomain(`rotation.imagePullSecrets[${i}]`, n) }));
+    const pullSecrets = (v.stringArray('rotation.imagePullSecrets', r.imagePullSecrets) ?? []).map((n, i) => ({
+      name: v.dnsSubdomain(`rotation.imagePullSecrets[${i}]`, n),
+    }));
     const nodeSelector = v.labels('rotation.nodeSelector', r.nodeSelector);
     const tolerations = v.array('rotation.tolerations', r.tolerations);
     tolerations.forEach((t, i) => toleration(v, `rotation.tolerations[${i}]`, t));
@@ -532,23 +697,25 @@ export class RotatingGpuSecret extends Construct {
           ...(Object.keys(nodeSelector).length ? { nodeSelector } : {}),
           ...(tolerations.length ? { tolerations: [...tolerations] } : {}),
           securityContext: podSecurityContext(identity),
-          containers: [{
-            name: 'rotator',
-            image,
-            imagePullPolicy: 'IfNotPresent',
-            ...(command ? { command } : {}),
-            ...(args ? { args } : {}),
-            env: [
-              { name: 'SECRET_NAME', value: name },
-              { name: 'SECRET_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-              ...Object.entries(r.env ?? {}).map(([k, val]) => ({ name: k, value: val })),
-            ],
-            resources: {
-              requests: { cpu: k8s.Quantity.fromString('50m'), memory: k8s.Quantity.fromString('64Mi') },
-              limits: { memory: k8s.Quantity.fromString('256Mi') },
+          containers: [
+            {
+              name: 'rotator',
+              image,
+              imagePullPolicy: 'IfNotPresent',
+              ...(command ? { command } : {}),
+              ...(args ? { args } : {}),
+              env: [
+                { name: 'SECRET_NAME', value: name },
+                { name: 'SECRET_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                ...Object.entries(r.env ?? {}).map(([k, val]) => ({ name: k, value: val })),
+              ],
+              resources: {
+                requests: { cpu: k8s.Quantity.fromString('50m'), memory: k8s.Quantity.fromString('64Mi') },
+                limits: { memory: k8s.Quantity.fromString('256Mi') },
+              },
+              securityContext: containerSecurityContext(identity),
             },
-            securityContext: containerSecurityContext(identity),
-          }],
+          ],
         },
       },
     };
@@ -584,7 +751,6 @@ export class RotatingGpuSecret extends Construct {
     envReadsIn(pod.spec, this.secretName, errors);
     if (errors.length > 0) this.v.fail('mountInto', errors[0]);
   }
-
 }
 
 /** The rotating Secrets of each app, by namespace. */
@@ -603,7 +769,9 @@ function registerRotatingSecret(scope: IConstruct, ref: RotatingSecretRef): void
   const list = byNamespace.get(ref.namespace);
   if (list) list.push(ref);
   else byNamespace.set(ref.namespace, [ref]);
-  addOutputRule(scope, 'rotating-secret-env', (obj, json) => rotatingEnvErrors(json, byNamespace!.get(obj.metadata.namespace) ?? []));
+  addOutputRule(scope, 'rotating-secret-env', (obj, json) =>
+    rotatingEnvErrors(json, byNamespace.get(obj.metadata.namespace) ?? []),
+  );
 }
 
 /**
@@ -655,8 +823,17 @@ function cronSchedule(v: Validator, seconds: number, name: string, written: Dura
     const days = hours / 24;
     const hour = h % 24;
     // Day-of-month steps restart each month; more than 31 days never fits.
-    if (days > 31) v.fail('rotation.every', 'must be at most 31 days, the longest period a cron day-of-month step can express', written);
+    if (days > 31)
+      v.fail(
+        'rotation.every',
+        'must be at most 31 days, the longest period a cron day-of-month step can express',
+        written,
+      );
     return days === 1 ? `${minute} ${hour} * * *` : `${minute} ${hour} */${days} * *`;
   }
-  return v.fail('rotation.every', 'must be a whole number of hours that divides 24, or whole days, to fit a cron schedule', written);
+  return v.fail(
+    'rotation.every',
+    'must be a whole number of hours that divides 24, or whole days, to fit a cron schedule',
+    written,
+  );
 }

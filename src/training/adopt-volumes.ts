@@ -42,15 +42,19 @@ export function adoptVolumes(scope: Construct, v: Validator, o: AdoptVolumesOpti
   }
   pvs.forEach((pv, i) => v.dnsSubdomain(`adoptVolumes.persistentVolumes[${i}]`, pv));
   const dup = pvs.find((pv, i) => pvs.indexOf(pv) !== i);
-  if (dup !== undefined) v.fail('adoptVolumes.persistentVolumes', 'must not name a volume twice: a volume binds to one claim', dup);
+  if (dup !== undefined)
+    v.fail('adoptVolumes.persistentVolumes', 'must not name a volume twice: a volume binds to one claim', dup);
 
-  return pvs.map((pv, ordinal) => new ManifestObject(scope, `Adopted${ordinal}`, KIND.PersistentVolumeClaim, {
-    metadata: { name: claimNameFor(o.claimName, o.statefulSetName, ordinal), labels: o.labels },
-    spec: {
-      accessModes: ['ReadWriteOnce'],
-      resources: { requests: { storage: sizeQuantity(o.storage.size) } },
-      ...(o.storage.storageClassName ? { storageClassName: o.storage.storageClassName } : {}),
-      volumeName: pv,
-    },
-  }));
+  return pvs.map(
+    (pv, ordinal) =>
+      new ManifestObject(scope, `Adopted${ordinal}`, KIND.PersistentVolumeClaim, {
+        metadata: { name: claimNameFor(o.claimName, o.statefulSetName, ordinal), labels: o.labels },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: sizeQuantity(o.storage.size) } },
+          ...(o.storage.storageClassName ? { storageClassName: o.storage.storageClassName } : {}),
+          volumeName: pv,
+        },
+      }),
+  );
 }

@@ -18,9 +18,23 @@ import { STATEFUL_SET } from '../common/stateful-set';
 import { INT32_MAX, Validator } from '../validation/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS } from '../common/workload-pod';
 import { AdoptedVolumes, adoptVolumes } from './adopt-volumes';
-import { completionStateDir, jobCommands, launchCommand, launchEnv, launchVolume, POD_STATE_DIR, POD_STATE_VOLUME } from './launch';
+import {
+  completionStateDir,
+  jobCommands,
+  launchCommand,
+  launchEnv,
+  launchVolume,
+  POD_STATE_DIR,
+  POD_STATE_VOLUME,
+} from './launch';
 import { Rdma } from './rdma';
-import { findTorchrunConflict, rankWiring, rendezvousIdFor, shutdownTimeoutSeconds, torchrunProgram } from './rendezvous';
+import {
+  findTorchrunConflict,
+  rankWiring,
+  rendezvousIdFor,
+  shutdownTimeoutSeconds,
+  torchrunProgram,
+} from './rendezvous';
 
 /** PyTorch's conventional rendezvous port (torch.distributed and torchrun default). */
 export const DEFAULT_MASTER_PORT = 29500;
@@ -210,9 +224,27 @@ export interface GpuTrainingStatefulSetProps extends GpuWorkloadProps {
 }
 
 const OWN_PROP_KEYS: ReadonlyArray<keyof GpuTrainingStatefulSetProps> = [
-  'name', 'image', 'gpusPerPod', 'replicas', 'version', 'storage', 'sharedCheckpoints', 'adoptVolumes', 'command', 'args',
-  'gpuConfig', 'sharedMemory', 'masterPort', 'updateStrategy', 'terminationGracePeriod', 'disruptionBudget', 'rdma',
-  'runAsRoot', 'maxRestarts', 'queueName', 'runId',
+  'name',
+  'image',
+  'gpusPerPod',
+  'replicas',
+  'version',
+  'storage',
+  'sharedCheckpoints',
+  'adoptVolumes',
+  'command',
+  'args',
+  'gpuConfig',
+  'sharedMemory',
+  'masterPort',
+  'updateStrategy',
+  'terminationGracePeriod',
+  'disruptionBudget',
+  'rdma',
+  'runAsRoot',
+  'maxRestarts',
+  'queueName',
+  'runId',
 ];
 const PROP_KEYS = [...GPU_WORKLOAD_PROP_KEYS, ...OWN_PROP_KEYS];
 const STORAGE_KEYS: ReadonlyArray<keyof CheckpointStorage> = ['claimName', 'size', 'mountPath', 'storageClassName'];
@@ -299,20 +331,27 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     const v: Validator = new Validator('GpuTrainingStatefulSet', id);
     v.knownProps('', props, PROP_KEYS);
 
-    const name = this.statefulSetName = statefulSetName(v, props.name, props.version);
+    const name = (this.statefulSetName = statefulSetName(v, props.name, props.version));
     this.serviceName = name;
     this.gpusPerPod = v.wholeNumber('gpusPerPod', props.gpusPerPod, 1);
     this.replicas = v.wholeNumber('replicas', props.replicas ?? 1, 1);
     this.worldSize = this.replicas * this.gpusPerPod;
-    if (this.worldSize > INT32_MAX) v.fail('replicas', `times gpusPerPod (${this.gpusPerPod}) must be at most ${INT32_MAX} processes`, this.replicas);
+    if (this.worldSize > INT32_MAX)
+      v.fail('replicas', `times gpusPerPod (${this.gpusPerPod}) must be at most ${INT32_MAX} processes`, this.replicas);
     v.image('image', props.image);
     this.masterPort = v.wholeNumber('masterPort', props.masterPort ?? DEFAULT_MASTER_PORT, 1024, 65535);
     this.maxRestarts = v.wholeNumber('maxRestarts', props.maxRestarts ?? DEFAULT_MAX_RESTARTS, 0, 1000);
-    const grace = v.seconds('terminationGracePeriod', props.terminationGracePeriod ?? Duration.seconds(DEFAULT_TRAINING_GRACE_SECONDS), 0, 31536000);
+    const grace = v.seconds(
+      'terminationGracePeriod',
+      props.terminationGracePeriod ?? Duration.seconds(DEFAULT_TRAINING_GRACE_SECONDS),
+      0,
+      31536000,
+    );
     this.shutdownTimeoutSeconds = shutdownTimeoutSeconds(grace);
     const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
     const strategy = props.updateStrategy ?? TrainingUpdateStrategy.ON_DELETE;
-    if (!Object.values(TrainingUpdateStrategy).includes(strategy)) v.fail('updateStrategy', 'must be a TrainingUpdateStrategy', strategy);
+    if (!Object.values(TrainingUpdateStrategy).includes(strategy))
+      v.fail('updateStrategy', 'must be a TrainingUpdateStrategy', strategy);
     const budget = props.disruptionBudget ?? DisruptionBudget.blockVoluntaryEvictions();
     validateDisruptionBudget(v, 'disruptionBudget', budget, this.replicas);
 
@@ -326,22 +365,44 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     const rdmaNeedsRoot = (rdma?.capabilities.length ?? 0) > 0;
     const runAsRoot = v.boolean('runAsRoot', props.runAsRoot, rdmaNeedsRoot);
     if (rdmaNeedsRoot && !runAsRoot) {
-      v.fail('runAsRoot', 'must be true with Rdma.sharedDevice() or Rdma.sriov(): their IPC_LOCK reaches only a root process (Kubernetes sets no ambient capabilities), and without it verbs memory registration stops at the node\'s memlock limit and NCCL fails at init', false);
+      v.fail(
+        'runAsRoot',
+        "must be true with Rdma.sharedDevice() or Rdma.sriov(): their IPC_LOCK reaches only a root process (Kubernetes sets no ambient capabilities), and without it verbs memory registration stops at the node's memlock limit and NCCL fails at init",
+        false,
+      );
     }
-    const { identity, uid } = resolveProcessIdentity(v, { runAsRoot, runAsUser: props.runAsUser, addCapabilities: rdma?.capabilities ?? [] });
+    const { identity, uid } = resolveProcessIdentity(v, {
+      runAsRoot,
+      runAsUser: props.runAsUser,
+      addCapabilities: rdma?.capabilities ?? [],
+    });
     this._securityUid = uid;
 
-    const launch = [...(v.stringArray('command', props.command) ?? ['torchrun']), ...(v.stringArray('args', props.args) ?? [])];
+    const launch = [
+      ...(v.stringArray('command', props.command) ?? ['torchrun']),
+      ...(v.stringArray('args', props.args) ?? []),
+    ];
     // `python3 -m torch.distributed.run` shows as python3, and is torchrun's agent all the same.
     const launcher = torchrunProgram(launch);
     this._processAliases = launcher && launcher !== 'torchrun' ? { [launcher.slice(0, 15)]: 'torchrun' } : {};
-    if (props.command !== undefined && props.command.length === 0) v.fail('command', 'must not be empty: it is the program the launch wrapper runs', props.command);
-    if (props.command === undefined && launch.length === 1) v.fail('args', 'must name the training script when command is the default torchrun, e.g. [\'train.py\']', props.args);
+    if (props.command !== undefined && props.command.length === 0)
+      v.fail('command', 'must not be empty: it is the program the launch wrapper runs', props.command);
+    if (props.command === undefined && launch.length === 1)
+      v.fail(
+        'args',
+        "must name the training script when command is the default torchrun, e.g. ['train.py']",
+        props.args,
+      );
     const conflict = findTorchrunConflict(launch);
     if (conflict) {
       const commandLength = props.command?.length ?? 1;
-      const prop = conflict.index < commandLength ? `command[${conflict.index}]` : `args[${conflict.index - commandLength}]`;
-      v.fail(prop, `must not pass torchrun's ${conflict.option}: the construct sets it${conflict.via ? ` from ${conflict.via}; set that instead` : ' for its gang rendezvous'}`, conflict.token);
+      const prop =
+        conflict.index < commandLength ? `command[${conflict.index}]` : `args[${conflict.index - commandLength}]`;
+      v.fail(
+        prop,
+        `must not pass torchrun's ${conflict.option}: the construct sets it${conflict.via ? ` from ${conflict.via}; set that instead` : ' for its gang rendezvous'}`,
+        conflict.token,
+      );
     }
 
     const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
@@ -350,7 +411,8 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     if (props.queueName !== undefined) {
       // A LocalQueue name (DNS subdomain) that is also a label value (at most 63 characters).
       this.queueName = v.dnsSubdomain('queueName', props.queueName);
-      if (this.queueName.length > 63) v.fail('queueName', 'must be at most 63 characters, because it is a label value', props.queueName);
+      if (this.queueName.length > 63)
+        v.fail('queueName', 'must be at most 63 characters, because it is a label value', props.queueName);
     }
 
     this.runId = props.runId === undefined ? name : v.dnsLabel('runId', props.runId);
@@ -366,25 +428,33 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     if (props.storage !== undefined) {
       const storage = props.storage;
       v.knownProps('storage', storage, STORAGE_KEYS);
-      const claim = this.claimName = v.dnsLabel('storage.claimName', storage.claimName ?? 'data');
+      const claim = (this.claimName = v.dnsLabel('storage.claimName', storage.claimName ?? 'data'));
       // The controller adds a pod volume named like the claim template, replacing one of the same
       // name: /dev/shm would silently move to a network disk.
-      const podVolumes = [SHM_VOLUME, POD_STATE_VOLUME, SHARED_CHECKPOINT_VOLUME, ...(runAsRoot ? [] : scratchSpace(TRAINING_HOME).volumes.map(vol => vol.name))];
-      if (podVolumes.includes(claim)) v.fail('storage.claimName', `must differ from the pod's own volumes (${podVolumes.join(', ')})`, claim);
+      const podVolumes = [
+        SHM_VOLUME,
+        POD_STATE_VOLUME,
+        SHARED_CHECKPOINT_VOLUME,
+        ...(runAsRoot ? [] : scratchSpace(TRAINING_HOME).volumes.map(vol => vol.name)),
+      ];
+      if (podVolumes.includes(claim))
+        v.fail('storage.claimName', `must differ from the pod's own volumes (${podVolumes.join(', ')})`, claim);
       v.positiveSize('storage.size', storage.size);
       storageMount = mountPath(v, 'storage.mountPath', storage.mountPath ?? '/checkpoints');
       if (storage.storageClassName !== undefined) v.dnsSubdomain('storage.storageClassName', storage.storageClassName);
       // Claim names are <claim>-<statefulSet>-<ordinal>: they too must be valid names.
       this.claimNames = Array.from({ length: this.replicas }, (_, i) => `${claim}-${name}-${i}`);
       v.dnsLabel('storage.claimName', this.claimNames[this.replicas - 1]);
-      volumeClaimTemplates = [{
-        metadata: { name: claim, labels },
-        spec: {
-          accessModes: ['ReadWriteOnce'],
-          resources: { requests: { storage: sizeQuantity(storage.size) } },
-          ...(storage.storageClassName ? { storageClassName: storage.storageClassName } : {}),
+      volumeClaimTemplates = [
+        {
+          metadata: { name: claim, labels },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: sizeQuantity(storage.size) } },
+            ...(storage.storageClassName ? { storageClassName: storage.storageClassName } : {}),
+          },
         },
-      }];
+      ];
       claims.push({ name: claim, mountPath: storageMount, prop: 'storage.mountPath' });
     }
     let sharedMount: string | undefined;
@@ -393,8 +463,17 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       v.knownProps('sharedCheckpoints', shared, SHARED_KEYS);
       this.sharedClaimName = v.dnsSubdomain('sharedCheckpoints.claimName', shared.claimName);
       sharedMount = mountPath(v, 'sharedCheckpoints.mountPath', shared.mountPath ?? '/shared-checkpoints');
-      const taken = ['/dev/shm', POD_STATE_DIR, ...(runAsRoot ? [] : scratchSpace(TRAINING_HOME).mounts.map(m => m.mountPath))];
-      if (taken.includes(sharedMount)) v.fail('sharedCheckpoints.mountPath', `must not be a path container '${CONTAINER}' already mounts (${taken.join(', ')})`, sharedMount);
+      const taken = [
+        '/dev/shm',
+        POD_STATE_DIR,
+        ...(runAsRoot ? [] : scratchSpace(TRAINING_HOME).mounts.map(m => m.mountPath)),
+      ];
+      if (taken.includes(sharedMount))
+        v.fail(
+          'sharedCheckpoints.mountPath',
+          `must not be a path container '${CONTAINER}' already mounts (${taken.join(', ')})`,
+          sharedMount,
+        );
       volumes.push({ name: SHARED_CHECKPOINT_VOLUME, persistentVolumeClaim: { claimName: this.sharedClaimName } });
       mounts.push({ name: SHARED_CHECKPOINT_VOLUME, mountPath: sharedMount });
     }
@@ -405,12 +484,17 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     if (props.adoptVolumes !== undefined && !props.storage) {
       v.fail('adoptVolumes', 'needs storage: adopted volumes are bound to the checkpoint claims');
     }
-    this.adoptedClaims = props.adoptVolumes !== undefined && props.storage
-      ? adoptVolumes(this, v, {
-        statefulSetName: name, claimName: this.claimName!, replicas: this.replicas, labels,
-        storage: props.storage, adopt: props.adoptVolumes,
-      })
-      : [];
+    this.adoptedClaims =
+      props.adoptVolumes !== undefined && props.storage
+        ? adoptVolumes(this, v, {
+            statefulSetName: name,
+            claimName: this.claimName!,
+            replicas: this.replicas,
+            labels,
+            storage: props.storage,
+            adopt: props.adoptVolumes,
+          })
+        : [];
 
     // Home and caches: defaults a user's env (or gpuConfig) replaces, e.g. HF_HOME on a dataset volume.
     const defaultEnv: k8s.EnvVar[] = [];
@@ -427,8 +511,12 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
 
     this.masterAddress = `${name}-0.${this.serviceName}.$(POD_NAMESPACE).svc.${clusterDomain}`;
     const wiring = rankWiring({
-      masterAddress: this.masterAddress, masterPort: this.masterPort, replicas: this.replicas, gpusPerPod: this.gpusPerPod,
-      maxRestarts: this.maxRestarts, shutdownTimeoutSeconds: this.shutdownTimeoutSeconds,
+      masterAddress: this.masterAddress,
+      masterPort: this.masterPort,
+      replicas: this.replicas,
+      gpusPerPod: this.gpusPerPod,
+      maxRestarts: this.maxRestarts,
+      shutdownTimeoutSeconds: this.shutdownTimeoutSeconds,
     });
     const ownedEnv = [...wiring.env, ...launchEnv(this.runId, this.completionStateDir)];
 
@@ -441,9 +529,19 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
         // Also a key of the ConfigMap that carries it (IsConfigMapKey).
         configKey(v, `gpuConfig.${key}`, key);
         if (typeof value !== 'string') v.fail(`gpuConfig.${key}`, 'must be a string', value);
-        if (hasKey(props.env, key)) v.fail(`gpuConfig.${key}`, 'is also set in env, which would silently win over the ConfigMap; set it in one place', value);
+        if (hasKey(props.env, key))
+          v.fail(
+            `gpuConfig.${key}`,
+            'is also set in env, which would silently win over the ConfigMap; set it in one place',
+            value,
+          );
         const owned = ownedEnv.find(o => o.env.name === key);
-        if (owned) v.fail(`gpuConfig.${key}`, `is set by the construct, whose value would silently win over the ConfigMap${owned.via ? `; set ${owned.via} instead` : ''}`, value);
+        if (owned)
+          v.fail(
+            `gpuConfig.${key}`,
+            `is set by the construct, whose value would silently win over the ConfigMap${owned.via ? `; set ${owned.via} instead` : ''}`,
+            value,
+          );
         gpuConfigData[key] = value;
       }
       this.gpuConfigMapName = `${name}-gpu-config`;
@@ -451,23 +549,39 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     // envFrom loses to env: drop a default the ConfigMap sets, so the ConfigMap's value is the one used.
     const defaults = defaultEnv.filter(e => !(gpuConfigData && e.name in gpuConfigData));
 
-    const envFrom: k8s.EnvFromSource[] = this.gpuConfigMapName ? [{ configMapRef: { name: this.gpuConfigMapName } }] : [];
+    const envFrom: k8s.EnvFromSource[] = this.gpuConfigMapName
+      ? [{ configMapRef: { name: this.gpuConfigMapName } }]
+      : [];
     const extendedResources = { ...(props.extendedResources ?? {}) };
     if (props.extendedResources !== undefined) v.plainObject('extendedResources', props.extendedResources);
     for (const [resource, count] of Object.entries(rdma?.resources ?? {})) {
-      if (hasKey(extendedResources, resource)) v.fail(`extendedResources.${resource}`, 'is requested by rdma already', extendedResources[resource]);
+      if (hasKey(extendedResources, resource))
+        v.fail(`extendedResources.${resource}`, 'is requested by rdma already', extendedResources[resource]);
       extendedResources[resource] = count;
     }
     for (const key of Object.keys(rdma?.annotations ?? {})) {
-      if (hasKey(props.pod?.annotations, key)) v.fail(`pod.annotations.${key}`, 'is set by rdma (its networks)', props.pod!.annotations![key]);
+      if (hasKey(props.pod?.annotations, key))
+        v.fail(`pod.annotations.${key}`, 'is set by rdma (its networks)', props.pod!.annotations![key]);
     }
     for (const key of Object.keys(props.pod?.labels ?? {})) {
-      if (key.startsWith(KUEUE_PREFIX)) v.fail(`pod.labels.${key}`, 'is Kueue\'s: set queueName, and Kueue\'s webhook labels the pods', props.pod!.labels![key]);
+      if (key.startsWith(KUEUE_PREFIX))
+        v.fail(
+          `pod.labels.${key}`,
+          "is Kueue's: set queueName, and Kueue's webhook labels the pods",
+          props.pod!.labels![key],
+        );
     }
 
     // Arrays the shared builder iterates: a JavaScript caller's wrong type gets the library's error.
-    if (props.envFrom !== undefined && !Array.isArray(props.envFrom)) v.fail('envFrom', 'must be an array of EnvFrom.configMap() or EnvFrom.secret()', props.envFrom);
-    for (const key of ['tolerations', 'topologySpreadConstraints', 'sidecars', 'initContainers', 'imagePullSecrets'] as const) {
+    if (props.envFrom !== undefined && !Array.isArray(props.envFrom))
+      v.fail('envFrom', 'must be an array of EnvFrom.configMap() or EnvFrom.secret()', props.envFrom);
+    for (const key of [
+      'tolerations',
+      'topologySpreadConstraints',
+      'sidecars',
+      'initContainers',
+      'imagePullSecrets',
+    ] as const) {
       const value = (props.pod as Record<string, unknown> | undefined)?.[key];
       if (value !== undefined && !Array.isArray(value)) v.fail(`pod.${key}`, 'must be an array', value);
     }
@@ -498,17 +612,38 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     for (const [key, value] of Object.entries(rdma?.annotations ?? {})) pod.template.annotate(key, value);
 
     // Known only now that the pod is built: the rank spec the gang must agree on.
-    this.rendezvousId = wiring.rendezvousId.value = rendezvousIdFor(this.runId, this.replicas, pod.template.main, wiring.rendezvousId);
+    this.rendezvousId = wiring.rendezvousId.value = rendezvousIdFor(
+      this.runId,
+      this.replicas,
+      pod.template.main,
+      wiring.rendezvousId,
+    );
 
     if (gpuConfigData) {
-      this.gpuConfigMap = new ManifestObject(this, 'GpuConfig', KIND.ConfigMap, { metadata: { name: this.gpuConfigMapName, labels }, data: gpuConfigData });
+      this.gpuConfigMap = new ManifestObject(this, 'GpuConfig', KIND.ConfigMap, {
+        metadata: { name: this.gpuConfigMapName, labels },
+        data: gpuConfigData,
+      });
       pod.template.annotate(GPU_CONFIG_HASH_ANNOTATION, contentHash(gpuConfigData));
     }
-    addPodValidation(this, pod.template, v.boolean('guaranteedQos', props.guaranteedQos, false), `GpuTrainingStatefulSet '${id}'`);
+    addPodValidation(
+      this,
+      pod.template,
+      v.boolean('guaranteedQos', props.guaranteedQos, false),
+      `GpuTrainingStatefulSet '${id}'`,
+    );
 
     this.service = headlessService(this, 'Service', {
-      name: this.serviceName, labels, selector,
-      ports: [{ name: RENDEZVOUS_PORT_NAME, port: this.masterPort, targetPort: k8s.IntOrString.fromString(RENDEZVOUS_PORT_NAME) }],
+      name: this.serviceName,
+      labels,
+      selector,
+      ports: [
+        {
+          name: RENDEZVOUS_PORT_NAME,
+          port: this.masterPort,
+          targetPort: k8s.IntOrString.fromString(RENDEZVOUS_PORT_NAME),
+        },
+      ],
     });
 
     this._templateChangesRollOut = strategy !== TrainingUpdateStrategy.ON_DELETE;
@@ -521,9 +656,10 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
         // probe is Ready once running), but one at a time, and Kueue's pod group needs them all.
         // The policy is immutable later.
         podManagementPolicy: 'Parallel',
-        updateStrategy: strategy === TrainingUpdateStrategy.ON_DELETE
-          ? { type: 'OnDelete' }
-          : { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
+        updateStrategy:
+          strategy === TrainingUpdateStrategy.ON_DELETE
+            ? { type: 'OnDelete' }
+            : { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
         selector: { matchLabels: selector },
         template: pod.template.toTemplate(),
         ...(volumeClaimTemplates ? { volumeClaimTemplates } : {}),
@@ -548,7 +684,8 @@ function hasKey(map: unknown, key: string): boolean {
 /** A mount path of a checkpoint volume: absolute, and not the root or a system directory. */
 function mountPath(v: Validator, prop: string, value: string): string {
   v.absolutePath(prop, value);
-  if (/\/\/|.\/$|\/\.(\/|$)/.test(value)) v.fail(prop, 'must be a normalized path: no "//", "/./" or trailing "/"', value);
+  if (/\/\/|.\/$|\/\.(\/|$)/.test(value))
+    v.fail(prop, 'must be a normalized path: no "//", "/./" or trailing "/"', value);
   if (['/', '/dev', '/proc', '/sys', '/etc', '/usr', '/bin', '/lib', '/var', '/run'].includes(value)) {
     v.fail(prop, 'must not be the root or a system directory of the container', value);
   }

@@ -26,7 +26,10 @@ export function completionStateDir(durableMount: string | undefined): string {
 
 /** The wrapper's scratch volume and its mount. */
 export function launchVolume(): { volume: k8s.Volume; mount: k8s.VolumeMount } {
-  return { volume: { name: POD_STATE_VOLUME, emptyDir: {} }, mount: { name: POD_STATE_VOLUME, mountPath: POD_STATE_DIR } };
+  return {
+    volume: { name: POD_STATE_VOLUME, emptyDir: {} },
+    mount: { name: POD_STATE_VOLUME, mountPath: POD_STATE_DIR },
+  };
 }
 
 /** The wrapper's environment (src/training/launch.sh documents each variable). */
@@ -43,7 +46,11 @@ export function launchEnv(runId: string, stateDir: string): OwnedEnv[] {
  * last termination (the wrapper's one exit 0 per pod after a run completed); `kubectl wait` filter
  * expressions need kubectl 1.28 (kubernetes#118748).
  */
-export function jobCommands(container: string, selector: string, namespace: string | undefined): { waitForCompletion: string; restart: string } {
+export function jobCommands(
+  container: string,
+  selector: string,
+  namespace: string | undefined,
+): { waitForCompletion: string; restart: string } {
   const ns = namespace ? ` -n ${namespace}` : '';
   const reason = `{.status.containerStatuses[?(@.name=="${container}")].lastState.terminated.reason}`;
   return {

@@ -129,23 +129,31 @@ export class Rdma {
         // FI_EFA_USE_HUGE_PAGE=0: the pod requests no hugepages (its hugetlb limit is 0), and
         // huge-page bounce buffers also make fork() fail with ENOMEM in PyTorch data loaders
         // (aws-ofi-nccl doc/efa-env-var.md); the cost is a small bandwidth loss.
-        env: [{ name: 'FI_PROVIDER', value: 'efa' }, { name: 'FI_EFA_USE_HUGE_PAGE', value: '0' }],
+        env: [
+          { name: 'FI_PROVIDER', value: 'efa' },
+          { name: 'FI_EFA_USE_HUGE_PAGE', value: '0' },
+        ],
         capabilities: [],
         annotations: {},
       };
     }
     const o = s.options;
     v.plainObject(prop, o);
-    const known = s.kind === 'shared' ? ['resourceName', 'networks', 'hca', 'gidIndex'] : ['networks', 'resourceName', 'count', 'hca', 'gidIndex'];
+    const known =
+      s.kind === 'shared'
+        ? ['resourceName', 'networks', 'hca', 'gidIndex']
+        : ['networks', 'resourceName', 'count', 'hca', 'gidIndex'];
     v.knownProps(prop, o, known);
     // NCCL_NET=IB makes NCCL fail at init when no IB device is usable, instead of silently using
     // TCP sockets (NCCL environment variables, NCCL_NET). Bootstrap stays on the pod network.
     const env: k8s.EnvVar[] = [{ name: 'NCCL_NET', value: 'IB' }];
     if (o.hca !== undefined) {
-      if (typeof o.hca !== 'string' || !/^[=^]?[A-Za-z0-9_:,.-]+$/.test(o.hca)) v.fail(`${prop}.hca`, 'must be an NCCL_IB_HCA value such as "mlx5" or "=mlx5_0:1,mlx5_1:1"', o.hca);
+      if (typeof o.hca !== 'string' || !/^[=^]?[A-Za-z0-9_:,.-]+$/.test(o.hca))
+        v.fail(`${prop}.hca`, 'must be an NCCL_IB_HCA value such as "mlx5" or "=mlx5_0:1,mlx5_1:1"', o.hca);
       env.push({ name: 'NCCL_IB_HCA', value: o.hca });
     }
-    if (o.gidIndex !== undefined) env.push({ name: 'NCCL_IB_GID_INDEX', value: String(v.wholeNumber(`${prop}.gidIndex`, o.gidIndex, 0, 255)) });
+    if (o.gidIndex !== undefined)
+      env.push({ name: 'NCCL_IB_GID_INDEX', value: String(v.wholeNumber(`${prop}.gidIndex`, o.gidIndex, 0, 255)) });
     const annotations: Record<string, string> = {};
     let resource: string;
     let count = 1;
@@ -160,7 +168,12 @@ export class Rdma {
       v.qualifiedName(`${prop}.resourceName`, resource);
       count = so.count === undefined ? networks.length : v.wholeNumber(`${prop}.count`, so.count, 1, 64);
     }
-    if (!resource.includes('/')) v.fail(`${prop}.resourceName`, 'must be an extended resource name with a domain prefix, e.g. "rdma/rdma_shared_device_a"', resource);
+    if (!resource.includes('/'))
+      v.fail(
+        `${prop}.resourceName`,
+        'must be an extended resource name with a domain prefix, e.g. "rdma/rdma_shared_device_a"',
+        resource,
+      );
     return { resources: { [resource]: count }, env, capabilities: ['IPC_LOCK'], annotations };
   }
 }
@@ -169,15 +182,27 @@ export class Rdma {
  * Validates Multus attachments and records them: the networks annotation, and NCCL_SOCKET_IFNAME
  * so that NCCL's bootstrap and socket fallback stay on eth0, the pod network.
  */
-function attachNetworks(v: Validator, prop: string, value: string[] | undefined, annotations: Record<string, string>, env: k8s.EnvVar[]): string[] {
+function attachNetworks(
+  v: Validator,
+  prop: string,
+  value: string[] | undefined,
+  annotations: Record<string, string>,
+  env: k8s.EnvVar[],
+): string[] {
   const networks = v.stringArray(`${prop}.networks`, value);
-  if (!networks || networks.length === 0) v.fail(`${prop}.networks`, 'must name at least one NetworkAttachmentDefinition', value);
+  if (!networks || networks.length === 0)
+    v.fail(`${prop}.networks`, 'must name at least one NetworkAttachmentDefinition', value);
   networks.forEach((n, i) => {
     if (!/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?(@[A-Za-z0-9_.-]{1,15})?$/.test(n)) {
-      v.fail(`${prop}.networks[${i}]`, 'must be a NetworkAttachmentDefinition as Multus reads it: name, namespace/name or name@interface', n);
+      v.fail(
+        `${prop}.networks[${i}]`,
+        'must be a NetworkAttachmentDefinition as Multus reads it: name, namespace/name or name@interface',
+        n,
+      );
     }
   });
-  if (new Set(networks).size !== networks.length) v.fail(`${prop}.networks`, 'must not name an attachment twice', networks);
+  if (new Set(networks).size !== networks.length)
+    v.fail(`${prop}.networks`, 'must not name an attachment twice', networks);
   annotations[MULTUS_NETWORKS_ANNOTATION] = networks.join(',');
   env.push({ name: 'NCCL_SOCKET_IFNAME', value: 'eth0' });
   return networks;

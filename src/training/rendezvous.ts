@@ -87,7 +87,10 @@ export function rankWiring(o: RankWiringOptions): RankWiring {
 export function rendezvousIdFor(runId: string, replicas: number, main: k8s.Container, exclude: k8s.EnvVar): string {
   const spec = JSON.stringify({
     replicas,
-    image: main.image, args: main.args, resources: main.resources, envFrom: main.envFrom,
+    image: main.image,
+    args: main.args,
+    resources: main.resources,
+    envFrom: main.envFrom,
     env: (main.env ?? []).filter(e => e !== exclude),
   });
   return `${runId}-${contentHash({ spec }).slice(0, 10)}`;
@@ -115,8 +118,23 @@ const TORCHRUN_OWNED_OPTIONS: ReadonlyArray<[string, string | undefined]> = [
 
 /** torchrun's other options (torch/distributed/run.py), so that an abbreviation is judged as argparse judges it. */
 const TORCHRUN_OTHER_OPTIONS = [
-  'rdzv-conf', 'monitor-interval', 'start-method', 'event-log-handler', 'role', 'module', 'no-python', 'run-path', 'log-dir',
-  'redirects', 'tee', 'local-ranks-filter', 'local-addr', 'logs-specs', 'numa-binding', 'signals-to-handle', 'virtual-local-rank',
+  'rdzv-conf',
+  'monitor-interval',
+  'start-method',
+  'event-log-handler',
+  'role',
+  'module',
+  'no-python',
+  'run-path',
+  'log-dir',
+  'redirects',
+  'tee',
+  'local-ranks-filter',
+  'local-addr',
+  'logs-specs',
+  'numa-binding',
+  'signals-to-handle',
+  'virtual-local-rank',
 ];
 
 /** Every torchrun option, owned ones first. */

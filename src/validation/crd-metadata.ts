@@ -15,8 +15,20 @@ const ANNOTATIONS_MAX_BYTES = 256 * 1024;
 
 /** ObjectMeta's fields (meta/v1): anything else under metadata is an unknown field. */
 const OBJECT_META_FIELDS = new Set([
-  'name', 'generateName', 'namespace', 'selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp',
-  'deletionTimestamp', 'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers',
+  'name',
+  'generateName',
+  'namespace',
+  'selfLink',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'labels',
+  'annotations',
+  'ownerReferences',
+  'finalizers',
   'managedFields',
 ]);
 
@@ -80,8 +92,11 @@ export function metadataErrors(meta: unknown, group: string, kind: string, names
   if (meta.namespace !== undefined) {
     if (!namespaced) {
       errors.push(`metadata.namespace must be left out: ${kind} is cluster-scoped`);
-    } else if (typeof meta.namespace !== 'string' || meta.namespace.length > 63
-      || !DNS1123_LABEL.test(meta.namespace)) {
+    } else if (
+      typeof meta.namespace !== 'string' ||
+      meta.namespace.length > 63 ||
+      !DNS1123_LABEL.test(meta.namespace)
+    ) {
       errors.push(`metadata.namespace must be a DNS-1123 label (got ${JSON.stringify(meta.namespace)})`);
     }
   }
@@ -92,8 +107,10 @@ export function metadataErrors(meta: unknown, group: string, kind: string, names
     else {
       meta.finalizers.forEach((f, i) => {
         if (typeof f !== 'string' || !isQualifiedName(f)) {
-          errors.push(`metadata.finalizers[${i}] must be a qualified name such as example.com/cleanup `
-            + `(got ${JSON.stringify(f)})`);
+          errors.push(
+            `metadata.finalizers[${i}] must be a qualified name such as example.com/cleanup ` +
+              `(got ${JSON.stringify(f)})`,
+          );
         }
       });
     }
@@ -114,8 +131,10 @@ function labelErrors(labels: unknown, errors: string[]): void {
     if (typeof v !== 'string') {
       errors.push(`metadata.labels.${k} must be a string (got ${JSON.stringify(v)})`);
     } else if (v.length > 63 || !LABEL_VALUE.test(v)) {
-      errors.push(`metadata.labels.${k} must be a label value: at most 63 alphanumerics, "-", "_" or "." `
-        + `starting and ending with an alphanumeric (got ${JSON.stringify(v)})`);
+      errors.push(
+        `metadata.labels.${k} must be a label value: at most 63 alphanumerics, "-", "_" or "." ` +
+          `starting and ending with an alphanumeric (got ${JSON.stringify(v)})`,
+      );
     }
   }
 }

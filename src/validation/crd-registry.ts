@@ -88,7 +88,12 @@ function load(): Map<string, VendoredKind> {
       const schema = v.schema?.openAPIV3Schema;
       if (!schema) throw new Error(`The vendored CRD ${source.file} has no openAPIV3Schema for ${v.name}.`);
       built.set(key(`${group}/${v.name}`, names.kind), {
-        group, version: v.name, kind: names.kind, namespaced: scope === 'Namespaced', schema, source,
+        group,
+        version: v.name,
+        kind: names.kind,
+        namespaced: scope === 'Namespaced',
+        schema,
+        source,
       });
     }
   }

@@ -98,8 +98,10 @@ function notVendored(apiVersion: string, kind: string): string {
   const others = vendoredKinds().filter(k => k.group === group && k.kind === kind);
   if (others.length > 0) {
     const s = others[0].source;
-    return `${apiVersion} ${kind} is not served by the vendored CRD (${s.repo} ${s.tag} serves `
-      + `${others.map(k => `${k.group}/${k.version}`).join(', ')}).`;
+    return (
+      `${apiVersion} ${kind} is not served by the vendored CRD (${s.repo} ${s.tag} serves ` +
+      `${others.map(k => `${k.group}/${k.version}`).join(', ')}).`
+    );
   }
   return `no CRD serving ${apiVersion} ${kind} is vendored (src/validation/crds/README.md lists those that are).`;
 }
@@ -139,17 +141,28 @@ function typeErrors(value: unknown, s: CrdSchema, at: string, errors: string[]):
 }
 
 const ARTICLE: Record<NonNullable<CrdSchema['type']>, string> = {
-  object: 'an', array: 'an', integer: 'an', string: 'a', number: 'a', boolean: 'a',
+  object: 'an',
+  array: 'an',
+  integer: 'an',
+  string: 'a',
+  number: 'a',
+  boolean: 'a',
 };
 
 function hasType(value: unknown, type: NonNullable<CrdSchema['type']>): boolean {
   switch (type) {
-    case 'object': return isPlainObject(value);
-    case 'array': return Array.isArray(value);
-    case 'integer': return typeof value === 'number' && Number.isInteger(value);
-    case 'number': return typeof value === 'number' && Number.isFinite(value);
-    case 'string': return typeof value === 'string';
-    case 'boolean': return typeof value === 'boolean';
+    case 'object':
+      return isPlainObject(value);
+    case 'array':
+      return Array.isArray(value);
+    case 'integer':
+      return typeof value === 'number' && Number.isInteger(value);
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'string':
+      return typeof value === 'string';
+    case 'boolean':
+      return typeof value === 'boolean';
   }
 }
 
@@ -175,13 +188,13 @@ function checkString(value: string, s: CrdSchema, at: string, errors: string[]):
  */
 const STRING_FORMATS: Record<string, { test: (v: string) => boolean; says: string }> = {
   'date-time': {
-    test: v => /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(v)
-      && !isNaN(Date.parse(v)),
+    test: v =>
+      /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(v) && !isNaN(Date.parse(v)),
     says: 'an RFC 3339 date-time such as 2026-01-02T15:04:05Z',
   },
-  'date': { test: v => /^\d{4}-\d{2}-\d{2}$/.test(v) && !isNaN(Date.parse(v)), says: 'a date such as 2026-01-02' },
-  'byte': { test: v => /^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(v), says: 'base64 data' },
-  'uuid': {
+  date: { test: v => /^\d{4}-\d{2}-\d{2}$/.test(v) && !isNaN(Date.parse(v)), says: 'a date such as 2026-01-02' },
+  byte: { test: v => /^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(v), says: 'base64 data' },
+  uuid: {
     test: v => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v),
     says: 'a UUID',
   },
@@ -272,8 +285,12 @@ function checkObject(value: Record<string, unknown>, s: CrdSchema, at: string, w
       check(value[key], prop, join(at, key), walk);
     } else if (typeof s.additionalProperties === 'object') {
       check(value[key], s.additionalProperties, join(at, key), walk);
-    } else if (walk.strictFields && !preserve && s.additionalProperties !== true
-      && !(embedded && (key === 'apiVersion' || key === 'kind' || key === 'metadata'))) {
+    } else if (
+      walk.strictFields &&
+      !preserve &&
+      s.additionalProperties !== true &&
+      !(embedded && (key === 'apiVersion' || key === 'kind' || key === 'metadata'))
+    ) {
       errors.push(`${join(at, key)} is not a field of the schema (unknown field ${JSON.stringify(key)})`);
     }
   }
@@ -294,8 +311,10 @@ function checkAlternatives(value: unknown, s: CrdSchema, at: string, walk: Walk)
   if (s.anyOf) {
     const tries = s.anyOf.map(attempt);
     if (!tries.some(t => t.length === 0)) {
-      walk.errors.push(`${name(at)} must match at least one of the schema's anyOf alternatives `
-        + `(${tries.map(t => t.join('; ')).join(' | ')})`);
+      walk.errors.push(
+        `${name(at)} must match at least one of the schema's anyOf alternatives ` +
+          `(${tries.map(t => t.join('; ')).join(' | ')})`,
+      );
     }
   }
   if (s.oneOf) {
@@ -344,7 +363,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (isPlainObject(value)) {
-    return `{${Object.keys(value).sort().map(k => `${JSON.stringify(k)}:${canonical(value[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map(k => `${JSON.stringify(k)}:${canonical(value[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value) ?? 'undefined';
 }

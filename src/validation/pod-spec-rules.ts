@@ -17,7 +17,8 @@ const MAX_MODE = 0o777;
 const PORT_NAME = /^(?=.*[a-z])[a-z0-9]([a-z0-9]|-(?!-))*[a-z0-9]$|^[a-z]$/;
 
 function oneOf(v: Validator, prop: string, value: unknown, allowed: readonly string[]): void {
-  if (value !== undefined && !allowed.includes(value as string)) v.fail(prop, `must be one of ${allowed.join(', ')}`, value);
+  if (value !== undefined && !allowed.includes(value as string))
+    v.fail(prop, `must be one of ${allowed.join(', ')}`, value);
 }
 
 /** `ValidateAffinity`: node selector terms, label selectors, topology keys, weights. */
@@ -36,7 +37,9 @@ export function checkAffinity(v: Validator, prop: string, a: k8s.Affinity): void
   });
   for (const kind of ['podAffinity', 'podAntiAffinity'] as const) {
     const pa = a[kind];
-    (pa?.requiredDuringSchedulingIgnoredDuringExecution ?? []).forEach((t, i) => podAffinityTerm(v, `${prop}.${kind}.requiredDuringSchedulingIgnoredDuringExecution[${i}]`, t));
+    (pa?.requiredDuringSchedulingIgnoredDuringExecution ?? []).forEach((t, i) =>
+      podAffinityTerm(v, `${prop}.${kind}.requiredDuringSchedulingIgnoredDuringExecution[${i}]`, t),
+    );
     (pa?.preferredDuringSchedulingIgnoredDuringExecution ?? []).forEach((p, i) => {
       const at = `${prop}.${kind}.preferredDuringSchedulingIgnoredDuringExecution[${i}]`;
       v.wholeNumber(`${at}.weight`, p.weight, 1, 100);
@@ -47,20 +50,27 @@ export function checkAffinity(v: Validator, prop: string, a: k8s.Affinity): void
 }
 
 function nodeSelectorTerm(v: Validator, at: string, t: k8s.NodeSelectorTerm): void {
-  const reqs = [...(t.matchExpressions ?? []).map((r, i) => [`${at}.matchExpressions[${i}]`, r] as const), ...(t.matchFields ?? []).map((r, i) => [`${at}.matchFields[${i}]`, r] as const)];
+  const reqs = [
+    ...(t.matchExpressions ?? []).map((r, i) => [`${at}.matchExpressions[${i}]`, r] as const),
+    ...(t.matchFields ?? []).map((r, i) => [`${at}.matchFields[${i}]`, r] as const),
+  ];
   if (reqs.length === 0) v.fail(at, 'must have matchExpressions or matchFields (an empty term matches no node)', t);
   for (const [p, r] of reqs) {
     v.qualifiedName(`${p}.key`, r.key);
     oneOf(v, `${p}.operator`, r.operator, NODE_SELECTOR_OPERATORS);
     const values = r.values ?? [];
-    if ((r.operator === 'In' || r.operator === 'NotIn') && values.length === 0) v.fail(`${p}.values`, `must be non-empty for ${r.operator}`, r.values);
-    if ((r.operator === 'Exists' || r.operator === 'DoesNotExist') && values.length > 0) v.fail(`${p}.values`, `must be empty for ${r.operator}`, r.values);
-    if ((r.operator === 'Gt' || r.operator === 'Lt') && (values.length !== 1 || !/^-?\d+$/.test(values[0]))) v.fail(`${p}.values`, `must be one integer for ${r.operator}`, r.values);
+    if ((r.operator === 'In' || r.operator === 'NotIn') && values.length === 0)
+      v.fail(`${p}.values`, `must be non-empty for ${r.operator}`, r.values);
+    if ((r.operator === 'Exists' || r.operator === 'DoesNotExist') && values.length > 0)
+      v.fail(`${p}.values`, `must be empty for ${r.operator}`, r.values);
+    if ((r.operator === 'Gt' || r.operator === 'Lt') && (values.length !== 1 || !/^-?\d+$/.test(values[0])))
+      v.fail(`${p}.values`, `must be one integer for ${r.operator}`, r.values);
   }
 }
 
 function podAffinityTerm(v: Validator, at: string, t: k8s.PodAffinityTerm): void {
-  if (typeof t.topologyKey !== 'string' || t.topologyKey === '') v.fail(`${at}.topologyKey`, 'must be a non-empty label key (e.g. kubernetes.io/hostname)', t.topologyKey);
+  if (typeof t.topologyKey !== 'string' || t.topologyKey === '')
+    v.fail(`${at}.topologyKey`, 'must be a non-empty label key (e.g. kubernetes.io/hostname)', t.topologyKey);
   v.qualifiedName(`${at}.topologyKey`, t.topologyKey);
   if (t.labelSelector) labelSelector(v, `${at}.labelSelector`, t.labelSelector);
   if (t.namespaceSelector) labelSelector(v, `${at}.namespaceSelector`, t.namespaceSelector);
@@ -73,8 +83,10 @@ function labelSelector(v: Validator, at: string, s: k8s.LabelSelector): void {
     v.qualifiedName(`${p}.key`, r.key);
     oneOf(v, `${p}.operator`, r.operator, LABEL_SELECTOR_OPERATORS);
     const values = r.values ?? [];
-    if ((r.operator === 'In' || r.operator === 'NotIn') && values.length === 0) v.fail(`${p}.values`, `must be non-empty for ${r.operator}`, r.values);
-    if ((r.operator === 'Exists' || r.operator === 'DoesNotExist') && values.length > 0) v.fail(`${p}.values`, `must be empty for ${r.operator}`, r.values);
+    if ((r.operator === 'In' || r.operator === 'NotIn') && values.length === 0)
+      v.fail(`${p}.values`, `must be non-empty for ${r.operator}`, r.values);
+    if ((r.operator === 'Exists' || r.operator === 'DoesNotExist') && values.length > 0)
+      v.fail(`${p}.values`, `must be empty for ${r.operator}`, r.values);
     values.forEach((x, j) => v.labelValue(`${p}.values[${j}]`, x));
   });
 }
@@ -83,24 +95,37 @@ function labelSelector(v: Validator, at: string, s: k8s.LabelSelector): void {
  * `validateTopologySpreadConstraints`, over the pod's whole list (the construct's own constraints
  * first): no two constraints with one topologyKey and whenUnsatisfiable.
  */
-export function checkSpreadConstraints(v: Validator, prop: string, mine: readonly k8s.TopologySpreadConstraint[], all: readonly k8s.TopologySpreadConstraint[]): void {
+export function checkSpreadConstraints(
+  v: Validator,
+  prop: string,
+  mine: readonly k8s.TopologySpreadConstraint[],
+  all: readonly k8s.TopologySpreadConstraint[],
+): void {
   const seen = new Set(all.slice(0, all.length - mine.length).map(c => `${c.topologyKey}/${c.whenUnsatisfiable}`));
   mine.forEach((c, i) => {
     const at = `${prop}[${i}]`;
     v.wholeNumber(`${at}.maxSkew`, c.maxSkew, 1);
-    if (typeof c.topologyKey !== 'string' || c.topologyKey === '') v.fail(`${at}.topologyKey`, 'must be a non-empty label key', c.topologyKey);
+    if (typeof c.topologyKey !== 'string' || c.topologyKey === '')
+      v.fail(`${at}.topologyKey`, 'must be a non-empty label key', c.topologyKey);
     v.qualifiedName(`${at}.topologyKey`, c.topologyKey);
-    if (c.whenUnsatisfiable === undefined) v.fail(`${at}.whenUnsatisfiable`, `is required: one of ${WHEN_UNSATISFIABLE.join(', ')}`, c.whenUnsatisfiable);
+    if (c.whenUnsatisfiable === undefined)
+      v.fail(`${at}.whenUnsatisfiable`, `is required: one of ${WHEN_UNSATISFIABLE.join(', ')}`, c.whenUnsatisfiable);
     oneOf(v, `${at}.whenUnsatisfiable`, c.whenUnsatisfiable, WHEN_UNSATISFIABLE);
     if (c.minDomains !== undefined) {
       v.wholeNumber(`${at}.minDomains`, c.minDomains, 1);
-      if (c.whenUnsatisfiable !== 'DoNotSchedule') v.fail(`${at}.minDomains`, 'is only allowed with whenUnsatisfiable DoNotSchedule', c.minDomains);
+      if (c.whenUnsatisfiable !== 'DoNotSchedule')
+        v.fail(`${at}.minDomains`, 'is only allowed with whenUnsatisfiable DoNotSchedule', c.minDomains);
     }
     oneOf(v, `${at}.nodeAffinityPolicy`, c.nodeAffinityPolicy, INCLUSION_POLICIES);
     oneOf(v, `${at}.nodeTaintsPolicy`, c.nodeTaintsPolicy, INCLUSION_POLICIES);
     if (c.labelSelector) labelSelector(v, `${at}.labelSelector`, c.labelSelector);
     const key = `${c.topologyKey}/${c.whenUnsatisfiable}`;
-    if (seen.has(key)) v.fail(at, `must not repeat a constraint on topologyKey ${c.topologyKey} with whenUnsatisfiable ${c.whenUnsatisfiable} (the pod already has one, perhaps the construct's own)`, c);
+    if (seen.has(key))
+      v.fail(
+        at,
+        `must not repeat a constraint on topologyKey ${c.topologyKey} with whenUnsatisfiable ${c.whenUnsatisfiable} (the pod already has one, perhaps the construct's own)`,
+        c,
+      );
     seen.add(key);
   });
 }
@@ -116,7 +141,11 @@ export function checkContainer(v: Validator, prop: string, c: k8s.Container, ini
     oneOf(v, `${at}.protocol`, p.protocol, PROTOCOLS);
     if (p.name !== undefined) {
       if (typeof p.name !== 'string' || p.name.length > 15 || !PORT_NAME.test(p.name)) {
-        v.fail(`${at}.name`, 'must be a port name: at most 15 lower-case letters, digits and single "-", with at least one letter, starting and ending with a letter or digit', p.name);
+        v.fail(
+          `${at}.name`,
+          'must be a port name: at most 15 lower-case letters, digits and single "-", with at least one letter, starting and ending with a letter or digit',
+          p.name,
+        );
       }
       if (portNames.has(p.name)) v.fail(`${at}.name`, 'must not repeat a port name of the container', p.name);
       portNames.add(p.name);
@@ -137,29 +166,39 @@ export function checkContainer(v: Validator, prop: string, c: k8s.Container, ini
   });
   const sc = c.securityContext;
   for (const id of ['runAsUser', 'runAsGroup'] as const) {
-    if (sc?.[id] !== undefined) v.wholeNumber(`${prop}.securityContext.${id}`, sc[id] as number, 0);
+    if (sc?.[id] !== undefined) v.wholeNumber(`${prop}.securityContext.${id}`, sc[id], 0);
   }
   // Native sidecars (an init container with restartPolicy Always) are alpha in 1.28, the floor: an
   // API server without the gate drops the field, and the pod waits for an init container that
   // never ends. pod.sidecars are regular containers.
-  if (c.restartPolicy !== undefined) v.fail(`${prop}.restartPolicy`, 'must be left out: native sidecars are alpha in Kubernetes 1.28 (an API server without the gate drops it, and the pod never starts); put a long-running container in pod.sidecars', c.restartPolicy);
+  if (c.restartPolicy !== undefined)
+    v.fail(
+      `${prop}.restartPolicy`,
+      'must be left out: native sidecars are alpha in Kubernetes 1.28 (an API server without the gate drops it, and the pod never starts); put a long-running container in pod.sidecars',
+      c.restartPolicy,
+    );
   for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
     const probe = c[kind];
     if (!probe) continue;
     if (init) v.fail(`${prop}.${kind}`, 'is not allowed on an init container, which runs to completion', kind);
     probeRules(v, `${prop}.${kind}`, probe, kind !== 'readinessProbe');
   }
-  if (init && c.lifecycle) v.fail(`${prop}.lifecycle`, 'is not allowed on an init container, which runs to completion', c.lifecycle);
+  if (init && c.lifecycle)
+    v.fail(`${prop}.lifecycle`, 'is not allowed on an init container, which runs to completion', c.lifecycle);
 }
 
 function probeRules(v: Validator, at: string, p: k8s.Probe, successIsOne: boolean): void {
   if (p.initialDelaySeconds !== undefined) v.wholeNumber(`${at}.initialDelaySeconds`, p.initialDelaySeconds, 0);
   for (const f of ['timeoutSeconds', 'periodSeconds', 'successThreshold', 'failureThreshold'] as const) {
-    if (p[f] !== undefined) v.wholeNumber(`${at}.${f}`, p[f] as number, 1);
+    if (p[f] !== undefined) v.wholeNumber(`${at}.${f}`, p[f], 1);
   }
-  if (successIsOne && p.successThreshold !== undefined && p.successThreshold !== 1) v.fail(`${at}.successThreshold`, 'must be 1 for liveness and startup probes', p.successThreshold);
-  const handlers = ['exec', 'httpGet', 'tcpSocket', 'grpc'].filter(h => (p as Record<string, unknown>)[h] !== undefined);
-  if (handlers.length !== 1) v.fail(at, 'must have exactly one handler: exec, httpGet, tcpSocket or grpc', handlers.join(', ') || 'none');
+  if (successIsOne && p.successThreshold !== undefined && p.successThreshold !== 1)
+    v.fail(`${at}.successThreshold`, 'must be 1 for liveness and startup probes', p.successThreshold);
+  const handlers = ['exec', 'httpGet', 'tcpSocket', 'grpc'].filter(
+    h => (p as Record<string, unknown>)[h] !== undefined,
+  );
+  if (handlers.length !== 1)
+    v.fail(at, 'must have exactly one handler: exec, httpGet, tcpSocket or grpc', handlers.join(', ') || 'none');
 }
 
 /** Key-to-path projections and file modes of a volume source (`validateKeyToPath`, `ValidateVolumes`). */
@@ -167,11 +206,12 @@ export function checkVolumeSource(v: Validator, prop: string, vol: k8s.Volume): 
   const mode = (at: string, m: number | undefined) => {
     if (m !== undefined) v.wholeNumber(at, m, 0, MAX_MODE);
   };
-  const items = (at: string, list: k8s.KeyToPath[] | undefined) => (list ?? []).forEach((it, i) => {
-    v.nonEmpty(`${at}[${i}].key`, it.key);
-    relativePath(v, `${at}[${i}].path`, it.path);
-    mode(`${at}[${i}].mode`, it.mode);
-  });
+  const items = (at: string, list: k8s.KeyToPath[] | undefined) =>
+    (list ?? []).forEach((it, i) => {
+      v.nonEmpty(`${at}[${i}].key`, it.key);
+      relativePath(v, `${at}[${i}].path`, it.path);
+      mode(`${at}[${i}].mode`, it.mode);
+    });
   if (vol.secret) {
     mode(`${prop}.secret.defaultMode`, vol.secret.defaultMode);
     items(`${prop}.secret.items`, vol.secret.items);
@@ -185,14 +225,17 @@ export function checkVolumeSource(v: Validator, prop: string, vol: k8s.Volume): 
     (vol.projected.sources ?? []).forEach((s, i) => {
       if (s.secret) items(`${prop}.projected.sources[${i}].secret.items`, s.secret.items);
       if (s.configMap) items(`${prop}.projected.sources[${i}].configMap.items`, s.configMap.items);
-      (s.downwardApi?.items ?? []).forEach((it, j) => relativePath(v, `${prop}.projected.sources[${i}].downwardAPI.items[${j}].path`, it.path));
+      (s.downwardApi?.items ?? []).forEach((it, j) =>
+        relativePath(v, `${prop}.projected.sources[${i}].downwardAPI.items[${j}].path`, it.path),
+      );
     });
   }
   if (vol.downwardApi) {
     mode(`${prop}.downwardAPI.defaultMode`, vol.downwardApi.defaultMode);
     (vol.downwardApi.items ?? []).forEach((it, i) => relativePath(v, `${prop}.downwardAPI.items[${i}].path`, it.path));
   }
-  if (vol.persistentVolumeClaim) v.nonEmpty(`${prop}.persistentVolumeClaim.claimName`, vol.persistentVolumeClaim.claimName);
+  if (vol.persistentVolumeClaim)
+    v.nonEmpty(`${prop}.persistentVolumeClaim.claimName`, vol.persistentVolumeClaim.claimName);
 }
 
 function relativePath(v: Validator, at: string, p: string): void {
@@ -204,7 +247,10 @@ function relativePath(v: Validator, at: string, p: string): void {
 /** `ValidateTolerations`: a value is a label value, tolerationSeconds a whole number. */
 export function checkTolerationValues(v: Validator, prop: string, t: k8s.Toleration): void {
   if (t.value !== undefined && t.value !== '') v.labelValue(`${prop}.value`, t.value);
-  if (t.tolerationSeconds !== undefined && (typeof t.tolerationSeconds !== 'number' || !Number.isInteger(t.tolerationSeconds))) {
+  if (
+    t.tolerationSeconds !== undefined &&
+    (typeof t.tolerationSeconds !== 'number' || !Number.isInteger(t.tolerationSeconds))
+  ) {
     v.fail(`${prop}.tolerationSeconds`, 'must be a whole number of seconds', t.tolerationSeconds);
   }
 }

@@ -90,7 +90,10 @@ export function strictErrors(obj: any, version: KubeVersion = '1.28.0'): string[
   const { defs, byGvk } = load(version);
   const defName = byGvk.get(gvkKey(group, ver, kind));
   if (!defName) {
-    const custom = group.includes('.') && !group.endsWith('.k8s.io') ? ' (a custom resource: its CRD schema is not known to this validator)' : '';
+    const custom =
+      group.includes('.') && !group.endsWith('.k8s.io')
+        ? ' (a custom resource: its CRD schema is not known to this validator)'
+        : '';
     return [...errors, `${who}: ${apiVersion} ${kind} does not exist in Kubernetes ${version}${custom}`];
   }
   walk(obj, { $ref: `#/definitions/${defName}` }, who, defs, errors);
@@ -105,7 +108,8 @@ export function strictErrors(obj: any, version: KubeVersion = '1.28.0'): string[
  */
 export function nonStringScalars(obj: any, version: KubeVersion = '1.28.0'): Array<{ path: string; value: unknown }> {
   const out: Array<{ path: string; value: unknown }> = [];
-  if (obj === null || typeof obj !== 'object' || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string') return out;
+  if (obj === null || typeof obj !== 'object' || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string')
+    return out;
   const [group, ver] = obj.apiVersion.includes('/') ? obj.apiVersion.split('/') : ['', obj.apiVersion];
   const { defs, byGvk } = load(version);
   const defName = byGvk.get(gvkKey(group, ver, obj.kind));
@@ -113,7 +117,13 @@ export function nonStringScalars(obj: any, version: KubeVersion = '1.28.0'): Arr
   return out;
 }
 
-function scalars(value: unknown, schema: Schema, at: string, defs: Record<string, Schema>, out: Array<{ path: string; value: unknown }>): void {
+function scalars(
+  value: unknown,
+  schema: Schema,
+  at: string,
+  defs: Record<string, Schema>,
+  out: Array<{ path: string; value: unknown }>,
+): void {
   if (value === null || value === undefined) return;
   const s = resolveRef(schema, defs);
   if (s.oneOf) return;
@@ -138,7 +148,8 @@ function checkMetadata(meta: any, who: string, errors: string[]) {
     errors.push(`${who}: metadata.name must be a DNS-1123 subdomain`);
   }
   for (const [k, v] of Object.entries<any>(meta?.labels ?? {})) {
-    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) errors.push(`${who}: label ${k}=${v} is not a valid label value`);
+    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v))
+      errors.push(`${who}: label ${k}=${v} is not a valid label value`);
   }
 }
 
@@ -172,8 +183,20 @@ function matchesType(value: unknown, type: string): boolean {
 export const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$/;
 
 const QUANTITY_SUFFIX: Record<string, number> = {
-  '': 1, 'm': 1e-3, 'k': 1e3, 'M': 1e6, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18,
-  'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30, 'Ti': 2 ** 40, 'Pi': 2 ** 50, 'Ei': 2 ** 60,
+  '': 1,
+  m: 1e-3,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
 };
 
 /** Whether a quantity (number or string) is a whole number: extended resources cannot be split (IsIntegerResourceName). */
@@ -193,7 +216,10 @@ function walk(value: unknown, schema: Schema, at: string, defs: Record<string, S
     errors.push(`${at}: null is not allowed`);
     return;
   }
-  if (schema.$ref === QUANTITY_REF && ((typeof value === 'string' && !QUANTITY.test(value)) || (typeof value === 'number' && !Number.isFinite(value)))) {
+  if (
+    schema.$ref === QUANTITY_REF &&
+    ((typeof value === 'string' && !QUANTITY.test(value)) || (typeof value === 'number' && !Number.isFinite(value)))
+  ) {
     errors.push(`${at}: ${JSON.stringify(value)} is not a Kubernetes quantity such as 1, "500m" or "16Gi"`);
     return;
   }

@@ -25,7 +25,10 @@ export function checkTyped(v: Validator, prop: string, value: unknown, struct: s
 
 const CORE_V1 = 'io.k8s.api.core.v1.';
 const REF = '#/definitions/';
-const UNIONS = new Set(['io.k8s.apimachinery.pkg.api.resource.Quantity', 'io.k8s.apimachinery.pkg.util.intstr.IntOrString']);
+const UNIONS = new Set([
+  'io.k8s.apimachinery.pkg.api.resource.Quantity',
+  'io.k8s.apimachinery.pkg.util.intstr.IntOrString',
+]);
 
 /** A struct's fields by their typed (cdk8s-plus) name, made once per struct. */
 const FIELDS = new Map<string, ReadonlyMap<string, Schema>>();
@@ -94,7 +97,8 @@ function walkField(v: Validator, at: string, x: unknown, schema: Schema): void {
 /** A list item or map value: a struct, a union, a list, or a scalar. */
 function item(v: Validator, at: string, y: unknown, schema: Schema): void {
   const ref = refName(schema);
-  if (ref !== undefined && (UNIONS.has(ref) || definitionsOf('1.28.0')[ref]?.properties)) return walkField(v, at, y, schema);
+  if (ref !== undefined && (UNIONS.has(ref) || definitionsOf('1.28.0')[ref]?.properties))
+    return walkField(v, at, y, schema);
   if (schema.type === 'array') {
     if (!Array.isArray(y)) v.fail(at, 'must be an array', y);
     return;
@@ -106,6 +110,10 @@ function item(v: Validator, at: string, y: unknown, schema: Schema): void {
 function union(v: Validator, at: string, x: unknown): void {
   const value = (x as { value?: unknown } | null)?.value;
   if (typeof x !== 'object' || x === null || (typeof value !== 'string' && typeof value !== 'number')) {
-    v.fail(at, 'must be made with k8s.Quantity.fromString()/fromNumber() or k8s.IntOrString.fromString()/fromNumber(): cdk8s-plus-28 writes a plain value here as null', x);
+    v.fail(
+      at,
+      'must be made with k8s.Quantity.fromString()/fromNumber() or k8s.IntOrString.fromString()/fromNumber(): cdk8s-plus-28 writes a plain value here as null',
+      x,
+    );
   }
 }

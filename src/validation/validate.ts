@@ -23,7 +23,8 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 // The reference grammar of distribution/reference, simplified: lower-case path components, an
 // optional registry host with port, an optional tag and an optional digest.
-const IMAGE_REF = /^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$/;
+const IMAGE_REF =
+  /^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$/;
 
 /** The known name nearest to `key` by edit distance, if any is close enough to be a typo. */
 function closest(key: string, known: readonly string[]): string | undefined {
@@ -79,7 +80,10 @@ export function show(value: unknown): string {
  * error the same way.
  */
 export class Validator {
-  constructor(private readonly construct: string, private readonly id: string) {}
+  constructor(
+    private readonly construct: string,
+    private readonly id: string,
+  ) {}
 
   /** Throws `<Construct> '<id>': <prop> <rule> (got <value>)`. */
   fail(prop: string, rule: string, got?: unknown): never {
@@ -97,7 +101,10 @@ export class Validator {
   wholeNumber(prop: string, value: number, min: number, max: number = INT32_MAX): number {
     const ok = typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
     if (!ok) {
-      const range = max !== INT32_MAX ? `from ${min} to ${max}` : `>= ${min}${typeof value === 'number' && value > max ? ` and at most ${max}, the largest Kubernetes integer` : ''}`;
+      const range =
+        max !== INT32_MAX
+          ? `from ${min} to ${max}`
+          : `>= ${min}${typeof value === 'number' && value > max ? ` and at most ${max}, the largest Kubernetes integer` : ''}`;
       this.fail(prop, `must be a whole number ${range}`, value);
     }
     return value;
@@ -109,7 +116,11 @@ export class Validator {
       this.fail(prop, 'must be a non-empty DNS-1123 label', value);
     }
     if (!DNS1123_LABEL.test(value)) {
-      this.fail(prop, 'must be a DNS-1123 label: lower-case letters, digits and "-", starting and ending with a letter or digit', value);
+      this.fail(
+        prop,
+        'must be a DNS-1123 label: lower-case letters, digits and "-", starting and ending with a letter or digit',
+        value,
+      );
     }
     if (value.length > maxLength) {
       this.failDescribed(prop, `must be at most ${maxLength} characters`, `${value.length} characters: ${value}`);
@@ -129,7 +140,11 @@ export class Validator {
   /** A DNS-1123 subdomain (Secrets, ConfigMaps, PersistentVolumes). */
   dnsSubdomain(prop: string, value: string): string {
     if (typeof value !== 'string' || value.length === 0 || value.length > 253 || !DNS1123_SUBDOMAIN.test(value)) {
-      this.fail(prop, 'must be a DNS-1123 subdomain: lower-case letters, digits, "-" and ".", at most 253 characters', value);
+      this.fail(
+        prop,
+        'must be a DNS-1123 subdomain: lower-case letters, digits, "-" and ".", at most 253 characters',
+        value,
+      );
     }
     return value;
   }
@@ -149,7 +164,11 @@ export class Validator {
       this.fail(prop, 'must be an absolute path without ".." segments', value);
     }
     if (value.length > 1 && (value.endsWith('/') || /\/\/|\/\.(\/|$)/.test(value))) {
-      this.fail(prop, 'must be a normalized absolute path (no "//", "/./" or trailing "/"), because the kubelet compares mount paths as strings', value);
+      this.fail(
+        prop,
+        'must be a normalized absolute path (no "//", "/./" or trailing "/"), because the kubelet compares mount paths as strings',
+        value,
+      );
     }
     return value;
   }
@@ -161,7 +180,11 @@ export class Validator {
     try {
       kib = value.toKibibytes();
     } catch {
-      return this.fail(prop, 'must be a whole number of KiB, e.g. Size.mebibytes(1331) rather than Size.gibibytes(1.3)', value);
+      return this.fail(
+        prop,
+        'must be a whole number of KiB, e.g. Size.mebibytes(1331) rather than Size.gibibytes(1.3)',
+        value,
+      );
     }
     if (!(kib > 0) || !Number.isFinite(kib)) this.fail(prop, 'must be a positive size', value);
     return value;
@@ -176,7 +199,11 @@ export class Validator {
   /** A container image reference: no whitespace, no upper-case repository, as the kubelet parses it. */
   image(prop: string, value: string): string {
     if (typeof value !== 'string' || !IMAGE_REF.test(value)) {
-      this.fail(prop, 'must be an image reference such as "registry/repo:tag" or "repo@sha256:<digest>" (lower-case repository, no whitespace)', value);
+      this.fail(
+        prop,
+        'must be an image reference such as "registry/repo:tag" or "repo@sha256:<digest>" (lower-case repository, no whitespace)',
+        value,
+      );
     }
     return value;
   }
@@ -195,7 +222,11 @@ export class Validator {
   /** One label value (also what label selectors and toleration values must be). */
   labelValue(prop: string, value: unknown): string {
     if (typeof value !== 'string' || value.length > 63 || !LABEL_VALUE.test(value)) {
-      this.fail(prop, 'must be a label value: at most 63 characters, letters, digits, "-", "_" and ".", starting and ending with a letter or digit', value);
+      this.fail(
+        prop,
+        'must be a label value: at most 63 characters, letters, digits, "-", "_" and ".", starting and ending with a letter or digit',
+        value,
+      );
     }
     return value;
   }
@@ -216,16 +247,29 @@ export class Validator {
 
   /** A qualified name (`prefix/name` or `name`), as label and annotation keys and resource names are. */
   qualifiedName(prop: string, value: string): string {
-    const [prefix, name, extra] = typeof value === 'string' ? (value.includes('/') ? value.split('/') : [undefined, value]) : [];
-    const ok = typeof value === 'string' && extra === undefined && name !== undefined && name.length > 0 && name.length <= 63 && QUALIFIED_NAME.test(name)
-      && (prefix === undefined || (prefix.length <= 253 && DNS1123_SUBDOMAIN.test(prefix)));
-    if (!ok) this.fail(prop, 'must be a qualified name: an optional DNS subdomain prefix and "/", then at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit', value);
+    const [prefix, name, extra] =
+      typeof value === 'string' ? (value.includes('/') ? value.split('/') : [undefined, value]) : [];
+    const ok =
+      typeof value === 'string' &&
+      extra === undefined &&
+      name !== undefined &&
+      name.length > 0 &&
+      name.length <= 63 &&
+      QUALIFIED_NAME.test(name) &&
+      (prefix === undefined || (prefix.length <= 253 && DNS1123_SUBDOMAIN.test(prefix)));
+    if (!ok)
+      this.fail(
+        prop,
+        'must be a qualified name: an optional DNS subdomain prefix and "/", then at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit',
+        value,
+      );
     return value;
   }
 
   /** An object literal (not an array, not null). */
   plainObject(prop: string, value: unknown): void {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) this.fail(prop, 'must be an object', value);
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      this.fail(prop, 'must be an object', value);
   }
 
   /** A member of a string enum, e.g. a quantization method: the message lists the members. */
@@ -238,8 +282,14 @@ export class Validator {
   /** A single word: a non-empty string without whitespace (a model name on a command line). */
   /** A single command-line argument value: argparse would read a leading "-" as the next flag. */
   word(prop: string, value: string): string {
-    if (typeof value !== 'string' || value.trim() === '' || /\s/.test(value)) this.fail(prop, 'must be a non-empty name without whitespace', value);
-    if (value.startsWith('-')) this.fail(prop, 'must not start with "-": it is a command-line argument, and the engine would read it as a flag', value);
+    if (typeof value !== 'string' || value.trim() === '' || /\s/.test(value))
+      this.fail(prop, 'must be a non-empty name without whitespace', value);
+    if (value.startsWith('-'))
+      this.fail(
+        prop,
+        'must not start with "-": it is a command-line argument, and the engine would read it as a flag',
+        value,
+      );
     return value;
   }
 
@@ -271,12 +321,17 @@ export class Validator {
       if (known.includes(key) || (props as Record<string, unknown>)[key] === undefined) continue;
       const near = closest(key, known);
       const prop = prefix ? `${prefix}.${key}` : key;
-      this.fail(prop, `is not a known prop${near ? `; did you mean '${near}'?` : ''} (known: ${known.join(', ')})`, (props as Record<string, unknown>)[key]);
+      this.fail(
+        prop,
+        `is not a known prop${near ? `; did you mean '${near}'?` : ''} (known: ${known.join(', ')})`,
+        (props as Record<string, unknown>)[key],
+      );
     }
   }
 
   positive(prop: string, value: number): number {
-    if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) this.fail(prop, 'must be a positive number', value);
+    if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value))
+      this.fail(prop, 'must be a positive number', value);
     return value;
   }
 
@@ -284,13 +339,18 @@ export class Validator {
   sharedMemory(value: Size, memory: Size): Size {
     this.positiveSize('sharedMemory', value);
     if (value.toKibibytes() >= memory.toKibibytes()) {
-      this.fail('sharedMemory', `must be smaller than memory (${memory.asString()}), because /dev/shm usage counts against the memory limit`, value);
+      this.fail(
+        'sharedMemory',
+        `must be smaller than memory (${memory.asString()}), because /dev/shm usage counts against the memory limit`,
+        value,
+      );
     }
     return value;
   }
 
   envName(prop: string, value: string): string {
-    if (typeof value !== 'string' || !ENV_VAR_NAME.test(value)) this.fail(prop, 'must be a valid environment variable name', value);
+    if (typeof value !== 'string' || !ENV_VAR_NAME.test(value))
+      this.fail(prop, 'must be a valid environment variable name', value);
     return value;
   }
 

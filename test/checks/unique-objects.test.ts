@@ -2,7 +2,8 @@ import { ApiObject, App, Chart, Testing } from 'cdk8s';
 import { outputErrorsOf, synthValid, testChart } from '../support/synth';
 import { TestWorkload } from '../support/test-workload';
 
-const CLASH = /TestWorkload 'b': name must make objects unique, but StatefulSet "same" in namespace "ml" is also made by TestWorkload 'a'/;
+const CLASH =
+  /TestWorkload 'b': name must make objects unique, but StatefulSet "same" in namespace "ml" is also made by TestWorkload 'a'/;
 
 describe('no two objects share a kind, namespace and name', () => {
   test("two of the library's workloads of one name fail every synth path alike, naming both", () => {
@@ -62,13 +63,20 @@ describe('no two objects share a kind, namespace and name', () => {
     const chart = testChart();
     new TestWorkload(chart, 'a', { name: 'w' });
     new ApiObject(chart, 'mine', { apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'w' } });
-    expect(outputErrorsOf(chart)).toMatch(/^StatefulSet\/w: name must make objects unique, but StatefulSet "w" is also made by StatefulSet\/w/);
+    expect(outputErrorsOf(chart)).toMatch(
+      /^StatefulSet\/w: name must make objects unique, but StatefulSet "w" is also made by StatefulSet\/w/,
+    );
   });
 
   test('different kinds of one name are fine', () => {
     const chart = testChart();
     new TestWorkload(chart, 'a', { name: 'w' });
-    new ApiObject(chart, 'svc', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'w' }, spec: { ports: [{ port: 80 }] } });
+    new ApiObject(chart, 'svc', {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'w' },
+      spec: { ports: [{ port: 80 }] },
+    });
     expect(() => synthValid(chart)).not.toThrow();
   });
 

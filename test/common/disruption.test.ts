@@ -11,12 +11,18 @@ describe('PodDisruptionBudget helper', () => {
     podDisruptionBudget(chart, 'pdb', { name: 'x', labels: { a: 'b' }, selector: { a: 'b' }, budget });
     const [pdb] = synthValid(chart);
     expect(pdb.apiVersion).toBe('policy/v1');
-    expect(pdb.spec).toEqual({ ...expected, selector: { matchLabels: { a: 'b' } }, unhealthyPodEvictionPolicy: 'AlwaysAllow' });
+    expect(pdb.spec).toEqual({
+      ...expected,
+      selector: { matchLabels: { a: 'b' } },
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+    });
   });
 
   test('none emits nothing', () => {
     const chart = testChart();
-    expect(podDisruptionBudget(chart, 'pdb', { name: 'x', labels: {}, selector: {}, budget: DisruptionBudget.none() })).toBeUndefined();
+    expect(
+      podDisruptionBudget(chart, 'pdb', { name: 'x', labels: {}, selector: {}, budget: DisruptionBudget.none() }),
+    ).toBeUndefined();
     expect(synthValid(chart)).toEqual([]);
   });
 });

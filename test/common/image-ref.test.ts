@@ -5,7 +5,12 @@ describe('ImageRef', () => {
     ['vllm/vllm-openai:v0.18.0', 'docker.io/vllm/vllm-openai', 'v0.18.0', [0, 18, 0]],
     ['docker.io/vllm/vllm-openai:v0.9.2', 'docker.io/vllm/vllm-openai', 'v0.9.2', [0, 9, 2]],
     ['ubuntu:24.04', 'docker.io/library/ubuntu', '24.04', [24, 4, 0]],
-    ['ghcr.io/huggingface/text-generation-inference:3.0.1', 'ghcr.io/huggingface/text-generation-inference', '3.0.1', [3, 0, 1]],
+    [
+      'ghcr.io/huggingface/text-generation-inference:3.0.1',
+      'ghcr.io/huggingface/text-generation-inference',
+      '3.0.1',
+      [3, 0, 1],
+    ],
     ['lmsysorg/sglang:v0.5.20-cu126', 'docker.io/lmsysorg/sglang', 'v0.5.20-cu126', [0, 5, 20]],
     ['vllm/vllm-openai:v0.18.0rc1', 'docker.io/vllm/vllm-openai', 'v0.18.0rc1', [0, 18, 0]],
     ['localhost:5000/vllm:v1.2.3', 'localhost:5000/vllm', 'v1.2.3', [1, 2, 3]],

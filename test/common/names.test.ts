@@ -12,7 +12,9 @@ describe('names', () => {
   test('the 52-character StatefulSet limit counts the version suffix', () => {
     const base = 'a'.repeat(STATEFUL_SET_NAME_MAX - 3);
     expect(statefulSetName(v, base, 9)).toHaveLength(52);
-    expect(() => statefulSetName(v, base, 10)).toThrow(/^Thing 'id': name must leave the StatefulSet name at most 52 characters once "-v10" is added.*\(got 53 characters: a+-v10\)$/);
+    expect(() => statefulSetName(v, base, 10)).toThrow(
+      /^Thing 'id': name must leave the StatefulSet name at most 52 characters once "-v10" is added.*\(got 53 characters: a+-v10\)$/,
+    );
   });
 
   test.each([[''], ['Upper'], ['has_underscore'], ['-dash'], ['9starts-with-digit']])('rejects name %j', bad => {

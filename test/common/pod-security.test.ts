@@ -18,9 +18,19 @@ describe('pod security evaluator', () => {
   });
 
   test('IPC_LOCK, a hostPath or privileged is privileged', () => {
-    const withCap = { ...restricted, containers: [{ name: 'c', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'], add: ['IPC_LOCK'] } } }] };
+    const withCap = {
+      ...restricted,
+      containers: [
+        {
+          name: 'c',
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'], add: ['IPC_LOCK'] } },
+        },
+      ],
+    };
     expect(podSecurityLevel(withCap)).toBe('privileged');
     expect(podSecurityLevel({ ...restricted, volumes: [{ name: 'h', hostPath: { path: '/' } }] })).toBe('privileged');
-    expect(podSecurityLevel({ ...restricted, containers: [{ name: 'c', securityContext: { privileged: true } }] })).toBe('privileged');
+    expect(
+      podSecurityLevel({ ...restricted, containers: [{ name: 'c', securityContext: { privileged: true } }] }),
+    ).toBe('privileged');
   });
 });

@@ -15,7 +15,8 @@ const write = (name: string, text: string) => {
   fs.writeFileSync(p, text);
   return p;
 };
-const run = (args: string[], input?: string) => spawnSync(process.execPath, [CLI, ...args], { input, encoding: 'utf8' });
+const run = (args: string[], input?: string) =>
+  spawnSync(process.execPath, [CLI, ...args], { input, encoding: 'utf8' });
 
 const before = write('before.yaml', stringify(list([liveExport(seed000('1.2.0'))])));
 const sameAfter = write('same.yaml', stringify(seed000('1.2.0')));
@@ -41,11 +42,51 @@ describe('cdk8s-gpu guard CLI', () => {
     const r = run(['guard', '--before', before, '--after', forbidden, '--json']);
     expect(r.status).toBe(1);
     const json = JSON.parse(r.stdout);
-    expect(Object.keys(json)).toEqual(['schemaVersion', 'serverVersion', 'kueueVersion', 'objects', 'errors', 'warnings', 'findings']);
-    expect(json).toMatchObject({ schemaVersion: 1, serverVersion: '1.28', objects: { before: 1, after: 1 }, errors: 1, warnings: 0 });
-    expect(Object.keys(json.findings[0])).toEqual(['severity', 'code', 'object', 'kind', 'namespace', 'name', 'path', 'before', 'after', 'message', 'remedy', 'source']);
-    expect(json.findings[0]).toMatchObject({ path: 'spec.volumeClaimTemplates', namespace: 'ml', code: 'immutable-field' });
-    const clean = JSON.parse(run(['guard', '--before', sameAfter, '--after', write('gone.yaml', stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } })), '--json']).stdout);
+    expect(Object.keys(json)).toEqual([
+      'schemaVersion',
+      'serverVersion',
+      'kueueVersion',
+      'objects',
+      'errors',
+      'warnings',
+      'findings',
+    ]);
+    expect(json).toMatchObject({
+      schemaVersion: 1,
+      serverVersion: '1.28',
+      objects: { before: 1, after: 1 },
+      errors: 1,
+      warnings: 0,
+    });
+    expect(Object.keys(json.findings[0])).toEqual([
+      'severity',
+      'code',
+      'object',
+      'kind',
+      'namespace',
+      'name',
+      'path',
+      'before',
+      'after',
+      'message',
+      'remedy',
+      'source',
+    ]);
+    expect(json.findings[0]).toMatchObject({
+      path: 'spec.volumeClaimTemplates',
+      namespace: 'ml',
+      code: 'immutable-field',
+    });
+    const clean = JSON.parse(
+      run([
+        'guard',
+        '--before',
+        sameAfter,
+        '--after',
+        write('gone.yaml', stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } })),
+        '--json',
+      ]).stdout,
+    );
     const removed = clean.findings.find((f: any) => f.code === 'object-removed');
     expect(removed.after).toBeNull();
     expect(removed.namespace).toBeNull();
@@ -60,17 +101,60 @@ describe('cdk8s-gpu guard CLI', () => {
     expect(run(['guard', '--before', b, '--after', a]).status).toBe(1);
     expect(run(['guard', `--before=${b}`, `--after=${a}`, '--server-version=1.31']).status).toBe(1);
     expect(run(['guard', '--before', b, '--after', a, '--server-version', '1.33']).status).toBe(0);
-    expect(run(['guard', '--before', b, '--after', a, '--server-version', '1.40']).stdout).toContain('rules of Kubernetes 1.40 (the table is checked through 1.35');
+    expect(run(['guard', '--before', b, '--after', a, '--server-version', '1.40']).stdout).toContain(
+      'rules of Kubernetes 1.40 (the table is checked through 1.35',
+    );
     const bad = run(['guard', '--before', b, '--after', a, '--server-version', '1.20']);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/not supported/);
   });
 
   test('--crds reads CustomResourceDefinitions whose self == oldSelf rules apply', () => {
-    const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'leaderworkersets.leaderworkerset.x-k8s.io' },
-      spec: { group: 'leaderworkerset.x-k8s.io', names: { kind: 'LeaderWorkerSet', plural: 'leaderworkersets' }, scope: 'Namespaced', versions: [{ name: 'v1', served: true, storage: true,
-        schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { leaderWorkerTemplate: { type: 'object', properties: { size: { type: 'integer', 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'size is immutable' }] } } } } } } } } }] } };
-    const lws = (size: number) => stringify({ apiVersion: 'leaderworkerset.x-k8s.io/v1', kind: 'LeaderWorkerSet', metadata: { name: 'vllm' }, spec: { replicas: 1, leaderWorkerTemplate: { size } } });
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'leaderworkersets.leaderworkerset.x-k8s.io' },
+      spec: {
+        group: 'leaderworkerset.x-k8s.io',
+        names: { kind: 'LeaderWorkerSet', plural: 'leaderworkersets' },
+        scope: 'Namespaced',
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: {
+                  spec: {
+                    type: 'object',
+                    properties: {
+                      leaderWorkerTemplate: {
+                        type: 'object',
+                        properties: {
+                          size: {
+                            type: 'integer',
+                            'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'size is immutable' }],
+                          },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        ],
+      },
+    };
+    const lws = (size: number) =>
+      stringify({
+        apiVersion: 'leaderworkerset.x-k8s.io/v1',
+        kind: 'LeaderWorkerSet',
+        metadata: { name: 'vllm' },
+        spec: { replicas: 1, leaderWorkerTemplate: { size } },
+      });
     const b = write('lws-before.yaml', lws(2));
     const a = write('lws-after.yaml', lws(4));
     expect(run(['guard', '--before', b, '--after', a]).status).toBe(0);
@@ -100,10 +184,19 @@ describe('cdk8s-gpu guard CLI', () => {
   });
 
   test('a closed pipe (| head) ends quietly', async () => {
-    const many = write('many.yaml', Array.from({ length: 3000 }, (_x, i) => stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` } })).join('---\n'));
-    const child = spawn(process.execPath, [CLI, 'guard', '--before', many, '--after', sameAfter], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const many = write(
+      'many.yaml',
+      Array.from({ length: 3000 }, (_x, i) =>
+        stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` } }),
+      ).join('---\n'),
+    );
+    const child = spawn(process.execPath, [CLI, 'guard', '--before', many, '--after', sameAfter], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
-    child.stderr.on('data', d => { stderr += d; });
+    child.stderr.on('data', d => {
+      stderr += d;
+    });
     child.stdout.once('data', () => child.stdout.destroy());
     const code = await new Promise(resolve => child.on('close', resolve));
     expect(stderr).toBe('');
@@ -111,20 +204,72 @@ describe('cdk8s-gpu guard CLI', () => {
   });
 
   test.each([
-    ['an unreadable path', ['guard', '--before', path.join(dir, 'missing.yaml'), '--after', sameAfter], /^cdk8s-gpu guard: .*missing\.yaml: no such file or directory\n$/],
-    ['malformed YAML, with file and line', ['guard', '--before', write('bad.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a\n'), '--after', sameAfter], /^cdk8s-gpu guard: .*bad\.yaml:4: malformed YAML: .+\n$/],
-    ['a document that is not a Kubernetes object', ['guard', '--before', write('notk8s.yaml', 'hello: world\n'), '--after', sameAfter], /^cdk8s-gpu guard: .*notk8s\.yaml:1: not a Kubernetes object \(needs apiVersion, kind and metadata.name\)\n$/],
-    ['a label kubectl rejects (YAML 1.1 `yes` is a bool)', ['guard', '--before', write('yes.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    enabled: yes\n'), '--after', sameAfter], /yes\.yaml:1: ConfigMap\/a: metadata\.labels\.enabled must be a string, got boolean true/],
-    ['an empty folder', ['guard', '--before', (fs.mkdirSync(path.join(dir, 'empty'), { recursive: true }), path.join(dir, 'empty')), '--after', sameAfter], /empty: no \.yaml or \.yml files/],
+    [
+      'an unreadable path',
+      ['guard', '--before', path.join(dir, 'missing.yaml'), '--after', sameAfter],
+      /^cdk8s-gpu guard: .*missing\.yaml: no such file or directory\n$/,
+    ],
+    [
+      'malformed YAML, with file and line',
+      [
+        'guard',
+        '--before',
+        write('bad.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a\n'),
+        '--after',
+        sameAfter,
+      ],
+      /^cdk8s-gpu guard: .*bad\.yaml:4: malformed YAML: .+\n$/,
+    ],
+    [
+      'a document that is not a Kubernetes object',
+      ['guard', '--before', write('notk8s.yaml', 'hello: world\n'), '--after', sameAfter],
+      /^cdk8s-gpu guard: .*notk8s\.yaml:1: not a Kubernetes object \(needs apiVersion, kind and metadata.name\)\n$/,
+    ],
+    [
+      'a label kubectl rejects (YAML 1.1 `yes` is a bool)',
+      [
+        'guard',
+        '--before',
+        write('yes.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    enabled: yes\n'),
+        '--after',
+        sameAfter,
+      ],
+      /yes\.yaml:1: ConfigMap\/a: metadata\.labels\.enabled must be a string, got boolean true/,
+    ],
+    [
+      'an empty folder',
+      [
+        'guard',
+        '--before',
+        (fs.mkdirSync(path.join(dir, 'empty'), { recursive: true }), path.join(dir, 'empty')),
+        '--after',
+        sameAfter,
+      ],
+      /empty: no \.yaml or \.yml files/,
+    ],
     ['empty stdin', ['guard', '--before', '-', '--after', sameAfter], /<stdin>: no Kubernetes objects read/],
-    ['a duplicate object', ['guard', '--before', write('dup.yaml', `${stringify(seed000('1.2.0'))}---\n${stringify(seed000('1.2.0'))}`), '--after', sameAfter], /dup\.yaml:\d+: StatefulSet\/onnx-trainer appears twice in --before \(first at .*dup\.yaml:1\)/],
+    [
+      'a duplicate object',
+      [
+        'guard',
+        '--before',
+        write('dup.yaml', `${stringify(seed000('1.2.0'))}---\n${stringify(seed000('1.2.0'))}`),
+        '--after',
+        sameAfter,
+      ],
+      /dup\.yaml:\d+: StatefulSet\/onnx-trainer appears twice in --before \(first at .*dup\.yaml:1\)/,
+    ],
     ['missing options', ['guard', '--before', before], /--before and --after are required/],
     ['a missing value', ['guard', '--before', '--after', sameAfter], /--before needs a value/],
-    ['a repeated flag', ['guard', '--before', before, '--before', sameAfter, '--after', sameAfter], /--before given 2 times/],
+    [
+      'a repeated flag',
+      ['guard', '--before', before, '--before', sameAfter, '--after', sameAfter],
+      /--before given 2 times/,
+    ],
     ['an unknown option', ['guard', '--befor', before], /unknown option --befor/],
     ['an unknown command', ['lint'], /unknown command "lint"/],
   ])('exit 2 and one clear line for %s', (_label, args, message) => {
-    const r = run(args as string[], '');
+    const r = run(args, '');
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);

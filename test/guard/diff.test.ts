@@ -1,49 +1,124 @@
-import { App, Chart, Size, Testing } from 'cdk8s';
+import { Chart, Size, Testing } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { buildApps } from '../../apps/apps';
-import { GpuTrainingStatefulSet, guard, RotatingGpuSecret, SglangInferenceService, TgiInferenceService, VllmInferenceService } from '../../src';
+import {
+  GpuTrainingStatefulSet,
+  guard,
+  RotatingGpuSecret,
+  SglangInferenceService,
+  TgiInferenceService,
+  VllmInferenceService,
+} from '../../src';
 import { liveExport, seed000 } from './fixtures';
 
-const STS_MESSAGE = "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden";
+const STS_MESSAGE =
+  "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden";
 const errorsOf = (r: ReturnType<typeof guard>) => r.findings.filter(f => f.severity === 'error');
 
 /** Every object the example apps synthesize: whatever constructs the library has today. */
 function appObjects(): any[] {
   const app = Testing.app();
-  buildApps(app as App);
+  buildApps(app);
   return app.charts.flatMap(c => Testing.synth(c));
 }
 
-describe('guard on this library\'s own output', () => {
+describe("guard on this library's own output", () => {
   test('the live export of every object of every example app, against its manifest, is clean', () => {
     const objects = appObjects();
     expect(new Set(objects.map(o => o.kind))).toEqual(expect.objectContaining({ size: expect.any(Number) }));
-    const result = guard(objects.map(o => liveExport(o)), objects);
+    const result = guard(
+      objects.map(o => liveExport(o)),
+      objects,
+    );
     expect(result.findings).toEqual([]);
     expect(result.objects).toEqual({ before: objects.length, after: objects.length });
     expect(result).toEqual({ findings: [], errors: 0, warnings: 0 });
   });
 
   test.each([
-    ['GpuTrainingStatefulSet', (c: Chart) => new GpuTrainingStatefulSet(c, 't', { name: 'trainer', image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 2, replicas: 2, args: ['train.py'] })],
-    ['GpuTrainingStatefulSet adopting volumes (pre-bound claims)', (c: Chart) => new GpuTrainingStatefulSet(c, 't', { name: 'trainer', image: 'nvcr.io/nvidia/pytorch:24.08-py3', gpusPerPod: 2, replicas: 2, args: ['train.py'], version: 2, storage: { size: Size.gibibytes(100) }, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } })],
-    ['TgiInferenceService', (c: Chart) => new TgiInferenceService(c, 'tgi', { name: 'tgi', modelId: 'm', replicas: 2 })],
-    ['VllmInferenceService', (c: Chart) => new VllmInferenceService(c, 'vllm', { name: 'vllm', modelId: 'meta-llama/Llama-3.1-8B-Instruct', replicas: 2 } as any)],
-    ['SglangInferenceService', (c: Chart) => new SglangInferenceService(c, 'sglang', { name: 'sglang', modelId: 'meta-llama/Llama-3.1-8B-Instruct', replicas: 2 } as any)],
-    ['RotatingGpuSecret (with its first-rotation Job)', (c: Chart) => new RotatingGpuSecret(c, 's', { name: 'hf-token', keys: ['token'], rotation: { image: 'registry.example.com/rotator:1.0' } })],
+    [
+      'GpuTrainingStatefulSet',
+      (c: Chart) =>
+        new GpuTrainingStatefulSet(c, 't', {
+          name: 'trainer',
+          image: 'nvcr.io/nvidia/pytorch:24.08-py3',
+          gpusPerPod: 2,
+          replicas: 2,
+          args: ['train.py'],
+        }),
+    ],
+    [
+      'GpuTrainingStatefulSet adopting volumes (pre-bound claims)',
+      (c: Chart) =>
+        new GpuTrainingStatefulSet(c, 't', {
+          name: 'trainer',
+          image: 'nvcr.io/nvidia/pytorch:24.08-py3',
+          gpusPerPod: 2,
+          replicas: 2,
+          args: ['train.py'],
+          version: 2,
+          storage: { size: Size.gibibytes(100) },
+          adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] },
+        }),
+    ],
+    [
+      'TgiInferenceService',
+      (c: Chart) => new TgiInferenceService(c, 'tgi', { name: 'tgi', modelId: 'm', replicas: 2 }),
+    ],
+    [
+      'VllmInferenceService',
+      (c: Chart) =>
+        new VllmInferenceService(c, 'vllm', {
+          name: 'vllm',
+          modelId: 'meta-llama/Llama-3.1-8B-Instruct',
+          replicas: 2,
+        } as any),
+    ],
+    [
+      'SglangInferenceService',
+      (c: Chart) =>
+        new SglangInferenceService(c, 'sglang', {
+          name: 'sglang',
+          modelId: 'meta-llama/Llama-3.1-8B-Instruct',
+          replicas: 2,
+        } as any),
+    ],
+    [
+      'RotatingGpuSecret (with its first-rotation Job)',
+      (c: Chart) =>
+        new RotatingGpuSecret(c, 's', {
+          name: 'hf-token',
+          keys: ['token'],
+          rotation: { image: 'registry.example.com/rotator:1.0' },
+        }),
+    ],
   ])('%s: live export of its synthesized output is clean', (_name, make) => {
     const chart = new Chart(Testing.app(), 'c');
     make(chart);
     const objects = Testing.synth(chart);
-    expect(objects.map(o => o.kind)).toEqual(expect.arrayContaining([_name.startsWith('RotatingGpuSecret') ? 'Secret' : 'StatefulSet']));
-    if (_name.startsWith('RotatingGpuSecret')) expect(objects.map(o => o.kind)).toEqual(expect.arrayContaining(['Job', 'CronJob', 'Secret']));
-    expect(guard(objects.map(o => liveExport(o)), objects).findings).toEqual([]);
+    expect(objects.map(o => o.kind)).toEqual(
+      expect.arrayContaining([_name.startsWith('RotatingGpuSecret') ? 'Secret' : 'StatefulSet']),
+    );
+    if (_name.startsWith('RotatingGpuSecret'))
+      expect(objects.map(o => o.kind)).toEqual(expect.arrayContaining(['Job', 'CronJob', 'Secret']));
+    expect(
+      guard(
+        objects.map(o => liveExport(o)),
+        objects,
+      ).findings,
+    ).toEqual([]);
   });
 
   test("renaming a construct id changes nothing in this library's output", () => {
     const build = (id: string) => {
       const chart = new Chart(Testing.app(), 'c');
-      new GpuTrainingStatefulSet(chart, id, { name: 'trainer', image: 'i:1', gpusPerPod: 1, args: ['train.py'], storage: { size: Size.gibibytes(1) } });
+      new GpuTrainingStatefulSet(chart, id, {
+        name: 'trainer',
+        image: 'i:1',
+        gpusPerPod: 1,
+        args: ['train.py'],
+        storage: { size: Size.gibibytes(1) },
+      });
       new TgiInferenceService(chart, `${id}-tgi`, { name: 'tgi', modelId: 'm' });
       return Testing.synth(chart);
     };
@@ -53,10 +128,19 @@ describe('guard on this library\'s own output', () => {
   test('a selector change caused by renaming a construct in plain cdk8s-plus is flagged', () => {
     const build = (id: string) => {
       const chart = new Chart(Testing.app(), 'c');
-      new kplus.Deployment(chart, id, { metadata: { name: 'web' }, containers: [{ image: 'nginx', portNumber: 8080 }] });
+      new kplus.Deployment(chart, id, {
+        metadata: { name: 'web' },
+        containers: [{ image: 'nginx', portNumber: 8080 }],
+      });
       return Testing.synth(chart).filter(o => o.kind === 'Deployment');
     };
-    expect(guard(build('web'), build('frontend')).findings).toEqual([expect.objectContaining({ object: 'Deployment/web', path: 'spec.selector', source: expect.stringContaining('strategy.go') })]);
+    expect(guard(build('web'), build('frontend')).findings).toEqual([
+      expect.objectContaining({
+        object: 'Deployment/web',
+        path: 'spec.selector',
+        source: expect.stringContaining('strategy.go'),
+      }),
+    ]);
   });
 });
 
@@ -65,7 +149,14 @@ describe('seeds', () => {
     const result = guard([seed000('1.2.0')], [seed000('1.3.0', 'gpu-pvc', { runAsUser: 0 })]);
     expect(result.errors).toBe(1);
     const [f] = result.findings;
-    expect(f).toMatchObject({ severity: 'error', code: 'immutable-field', object: 'StatefulSet/onnx-trainer', path: 'spec.volumeClaimTemplates', message: STS_MESSAGE, source: expect.stringContaining('ValidateStatefulSetUpdate') });
+    expect(f).toMatchObject({
+      severity: 'error',
+      code: 'immutable-field',
+      object: 'StatefulSet/onnx-trainer',
+      path: 'spec.volumeClaimTemplates',
+      message: STS_MESSAGE,
+      source: expect.stringContaining('ValidateStatefulSetUpdate'),
+    });
     expect(JSON.stringify(f.before)).toContain('data-pvc');
     expect(JSON.stringify(f.after)).toContain('gpu-pvc');
     // A plain StatefulSet: orphan-delete and re-apply keeps the pods and the claims.
@@ -82,7 +173,14 @@ describe('seeds', () => {
   test('seed 001: OrderedReady -> Parallel on a live StatefulSet is flagged', () => {
     const after = seed000('1.2.0');
     after.spec.podManagementPolicy = 'Parallel';
-    expect(guard([liveExport(seed000('1.2.0'))], [after]).findings).toEqual([expect.objectContaining({ path: 'spec.podManagementPolicy', before: 'OrderedReady', after: 'Parallel', message: STS_MESSAGE })]);
+    expect(guard([liveExport(seed000('1.2.0'))], [after]).findings).toEqual([
+      expect.objectContaining({
+        path: 'spec.podManagementPolicy',
+        before: 'OrderedReady',
+        after: 'Parallel',
+        message: STS_MESSAGE,
+      }),
+    ]);
   });
 });
 
@@ -110,19 +208,30 @@ describe('semantic equality and server-added fields', () => {
   test('a real change stays visible: a new claim template size', () => {
     const a = seed000('1.2.0');
     a.spec.volumeClaimTemplates[0].spec.resources.requests.storage = '200Gi';
-    expect(errorsOf(guard([liveExport(seed000('1.2.0'))], [a])).map(f => f.path)).toEqual(['spec.volumeClaimTemplates']);
+    expect(errorsOf(guard([liveExport(seed000('1.2.0'))], [a])).map(f => f.path)).toEqual([
+      'spec.volumeClaimTemplates',
+    ]);
   });
 });
 
 describe('what actually happens: warnings and remedies', () => {
   const training = (version: number, extra: object = {}) => {
     const chart = new Chart(Testing.app(), 'c');
-    new GpuTrainingStatefulSet(chart, 't', { name: 'onnx-trainer', image: 'i:1', gpusPerPod: 2, replicas: 2, version, args: ['train.py'], storage: { claimName: 'gpu-pvc', size: Size.gibibytes(100) }, ...extra });
+    new GpuTrainingStatefulSet(chart, 't', {
+      name: 'onnx-trainer',
+      image: 'i:1',
+      gpusPerPod: 2,
+      replicas: 2,
+      version,
+      args: ['train.py'],
+      storage: { claimName: 'gpu-pvc', size: Size.gibibytes(100) },
+      ...extra,
+    });
     return Testing.synth(chart);
   };
   const tgi = (version: number) => {
     const chart = new Chart(Testing.app(), 'c');
-    new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'm', version } as any);
+    new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'm', version });
     return Testing.synth(chart);
   };
 
@@ -134,7 +243,10 @@ describe('what actually happens: warnings and remedies', () => {
     expect(w.message).toContain('gpu-pvc-onnx-trainer-v1-0, gpu-pvc-onnx-trainer-v1-1');
     expect(w.message).toMatch(/keeps running with its pods and their 4 GPU\(s\)/);
     expect(w.remedy).toMatch(/adoptVolumes/);
-    const adopted = guard(training(1), training(2, { adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } })).findings.find(f => f.code === 'statefulset-replaced')!;
+    const adopted = guard(
+      training(1),
+      training(2, { adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } }),
+    ).findings.find(f => f.code === 'statefulset-replaced')!;
     expect(adopted.remedy).not.toMatch(/set adoptVolumes/);
   });
 
@@ -145,7 +257,8 @@ describe('what actually happens: warnings and remedies', () => {
     const result = guard(before, after);
     for (const f of result.findings) expect(`${f.message} ${f.remedy}`).not.toMatch(/adoptVolumes|adoption runbook/);
     const w = result.findings.find(f => f.code === 'statefulset-replaced')!;
-    if (JSON.stringify(before).includes('"whenDeleted":"Delete"')) expect(w.message).toMatch(/downloads the model again/);
+    if (JSON.stringify(before).includes('"whenDeleted":"Delete"'))
+      expect(w.message).toMatch(/downloads the model again/);
     // The old version's Services and PDB are reported with it, and removed with it by label.
     expect(result.findings).toEqual([w]);
     expect(w.remedy).toMatch(/kubectl delete statefulset,.* -l app.kubernetes.io\/instance=tgi-v1/);
@@ -173,7 +286,14 @@ describe('what actually happens: warnings and remedies', () => {
   test('an object missing from after is a warning: a renamed job leaves its StatefulSet and GPUs running', () => {
     const before = training(1);
     const chart = new Chart(Testing.app(), 'c');
-    new GpuTrainingStatefulSet(chart, 't', { name: 'renamed-trainer', image: 'i:1', gpusPerPod: 2, replicas: 2, args: ['train.py'], storage: { claimName: 'gpu-pvc', size: Size.gibibytes(100) } });
+    new GpuTrainingStatefulSet(chart, 't', {
+      name: 'renamed-trainer',
+      image: 'i:1',
+      gpusPerPod: 2,
+      replicas: 2,
+      args: ['train.py'],
+      storage: { claimName: 'gpu-pvc', size: Size.gibibytes(100) },
+    });
     const result = guard(before, Testing.synth(chart));
     expect(result.errors).toBe(0);
     const sts = result.findings.find(f => f.kind === 'StatefulSet')!;
@@ -183,13 +303,28 @@ describe('what actually happens: warnings and remedies', () => {
   });
 
   test('objects the server creates (owned, Endpoints, kube-root-ca.crt) are not reported missing', () => {
-    const owned = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x-0', ownerReferences: [{ kind: 'StatefulSet', name: 'x' }] }, spec: { containers: [] } };
+    const owned = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'x-0', ownerReferences: [{ kind: 'StatefulSet', name: 'x' }] },
+      spec: { containers: [] },
+    };
     const ca = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace: 'ml' } };
-    const pv = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pvc-1', annotations: { 'pv.kubernetes.io/provisioned-by': 'ebs.csi.aws.com' } }, spec: { csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-1' } } };
+    const pv = {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: 'pvc-1', annotations: { 'pv.kubernetes.io/provisioned-by': 'ebs.csi.aws.com' } },
+      spec: { csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-1' } },
+    };
     expect(guard([owned, ca, pv], []).findings).toEqual([]);
     // Claims the StatefulSet controller made from its templates (Retain: no ownerReference).
     const sts = liveExport(seed000('1.2.0'));
-    const claim = liveExport({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data-pvc-onnx-trainer-2' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } } });
+    const claim = liveExport({
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'data-pvc-onnx-trainer-2' },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } },
+    });
     expect(guard([sts, claim], [seed000('1.2.0')]).findings).toEqual([]);
   });
 
@@ -201,7 +336,15 @@ describe('what actually happens: warnings and remedies', () => {
     after.find((o: any) => o.kind === 'StatefulSet').spec.replicas = 4;
     const result = guard(before, after);
     expect(result.errors).toBe(0);
-    expect(result.findings).toEqual([expect.objectContaining({ severity: 'warning', code: 'ondelete-replicas', path: 'spec.replicas', before: 2, after: 4 })]);
+    expect(result.findings).toEqual([
+      expect.objectContaining({
+        severity: 'warning',
+        code: 'ondelete-replicas',
+        path: 'spec.replicas',
+        before: 2,
+        after: 4,
+      }),
+    ]);
   });
 
   test('an object that appears twice on one side is an input error', () => {

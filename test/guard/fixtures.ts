@@ -9,12 +9,19 @@ export function seed000(version: '1.2.0' | '1.3.0', claim = 'data-pvc', security
       replicas: 3,
       updateStrategy: { type: 'RollingUpdate' },
       selector: { matchLabels: { app: 'onnx-trainer' } },
-      volumeClaimTemplates: [{ metadata: { name: claim }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } } }],
+      volumeClaimTemplates: [
+        {
+          metadata: { name: claim },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } },
+        },
+      ],
       template: {
         metadata: { labels: { app: 'onnx-trainer' } },
         spec: {
           ...(securityContext ? { securityContext } : {}),
-          containers: [{ name: 'onnx', image: `onnxruntime/multi-gpu:${version}`, resources: { limits: { 'nvidia.com/gpu': 2 } } }],
+          containers: [
+            { name: 'onnx', image: `onnxruntime/multi-gpu:${version}`, resources: { limits: { 'nvidia.com/gpu': 2 } } },
+          ],
         },
       },
     },

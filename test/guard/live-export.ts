@@ -19,7 +19,10 @@ export function canonicalQuantity(q: unknown): string {
     const units = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'];
     let v = n * 1024 ** units.indexOf(unit);
     let i = 0;
-    while (i < units.length - 1 && v % 1024 === 0 && v >= 1024) { v /= 1024; i++; }
+    while (i < units.length - 1 && v % 1024 === 0 && v >= 1024) {
+      v /= 1024;
+      i++;
+    }
     return Number.isInteger(v) ? `${v}${units[i]}` : s;
   }
   const exps: Record<string, number> = { m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
@@ -27,13 +30,17 @@ export function canonicalQuantity(q: unknown): string {
   const si = ['m', '', 'k', 'M', 'G', 'T', 'P', 'E'];
   let v = milli;
   let i = 0;
-  while (i < si.length - 1 && v % 1000 === 0 && v !== 0) { v /= 1000; i++; }
+  while (i < si.length - 1 && v % 1000 === 0 && v !== 0) {
+    v /= 1000;
+    i++;
+  }
   return `${v}${si[i]}`;
 }
 
 function quantities(resources: any): void {
   for (const k of ['limits', 'requests']) {
-    if (isObject(resources?.[k])) for (const r of Object.keys(resources[k])) resources[k][r] = canonicalQuantity(resources[k][r]);
+    if (isObject(resources?.[k]))
+      for (const r of Object.keys(resources[k])) resources[k][r] = canonicalQuantity(resources[k][r]);
   }
 }
 
@@ -74,7 +81,8 @@ function livePodSpec(spec: any): void {
   if (spec.serviceAccountName) spec.serviceAccount = spec.serviceAccountName;
   for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) liveContainer(c);
   for (const v of spec.volumes ?? []) {
-    for (const src of ['secret', 'configMap', 'downwardAPI', 'projected']) if (v[src]) setDefault(v[src], 'defaultMode', 420);
+    for (const src of ['secret', 'configMap', 'downwardAPI', 'projected'])
+      if (v[src]) setDefault(v[src], 'defaultMode', 420);
     if (v.emptyDir?.sizeLimit) v.emptyDir.sizeLimit = canonicalQuantity(v.emptyDir.sizeLimit);
   }
 }
@@ -102,9 +110,25 @@ export function liveExport(manifest: any, options: LiveOptions = {}): any {
   const live = clone(manifest);
   const uid = `uid-${live.metadata.name}`;
   live.metadata = {
-    ...live.metadata, namespace: live.metadata.namespace ?? 'ml', uid, resourceVersion: '81234', generation: 4, creationTimestamp: '2026-11-01T10:00:00Z',
-    managedFields: [{ manager: 'kubectl-client-side-apply', operation: 'Update', apiVersion: live.apiVersion, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': {} } }],
-    annotations: { ...(live.metadata.annotations ?? {}), 'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify(manifest) },
+    ...live.metadata,
+    namespace: live.metadata.namespace ?? 'ml',
+    uid,
+    resourceVersion: '81234',
+    generation: 4,
+    creationTimestamp: '2026-11-01T10:00:00Z',
+    managedFields: [
+      {
+        manager: 'kubectl-client-side-apply',
+        operation: 'Update',
+        apiVersion: live.apiVersion,
+        fieldsType: 'FieldsV1',
+        fieldsV1: { 'f:metadata': {} },
+      },
+    ],
+    annotations: {
+      ...(live.metadata.annotations ?? {}),
+      'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify(manifest),
+    },
   };
   const spec = live.spec;
   switch (live.kind) {
@@ -113,21 +137,39 @@ export function liveExport(manifest: any, options: LiveOptions = {}): any {
       setDefault(spec, 'podManagementPolicy', 'OrderedReady');
       setDefault(spec, 'revisionHistoryLimit', 10);
       setDefault(spec, 'updateStrategy', { type: 'RollingUpdate' });
-      if (spec.updateStrategy.type === 'RollingUpdate') spec.updateStrategy.rollingUpdate = { partition: 0, ...(spec.updateStrategy.rollingUpdate ?? {}) };
+      if (spec.updateStrategy.type === 'RollingUpdate')
+        spec.updateStrategy.rollingUpdate = { partition: 0, ...(spec.updateStrategy.rollingUpdate ?? {}) };
       setDefault(spec, 'persistentVolumeClaimRetentionPolicy', { whenDeleted: 'Retain', whenScaled: 'Retain' });
       spec.volumeClaimTemplates = (spec.volumeClaimTemplates ?? []).map((t: any) => {
-        const out = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', ...t, metadata: { ...t.metadata, creationTimestamp: null }, status: { phase: 'Pending' } };
+        const out = {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          ...t,
+          metadata: { ...t.metadata, creationTimestamp: null },
+          status: { phase: 'Pending' },
+        };
         liveClaimSpec(out.spec);
         return out;
       });
       liveTemplate(spec.template);
-      live.status = { replicas: spec.replicas, readyReplicas: spec.replicas, availableReplicas: spec.replicas, currentRevision: `${live.metadata.name}-7d9`, updateRevision: `${live.metadata.name}-7d9`, observedGeneration: 4, collisionCount: 0 };
+      live.status = {
+        replicas: spec.replicas,
+        readyReplicas: spec.replicas,
+        availableReplicas: spec.replicas,
+        currentRevision: `${live.metadata.name}-7d9`,
+        updateRevision: `${live.metadata.name}-7d9`,
+        observedGeneration: 4,
+        collisionCount: 0,
+      };
       break;
     case 'Deployment':
       setDefault(spec, 'replicas', 1);
       setDefault(spec, 'revisionHistoryLimit', 10);
       setDefault(spec, 'progressDeadlineSeconds', 600);
-      setDefault(spec, 'strategy', { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } });
+      setDefault(spec, 'strategy', {
+        type: 'RollingUpdate',
+        rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' },
+      });
       live.metadata.annotations['deployment.kubernetes.io/revision'] = '3';
       liveTemplate(spec.template);
       live.status = { replicas: spec.replicas, observedGeneration: 4 };
@@ -142,10 +184,25 @@ export function liveExport(manifest: any, options: LiveOptions = {}): any {
       // The Job strategy's generated selector and the labels it adds to the template.
       spec.selector = { matchLabels: { 'batch.kubernetes.io/controller-uid': uid } };
       spec.template.metadata = { ...(spec.template.metadata ?? {}) };
-      spec.template.metadata.labels = { ...(spec.template.metadata.labels ?? {}), 'batch.kubernetes.io/controller-uid': uid, 'batch.kubernetes.io/job-name': live.metadata.name, 'controller-uid': uid, 'job-name': live.metadata.name };
-      live.metadata.labels = { ...(live.metadata.labels ?? {}), 'batch.kubernetes.io/controller-uid': uid, 'batch.kubernetes.io/job-name': live.metadata.name, 'controller-uid': uid, 'job-name': live.metadata.name };
+      spec.template.metadata.labels = {
+        ...(spec.template.metadata.labels ?? {}),
+        'batch.kubernetes.io/controller-uid': uid,
+        'batch.kubernetes.io/job-name': live.metadata.name,
+        'controller-uid': uid,
+        'job-name': live.metadata.name,
+      };
+      live.metadata.labels = {
+        ...(live.metadata.labels ?? {}),
+        'batch.kubernetes.io/controller-uid': uid,
+        'batch.kubernetes.io/job-name': live.metadata.name,
+        'controller-uid': uid,
+        'job-name': live.metadata.name,
+      };
       liveTemplate(spec.template);
-      live.status = options.jobStarted === false ? {} : { startTime: '2026-11-01T10:00:01Z', active: 1, ready: 0, uncountedTerminatedPods: {} };
+      live.status =
+        options.jobStarted === false
+          ? {}
+          : { startTime: '2026-11-01T10:00:01Z', active: 1, ready: 0, uncountedTerminatedPods: {} };
       break;
     }
     case 'CronJob':
@@ -181,7 +238,10 @@ export function liveExport(manifest: any, options: LiveOptions = {}): any {
       spec.volumeName = spec.volumeName || `pvc-${uid}`;
       live.metadata.annotations['pv.kubernetes.io/bind-completed'] = 'yes';
       live.metadata.finalizers = ['kubernetes.io/pvc-protection'];
-      live.status = options.pvcPhase === 'Pending' ? { phase: 'Pending' } : { phase: 'Bound', accessModes: spec.accessModes, capacity: { storage: spec.resources.requests.storage } };
+      live.status =
+        options.pvcPhase === 'Pending'
+          ? { phase: 'Pending' }
+          : { phase: 'Bound', accessModes: spec.accessModes, capacity: { storage: spec.resources.requests.storage } };
       break;
     case 'StorageClass':
       setDefault(live, 'reclaimPolicy', 'Delete');
@@ -197,7 +257,13 @@ export function liveExport(manifest: any, options: LiveOptions = {}): any {
       }
       break;
     case 'PodDisruptionBudget':
-      live.status = { currentHealthy: 1, desiredHealthy: 1, disruptionsAllowed: 0, expectedPods: 1, observedGeneration: 4 };
+      live.status = {
+        currentHealthy: 1,
+        desiredHealthy: 1,
+        disruptionsAllowed: 0,
+        expectedPods: 1,
+        observedGeneration: 4,
+      };
       break;
     case 'ServiceAccount':
     case 'Role':

@@ -8,32 +8,82 @@ import { seed000 } from './fixtures';
 
 describe('YAML as kubectl reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scalars)', () => {
   test('yes/on booleans, 0644 octal, 1_000, << merge keys; quoted strings stay strings', () => {
-    const [o] = parseObjects([
-      'apiVersion: apps/v1', 'kind: Deployment', 'metadata: {name: w, labels: {quoted: "yes"}}', 'x-defaults: &d {hostNetwork: on, terminationGracePeriodSeconds: 1_000}',
-      'spec:', '  template:', '    spec:', '      <<: *d', '      volumes:', '      - name: s', '        secret: {secretName: s, defaultMode: 0644, optional: yes}',
-    ].join('\n'), 'f.yaml');
+    const [o] = parseObjects(
+      [
+        'apiVersion: apps/v1',
+        'kind: Deployment',
+        'metadata: {name: w, labels: {quoted: "yes"}}',
+        'x-defaults: &d {hostNetwork: on, terminationGracePeriodSeconds: 1_000}',
+        'spec:',
+        '  template:',
+        '    spec:',
+        '      <<: *d',
+        '      volumes:',
+        '      - name: s',
+        '        secret: {secretName: s, defaultMode: 0644, optional: yes}',
+      ].join('\n'),
+      'f.yaml',
+    );
     expect(o.metadata.labels).toEqual({ quoted: 'yes' });
     // Only go-yaml's own words are booleans or nulls: not 'toString' (an inherited property name).
-    expect(parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {a: toString, b: constructor, c: Null, d: "~"}\n', 'x')[0].data).toEqual({ a: 'toString', b: 'constructor', c: null, d: '~' });
-    expect(o.spec.template.spec).toMatchObject({ hostNetwork: true, terminationGracePeriodSeconds: 1000, volumes: [{ secret: { defaultMode: 420, optional: true } }] });
+    expect(
+      parseObjects(
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {a: toString, b: constructor, c: Null, d: "~"}\n',
+        'x',
+      )[0].data,
+    ).toEqual({ a: 'toString', b: 'constructor', c: null, d: '~' });
+    expect(o.spec.template.spec).toMatchObject({
+      hostNetwork: true,
+      terminationGracePeriodSeconds: 1000,
+      volumes: [{ secret: { defaultMode: 420, optional: true } }],
+    });
   });
 
   test('a file kubectl rejects is rejected with file and line: duplicate keys, bool labels, numeric env values', () => {
-    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: 1}\ndata: {k: 2}\n', 'dup.yaml')).toThrow(/^dup\.yaml:5: malformed YAML: duplicated mapping key/);
-    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {enabled: true}\n', 'cm.yaml')).toThrow(/cm\.yaml:1: ConfigMap\/a: data\.enabled must be a string, got boolean true/);
-    const pod = 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: c, image: i, env: [{name: N, value: 1.10}]}\n';
-    expect(() => parseObjects(`---\n${pod}`, 'pod.yaml')).toThrow(/pod\.yaml:2: Pod\/p: spec\.containers\[0\]\.env\[0\]\.value must be a string, got number 1\.1/);
+    expect(() =>
+      parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: 1}\ndata: {k: 2}\n', 'dup.yaml'),
+    ).toThrow(/^dup\.yaml:5: malformed YAML: duplicated mapping key/);
+    expect(() =>
+      parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {enabled: true}\n', 'cm.yaml'),
+    ).toThrow(/cm\.yaml:1: ConfigMap\/a: data\.enabled must be a string, got boolean true/);
+    const pod =
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: c, image: i, env: [{name: N, value: 1.10}]}\n';
+    expect(() => parseObjects(`---\n${pod}`, 'pod.yaml')).toThrow(
+      /pod\.yaml:2: Pod\/p: spec\.containers\[0\]\.env\[0\]\.value must be a string, got number 1\.1/,
+    );
     expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n', 'ok.yaml')).not.toThrow();
     // Every string field of a built-in kind, from its schema, not a hand-made list (the API server cannot
     // decode a number or a bool into a Go string: "cannot unmarshal number into ... of type string").
-    const sts = (field: string) => `apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec:\n  ${field}\n  template: {metadata: {labels: {v: "1"}}, spec: {containers: [{name: c, image: i}]}}\n`;
-    expect(() => parseObjects(sts('selector: {matchLabels: {v: 1.10}}'), 'sel.yaml')).toThrow(/sel\.yaml:1: StatefulSet\/s: spec\.selector\.matchLabels\.v must be a string, got number 1\.1 \(YAML 1\.1 reads it so; quote it\)/);
-    expect(() => parseObjects(sts('serviceName: no'), 'svc.yaml')).toThrow(/spec\.serviceName must be a string, got boolean false/);
-    expect(() => parseObjects(sts('volumeClaimTemplates: [{metadata: {name: d, labels: {tier: on}}, spec: {accessModes: [ReadWriteOnce]}}]'), 'vct.yaml')).toThrow(/spec\.volumeClaimTemplates\[0\]\.metadata\.labels\.tier must be a string, got boolean true/);
-    expect(() => parseObjects('apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {selector: {app: on}, ports: [{port: 80}]}\n', 's.yaml')).toThrow(/Service\/s: spec\.selector\.app must be a string, got boolean true/);
+    const sts = (field: string) =>
+      `apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec:\n  ${field}\n  template: {metadata: {labels: {v: "1"}}, spec: {containers: [{name: c, image: i}]}}\n`;
+    expect(() => parseObjects(sts('selector: {matchLabels: {v: 1.10}}'), 'sel.yaml')).toThrow(
+      /sel\.yaml:1: StatefulSet\/s: spec\.selector\.matchLabels\.v must be a string, got number 1\.1 \(YAML 1\.1 reads it so; quote it\)/,
+    );
+    expect(() => parseObjects(sts('serviceName: no'), 'svc.yaml')).toThrow(
+      /spec\.serviceName must be a string, got boolean false/,
+    );
+    expect(() =>
+      parseObjects(
+        sts('volumeClaimTemplates: [{metadata: {name: d, labels: {tier: on}}, spec: {accessModes: [ReadWriteOnce]}}]'),
+        'vct.yaml',
+      ),
+    ).toThrow(/spec\.volumeClaimTemplates\[0\]\.metadata\.labels\.tier must be a string, got boolean true/);
+    expect(() =>
+      parseObjects(
+        'apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {selector: {app: on}, ports: [{port: 80}]}\n',
+        's.yaml',
+      ),
+    ).toThrow(/Service\/s: spec\.selector\.app must be a string, got boolean true/);
     // Numbers where the schema has numbers (or int-or-string) are fine.
-    expect(() => parseObjects('apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80, targetPort: 8080}]}\n', 'ok2.yaml')).not.toThrow();
-    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 0644}\n', 'n.yaml')).toThrow(/^n\.yaml:1: metadata\.name must be a string, got number 420/);
+    expect(() =>
+      parseObjects(
+        'apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80, targetPort: 8080}]}\n',
+        'ok2.yaml',
+      ),
+    ).not.toThrow();
+    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 0644}\n', 'n.yaml')).toThrow(
+      /^n\.yaml:1: metadata\.name must be a string, got number 420/,
+    );
     try {
       parseObjects('a: [1, 2\n', 'x.yaml');
     } catch (e) {
@@ -42,7 +92,10 @@ describe('YAML as kubectl reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scala
   });
 
   test('List exports are expanded', () => {
-    const objects = parseObjects('apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n', 'x');
+    const objects = parseObjects(
+      'apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n',
+      'x',
+    );
     expect(objects.map(o => o.metadata.name)).toEqual(['a']);
   });
 });
@@ -70,7 +123,16 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
     const violations: any[] = [];
     const submitted: any[] = [];
     const logs: string[] = [];
-    return { violations, submitted, logs, ctx: { manifests, report: { addViolation: (v: any) => violations.push(v), submit: (s: any, m: any) => submitted.push([s, m]) }, logger: { log: (m: string) => logs.push(m) } } };
+    return {
+      violations,
+      submitted,
+      logs,
+      ctx: {
+        manifests,
+        report: { addViolation: (v: any) => violations.push(v), submit: (s: any, m: any) => submitted.push([s, m]) },
+        logger: { log: (m: string) => logs.push(m) },
+      },
+    };
   };
   const yaml = (objects: object[]) => objects.map(o => JSON.stringify(o)).join('\n---\n');
 
@@ -108,7 +170,12 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
   });
 
   test('a StatefulSet violation names the StatefulSet, not the PDB that shares its name', async () => {
-    const pdb = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'onnx-trainer' }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'onnx-trainer' } } } };
+    const pdb = {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'onnx-trainer' },
+      spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'onnx-trainer' } } },
+    };
     fs.writeFileSync(path.join(dir, 'base.yaml'), yaml([seed000('1.2.0'), pdb]));
     const pdbFile = path.join(dir, 'pdb.k8s.yaml');
     const stsFile = path.join(dir, 'sts.k8s.yaml');
@@ -121,6 +188,10 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
     expect(c.submitted[0][0]).toBe('failure');
     expect(c.submitted[0][1]).toMatchObject({ serverVersion: '1.30', objectsBefore: '2', objectsAfter: '2' });
     expect(c.violations).toHaveLength(1);
-    expect(c.violations[0].violatingResources[0]).toEqual({ resourceName: 'StatefulSet/onnx-trainer', locations: ['StatefulSet/onnx-trainer: spec.volumeClaimTemplates'], manifestPath: stsFile });
+    expect(c.violations[0].violatingResources[0]).toEqual({
+      resourceName: 'StatefulSet/onnx-trainer',
+      locations: ['StatefulSet/onnx-trainer: spec.volumeClaimTemplates'],
+      manifestPath: stsFile,
+    });
   });
 });

@@ -2,27 +2,76 @@
 import { guard, IMMUTABLE_FIELDS } from '../../src';
 import { liveExport } from './live-export';
 
-const paths = (before: any[], after: any[], serverVersion?: string) => guard(before, after, { serverVersion }).findings.filter(f => f.severity === 'error').map(f => f.path);
-const errorsOf = (before: any[], after: any[], serverVersion?: string) => guard(before, after, { serverVersion }).findings.filter(f => f.severity === 'error');
+const paths = (before: any[], after: any[], serverVersion?: string) =>
+  guard(before, after, { serverVersion })
+    .findings.filter(f => f.severity === 'error')
+    .map(f => f.path);
+const errorsOf = (before: any[], after: any[], serverVersion?: string) =>
+  guard(before, after, { serverVersion }).findings.filter(f => f.severity === 'error');
 
 const sts = (spec: object = {}) => ({
-  apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'db' },
-  spec: { serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: { metadata: { labels: { app: 'db' } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } }, ...spec },
+  apiVersion: 'apps/v1',
+  kind: 'StatefulSet',
+  metadata: { name: 'db' },
+  spec: {
+    serviceName: 'db',
+    selector: { matchLabels: { app: 'db' } },
+    template: { metadata: { labels: { app: 'db' } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } },
+    ...spec,
+  },
 });
-const pod = (spec: object = {}) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'i:1' }], ...spec } });
-const pvc = (spec: object = {}) => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Gi' } }, ...spec } });
+const pod = (spec: object = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'p' },
+  spec: { containers: [{ name: 'c', image: 'i:1' }], ...spec },
+});
+const pvc = (spec: object = {}) => ({
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: { name: 'data' },
+  spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Gi' } }, ...spec },
+});
 const job = (spec: object = {}, template: object = {}) => ({
-  apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'j' },
-  spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'i:1' }], ...template } }, ...spec },
+  apiVersion: 'batch/v1',
+  kind: 'Job',
+  metadata: { name: 'j' },
+  spec: {
+    template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'i:1' }], ...template } },
+    ...spec,
+  },
 });
-const svc = (spec: object = {}) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: 's' }, spec: { selector: { app: 'a' }, ports: [{ port: 80 }], ...spec } });
+const svc = (spec: object = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name: 's' },
+  spec: { selector: { app: 'a' }, ports: [{ port: 80 }], ...spec },
+});
 
 describe('the rules table', () => {
   test('names a Kubernetes source function for every rule and covers the kinds with immutable fields', () => {
     const kinds = IMMUTABLE_FIELDS.map(r => `${r.group}/${r.kind}`);
-    expect(kinds).toEqual(expect.arrayContaining(['apps/StatefulSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/DaemonSet', '/Pod', '/PersistentVolume', '/PersistentVolumeClaim',
-      'batch/Job', 'batch/CronJob', '/Service', '/Secret', '/ConfigMap', 'networking.k8s.io/IngressClass', 'scheduling.k8s.io/PriorityClass', 'storage.k8s.io/StorageClass',
-      'rbac.authorization.k8s.io/RoleBinding', 'rbac.authorization.k8s.io/ClusterRoleBinding']));
+    expect(kinds).toEqual(
+      expect.arrayContaining([
+        'apps/StatefulSet',
+        'apps/Deployment',
+        'apps/ReplicaSet',
+        'apps/DaemonSet',
+        '/Pod',
+        '/PersistentVolume',
+        '/PersistentVolumeClaim',
+        'batch/Job',
+        'batch/CronJob',
+        '/Service',
+        '/Secret',
+        '/ConfigMap',
+        'networking.k8s.io/IngressClass',
+        'scheduling.k8s.io/PriorityClass',
+        'storage.k8s.io/StorageClass',
+        'rbac.authorization.k8s.io/RoleBinding',
+        'rbac.authorization.k8s.io/ClusterRoleBinding',
+      ]),
+    );
     for (const k of IMMUTABLE_FIELDS) for (const r of k.fields) expect(r.source).toMatch(/Validate|validate|strategy/);
   });
 
@@ -36,11 +85,16 @@ describe('the rules table', () => {
 });
 
 describe('ValidateStatefulSetUpdate', () => {
-  test.each(['1.28', '1.31', '1.32'])('revisionHistoryLimit is immutable on %s (kubernetes#130263), quoting that version', v => {
-    const [f] = errorsOf([liveExport(sts({ revisionHistoryLimit: 10 }))], [sts({ revisionHistoryLimit: 3 })], v);
-    expect(f).toMatchObject({ path: 'spec.revisionHistoryLimit', before: 10, after: 3 });
-    expect(f.message).toBe("spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden");
-  });
+  test.each(['1.28', '1.31', '1.32'])(
+    'revisionHistoryLimit is immutable on %s (kubernetes#130263), quoting that version',
+    v => {
+      const [f] = errorsOf([liveExport(sts({ revisionHistoryLimit: 10 }))], [sts({ revisionHistoryLimit: 3 })], v);
+      expect(f).toMatchObject({ path: 'spec.revisionHistoryLimit', before: 10, after: 3 });
+      expect(f.message).toBe(
+        "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+      );
+    },
+  );
 
   test('revisionHistoryLimit is mutable from 1.33, whose message lists it', () => {
     expect(paths([sts({ revisionHistoryLimit: 10 })], [sts({ revisionHistoryLimit: 3 })], '1.33')).toEqual([]);
@@ -53,7 +107,13 @@ describe('ValidateStatefulSetUpdate', () => {
   });
 
   test('replicas, ordinals, template, updateStrategy, retention policy and minReadySeconds may change', () => {
-    const after = sts({ replicas: 5, ordinals: { start: 1 }, minReadySeconds: 10, updateStrategy: { type: 'OnDelete', rollingUpdate: null }, persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' } });
+    const after = sts({
+      replicas: 5,
+      ordinals: { start: 1 },
+      minReadySeconds: 10,
+      updateStrategy: { type: 'OnDelete', rollingUpdate: null },
+      persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
+    });
     (after.spec as any).template.spec.containers[0].image = 'i:2';
     expect(paths([liveExport(sts())], [after])).toEqual([]);
     // Without the null, kubectl apply keeps the live, defaulted rollingUpdate, and ValidateStatefulSetSpec
@@ -63,7 +123,12 @@ describe('ValidateStatefulSetUpdate', () => {
   });
 
   test('podManagementPolicy, serviceName, selector and volumeClaimTemplates may not', () => {
-    expect(paths([liveExport(sts())], [sts({ podManagementPolicy: 'Parallel', serviceName: 'x', selector: { matchLabels: { app: 'x' } } })])).toEqual(['spec.podManagementPolicy', 'spec.selector', 'spec.serviceName']);
+    expect(
+      paths(
+        [liveExport(sts())],
+        [sts({ podManagementPolicy: 'Parallel', serviceName: 'x', selector: { matchLabels: { app: 'x' } } })],
+      ),
+    ).toEqual(['spec.podManagementPolicy', 'spec.selector', 'spec.serviceName']);
   });
 
   test('an empty volumeClaimTemplates list equals none (apiequality.Semantic)', () => {
@@ -72,16 +137,38 @@ describe('ValidateStatefulSetUpdate', () => {
 
   test('a string field set to "" is Go\'s zero value, the same as absent; a pointer string is not', () => {
     expect(paths([sts()], [sts({ podManagementPolicy: '' })])).toEqual([]);
-    const vct = (sc?: string) => sts({ volumeClaimTemplates: [{ metadata: { name: 'd' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, ...(sc === undefined ? {} : { storageClassName: sc }) } }] });
+    const vct = (sc?: string) =>
+      sts({
+        volumeClaimTemplates: [
+          {
+            metadata: { name: 'd' },
+            spec: {
+              accessModes: ['ReadWriteOnce'],
+              resources: { requests: { storage: '1Gi' } },
+              ...(sc === undefined ? {} : { storageClassName: sc }),
+            },
+          },
+        ],
+      });
     expect(paths([vct()], [vct('')])).toEqual(['spec.volumeClaimTemplates']);
   });
 });
 
 describe('Deployment, ReplicaSet, DaemonSet strategies: ValidateUpdate keeps spec.selector immutable', () => {
   test.each(['Deployment', 'ReplicaSet', 'DaemonSet'])('%s selector', kind => {
-    const o = (labels: object, exprs?: object[]) => ({ apiVersion: 'apps/v1', kind, metadata: { name: 'w' }, spec: { selector: { matchLabels: labels, ...(exprs ? { matchExpressions: exprs } : {}) }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'i' }] } } } });
+    const o = (labels: object, exprs?: object[]) => ({
+      apiVersion: 'apps/v1',
+      kind,
+      metadata: { name: 'w' },
+      spec: {
+        selector: { matchLabels: labels, ...(exprs ? { matchExpressions: exprs } : {}) },
+        template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+      },
+    });
     expect(paths([o({ a: '1' })], [o({ a: '2' })])).toEqual(['spec.selector']);
-    expect(errorsOf([o({ a: '1' })], [o({ a: '2' })])[0].message).toBe('spec.selector: Invalid value: {"matchLabels":{"a":"2"}}: field is immutable');
+    expect(errorsOf([o({ a: '1' })], [o({ a: '2' })])[0].message).toBe(
+      'spec.selector: Invalid value: {"matchLabels":{"a":"2"}}: field is immutable',
+    );
     // matchExpressions: [] is the same selector as none.
     expect(paths([o({ a: '1' })], [o({ a: '1' }, [])])).toEqual([]);
   });
@@ -90,43 +177,96 @@ describe('Deployment, ReplicaSet, DaemonSet strategies: ValidateUpdate keeps spe
 describe('ValidatePodUpdate', () => {
   test('image, activeDeadlineSeconds (lowered) and added tolerations may change', () => {
     const before = pod({ activeDeadlineSeconds: 100, tolerations: [{ key: 'a', operator: 'Exists' }] });
-    const after = pod({ activeDeadlineSeconds: 50, tolerations: [{ key: 'a', operator: 'Exists' }, { key: 'b', operator: 'Exists' }] });
+    const after = pod({
+      activeDeadlineSeconds: 50,
+      tolerations: [
+        { key: 'a', operator: 'Exists' },
+        { key: 'b', operator: 'Exists' },
+      ],
+    });
     after.spec.containers[0].image = 'i:2';
     expect(paths([liveExport(before)], [after])).toEqual([]);
   });
 
   test('other spec fields, removed tolerations and a raised or unset deadline are refused', () => {
     expect(paths([pod()], [pod({ nodeSelector: { a: 'b' } })])).toEqual(['spec.nodeSelector']);
-    expect(errorsOf([pod()], [pod({ nodeSelector: { a: 'b' } })])[0].message).toMatch(/^spec: Forbidden: pod updates may not change fields other than `spec.containers\[\*\].image`/);
+    expect(errorsOf([pod()], [pod({ nodeSelector: { a: 'b' } })])[0].message).toMatch(
+      /^spec: Forbidden: pod updates may not change fields other than `spec.containers\[\*\].image`/,
+    );
     expect(paths([pod({ tolerations: [{ key: 'a', operator: 'Exists' }] })], [pod()])).toEqual(['spec.tolerations']);
-    expect(errorsOf([pod({ activeDeadlineSeconds: 10 })], [pod({ activeDeadlineSeconds: 20 })])[0].message).toBe('spec.activeDeadlineSeconds: Invalid value: 20: must be less than or equal to previous value');
-    expect(errorsOf([pod({ activeDeadlineSeconds: 10 })], [pod()])[0].message).toBe('spec.activeDeadlineSeconds: Invalid value: null: must not update from a positive integer to nil value');
+    expect(errorsOf([pod({ activeDeadlineSeconds: 10 })], [pod({ activeDeadlineSeconds: 20 })])[0].message).toBe(
+      'spec.activeDeadlineSeconds: Invalid value: 20: must be less than or equal to previous value',
+    );
+    expect(errorsOf([pod({ activeDeadlineSeconds: 10 })], [pod()])[0].message).toBe(
+      'spec.activeDeadlineSeconds: Invalid value: null: must not update from a positive integer to nil value',
+    );
   });
 
   test('scheduling gates may be removed, not added (validateOnlyDeletedSchedulingGates)', () => {
     expect(paths([pod({ schedulingGates: [{ name: 'kueue' }] })], [pod()])).toEqual([]);
-    expect(errorsOf([pod()], [pod({ schedulingGates: [{ name: 'kueue' }] })])[0].message).toBe("spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate 'kueue'");
+    expect(errorsOf([pod()], [pod({ schedulingGates: [{ name: 'kueue' }] })])[0].message).toBe(
+      "spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate 'kueue'",
+    );
   });
 
   test('a live pod with its admission-added fields, against its manifest, is clean', () => {
     const live = liveExport(pod());
     Object.assign(live.spec, {
-      nodeName: 'gpu-1', priority: 0, preemptionPolicy: 'PreemptLowerPriority', imagePullSecrets: [{ name: 'registry' }],
-      tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }, { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
-      volumes: [{ name: 'kube-api-access-x7k2p', projected: { defaultMode: 420, sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: 'token' } }] } }],
+      nodeName: 'gpu-1',
+      priority: 0,
+      preemptionPolicy: 'PreemptLowerPriority',
+      imagePullSecrets: [{ name: 'registry' }],
+      tolerations: [
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+      ],
+      volumes: [
+        {
+          name: 'kube-api-access-x7k2p',
+          projected: {
+            defaultMode: 420,
+            sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: 'token' } }],
+          },
+        },
+      ],
     });
-    live.spec.containers[0].volumeMounts = [{ name: 'kube-api-access-x7k2p', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }];
+    live.spec.containers[0].volumeMounts = [
+      { name: 'kube-api-access-x7k2p', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true },
+    ];
     expect(paths([live], [pod()])).toEqual([]);
   });
 });
 
 describe('ValidatePersistentVolumeUpdate', () => {
-  const pv = (spec: object) => ({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pv-a' }, spec: { capacity: { storage: '100Gi' }, accessModes: ['ReadWriteOnce'], ...spec } });
+  const pv = (spec: object) => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: 'pv-a' },
+    spec: { capacity: { storage: '100Gi' }, accessModes: ['ReadWriteOnce'], ...spec },
+  });
   test('the volume source is immutable; reclaim policy, capacity and claimRef are not', () => {
-    const [f] = errorsOf([pv({ csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-1' } })], [pv({ csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-2' } })]);
-    expect(f).toMatchObject({ path: 'spec.csi', message: 'spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation' });
+    const [f] = errorsOf(
+      [pv({ csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-1' } })],
+      [pv({ csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-2' } })],
+    );
+    expect(f).toMatchObject({
+      path: 'spec.csi',
+      message: 'spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation',
+    });
     const src = { csi: { driver: 'ebs.csi.aws.com', volumeHandle: 'vol-1' } };
-    expect(paths([pv({ ...src, persistentVolumeReclaimPolicy: 'Delete' })], [pv({ ...src, persistentVolumeReclaimPolicy: 'Retain', capacity: { storage: '200Gi' }, claimRef: { name: 'x', namespace: 'ml' } })])).toEqual([]);
+    expect(
+      paths(
+        [pv({ ...src, persistentVolumeReclaimPolicy: 'Delete' })],
+        [
+          pv({
+            ...src,
+            persistentVolumeReclaimPolicy: 'Retain',
+            capacity: { storage: '200Gi' },
+            claimRef: { name: 'x', namespace: 'ml' },
+          }),
+        ],
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -137,31 +277,69 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
   });
 
   test('a pending claim may not change its request at all', () => {
-    const [f] = errorsOf([liveExport(pvc(), { pvcPhase: 'Pending' })], [pvc({ resources: { requests: { storage: '20Gi' } } })]);
-    expect(f).toMatchObject({ path: 'spec.resources', message: 'spec: Forbidden: spec is immutable after creation except resources.requests for bound claims' });
-    expect(errorsOf([liveExport(pvc(), { pvcPhase: 'Pending' })], [pvc({ resources: { requests: { storage: '20Gi' } } })], '1.29')[0].message)
-      .toBe('spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims');
+    const [f] = errorsOf(
+      [liveExport(pvc(), { pvcPhase: 'Pending' })],
+      [pvc({ resources: { requests: { storage: '20Gi' } } })],
+    );
+    expect(f).toMatchObject({
+      path: 'spec.resources',
+      message: 'spec: Forbidden: spec is immutable after creation except resources.requests for bound claims',
+    });
+    expect(
+      errorsOf(
+        [liveExport(pvc(), { pvcPhase: 'Pending' })],
+        [pvc({ resources: { requests: { storage: '20Gi' } } })],
+        '1.29',
+      )[0].message,
+    ).toBe(
+      'spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
+    );
   });
 
   test('volumeAttributesClassName may change once the VolumeAttributesClass gate is on by default (GA, 1.34); with the gate off (1.29-1.33) a set class may not change; before 1.29 the field does not exist', () => {
-    expect(paths([liveExport(pvc({ volumeAttributesClassName: 'gold' }))], [pvc({ volumeAttributesClassName: 'silver' })], '1.34')).toEqual([]);
-    expect(errorsOf([liveExport(pvc({ volumeAttributesClassName: 'gold' }))], [pvc({ volumeAttributesClassName: 'silver' })], '1.29').map(f => f.message))
-      .toEqual(['spec.volumeAttributesClassName: Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled']);
+    expect(
+      paths(
+        [liveExport(pvc({ volumeAttributesClassName: 'gold' }))],
+        [pvc({ volumeAttributesClassName: 'silver' })],
+        '1.34',
+      ),
+    ).toEqual([]);
+    expect(
+      errorsOf(
+        [liveExport(pvc({ volumeAttributesClassName: 'gold' }))],
+        [pvc({ volumeAttributesClassName: 'silver' })],
+        '1.29',
+      ).map(f => f.message),
+    ).toEqual([
+      'spec.volumeAttributesClassName: Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled',
+    ]);
     // DropDisabledFields: with the gate off a class on a claim that had none is dropped, not refused.
     expect(paths([liveExport(pvc())], [pvc({ volumeAttributesClassName: 'silver' })], '1.31')).toEqual([]);
-    expect(paths([liveExport(pvc({ volumeAttributesClassName: 'gold' }))], [pvc({ volumeAttributesClassName: 'silver' })], '1.28')).toEqual(['spec.volumeAttributesClassName']);
+    expect(
+      paths(
+        [liveExport(pvc({ volumeAttributesClassName: 'gold' }))],
+        [pvc({ volumeAttributesClassName: 'silver' })],
+        '1.28',
+      ),
+    ).toEqual(['spec.volumeAttributesClassName']);
   });
 
   test('a shrink is refused with the wording of the version', () => {
-    expect(errorsOf([liveExport(pvc())], [pvc({ resources: { requests: { storage: '5Gi' } } })])[0].message).toBe('spec.resources.requests.storage: Forbidden: field can not be less than previous value');
-    expect(errorsOf([liveExport(pvc())], [pvc({ resources: { requests: { storage: '5Gi' } } })], '1.32')[0].message).toBe('spec.resources.requests.storage: Forbidden: field can not be less than status.capacity');
+    expect(errorsOf([liveExport(pvc())], [pvc({ resources: { requests: { storage: '5Gi' } } })])[0].message).toBe(
+      'spec.resources.requests.storage: Forbidden: field can not be less than previous value',
+    );
+    expect(
+      errorsOf([liveExport(pvc())], [pvc({ resources: { requests: { storage: '5Gi' } } })], '1.32')[0].message,
+    ).toBe('spec.resources.requests.storage: Forbidden: field can not be less than status.capacity');
   });
 
   test('on 1.32+ a request may drop back above status.capacity (recovery from a failed expansion)', () => {
     const live = liveExport(pvc({ resources: { requests: { storage: '50Gi' } } }));
     live.status.capacity.storage = '10Gi';
     expect(paths([live], [pvc({ resources: { requests: { storage: '20Gi' } } })], '1.32')).toEqual([]);
-    expect(paths([live], [pvc({ resources: { requests: { storage: '20Gi' } } })], '1.31')).toEqual(['spec.resources.requests.storage']);
+    expect(paths([live], [pvc({ resources: { requests: { storage: '20Gi' } } })], '1.31')).toEqual([
+      'spec.resources.requests.storage',
+    ]);
   });
 
   test('volumeName may be set once; storageClassName may go from unset to set; both kept when a manifest omits them', () => {
@@ -172,7 +350,9 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
     expect(paths([unset], [pvc({ storageClassName: 'fast' })])).toEqual([]);
     // A manifest baseline cannot tell an unset class from the default one DefaultStorageClass gave it.
     expect(paths([pvc()], [pvc({ storageClassName: 'fast' })])).toEqual(['spec.storageClassName']);
-    expect(paths([pvc({ storageClassName: 'a' })], [pvc({ storageClassName: 'b' })])).toEqual(['spec.storageClassName']);
+    expect(paths([pvc({ storageClassName: 'a' })], [pvc({ storageClassName: 'b' })])).toEqual([
+      'spec.storageClassName',
+    ]);
     expect(paths([liveExport(pvc())], [pvc()])).toEqual([]);
   });
 
@@ -185,40 +365,80 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
 describe('ValidateJobSpecUpdate', () => {
   test('the template is immutable, including restartPolicy (not hidden by normalization)', () => {
     expect(paths([liveExport(job())], [job({}, { restartPolicy: 'OnFailure' })])).toEqual(['spec.template']);
-    expect(paths([liveExport(job())], [job({}, { containers: [{ name: 'c', image: 'i:2' }] })])).toEqual(['spec.template']);
+    expect(paths([liveExport(job())], [job({}, { containers: [{ name: 'c', image: 'i:2' }] })])).toEqual([
+      'spec.template',
+    ]);
   });
 
   test('scheduling directives of a suspended Job that never started may change (validatePodTemplateUpdate)', () => {
     const before = liveExport(job({ suspend: true }), { jobStarted: false });
-    const after = job({ suspend: true }, { nodeSelector: { pool: 'h100' }, tolerations: [{ key: 'gpu', operator: 'Exists' }] });
+    const after = job(
+      { suspend: true },
+      { nodeSelector: { pool: 'h100' }, tolerations: [{ key: 'gpu', operator: 'Exists' }] },
+    );
     expect(paths([before], [after])).toEqual([]);
     expect(paths([liveExport(job({ suspend: true }), { jobStarted: true })], [after])).toEqual(['spec.template']);
-    expect(paths([before], [job({ suspend: true }, { containers: [{ name: 'c', image: 'i:2' }] })])).toEqual(['spec.template']);
+    expect(paths([before], [job({ suspend: true }, { containers: [{ name: 'c', image: 'i:2' }] })])).toEqual([
+      'spec.template',
+    ]);
   });
 
   test('completions: immutable unless Indexed and changed in tandem with parallelism (validateCompletions)', () => {
-    expect(paths([job({ completions: 4, parallelism: 4 })], [job({ completions: 8, parallelism: 8 })])).toEqual(['spec.completions']);
+    expect(paths([job({ completions: 4, parallelism: 4 })], [job({ completions: 8, parallelism: 8 })])).toEqual([
+      'spec.completions',
+    ]);
     const indexed = (c: number, p: number) => job({ completionMode: 'Indexed', completions: c, parallelism: p });
     expect(paths([indexed(4, 4)], [indexed(8, 8)])).toEqual([]);
-    expect(errorsOf([indexed(4, 4)], [indexed(8, 4)])[0].message).toBe('spec.completions: Invalid value: 8: can only be modified in tandem with spec.parallelism');
+    expect(errorsOf([indexed(4, 4)], [indexed(8, 4)])[0].message).toBe(
+      'spec.completions: Invalid value: 8: can only be modified in tandem with spec.parallelism',
+    );
   });
 
   test('podFailurePolicy and completionMode are immutable; backoffLimitPerIndex from 1.29', () => {
     const pfp = { rules: [{ action: 'FailJob', onExitCodes: { operator: 'In', values: [42] } }] };
     expect(paths([job()], [job({ podFailurePolicy: pfp })])).toEqual(['spec.podFailurePolicy']);
     expect(paths([job()], [job({ completionMode: 'Indexed', completions: 1 })])).toContain('spec.completionMode');
-    const bl = (n: number) => job({ completionMode: 'Indexed', completions: 2, parallelism: 2, backoffLimitPerIndex: n });
+    const bl = (n: number) =>
+      job({ completionMode: 'Indexed', completions: 2, parallelism: 2, backoffLimitPerIndex: n });
     expect(paths([bl(1)], [bl(2)], '1.28')).toEqual([]);
     expect(paths([bl(1)], [bl(2)], '1.29')).toEqual(['spec.backoffLimitPerIndex']);
   });
 
   test('zero values a manifest spells out (hostNetwork: false, initialDelaySeconds: 0) and server-written divisors are no change', () => {
-    const spelled = job({}, { hostNetwork: false, containers: [{ name: 'c', image: 'i:1', stdin: false, readinessProbe: { exec: { command: ['true'] }, initialDelaySeconds: 0 }, env: [{ name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } }] }] });
-    const plain = job({}, { containers: [{ name: 'c', image: 'i:1', readinessProbe: { exec: { command: ['true'] } }, env: [{ name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } }] }] });
+    const spelled = job(
+      {},
+      {
+        hostNetwork: false,
+        containers: [
+          {
+            name: 'c',
+            image: 'i:1',
+            stdin: false,
+            readinessProbe: { exec: { command: ['true'] }, initialDelaySeconds: 0 },
+            env: [{ name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } }],
+          },
+        ],
+      },
+    );
+    const plain = job(
+      {},
+      {
+        containers: [
+          {
+            name: 'c',
+            image: 'i:1',
+            readinessProbe: { exec: { command: ['true'] } },
+            env: [{ name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } }],
+          },
+        ],
+      },
+    );
     const live = liveExport(plain);
     live.spec.template.spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor = '0';
     expect(paths([live], [spelled])).toEqual([]);
-    expect(paths([live], [job({}, { hostNetwork: true, containers: plain.spec.template.spec.containers })])).toEqual(['spec.template']);
+    expect(paths([live], [job({}, { hostNetwork: true, containers: plain.spec.template.spec.containers })])).toEqual([
+      'spec.template',
+    ]);
   });
 
   test('the selector and labels the Job strategy generated are not a change; parallelism and backoffLimit may change', () => {
@@ -226,7 +446,17 @@ describe('ValidateJobSpecUpdate', () => {
   });
 
   test('ValidateCronJobUpdate has no immutable field: a jobTemplate change applies', () => {
-    const cj = (image: string) => ({ apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'c' }, spec: { schedule: '0 * * * *', jobTemplate: { spec: { template: { spec: { restartPolicy: 'OnFailure', containers: [{ name: 'c', image }] } } } } } });
+    const cj = (image: string) => ({
+      apiVersion: 'batch/v1',
+      kind: 'CronJob',
+      metadata: { name: 'c' },
+      spec: {
+        schedule: '0 * * * *',
+        jobTemplate: {
+          spec: { template: { spec: { restartPolicy: 'OnFailure', containers: [{ name: 'c', image }] } } },
+        },
+      },
+    });
     expect(guard([liveExport(cj('a'))], [cj('b')]).findings).toEqual([]);
   });
 });
@@ -239,18 +469,33 @@ describe('ValidateServiceUpdate / validateServiceClusterIPsRelatedFields', () =>
 
   test('a changed cluster IP or IP family is refused', () => {
     const [f] = errorsOf([liveExport(svc({ clusterIP: '10.0.0.1' }))], [svc({ clusterIP: '10.0.0.2' })]);
-    expect(f).toMatchObject({ path: 'spec.clusterIP', before: '10.0.0.1', after: '10.0.0.2', message: 'spec.clusterIPs[0]: Invalid value: ["10.0.0.2"]: may not change once set' });
-    expect(paths([liveExport(svc({ clusterIP: '10.0.0.1' }))], [svc({ clusterIPs: ['10.0.0.2'] })])).toEqual(['spec.clusterIPs[0]']);
+    expect(f).toMatchObject({
+      path: 'spec.clusterIP',
+      before: '10.0.0.1',
+      after: '10.0.0.2',
+      message: 'spec.clusterIPs[0]: Invalid value: ["10.0.0.2"]: may not change once set',
+    });
+    expect(paths([liveExport(svc({ clusterIP: '10.0.0.1' }))], [svc({ clusterIPs: ['10.0.0.2'] })])).toEqual([
+      'spec.clusterIPs[0]',
+    ]);
     expect(paths([liveExport(svc())], [svc({ ipFamilies: ['IPv6'] })])).toEqual(['spec.ipFamilies[0]']);
-    expect(paths([liveExport(svc({ clusterIP: 'None' }))], [svc({ clusterIP: '10.0.0.9' })])).toEqual(['spec.clusterIP']);
+    expect(paths([liveExport(svc({ clusterIP: 'None' }))], [svc({ clusterIP: '10.0.0.9' })])).toEqual([
+      'spec.clusterIP',
+    ]);
   });
 
   test('a dual-stack upgrade is allowed; a downgrade needs SingleStack', () => {
-    expect(paths([liveExport(svc())], [svc({ ipFamilyPolicy: 'PreferDualStack', ipFamilies: ['IPv4', 'IPv6'] })])).toEqual([]);
+    expect(
+      paths([liveExport(svc())], [svc({ ipFamilyPolicy: 'PreferDualStack', ipFamilies: ['IPv4', 'IPv6'] })]),
+    ).toEqual([]);
     const dual = liveExport(svc({ ipFamilyPolicy: 'PreferDualStack' }));
     Object.assign(dual.spec, { clusterIPs: ['10.96.12.34', 'fd00::1'], ipFamilies: ['IPv4', 'IPv6'] });
-    expect(paths([dual], [svc({ ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv4'], clusterIPs: ['10.96.12.34'] })])).toEqual([]);
-    expect(paths([dual], [svc({ ipFamilyPolicy: 'PreferDualStack', ipFamilies: ['IPv4'], clusterIPs: ['10.96.12.34'] })])).toEqual(['spec.ipFamilyPolicy']);
+    expect(
+      paths([dual], [svc({ ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv4'], clusterIPs: ['10.96.12.34'] })]),
+    ).toEqual([]);
+    expect(
+      paths([dual], [svc({ ipFamilyPolicy: 'PreferDualStack', ipFamilies: ['IPv4'], clusterIPs: ['10.96.12.34'] })]),
+    ).toEqual(['spec.ipFamilyPolicy']);
   });
 
   test('loadBalancerClass may not change while the type stays LoadBalancer (validateLoadBalancerClassField)', () => {
@@ -263,18 +508,46 @@ describe('ValidateServiceUpdate / validateServiceClusterIPsRelatedFields', () =>
 describe('ValidateSecretUpdate and ValidateConfigMapUpdate', () => {
   const secret = (extra: object) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'tok' }, ...extra });
   test('a Secret type never changes, flagged or not', () => {
-    expect(errorsOf([liveExport(secret({ data: { a: 'eA==' } }))], [secret({ type: 'kubernetes.io/tls', data: { a: 'eA==' } })])[0].message).toBe('type: Invalid value: "kubernetes.io/tls": field is immutable');
+    expect(
+      errorsOf(
+        [liveExport(secret({ data: { a: 'eA==' } }))],
+        [secret({ type: 'kubernetes.io/tls', data: { a: 'eA==' } })],
+      )[0].message,
+    ).toBe('type: Invalid value: "kubernetes.io/tls": field is immutable');
   });
   test('stringData compares equal to live data holding the same bytes', () => {
-    expect(paths([liveExport(secret({ stringData: { token: 'hf_abc' } }))], [secret({ stringData: { token: 'hf_abc' }, immutable: true })].map(s => ({ ...s, immutable: undefined })))).toEqual([]);
-    expect(paths([liveExport(secret({ stringData: { token: 'hf_abc' }, immutable: true }))], [secret({ stringData: { token: 'hf_abc' }, immutable: true })])).toEqual([]);
-    expect(paths([liveExport(secret({ stringData: { token: 'hf_abc' }, immutable: true }))], [secret({ stringData: { token: 'hf_xyz' }, immutable: true })])).toEqual(['data']);
+    expect(
+      paths(
+        [liveExport(secret({ stringData: { token: 'hf_abc' } }))],
+        [secret({ stringData: { token: 'hf_abc' }, immutable: true })].map(s => ({ ...s, immutable: undefined })),
+      ),
+    ).toEqual([]);
+    expect(
+      paths(
+        [liveExport(secret({ stringData: { token: 'hf_abc' }, immutable: true }))],
+        [secret({ stringData: { token: 'hf_abc' }, immutable: true })],
+      ),
+    ).toEqual([]);
+    expect(
+      paths(
+        [liveExport(secret({ stringData: { token: 'hf_abc' }, immutable: true }))],
+        [secret({ stringData: { token: 'hf_xyz' }, immutable: true })],
+      ),
+    ).toEqual(['data']);
   });
   test('an empty value in data is data: {token: ""} is not the same as no token', () => {
-    expect(paths([secret({ data: { token: '' }, immutable: true })], [secret({ data: {}, immutable: true })])).toEqual(['data']);
+    expect(paths([secret({ data: { token: '' }, immutable: true })], [secret({ data: {}, immutable: true })])).toEqual([
+      'data',
+    ]);
   });
   test('immutable ConfigMaps: data, binaryData and the flag', () => {
-    const cm = (data: object, immutable?: boolean) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data, ...(immutable === undefined ? {} : { immutable }) });
+    const cm = (data: object, immutable?: boolean) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'c' },
+      data,
+      ...(immutable === undefined ? {} : { immutable }),
+    });
     expect(paths([cm({ a: '1' })], [cm({ a: '2' })])).toEqual([]);
     expect(paths([cm({ a: '1' }, true)], [cm({ a: '2' }, true)])).toEqual(['data']);
     expect(paths([cm({ a: '1' }, true)], [cm({ a: '1' })])).toEqual(['immutable']);
@@ -284,56 +557,126 @@ describe('ValidateSecretUpdate and ValidateConfigMapUpdate', () => {
 describe('other kinds', () => {
   test('ValidateRoleBindingUpdate / ValidateClusterRoleBindingUpdate: roleRef', () => {
     for (const kind of ['RoleBinding', 'ClusterRoleBinding']) {
-      const rb = (role: string) => ({ apiVersion: 'rbac.authorization.k8s.io/v1', kind, metadata: { name: 'rb' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role }, subjects: [{ kind: 'ServiceAccount', name: 'a', namespace: 'ml' }] });
+      const rb = (role: string) => ({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind,
+        metadata: { name: 'rb' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ kind: 'ServiceAccount', name: 'a', namespace: 'ml' }],
+      });
       expect(errorsOf([rb('a')], [rb('b')])[0].message).toMatch(/^roleRef: Invalid value: .*: cannot change roleRef$/);
       expect(paths([rb('a')], [{ ...rb('a'), subjects: [] }])).toEqual([]);
     }
   });
   test('ValidateStorageClassUpdate: parameters, provisioner, reclaimPolicy, volumeBindingMode; defaults on read', () => {
-    const sc = (extra: object) => ({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'ebs.csi.aws.com', parameters: { type: 'gp3' }, ...extra });
+    const sc = (extra: object) => ({
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'fast' },
+      provisioner: 'ebs.csi.aws.com',
+      parameters: { type: 'gp3' },
+      ...extra,
+    });
     expect(paths([liveExport(sc({}))], [sc({})])).toEqual([]);
-    expect(paths([liveExport(sc({}))], [sc({ reclaimPolicy: 'Retain', volumeBindingMode: 'WaitForFirstConsumer', parameters: { type: 'io2' } })])).toEqual(['parameters', 'reclaimPolicy', 'volumeBindingMode']);
+    expect(
+      paths(
+        [liveExport(sc({}))],
+        [sc({ reclaimPolicy: 'Retain', volumeBindingMode: 'WaitForFirstConsumer', parameters: { type: 'io2' } })],
+      ),
+    ).toEqual(['parameters', 'reclaimPolicy', 'volumeBindingMode']);
     expect(paths([sc({})], [sc({ allowVolumeExpansion: true })])).toEqual([]);
   });
   test('ValidateIngressClassUpdate: spec.controller', () => {
-    const ic = (c: string, p?: object) => ({ apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'nginx' }, spec: { controller: c, ...(p ? { parameters: p } : {}) } });
+    const ic = (c: string, p?: object) => ({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'IngressClass',
+      metadata: { name: 'nginx' },
+      spec: { controller: c, ...(p ? { parameters: p } : {}) },
+    });
     expect(paths([ic('k8s.io/ingress-nginx')], [ic('example.com/other')])).toEqual(['spec.controller']);
     expect(paths([ic('k8s.io/ingress-nginx')], [ic('k8s.io/ingress-nginx', { kind: 'X', name: 'y' })])).toEqual([]);
   });
   test('ValidatePriorityClassUpdate: value and preemptionPolicy', () => {
-    const pc = (value: number, extra: object = {}) => ({ apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'train' }, value, ...extra });
+    const pc = (value: number, extra: object = {}) => ({
+      apiVersion: 'scheduling.k8s.io/v1',
+      kind: 'PriorityClass',
+      metadata: { name: 'train' },
+      value,
+      ...extra,
+    });
     expect(errorsOf([pc(1000)], [pc(2000)])[0].message).toBe('value: Forbidden: may not be changed in an update.');
-    expect(paths([pc(1000)], [pc(1000, { preemptionPolicy: 'PreemptLowerPriority', globalDefault: true, description: 'x' })])).toEqual([]);
+    expect(
+      paths(
+        [pc(1000)],
+        [pc(1000, { preemptionPolicy: 'PreemptLowerPriority', globalDefault: true, description: 'x' })],
+      ),
+    ).toEqual([]);
     expect(paths([pc(1000)], [pc(1000, { preemptionPolicy: 'Never' })])).toEqual(['preemptionPolicy']);
   });
 });
 
 describe('CRDs: x-kubernetes-validations self == oldSelf (apiextensions CEL transition rules)', () => {
   const crd = {
-    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'jobsets.jobset.x-k8s.io' },
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'jobsets.jobset.x-k8s.io' },
     spec: {
-      group: 'jobset.x-k8s.io', names: { kind: 'JobSet', plural: 'jobsets' }, scope: 'Namespaced',
-      versions: [{
-        name: 'v1alpha2', served: true, storage: true,
-        schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: {
-          replicatedJobs: { type: 'array', 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'Value is immutable' }] },
-          suspend: { type: 'boolean' },
-        } } } } },
-      }],
+      group: 'jobset.x-k8s.io',
+      names: { kind: 'JobSet', plural: 'jobsets' },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: 'v1alpha2',
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                spec: {
+                  type: 'object',
+                  properties: {
+                    replicatedJobs: {
+                      type: 'array',
+                      'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'Value is immutable' }],
+                    },
+                    suspend: { type: 'boolean' },
+                  },
+                },
+              },
+            },
+          },
+        },
+      ],
     },
   };
-  const js = (replicas: number, suspend = false) => ({ apiVersion: 'jobset.x-k8s.io/v1alpha2', kind: 'JobSet', metadata: { name: 'train' }, spec: { suspend, replicatedJobs: [{ name: 'w', replicas }] } });
+  const js = (replicas: number, suspend = false) => ({
+    apiVersion: 'jobset.x-k8s.io/v1alpha2',
+    kind: 'JobSet',
+    metadata: { name: 'train' },
+    spec: { suspend, replicatedJobs: [{ name: 'w', replicas }] },
+  });
   test('a change to an immutable property is refused with the CRD message, when the CRD is in the input', () => {
-    expect(errorsOf([crd, js(2)], [crd, js(4)])[0]).toMatchObject({ path: 'spec.replicatedJobs', message: 'spec.replicatedJobs: Invalid value: "array": Value is immutable' });
+    expect(errorsOf([crd, js(2)], [crd, js(4)])[0]).toMatchObject({
+      path: 'spec.replicatedJobs',
+      message: 'spec.replicatedJobs: Invalid value: "array": Value is immutable',
+    });
     expect(paths([crd, js(2)], [crd, js(2, true)])).toEqual([]);
     expect(paths([js(2)], [js(4)])).toEqual([]);
   });
   test('a rule self.x == oldSelf.x on an object guards field x, reported on the object', () => {
     const withRule = JSON.parse(JSON.stringify(crd));
-    withRule.spec.versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'] = [{ rule: 'self.suspend == oldSelf.suspend' }];
-    expect(errorsOf([withRule, js(2, false)], [withRule, js(2, true)])[0]).toMatchObject({ path: 'spec', message: 'spec: Invalid value: "object": failed rule: self.suspend == oldSelf.suspend' });
+    withRule.spec.versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'] = [
+      { rule: 'self.suspend == oldSelf.suspend' },
+    ];
+    expect(errorsOf([withRule, js(2, false)], [withRule, js(2, true)])[0]).toMatchObject({
+      path: 'spec',
+      message: 'spec: Invalid value: "object": failed rule: self.suspend == oldSelf.suspend',
+    });
   });
   test('CRDs installed apart from the manifests are given as customResourceDefinitions', () => {
-    expect(guard([js(2)], [js(4)], { customResourceDefinitions: [crd] }).findings.map(f => f.path)).toEqual(['spec.replicatedJobs']);
+    expect(guard([js(2)], [js(4)], { customResourceDefinitions: [crd] }).findings.map(f => f.path)).toEqual([
+      'spec.replicatedJobs',
+    ]);
   });
 });

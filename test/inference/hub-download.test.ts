@@ -28,7 +28,8 @@ const HUB_ENGINES = ENGINES.filter(e => e.construct !== 'TgiInferenceService');
 
 if (PYTHON === undefined) {
   test('python3 is installed, so that the model download script is tested under it', () => {
-    const message = '!!! The model download script was NOT run: python3 is not installed. Install it (apt-get install -y python3); .ci/run does this before the tests.';
+    const message =
+      '!!! The model download script was NOT run: python3 is not installed. Install it (apt-get install -y python3); .ci/run does this before the tests.';
     console.warn(message);
     if (process.env.CI) throw new Error(message);
   });
@@ -43,7 +44,10 @@ if (PYTHON === undefined) {
     afterEach(() => fs.rmSync(work, { recursive: true, force: true }));
 
     /** Runs the init container's command as synthesized, against a repository of these files. */
-    function download(files: string[], revision?: string): { ignore: string[]; revision: string | null; output: string; calls: any[] } {
+    function download(
+      files: string[],
+      revision?: string,
+    ): { ignore: string[]; revision: string | null; output: string; calls: any[] } {
       const { init } = synthEngine(e, revision ? { revision } : {});
       expect(init.command[0]).toBe('python3');
       const calls = path.join(work, 'calls.jsonl');
@@ -53,18 +57,37 @@ if (PYTHON === undefined) {
         env: { PATH: process.env.PATH, PYTHONPATH: work, FAKE_FILES: JSON.stringify(files), FAKE_CALLS: calls },
       });
       expect(r.status).toBe(0);
-      const recorded = fs.readFileSync(calls, 'utf8').trim().split('\n').map(l => JSON.parse(l));
+      const recorded = fs
+        .readFileSync(calls, 'utf8')
+        .trim()
+        .split('\n')
+        .map(l => JSON.parse(l));
       const dl = recorded.find(c => c.download);
       expect(dl.download).toBe(BASE.modelId);
       return { ignore: dl.ignore, revision: dl.revision, output: r.stdout + r.stderr, calls: recorded };
     }
 
     test('a repository with safetensors and .bin weights: only the safetensors, as the engine loads them', () => {
-      const { ignore, output } = download(['config.json', 'tokenizer.json', 'model-00001-of-00002.safetensors', 'model.safetensors.index.json', 'pytorch_model-00001-of-00002.bin', 'flax_model.msgpack', 'original/consolidated.00.pth']);
-      expect(ignore).toEqual(expect.arrayContaining(['original/*', '*.bin', '*.pt', '*.pth', '*.msgpack', '*.h5', '*.onnx', '*.gguf']));
+      const { ignore, output } = download([
+        'config.json',
+        'tokenizer.json',
+        'model-00001-of-00002.safetensors',
+        'model.safetensors.index.json',
+        'pytorch_model-00001-of-00002.bin',
+        'flax_model.msgpack',
+        'original/consolidated.00.pth',
+      ]);
+      expect(ignore).toEqual(
+        expect.arrayContaining(['original/*', '*.bin', '*.pt', '*.pth', '*.msgpack', '*.h5', '*.onnx', '*.gguf']),
+      );
       expect(ignore).not.toContain('*.safetensors');
       // Config and tokenizer files are never skipped: the server reads them offline.
-      for (const p of ignore) expect(['config.json', 'tokenizer.json', 'model.safetensors.index.json'].some(f => new RegExp(`^${p.replace(/\./g, '\\.').replace(/\*/g, '.*')}$`).test(f))).toBe(false);
+      for (const p of ignore)
+        expect(
+          ['config.json', 'tokenizer.json', 'model.safetensors.index.json'].some(f =>
+            new RegExp(`^${p.replace(/\./g, '\\.').replace(/\*/g, '.*')}$`).test(f),
+          ),
+        ).toBe(false);
       expect(output).toMatch(/weights \*\.safetensors/);
     });
 
@@ -76,7 +99,12 @@ if (PYTHON === undefined) {
     });
 
     test('no loaded format at the top level: the engine looks for all three formats, and the download keeps them all', () => {
-      const { ignore, output } = download(['config.json', 'weights/model.safetensors', 'weights/model.bin', 'model.gguf']);
+      const { ignore, output } = download([
+        'config.json',
+        'weights/model.safetensors',
+        'weights/model.bin',
+        'model.gguf',
+      ]);
       expect(ignore).not.toContain('*.safetensors');
       expect(ignore).not.toContain('*.bin');
       expect(ignore).toContain('*.gguf');

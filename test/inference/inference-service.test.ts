@@ -20,7 +20,10 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(sts.spec.serviceName).toBe('llm-v2-headless');
       const client = findOne(objects, 'Service', 'llm');
       expect(client.spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
-      expect(client.spec.selector).toEqual({ 'app.kubernetes.io/name': 'llm', 'app.kubernetes.io/component': 'inference' });
+      expect(client.spec.selector).toEqual({
+        'app.kubernetes.io/name': 'llm',
+        'app.kubernetes.io/component': 'inference',
+      });
       expect(main.ports).toEqual([{ name: 'http', containerPort: e.port, protocol: 'TCP' }]);
       expect(svc.serviceName).toBe('llm');
       expect(svc.port).toBe(e.port);
@@ -30,15 +33,25 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       const chart = new Chart(Testing.app(), 'c', { namespace: 'ns' });
       const svc = e.make(chart, 'svc', { ...BASE, serviceMonitor: true, autoscaling: { maxReplicas: 3 } });
       const objects = synthValid(chart);
-      const byHandle = [svc.statefulSet, svc.service, svc.headlessService, svc.podDisruptionBudget, svc.serviceMonitor!, svc.horizontalPodAutoscaler!]
-        .map(o => `${o.kind}/${o.name}`).sort();
+      const byHandle = [
+        svc.statefulSet,
+        svc.service,
+        svc.headlessService,
+        svc.podDisruptionBudget,
+        svc.serviceMonitor!,
+        svc.horizontalPodAutoscaler!,
+      ]
+        .map(o => `${o.kind}/${o.name}`)
+        .sort();
       expect(byHandle).toEqual(objects.map(o => `${o.kind}/${o.metadata.name}`).sort());
       expect(svc.scaledObject).toBeUndefined();
     });
 
     test('url uses the chart namespace and clusterDomain', () => {
       expect(synthEngine(e, {}, 'serving').svc.url).toBe('http://llm.serving.svc.cluster.local');
-      expect(synthEngine(e, { clusterDomain: 'corp.internal' }, 'serving').svc.url).toBe('http://llm.serving.svc.corp.internal');
+      expect(synthEngine(e, { clusterDomain: 'corp.internal' }, 'serving').svc.url).toBe(
+        'http://llm.serving.svc.corp.internal',
+      );
       expect(synthEngine(e).svc.url).toBe('http://llm');
     });
 
@@ -75,15 +88,19 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
 
     test('a grace period shorter than the sum is refused with the numbers', () => {
       expect(() => make({ terminationGracePeriod: Duration.seconds(100) })).toThrow(
-        `${e.construct} 'svc': terminationGracePeriod must be at least preStopSleep + drainTimeout + margin = 15s + 90s + 15s = 120s, or SIGKILL cuts the drain short (got 100s)`);
-      expect(() => make({ drainTimeout: Duration.minutes(2), terminationGracePeriod: Duration.seconds(120) })).toThrow(/= 15s \+ 120s \+ 15s = 150s.*\(got 120s\)/);
+        `${e.construct} 'svc': terminationGracePeriod must be at least preStopSleep + drainTimeout + margin = 15s + 90s + 15s = 120s, or SIGKILL cuts the drain short (got 100s)`,
+      );
+      expect(() => make({ drainTimeout: Duration.minutes(2), terminationGracePeriod: Duration.seconds(120) })).toThrow(
+        /= 15s \+ 120s \+ 15s = 150s.*\(got 120s\)/,
+      );
     });
   });
 
   describe('probes and the startup budget', () => {
     test('startup, readiness and liveness on the health path of the named port; no initialDelaySeconds', () => {
       const { main } = synthEngine(e);
-      for (const p of [main.startupProbe, main.readinessProbe, main.livenessProbe]) expect(p.httpGet).toEqual({ path: '/health', port: 'http' });
+      for (const p of [main.startupProbe, main.readinessProbe, main.livenessProbe])
+        expect(p.httpGet).toEqual({ path: '/health', port: 'http' });
       expect(main.readinessProbe.initialDelaySeconds).toBeUndefined();
       expect(main.livenessProbe.failureThreshold * main.livenessProbe.periodSeconds).toBeGreaterThanOrEqual(180);
       expect(main.startupProbe.failureThreshold * main.startupProbe.periodSeconds).toBe(900);
@@ -91,21 +108,31 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
 
     test('the budget follows modelSize: size at 100 MB/s plus 300 s warm-up', () => {
       // 140 GiB = 150.3 GB: 1503 s + 300 s = 1803 s, rounded up to the 10 s period.
-      const { main, svc } = synthEngine(e, { modelSize: Size.gibibytes(140), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(200) }) });
+      const { main, svc } = synthEngine(e, {
+        modelSize: Size.gibibytes(140),
+        modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(200) }),
+      });
       expect(svc.startupBudgetSeconds).toBe(1810);
       expect(main.startupProbe.failureThreshold * main.startupProbe.periodSeconds).toBe(1810);
     });
 
     test('maxModelLoadTime shorter than the modelSize budget is refused with the numbers', () => {
       expect(() => make({ modelSize: Size.gibibytes(15), maxModelLoadTime: Duration.minutes(5) })).toThrow(
-        `${e.construct} 'svc': maxModelLoadTime must be at least the load budget of modelSize (15Gi): 16.1 GB at 100 MB/s + 300s warm-up = 470s, or the startup probe restarts a server that is still loading (got 5m)`);
-      expect(synthEngine(e, { modelSize: Size.gibibytes(15), maxModelLoadTime: Duration.minutes(10) }).svc.startupBudgetSeconds).toBe(600);
+        `${e.construct} 'svc': maxModelLoadTime must be at least the load budget of modelSize (15Gi): 16.1 GB at 100 MB/s + 300s warm-up = 470s, or the startup probe restarts a server that is still loading (got 5m)`,
+      );
+      expect(
+        synthEngine(e, { modelSize: Size.gibibytes(15), maxModelLoadTime: Duration.minutes(10) }).svc
+          .startupBudgetSeconds,
+      ).toBe(600);
     });
   });
 
   describe('model cache: downloaded where no probe can kill it, read offline', () => {
     test('an init container runs the engine download into the cache; the server runs with HF_HUB_OFFLINE=1', () => {
-      const { main, init, env, pod } = synthEngine(e, { hfTokenSecret: { name: 'hf', key: 'token' }, env: { HF_ENDPOINT: 'https://mirror.example' } });
+      const { main, init, env, pod } = synthEngine(e, {
+        hfTokenSecret: { name: 'hf', key: 'token' },
+        env: { HF_ENDPOINT: 'https://mirror.example' },
+      });
       expect(pod.initContainers[0].name).toBe('model-download');
       expect(init.image).toBe(main.image);
       expect(init.command.join(' ')).toContain(BASE.modelId);
@@ -125,7 +152,16 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
     });
 
     test('a model on a volume (absolute path) downloads nothing', () => {
-      const { init } = synthEngine(e, { modelId: '/models/llama', volumes: [{ volume: { name: 'models', persistentVolumeClaim: { claimName: 'models', readOnly: true } }, mountPath: '/models', readOnly: true }] });
+      const { init } = synthEngine(e, {
+        modelId: '/models/llama',
+        volumes: [
+          {
+            volume: { name: 'models', persistentVolumeClaim: { claimName: 'models', readOnly: true } },
+            mountPath: '/models',
+            readOnly: true,
+          },
+        ],
+      });
       expect(init).toBeUndefined();
     });
 
@@ -133,19 +169,29 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       const { init } = synthEngine(e, { revision: 'abc123' });
       // TGI's downloader takes a flag; the hub script takes it as its second argument (and is run
       // with it in hub-download.test.ts).
-      expect(init.command.slice(-2).includes('abc123') || init.command.join(' ').includes('--revision abc123')).toBe(true);
+      expect(init.command.slice(-2).includes('abc123') || init.command.join(' ').includes('--revision abc123')).toBe(
+        true,
+      );
     });
 
     test('default: a per-replica 100Gi claim deleted with the StatefulSet, grown to modelSize + 20%', () => {
       const { sts } = synthEngine(e);
-      expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } });
-      expect(synthEngine(e, { modelSize: Size.gibibytes(132) }).sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('159Gi');
+      expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '100Gi' } },
+      });
+      expect(
+        synthEngine(e, { modelSize: Size.gibibytes(132) }).sts.spec.volumeClaimTemplates[0].spec.resources.requests
+          .storage,
+      ).toBe('159Gi');
       expect(sts.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenDeleted: 'Delete', whenScaled: 'Delete' });
     });
 
     test('the cache claim is a public member', () => {
       expect(synthEngine(e).svc.modelCacheClaimName).toBe('model-cache');
-      expect(synthEngine(e, { modelCache: ModelCache.sharedClaim({ claimName: 'rwx' }) }).svc.modelCacheClaimName).toBe('rwx');
+      expect(synthEngine(e, { modelCache: ModelCache.sharedClaim({ claimName: 'rwx' }) }).svc.modelCacheClaimName).toBe(
+        'rwx',
+      );
       expect(synthEngine(e, { modelCache: ModelCache.emptyDir() }).svc.modelCacheClaimName).toBeUndefined();
       expect(synthEngine(e).svc.queueMetric).toBe(e.queueMetric);
     });
@@ -158,14 +204,22 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
     });
 
     test('a cache smaller than the declared model (with 20% headroom) is refused', () => {
-      expect(() => make({ modelSize: Size.gibibytes(140), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(150) }) })).toThrow(
-        `${e.construct} 'svc': modelCache.size must hold modelSize (140Gi) with 20% headroom for partial downloads and tokenizer files, at least 168Gi (got 150Gi)`);
-      expect(() => make({ modelSize: Size.gibibytes(40), modelCache: ModelCache.emptyDir({ sizeLimit: Size.gibibytes(40) }) })).toThrow(/modelCache.sizeLimit must hold modelSize/);
+      expect(() =>
+        make({ modelSize: Size.gibibytes(140), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(150) }) }),
+      ).toThrow(
+        `${e.construct} 'svc': modelCache.size must hold modelSize (140Gi) with 20% headroom for partial downloads and tokenizer files, at least 168Gi (got 150Gi)`,
+      );
+      expect(() =>
+        make({ modelSize: Size.gibibytes(40), modelCache: ModelCache.emptyDir({ sizeLimit: Size.gibibytes(40) }) }),
+      ).toThrow(/modelCache.sizeLimit must hold modelSize/);
     });
 
     test('/dev/shm scales with gpusPerReplica', () => {
       for (const gpus of [1, 4]) {
-        expect(synthEngine(e, { gpusPerReplica: gpus, memory: Size.gibibytes(128) }).pod.volumes).toContainEqual({ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: `${e.shmGibPerGpu * gpus}Gi` } });
+        expect(synthEngine(e, { gpusPerReplica: gpus, memory: Size.gibibytes(128) }).pod.volumes).toContainEqual({
+          name: 'dshm',
+          emptyDir: { medium: 'Memory', sizeLimit: `${e.shmGibPerGpu * gpus}Gi` },
+        });
       }
     });
   });
@@ -173,20 +227,44 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
   describe('availability and metrics', () => {
     test('PDB maxUnavailable 1 with AlwaysAllow; spread over nodes', () => {
       const { objects, sts, pod } = synthEngine(e, { replicas: 3 });
-      expect(findOne(objects, 'PodDisruptionBudget').spec).toEqual({ maxUnavailable: 1, selector: sts.spec.selector, unhealthyPodEvictionPolicy: 'AlwaysAllow' });
-      expect(pod.topologySpreadConstraints).toEqual([{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: sts.spec.selector }]);
+      expect(findOne(objects, 'PodDisruptionBudget').spec).toEqual({
+        maxUnavailable: 1,
+        selector: sts.spec.selector,
+        unhealthyPodEvictionPolicy: 'AlwaysAllow',
+      });
+      expect(pod.topologySpreadConstraints).toEqual([
+        {
+          maxSkew: 1,
+          topologyKey: 'kubernetes.io/hostname',
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: sts.spec.selector,
+        },
+      ]);
       expect(sts.spec.replicas).toBe(3);
     });
 
     test('scrape annotations; a ServiceMonitor with labels and interval on the headless Service only', () => {
-      expect(synthEngine(e).sts.spec.template.metadata.annotations).toEqual({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(e.port), 'prometheus.io/path': '/metrics' });
-      const { objects } = synthEngine(e, { serviceMonitor: true, serviceMonitorLabels: { release: 'kube-prometheus-stack' }, serviceMonitorInterval: Duration.seconds(15) });
+      expect(synthEngine(e).sts.spec.template.metadata.annotations).toEqual({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': String(e.port),
+        'prometheus.io/path': '/metrics',
+      });
+      const { objects } = synthEngine(e, {
+        serviceMonitor: true,
+        serviceMonitorLabels: { release: 'kube-prometheus-stack' },
+        serviceMonitorInterval: Duration.seconds(15),
+      });
       const sm = findOne(objects, 'ServiceMonitor');
       expect(sm.metadata.labels.release).toBe('kube-prometheus-stack');
       expect(sm.spec.endpoints).toEqual([{ port: 'http', path: '/metrics', interval: '15s' }]);
-      const matches = (svc: any) => Object.entries(sm.spec.selector.matchLabels).every(([k, val]) => svc.metadata.labels[k] === val);
-      expect(objects.filter(o => o.kind === 'Service' && matches(o)).map(o => o.metadata.name)).toEqual(['llm-headless']);
-      expect(() => make({ serviceMonitorLabels: { release: 'x' } })).toThrow(`${e.construct} 'svc': serviceMonitorLabels needs serviceMonitor: true (got {"release":"x"})`);
+      const matches = (svc: any) =>
+        Object.entries(sm.spec.selector.matchLabels).every(([k, val]) => svc.metadata.labels[k] === val);
+      expect(objects.filter(o => o.kind === 'Service' && matches(o)).map(o => o.metadata.name)).toEqual([
+        'llm-headless',
+      ]);
+      expect(() => make({ serviceMonitorLabels: { release: 'x' } })).toThrow(
+        `${e.construct} 'svc': serviceMonitorLabels needs serviceMonitor: true (got {"release":"x"})`,
+      );
     });
   });
 
@@ -196,7 +274,12 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       const expected = e.rootByDefault ? PodSecurityLevel.BASELINE : PodSecurityLevel.RESTRICTED;
       expect(podSecurityLevel(pod)).toBe(expected);
       expect(svc.podSecurityLevel).toBe(expected);
-      if (!e.rootByDefault) expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: e.defaultUid, fsGroup: e.defaultUid });
+      if (!e.rootByDefault)
+        expect(pod.securityContext).toMatchObject({
+          runAsNonRoot: true,
+          runAsUser: e.defaultUid,
+          fsGroup: e.defaultUid,
+        });
       expect(init.securityContext.allowPrivilegeEscalation).toBe(false);
       const nonRoot = synthEngine(e, { ...e.nonRoot, runAsUser: 1234 });
       expect(podSecurityLevel(nonRoot.pod)).toBe('restricted');
@@ -233,9 +316,33 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
   describe('extraArgs that contradict modelled props are refused', () => {
     // The issue's examples, per engine; the engine's ownedFlags table must contain at least these.
     const REQUIRED: Record<string, string[]> = {
-      TgiInferenceService: ['--port', '--hostname', '--model-id', '--num-shard', '--max-total-tokens', '--max-input-tokens', '--graceful-termination-timeout'],
-      VllmInferenceService: ['--port', '--host', '--model', '--tensor-parallel-size', '--shutdown-timeout', '--max-model-len', '--served-model-name'],
-      SglangInferenceService: ['--port', '--host', '--model-path', '--tp-size', '--tensor-parallel-size', '--context-length', '--enable-metrics'],
+      TgiInferenceService: [
+        '--port',
+        '--hostname',
+        '--model-id',
+        '--num-shard',
+        '--max-total-tokens',
+        '--max-input-tokens',
+        '--graceful-termination-timeout',
+      ],
+      VllmInferenceService: [
+        '--port',
+        '--host',
+        '--model',
+        '--tensor-parallel-size',
+        '--shutdown-timeout',
+        '--max-model-len',
+        '--served-model-name',
+      ],
+      SglangInferenceService: [
+        '--port',
+        '--host',
+        '--model-path',
+        '--tp-size',
+        '--tensor-parallel-size',
+        '--context-length',
+        '--enable-metrics',
+      ],
     };
     const owned = Object.keys(e.engine.ownedFlags);
     test('the owned-flag table covers the modelled flags, and names real props', () => {
@@ -247,13 +354,16 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       const via = e.engine.ownedFlags[flag];
       for (const args of [[flag, '9000'], [`${flag}=9000`]]) {
         expect(() => make({ extraArgs: ['--foo', ...args] })).toThrow(
-          `${e.construct} 'svc': extraArgs[1] must not set ${flag}: the construct sets it${via ? ` from ${via}` : ''}, and probes, Services and validation depend on it (got ${JSON.stringify(args[0])})`);
+          `${e.construct} 'svc': extraArgs[1] must not set ${flag}: the construct sets it${via ? ` from ${via}` : ''}, and probes, Services and validation depend on it (got ${JSON.stringify(args[0])})`,
+        );
       }
     });
 
     test('the port and address flags are refused by every engine; unrelated flags pass', () => {
       const portFlag = '--port';
-      expect(() => make({ extraArgs: [portFlag, '9000'] })).toThrow(`${e.construct} 'svc': extraArgs[0] must not set --port: the construct sets it, and probes, Services and validation depend on it (got "--port")`);
+      expect(() => make({ extraArgs: [portFlag, '9000'] })).toThrow(
+        `${e.construct} 'svc': extraArgs[0] must not set --port: the construct sets it, and probes, Services and validation depend on it (got "--port")`,
+      );
       expect(() => make({ extraArgs: ['--port=9000'] })).toThrow(/extraArgs\[0\] must not set --port/);
       const hostFlag = e.construct === 'TgiInferenceService' ? '--hostname' : '--host';
       expect(() => make({ extraArgs: [`${hostFlag}=::`] })).toThrow(/from ipFamily/);
@@ -266,32 +376,55 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
     const pod = (props: any) => synthEngine(e, props).pod;
     const main = (props: any) => synthEngine(e, props).main;
     test('env (string and EnvValue), replacing defaults, refusing owned variables', () => {
-      const env = envOf(main({ env: { HF_HUB_ENABLE_HF_TRANSFER: '1', XDG_CACHE_HOME: '/cache', POD_IP: EnvValue.fromFieldRef('status.podIP') } }));
+      const env = envOf(
+        main({
+          env: {
+            HF_HUB_ENABLE_HF_TRANSFER: '1',
+            XDG_CACHE_HOME: '/cache',
+            POD_IP: EnvValue.fromFieldRef('status.podIP'),
+          },
+        }),
+      );
       expect(env.HF_HUB_ENABLE_HF_TRANSFER).toBe('1');
       expect(env.XDG_CACHE_HOME).toBe('/cache');
       // Where the hub cache lives is the model cache volume: the download and the server must agree on it.
       for (const variable of ['HF_HOME', 'HF_HUB_CACHE', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_CACHE']) {
         expect(() => make({ env: { [variable]: '/x' } })).toThrow(
-          `${e.construct} 'svc': env.${variable} must not be set: it moves the hub cache off the model cache volume (/data), where the download fills it and the server reads it offline; set modelCache instead (got "${variable}")`);
+          `${e.construct} 'svc': env.${variable} must not be set: it moves the hub cache off the model cache volume (/data), where the download fills it and the server reads it offline; set modelCache instead (got "${variable}")`,
+        );
       }
       expect(() => make({ hfTokenSecret: { name: 'hf', key: 'a b' } })).toThrow(/hfTokenSecret\.key must be/);
       // The construct's own pod annotations are not silently replaced or overridden.
       expect(() => make({ pod: { annotations: { 'prometheus.io/scrape': 'false' } } })).toThrow(
-        `${e.construct} 'svc': pod.annotations.prometheus.io/scrape is set by the construct for its own mechanism: leave it out (got "false")`);
+        `${e.construct} 'svc': pod.annotations.prometheus.io/scrape is set by the construct for its own mechanism: leave it out (got "false")`,
+      );
       expect(env.POD_IP).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
-      expect(() => make({ env: { HF_HUB_OFFLINE: '0' } })).toThrow(`${e.construct} 'svc': env.HF_HUB_OFFLINE is set by the construct; set modelCache instead (got "0")`);
-      expect(() => make({ hfTokenSecret: { name: 'a', key: 'b' }, env: { HF_TOKEN: 'x' } })).toThrow(/env.HF_TOKEN is set by hfTokenSecret/);
+      expect(() => make({ env: { HF_HUB_OFFLINE: '0' } })).toThrow(
+        `${e.construct} 'svc': env.HF_HUB_OFFLINE is set by the construct; set modelCache instead (got "0")`,
+      );
+      expect(() => make({ hfTokenSecret: { name: 'a', key: 'b' }, env: { HF_TOKEN: 'x' } })).toThrow(
+        /env.HF_TOKEN is set by hfTokenSecret/,
+      );
     });
     test('envFrom', () => {
       expect(main({ envFrom: [EnvFrom.secret('proxy')] }).envFrom).toEqual([{ secretRef: { name: 'proxy' } }]);
     });
     test('volumes', () => {
-      const m = main({ volumes: [{ volume: { name: 'ca', configMap: { name: 'ca-bundle' } }, mountPath: '/etc/ssl/custom', readOnly: true }] });
+      const m = main({
+        volumes: [
+          { volume: { name: 'ca', configMap: { name: 'ca-bundle' } }, mountPath: '/etc/ssl/custom', readOnly: true },
+        ],
+      });
       expect(m.volumeMounts).toContainEqual({ name: 'ca', mountPath: '/etc/ssl/custom', readOnly: true });
-      expect(() => make({ volumes: [{ volume: { name: 'x', emptyDir: {} }, mountPath: '/data' }] })).toThrow(/volumes\[0\].mountPath must not be a path/);
+      expect(() => make({ volumes: [{ volume: { name: 'x', emptyDir: {} }, mountPath: '/data' }] })).toThrow(
+        /volumes\[0\].mountPath must not be a path/,
+      );
     });
     test('gpuResource (MIG) and extendedResources', () => {
-      const r = main({ gpuResource: 'nvidia.com/mig-3g.40gb', extendedResources: { 'vpc.amazonaws.com/efa': 1 } }).resources;
+      const r = main({
+        gpuResource: 'nvidia.com/mig-3g.40gb',
+        extendedResources: { 'vpc.amazonaws.com/efa': 1 },
+      }).resources;
       expect(r.limits).toMatchObject({ 'nvidia.com/mig-3g.40gb': 1, 'vpc.amazonaws.com/efa': 1 });
       expect(r.limits['nvidia.com/gpu']).toBeUndefined();
     });
@@ -302,10 +435,16 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(synthEngine(e, { cpu: 6, guaranteedQos: true }).init.resources.limits.cpu).toBe('6');
     });
     test('nodeSelector', () => {
-      expect(pod({ nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' } }).nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' });
+      expect(pod({ nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' } }).nodeSelector).toEqual({
+        'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+      });
     });
     test('runAsUser', () => {
-      expect(pod({ ...e.nonRoot, runAsUser: 4242 }).securityContext).toMatchObject({ runAsUser: 4242, runAsGroup: 4242, fsGroup: 4242 });
+      expect(pod({ ...e.nonRoot, runAsUser: 4242 }).securityContext).toMatchObject({
+        runAsUser: 4242,
+        runAsGroup: 4242,
+        fsGroup: 4242,
+      });
     });
     test('clusterDomain', () => {
       expect(synthEngine(e, { clusterDomain: 'k.local' }, 'ns').svc.url).toBe('http://llm.ns.svc.k.local');
@@ -314,16 +453,38 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       const p = pod({
         pod: {
           tolerations: [{ key: 'sku', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }],
-          affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', operator: 'In', values: ['a'] }] }] } } },
-          topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway' }],
-          priorityClassName: 'serving-high', runtimeClassName: 'nvidia', schedulerName: 'volcano', imagePullSecrets: ['ngc'],
-          serviceAccountName: 'llm', automountServiceAccountToken: true,
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', operator: 'In', values: ['a'] }] }],
+              },
+            },
+          },
+          topologySpreadConstraints: [
+            { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway' },
+          ],
+          priorityClassName: 'serving-high',
+          runtimeClassName: 'nvidia',
+          schedulerName: 'volcano',
+          imagePullSecrets: ['ngc'],
+          serviceAccountName: 'llm',
+          automountServiceAccountToken: true,
         },
       });
-      expect(p.tolerations).toEqual([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }, { key: 'sku', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }]);
+      expect(p.tolerations).toEqual([
+        { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },
+        { key: 'sku', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' },
+      ]);
       expect(p.affinity.nodeAffinity).toBeDefined();
       expect(p.topologySpreadConstraints).toHaveLength(2);
-      expect(p).toMatchObject({ priorityClassName: 'serving-high', runtimeClassName: 'nvidia', schedulerName: 'volcano', imagePullSecrets: [{ name: 'ngc' }], serviceAccountName: 'llm', automountServiceAccountToken: true });
+      expect(p).toMatchObject({
+        priorityClassName: 'serving-high',
+        runtimeClassName: 'nvidia',
+        schedulerName: 'volcano',
+        imagePullSecrets: [{ name: 'ngc' }],
+        serviceAccountName: 'llm',
+        automountServiceAccountToken: true,
+      });
     });
     test('pod labels and annotations (never on selectors)', () => {
       const { sts } = synthEngine(e, { pod: { labels: { team: 'nlp' }, annotations: { 'example.com/owner': 'nlp' } } });
@@ -332,19 +493,37 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(sts.spec.selector.matchLabels.team).toBeUndefined();
     });
     test('sidecars and init containers (after the download), with the security defaults', () => {
-      const p = pod({ pod: { sidecars: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.31.0' }], initContainers: [{ name: 'warm', image: 'busybox:1.36.1' }] } });
+      const p = pod({
+        pod: {
+          sidecars: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.31.0' }],
+          initContainers: [{ name: 'warm', image: 'busybox:1.36.1' }],
+        },
+      });
       expect(p.containers.map((c: any) => c.name)).toEqual([e.container, 'proxy']);
       expect(p.initContainers.map((c: any) => c.name)).toEqual(['model-download', 'warm']);
       expect(p.containers[1].securityContext.allowPrivilegeEscalation).toBe(false);
-      expect(() => make({ pod: { initContainers: [{ name: 'model-download', image: 'busybox:1.36.1' }] } })).toThrow(/must not use the name model-download/);
+      expect(() => make({ pod: { initContainers: [{ name: 'model-download', image: 'busybox:1.36.1' }] } })).toThrow(
+        /must not use the name model-download/,
+      );
     });
   });
 
   describe('wrong types through `as any` get the library error', () => {
     const cases: Array<[string, any]> = [
-      ['replicas', 'three'], ['gpusPerReplica', null], ['modelId', 42], ['drainTimeout', 90], ['modelSize', '15Gi'], ['ipFamily', 'ipv6'],
-      ['usageStats', 'no'], ['extraArgs', '--x'], ['autoscaling', 5], ['modelCache', 'rwx'], ['serviceMonitor', 'yes'],
-      ['hfTokenSecret', 'hf-token'], ['serviceMonitorInterval', '30s'], ['image', 'Not An Image'],
+      ['replicas', 'three'],
+      ['gpusPerReplica', null],
+      ['modelId', 42],
+      ['drainTimeout', 90],
+      ['modelSize', '15Gi'],
+      ['ipFamily', 'ipv6'],
+      ['usageStats', 'no'],
+      ['extraArgs', '--x'],
+      ['autoscaling', 5],
+      ['modelCache', 'rwx'],
+      ['serviceMonitor', 'yes'],
+      ['hfTokenSecret', 'hf-token'],
+      ['serviceMonitorInterval', '30s'],
+      ['image', 'Not An Image'],
     ];
     test.each(cases)('%s: %p', (prop, value) => {
       const err = configError(() => make({ [prop]: value }));
@@ -361,20 +540,31 @@ describe('the client Service across versions and engines (migration from TGI)', 
   test('TGI v1 and vLLM v2 of one name: one client Service selecting both StatefulSets', () => {
     const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
     const tgi = ENGINES[0].make(chart, 'v1', { name: 'chat', modelId: 'meta-llama/Llama-3.1-8B-Instruct' });
-    const vllm = ENGINES[1].make(chart, 'v2', { name: 'chat', modelId: 'meta-llama/Llama-3.1-8B-Instruct', version: 2 });
+    const vllm = ENGINES[1].make(chart, 'v2', {
+      name: 'chat',
+      modelId: 'meta-llama/Llama-3.1-8B-Instruct',
+      version: 2,
+    });
     const objects = synthValid(chart);
     const clients = objects.filter(o => o.kind === 'Service' && o.metadata.name === 'chat');
     expect(clients).toHaveLength(1);
     expect(tgi.service).toBe(vllm.service);
     expect(tgi.serviceName).toBe(vllm.serviceName);
-    const selects = (sts: any) => Object.entries(clients[0].spec.selector).every(([k, val]) => sts.spec.template.metadata.labels[k] === val);
+    const selects = (sts: any) =>
+      Object.entries(clients[0].spec.selector).every(([k, val]) => sts.spec.template.metadata.labels[k] === val);
     const stses = objects.filter(o => o.kind === 'StatefulSet');
     expect(stses.map(s => s.metadata.name).sort()).toEqual(['chat', 'chat-v2']);
     expect(stses.every(selects)).toBe(true);
     // Each version keeps its own per-pod objects.
-    expect(objects.filter(o => o.kind === 'PodDisruptionBudget').map(o => o.metadata.name).sort()).toEqual(['chat', 'chat-v2']);
+    expect(
+      objects
+        .filter(o => o.kind === 'PodDisruptionBudget')
+        .map(o => o.metadata.name)
+        .sort(),
+    ).toEqual(['chat', 'chat-v2']);
     // The PDBs never span versions: each selects its own StatefulSet's pods only.
-    for (const pdb of objects.filter(o => o.kind === 'PodDisruptionBudget')) expect(pdb.spec.selector.matchLabels['app.kubernetes.io/instance']).toBe(pdb.metadata.name);
+    for (const pdb of objects.filter(o => o.kind === 'PodDisruptionBudget'))
+      expect(pdb.spec.selector.matchLabels['app.kubernetes.io/instance']).toBe(pdb.metadata.name);
   });
 
   test('the client Service is the same object before, during and after the switch, and the guard sees no forbidden change', () => {
@@ -401,6 +591,8 @@ describe('the client Service across versions and engines (migration from TGI)', 
     const chart = new Chart(Testing.app(), 'c');
     ENGINES[1].make(chart, 'a', { name: 'chat', modelId: 'm/a' });
     ENGINES[2].make(chart, 'b', { name: 'chat', modelId: 'm/a' });
-    expect(() => synthValid(chart)).toThrow(/SglangInferenceService 'b': name must make objects unique, but (StatefulSet "chat"|Service "chat-headless") is also made by VllmInferenceService 'a'/);
+    expect(() => synthValid(chart)).toThrow(
+      /SglangInferenceService 'b': name must make objects unique, but (StatefulSet "chat"|Service "chat-headless") is also made by VllmInferenceService 'a'/,
+    );
   });
 });

@@ -1,4 +1,9 @@
-import { SGLANG_DEFAULT_IMAGE, SglangInferenceService, SglangInferenceServiceProps, SglangQuantization } from '../../src';
+import {
+  SGLANG_DEFAULT_IMAGE,
+  SglangInferenceService,
+  SglangInferenceServiceProps,
+  SglangQuantization,
+} from '../../src';
 import { podSecurityLevel } from '../support/pod-security';
 import { envOf, findOne, synthValid, testChart } from '../support/synth';
 import { flagValue } from './support';
@@ -42,8 +47,27 @@ describe('SglangInferenceService', () => {
   });
 
   test('modelled props become flags; DO_NOT_TRACK by default', () => {
-    const { main } = synth({ contextLength: 32768, quantization: SglangQuantization.FP8, servedModelName: 'qwen', maxRunningRequests: 128, memFractionStatic: 0.85 });
-    expect(main.args).toEqual(expect.arrayContaining(['--context-length', '32768', '--quantization', 'fp8', '--served-model-name', 'qwen', '--max-running-requests', '128', '--mem-fraction-static', '0.85']));
+    const { main } = synth({
+      contextLength: 32768,
+      quantization: SglangQuantization.FP8,
+      servedModelName: 'qwen',
+      maxRunningRequests: 128,
+      memFractionStatic: 0.85,
+    });
+    expect(main.args).toEqual(
+      expect.arrayContaining([
+        '--context-length',
+        '32768',
+        '--quantization',
+        'fp8',
+        '--served-model-name',
+        'qwen',
+        '--max-running-requests',
+        '128',
+        '--mem-fraction-static',
+        '0.85',
+      ]),
+    );
     expect(envOf(main).DO_NOT_TRACK).toBe('1');
   });
 
@@ -52,14 +76,27 @@ describe('SglangInferenceService', () => {
     expect(synth().init.command.slice(3)).toEqual([base.modelId, '']);
   });
 
-  test.each(['--tp', '--tp-size', '--tensor-parallel-size', '--context-length', '--model-path', '--enable-metrics', '--host'])('extraArgs %s is refused', flag => {
-    expect(() => synth({ extraArgs: [flag, '2'] })).toThrow(new RegExp(`^SglangInferenceService 'sgl': extraArgs\\[0\\] must not set ${flag}`));
+  test.each([
+    '--tp',
+    '--tp-size',
+    '--tensor-parallel-size',
+    '--context-length',
+    '--model-path',
+    '--enable-metrics',
+    '--host',
+  ])('extraArgs %s is refused', flag => {
+    expect(() => synth({ extraArgs: [flag, '2'] })).toThrow(
+      new RegExp(`^SglangInferenceService 'sgl': extraArgs\\[0\\] must not set ${flag}`),
+    );
   });
 
   test('argparse abbreviations of owned flags are refused too', () => {
     expect(() => synth({ extraArgs: ['--contex', '4096'] })).toThrow(
-      "SglangInferenceService 'sgl': extraArgs[0] must not abbreviate --context-length: argparse expands --contex to it (or refuses it as ambiguous), and the construct sets it from contextLength (got \"--contex\")");
+      'SglangInferenceService \'sgl\': extraArgs[0] must not abbreviate --context-length: argparse expands --contex to it (or refuses it as ambiguous), and the construct sets it from contextLength (got "--contex")',
+    );
     expect(() => synth({ extraArgs: ['--po=1'] })).toThrow(/must not abbreviate --port/);
-    expect(synth({ extraArgs: ['--trust-remote-code', '--chunked-prefill-size', '4096'] }).main.args).toContain('--chunked-prefill-size');
+    expect(synth({ extraArgs: ['--trust-remote-code', '--chunked-prefill-size', '4096'] }).main.args).toContain(
+      '--chunked-prefill-size',
+    );
   });
 });

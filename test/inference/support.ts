@@ -1,7 +1,14 @@
 import { Chart, Testing } from 'cdk8s';
 import {
-  ConfigurationError, InferenceService, InferenceServiceProps, SGLANG_DEFAULT_IMAGE, SglangInferenceService, TGI_DEFAULT_IMAGE,
-  TgiInferenceService, VLLM_DEFAULT_IMAGE, VllmInferenceService,
+  ConfigurationError,
+  InferenceService,
+  InferenceServiceProps,
+  SGLANG_DEFAULT_IMAGE,
+  SglangInferenceService,
+  TGI_DEFAULT_IMAGE,
+  TgiInferenceService,
+  VLLM_DEFAULT_IMAGE,
+  VllmInferenceService,
 } from '../../src';
 import { ServingEngine } from '../../src/inference/engine';
 import { SGLANG } from '../../src/inference/engines/sglang';
@@ -39,30 +46,78 @@ export const TGI_NON_ROOT_IMAGE = 'ghcr.io/huggingface/text-generation-inference
 
 export const ENGINES: EngineCase[] = [
   {
-    construct: 'TgiInferenceService', engine: TGI,
+    construct: 'TgiInferenceService',
+    engine: TGI,
     make: (c, id, p) => new TgiInferenceService(c, id, p),
-    container: 'tgi', port: 8080, image: TGI_DEFAULT_IMAGE, rootByDefault: true, nonRoot: { runAsRoot: false, image: TGI_NON_ROOT_IMAGE }, queueMetric: 'tgi_queue_size', shmGibPerGpu: 1,
-    setting: (main, key) => envOf(main)[{ tp: 'NUM_SHARD', host: 'HOSTNAME', port: 'PORT', drain: 'GRACEFUL_TERMINATION_TIMEOUT', model: 'MODEL_ID' }[key]],
+    container: 'tgi',
+    port: 8080,
+    image: TGI_DEFAULT_IMAGE,
+    rootByDefault: true,
+    nonRoot: { runAsRoot: false, image: TGI_NON_ROOT_IMAGE },
+    queueMetric: 'tgi_queue_size',
+    shmGibPerGpu: 1,
+    setting: (main, key) =>
+      envOf(main)[
+        { tp: 'NUM_SHARD', host: 'HOSTNAME', port: 'PORT', drain: 'GRACEFUL_TERMINATION_TIMEOUT', model: 'MODEL_ID' }[
+          key
+        ]
+      ],
   },
   {
-    construct: 'VllmInferenceService', engine: VLLM,
+    construct: 'VllmInferenceService',
+    engine: VLLM,
     make: (c, id, p) => new VllmInferenceService(c, id, p),
-    container: 'vllm', port: 8000, image: VLLM_DEFAULT_IMAGE, rootByDefault: false, nonRoot: { runAsRoot: false }, defaultUid: 2000, queueMetric: 'vllm:num_requests_waiting', shmGibPerGpu: 2,
-    setting: (main, key) => (key === 'model' ? main.args[0] : flagValue(main.args, { tp: '--tensor-parallel-size', host: '--host', port: '--port', drain: '--shutdown-timeout' }[key])),
+    container: 'vllm',
+    port: 8000,
+    image: VLLM_DEFAULT_IMAGE,
+    rootByDefault: false,
+    nonRoot: { runAsRoot: false },
+    defaultUid: 2000,
+    queueMetric: 'vllm:num_requests_waiting',
+    shmGibPerGpu: 2,
+    setting: (main, key) =>
+      key === 'model'
+        ? main.args[0]
+        : flagValue(
+            main.args,
+            { tp: '--tensor-parallel-size', host: '--host', port: '--port', drain: '--shutdown-timeout' }[key],
+          ),
   },
   {
-    construct: 'SglangInferenceService', engine: SGLANG,
+    construct: 'SglangInferenceService',
+    engine: SGLANG,
     make: (c, id, p) => new SglangInferenceService(c, id, p),
-    container: 'sglang', port: 30000, image: SGLANG_DEFAULT_IMAGE, rootByDefault: true, nonRoot: { runAsRoot: false }, queueMetric: 'sglang:num_queue_reqs', shmGibPerGpu: 2,
-    setting: (main, key) => (key === 'drain' ? undefined : flagValue(main.args, { tp: '--tp-size', host: '--host', port: '--port', model: '--model-path' }[key])),
+    container: 'sglang',
+    port: 30000,
+    image: SGLANG_DEFAULT_IMAGE,
+    rootByDefault: true,
+    nonRoot: { runAsRoot: false },
+    queueMetric: 'sglang:num_queue_reqs',
+    shmGibPerGpu: 2,
+    setting: (main, key) =>
+      key === 'drain'
+        ? undefined
+        : flagValue(main.args, { tp: '--tp-size', host: '--host', port: '--port', model: '--model-path' }[key]),
   },
 ];
 
 /** Each construct's own props, beyond the shared serving props. */
 export const SPECIFIC_KEYS: Record<string, string[]> = {
-  TgiInferenceService: ['quantize', 'maxConcurrentRequests', 'maxInputTokens', 'maxTotalTokens', 'maxBatchPrefillTokens'],
+  TgiInferenceService: [
+    'quantize',
+    'maxConcurrentRequests',
+    'maxInputTokens',
+    'maxTotalTokens',
+    'maxBatchPrefillTokens',
+  ],
   VllmInferenceService: ['maxModelLen', 'quantization', 'servedModelNames', 'maxNumSeqs', 'gpuMemoryUtilization'],
-  SglangInferenceService: ['contextLength', 'quantization', 'servedModelName', 'maxRunningRequests', 'memFractionStatic'],
+  SglangInferenceService: [
+    'contextLength',
+    'quantization',
+    'servedModelName',
+    'maxRunningRequests',
+    'memFractionStatic',
+  ],
 };
 
 export const BASE: InferenceServiceProps = { name: 'llm', modelId: 'Qwen/Qwen2.5-7B-Instruct' };
@@ -70,12 +125,20 @@ export const BASE: InferenceServiceProps = { name: 'llm', modelId: 'Qwen/Qwen2.5
 /** Synthesizes one construct of an engine, strictly validated, with the usual handles. */
 export function synthEngine(e: EngineCase, props: Partial<InferenceServiceProps> = {}, namespace?: string) {
   const chart = new Chart(Testing.app(), 'test', namespace ? { namespace } : {});
-  const svc = e.make(chart, 'svc', { ...BASE, ...props } as InferenceServiceProps);
+  const svc = e.make(chart, 'svc', { ...BASE, ...props });
   const objects = synthValid(chart);
   const sts = findOne(objects, 'StatefulSet');
   const pod = sts.spec.template.spec;
   const main = pod.containers.find((c: any) => c.name === e.container);
-  return { svc, objects, sts, pod, main, env: envOf(main), init: (pod.initContainers ?? []).find((c: any) => c.name === 'model-download') };
+  return {
+    svc,
+    objects,
+    sts,
+    pod,
+    main,
+    env: envOf(main),
+    init: (pod.initContainers ?? []).find((c: any) => c.name === 'model-download'),
+  };
 }
 
 /** The ConfigurationError a construction throws, or fails the test. */
@@ -88,4 +151,3 @@ export function configError(fn: () => unknown): ConfigurationError {
   }
   throw new Error('expected a ConfigurationError, but construction succeeded');
 }
-

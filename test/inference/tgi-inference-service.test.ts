@@ -1,5 +1,13 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
-import { IpFamily, ModelCache, PodSecurityLevel, TGI_DEFAULT_IMAGE, TgiInferenceService, TgiInferenceServiceProps, TgiQuantization } from '../../src';
+import {
+  IpFamily,
+  ModelCache,
+  PodSecurityLevel,
+  TGI_DEFAULT_IMAGE,
+  TgiInferenceService,
+  TgiInferenceServiceProps,
+  TgiQuantization,
+} from '../../src';
 import { podSecurityLevel } from '../support/pod-security';
 import { envOf, findOne, synthValid } from '../support/synth';
 import { TGI_NON_ROOT_IMAGE } from './support';
@@ -32,7 +40,10 @@ describe('TgiInferenceService', () => {
       const svc = findOne(objects, 'Service', 'tgi');
       expect(svc.spec.type).toBe('ClusterIP');
       expect(svc.spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
-      expect(svc.spec.selector).toEqual({ 'app.kubernetes.io/name': 'tgi', 'app.kubernetes.io/component': 'inference' });
+      expect(svc.spec.selector).toEqual({
+        'app.kubernetes.io/name': 'tgi',
+        'app.kubernetes.io/component': 'inference',
+      });
       expect(main.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
       expect(tgi.serviceName).toBe('tgi');
     });
@@ -55,24 +66,43 @@ describe('TgiInferenceService', () => {
       expect(env.PORT).toBe('8080');
       expect(env.HOSTNAME).toBe('0.0.0.0');
       expect(synth({ ipFamily: IpFamily.IPV6 }).env.HOSTNAME).toBe('::');
-      expect(() => synth({ env: { HOSTNAME: 'tgi-0' } })).toThrow("TgiInferenceService 'tgi': env.HOSTNAME is set by the construct; set ipFamily instead (got \"tgi-0\")");
+      expect(() => synth({ env: { HOSTNAME: 'tgi-0' } })).toThrow(
+        'TgiInferenceService \'tgi\': env.HOSTNAME is set by the construct; set ipFamily instead (got "tgi-0")',
+      );
     });
 
-    test('extraArgs that the entrypoint\'s unquoted $@ would split or glob are refused', () => {
+    test("extraArgs that the entrypoint's unquoted $@ would split or glob are refused", () => {
       expect(() => synth({ extraArgs: ['--otlp-service-name', 'my service'] })).toThrow(
-        "TgiInferenceService 'tgi': extraArgs[1] must not contain whitespace or glob characters: the image's entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env) (got \"my service\")");
-      expect(() => synth({ extraArgs: ['--lora-adapters=org/*'] })).toThrow(/extraArgs\[0\] must not contain whitespace or glob/);
-      expect(synth({ extraArgs: ['--otlp-service-name', 'tgi-prod'] }).main.args).toEqual(['--otlp-service-name', 'tgi-prod']);
+        "TgiInferenceService 'tgi': extraArgs[1] must not contain whitespace or glob characters: the image's entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env) (got \"my service\")",
+      );
+      expect(() => synth({ extraArgs: ['--lora-adapters=org/*'] })).toThrow(
+        /extraArgs\[0\] must not contain whitespace or glob/,
+      );
+      expect(synth({ extraArgs: ['--otlp-service-name', 'tgi-prod'] }).main.args).toEqual([
+        '--otlp-service-name',
+        'tgi-prod',
+      ]);
     });
 
     test('usage statistics are off unless usageStats is set', () => {
       expect(synth().env.USAGE_STATS).toBe('off');
       expect(synth({ usageStats: true }).env.USAGE_STATS).toBe('on');
-      expect(() => synth({ extraArgs: ['--usage-stats', 'on'] })).toThrow(/extraArgs\[0\] must not set --usage-stats: the construct sets it from usageStats/);
+      expect(() => synth({ extraArgs: ['--usage-stats', 'on'] })).toThrow(
+        /extraArgs\[0\] must not set --usage-stats: the construct sets it from usageStats/,
+      );
     });
 
-    test.each([['--max-total-tokens', '8192'], ['--port', '9000'], ['--model-id', 'x'], ['--num-shard', '2'], ['--hostname', '::'], ['-p', '9000']])('extraArgs %s is refused', (flag, value) => {
-      expect(() => synth({ extraArgs: [flag, value] })).toThrow(new RegExp(`^TgiInferenceService 'tgi': extraArgs\\[0\\] must not set ${flag}`));
+    test.each([
+      ['--max-total-tokens', '8192'],
+      ['--port', '9000'],
+      ['--model-id', 'x'],
+      ['--num-shard', '2'],
+      ['--hostname', '::'],
+      ['-p', '9000'],
+    ])('extraArgs %s is refused', (flag, value) => {
+      expect(() => synth({ extraArgs: [flag, value] })).toThrow(
+        new RegExp(`^TgiInferenceService 'tgi': extraArgs\\[0\\] must not set ${flag}`),
+      );
       expect(() => synth({ extraArgs: [`${flag}=${value}`] })).toThrow(/extraArgs\[0\] must not set/);
     });
   });
@@ -89,9 +119,15 @@ describe('TgiInferenceService', () => {
 
     test('a grace period shorter than the sum is an error that shows the sum', () => {
       expect(() => synth({ terminationGracePeriod: Duration.seconds(100) })).toThrow(
-        "TgiInferenceService 'tgi': terminationGracePeriod must be at least preStopSleep + drainTimeout + margin = 15s + 90s + 15s = 120s, or SIGKILL cuts the drain short (got 100s)");
-      expect(() => synth({ drainTimeout: Duration.seconds(120), terminationGracePeriod: Duration.seconds(120) })).toThrow(/= 15s \+ 120s \+ 15s = 150s.*\(got 120s\)/);
-      expect(synth({ drainTimeout: Duration.seconds(120), terminationGracePeriod: Duration.seconds(150) }).pod.terminationGracePeriodSeconds).toBe(150);
+        "TgiInferenceService 'tgi': terminationGracePeriod must be at least preStopSleep + drainTimeout + margin = 15s + 90s + 15s = 120s, or SIGKILL cuts the drain short (got 100s)",
+      );
+      expect(() =>
+        synth({ drainTimeout: Duration.seconds(120), terminationGracePeriod: Duration.seconds(120) }),
+      ).toThrow(/= 15s \+ 120s \+ 15s = 150s.*\(got 120s\)/);
+      expect(
+        synth({ drainTimeout: Duration.seconds(120), terminationGracePeriod: Duration.seconds(150) }).pod
+          .terminationGracePeriodSeconds,
+      ).toBe(150);
       // Without an explicit grace period, it follows the drain.
       expect(synth({ drainTimeout: Duration.seconds(120) }).pod.terminationGracePeriodSeconds).toBe(150);
     });
@@ -125,21 +161,38 @@ describe('TgiInferenceService', () => {
 
     test('/dev/shm is a memory emptyDir of 1 GiB per shard', () => {
       expect(synth().pod.volumes).toContainEqual({ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '1Gi' } });
-      expect(synth({ gpusPerReplica: 4, memory: Size.gibibytes(64) }).pod.volumes).toContainEqual({ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '4Gi' } });
+      expect(synth({ gpusPerReplica: 4, memory: Size.gibibytes(64) }).pod.volumes).toContainEqual({
+        name: 'dshm',
+        emptyDir: { medium: 'Memory', sizeLimit: '4Gi' },
+      });
     });
 
-    test('the launcher\'s own download step runs in an init container; the launcher then finds the files offline', () => {
+    test("the launcher's own download step runs in an init container; the launcher then finds the files offline", () => {
       const { pod, env } = synth({ revision: 'abc' });
-      expect(pod.initContainers[0].command).toEqual(['text-generation-server', 'download-weights', 'EleutherAI/gpt-neox-20b', '--extension', '.safetensors', '--revision', 'abc']);
+      expect(pod.initContainers[0].command).toEqual([
+        'text-generation-server',
+        'download-weights',
+        'EleutherAI/gpt-neox-20b',
+        '--extension',
+        '.safetensors',
+        '--revision',
+        'abc',
+      ]);
       expect(env.HF_HUB_OFFLINE).toBe('1');
       // The router reads the tokenizer from HUGGINGFACE_HUB_CACHE in offline mode (router/src/server.rs).
       expect(env.HUGGINGFACE_HUB_CACHE).toBe('/data/hub');
     });
 
     test('the model cache is a per-replica claim on /data by default, with HF_HOME pointing at it', () => {
-      const { sts, main, env } = synth({ modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(60), storageClassName: 'ssd' }) });
+      const { sts, main, env } = synth({
+        modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(60), storageClassName: 'ssd' }),
+      });
       expect(sts.spec.volumeClaimTemplates[0].metadata.name).toBe('model-cache');
-      expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '60Gi' } }, storageClassName: 'ssd' });
+      expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '60Gi' } },
+        storageClassName: 'ssd',
+      });
       expect(main.volumeMounts).toContainEqual({ name: 'model-cache', mountPath: '/data' });
       expect(env.HF_HOME).toBe('/data');
       expect(env.HUGGINGFACE_HUB_CACHE).toBe('/data/hub');
@@ -157,7 +210,11 @@ describe('TgiInferenceService', () => {
       for (const replicas of [1, 3]) {
         const { objects, sts } = synth({ replicas });
         const pdb = findOne(objects, 'PodDisruptionBudget');
-        expect(pdb.spec).toEqual({ maxUnavailable: 1, selector: sts.spec.selector, unhealthyPodEvictionPolicy: 'AlwaysAllow' });
+        expect(pdb.spec).toEqual({
+          maxUnavailable: 1,
+          selector: sts.spec.selector,
+          unhealthyPodEvictionPolicy: 'AlwaysAllow',
+        });
       }
     });
 
@@ -171,39 +228,59 @@ describe('TgiInferenceService', () => {
 
     test('replicas spread across nodes', () => {
       const { pod, sts } = synth({ replicas: 3 });
-      expect(pod.topologySpreadConstraints).toEqual([{
-        maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: sts.spec.selector,
-      }]);
+      expect(pod.topologySpreadConstraints).toEqual([
+        {
+          maxSkew: 1,
+          topologyKey: 'kubernetes.io/hostname',
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: sts.spec.selector,
+        },
+      ]);
     });
   });
 
   describe('TGI options', () => {
     test('typed props become TGI env vars', () => {
       const { env, main } = synth({
-        maxConcurrentRequests: 64, maxInputTokens: 1024, maxTotalTokens: 2048, maxBatchPrefillTokens: 4096,
-        quantize: TgiQuantization.AWQ, revision: 'abc123', extraArgs: ['--json-output'],
+        maxConcurrentRequests: 64,
+        maxInputTokens: 1024,
+        maxTotalTokens: 2048,
+        maxBatchPrefillTokens: 4096,
+        quantize: TgiQuantization.AWQ,
+        revision: 'abc123',
+        extraArgs: ['--json-output'],
       });
       expect(env).toMatchObject({
-        MAX_CONCURRENT_REQUESTS: '64', MAX_INPUT_TOKENS: '1024', MAX_TOTAL_TOKENS: '2048', MAX_BATCH_PREFILL_TOKENS: '4096',
-        QUANTIZE: 'awq', REVISION: 'abc123', MODEL_ID: 'EleutherAI/gpt-neox-20b',
+        MAX_CONCURRENT_REQUESTS: '64',
+        MAX_INPUT_TOKENS: '1024',
+        MAX_TOTAL_TOKENS: '2048',
+        MAX_BATCH_PREFILL_TOKENS: '4096',
+        QUANTIZE: 'awq',
+        REVISION: 'abc123',
+        MODEL_ID: 'EleutherAI/gpt-neox-20b',
       });
       expect(main.args).toEqual(['--json-output']);
     });
 
     test('the token comes from a Secret as HF_TOKEN', () => {
-      expect(synth({ hfTokenSecret: { name: 'hf-token', key: 'token' } }).env.HF_TOKEN).toEqual({ secretKeyRef: { name: 'hf-token', key: 'token' } });
+      expect(synth({ hfTokenSecret: { name: 'hf-token', key: 'token' } }).env.HF_TOKEN).toEqual({
+        secretKeyRef: { name: 'hf-token', key: 'token' },
+      });
     });
 
     test('maxInputTokens must be below maxTotalTokens', () => {
       expect(() => synth({ maxInputTokens: 4096, maxTotalTokens: 4096 })).toThrow(
-        "TgiInferenceService 'tgi': maxInputTokens must be less than maxTotalTokens (4096), which counts input and generated tokens (got 4096)");
+        "TgiInferenceService 'tgi': maxInputTokens must be less than maxTotalTokens (4096), which counts input and generated tokens (got 4096)",
+      );
     });
   });
 
   describe('metrics', () => {
     test('pods carry scrape annotations for /metrics on the http port', () => {
       expect(synth().sts.spec.template.metadata.annotations).toEqual({
-        'prometheus.io/scrape': 'true', 'prometheus.io/port': '8080', 'prometheus.io/path': '/metrics',
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': '8080',
+        'prometheus.io/path': '/metrics',
       });
     });
 
@@ -212,8 +289,11 @@ describe('TgiInferenceService', () => {
       const { objects } = synth({ serviceMonitor: true });
       const sm = findOne(objects, 'ServiceMonitor');
       expect(sm.spec.endpoints).toEqual([{ port: 'http', path: '/metrics', interval: '30s' }]);
-      const matches = (svc: any) => Object.entries(sm.spec.selector.matchLabels).every(([k, val]) => svc.metadata.labels[k] === val);
-      expect(objects.filter(o => o.kind === 'Service' && matches(o)).map(o => o.metadata.name)).toEqual(['tgi-headless']);
+      const matches = (svc: any) =>
+        Object.entries(sm.spec.selector.matchLabels).every(([k, val]) => svc.metadata.labels[k] === val);
+      expect(objects.filter(o => o.kind === 'Service' && matches(o)).map(o => o.metadata.name)).toEqual([
+        'tgi-headless',
+      ]);
     });
   });
 
@@ -222,10 +302,16 @@ describe('TgiInferenceService', () => {
       const { pod, main, env, tgi } = synth();
       expect(podSecurityLevel(pod)).toBe('baseline');
       expect(tgi.podSecurityLevel).toBe(PodSecurityLevel.BASELINE);
-      expect(main.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(main.securityContext).toMatchObject({
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
       expect(main.securityContext.capabilities.add).toBeUndefined();
       expect(pod.securityContext.runAsUser).toBeUndefined();
-      expect(main.volumeMounts.map((m: any) => m.mountPath)).toEqual(expect.arrayContaining(['/data', '/tmp', '/home/tgi']));
+      expect(main.volumeMounts.map((m: any) => m.mountPath)).toEqual(
+        expect.arrayContaining(['/data', '/tmp', '/home/tgi']),
+      );
       expect(env.HOME).toBe('/home/tgi');
       expect(env.TRITON_CACHE_DIR).toBe('/home/tgi/.cache/triton');
       expect(env.OUTLINES_CACHE_DIR).toBe('/home/tgi/.cache/outlines');
@@ -233,9 +319,14 @@ describe('TgiInferenceService', () => {
 
     test('runAsRoot: false is refused for TGI 3.1 and later, which cannot start as a non-root UID (TGI#3082)', () => {
       expect(() => synth({ runAsRoot: false })).toThrow(
-        /^TgiInferenceService 'tgi': runAsRoot asks for a non-root pod, which ghcr\.io\/huggingface\/text-generation-inference:3\.3\.7 \(release 3\.1\.0 or later\) cannot run: .*#3082.* \(got false\)$/);
-      expect(() => synth({ runAsUser: 1000 })).toThrow(/^TgiInferenceService 'tgi': runAsUser asks for a non-root pod, .* \(got 1000\)$/);
-      expect(() => synth({ runAsRoot: false, image: 'ghcr.io/huggingface/text-generation-inference:3.1.0' })).toThrow(/runAsRoot asks for a non-root pod/);
+        /^TgiInferenceService 'tgi': runAsRoot asks for a non-root pod, which ghcr\.io\/huggingface\/text-generation-inference:3\.3\.7 \(release 3\.1\.0 or later\) cannot run: .*#3082.* \(got false\)$/,
+      );
+      expect(() => synth({ runAsUser: 1000 })).toThrow(
+        /^TgiInferenceService 'tgi': runAsUser asks for a non-root pod, .* \(got 1000\)$/,
+      );
+      expect(() => synth({ runAsRoot: false, image: 'ghcr.io/huggingface/text-generation-inference:3.1.0' })).toThrow(
+        /runAsRoot asks for a non-root pod/,
+      );
       // A build of one's own (another repository) is the user's call.
       expect(() => synth({ runAsRoot: false, image: 'registry.example.com/tgi:3.3.7-nonroot' })).not.toThrow();
     });
@@ -251,14 +342,32 @@ describe('TgiInferenceService', () => {
   describe('bad input throws clear errors', () => {
     const cases: Array<[string, Partial<TgiInferenceServiceProps>, string | RegExp]> = [
       ['replicas 0', { replicas: 0 }, /^TgiInferenceService 'tgi': replicas must be a whole number .*1.* \(got 0\)$/],
-      ['gpusPerReplica 0', { gpusPerReplica: 0 }, /^TgiInferenceService 'tgi': gpusPerReplica must be a whole number .*1.* \(got 0\)$/],
+      [
+        'gpusPerReplica 0',
+        { gpusPerReplica: 0 },
+        /^TgiInferenceService 'tgi': gpusPerReplica must be a whole number .*1.* \(got 0\)$/,
+      ],
       ['empty modelId', { modelId: '' }, `TgiInferenceService 'tgi': modelId must be a non-empty string (got "")`],
-      ['startup budget under a minute', { maxModelLoadTime: Duration.seconds(30) }, "TgiInferenceService 'tgi': maxModelLoadTime must be a whole number of seconds from 60s to 21474836470s (got 30s)"],
-      ['short grace', { terminationGracePeriod: Duration.seconds(30) }, /terminationGracePeriod must be at least .* = 120s/],
-      ['prefill below input', { maxInputTokens: 2048, maxBatchPrefillTokens: 1024 }, /maxBatchPrefillTokens must be at least maxInputTokens \(2048\)/],
+      [
+        'startup budget under a minute',
+        { maxModelLoadTime: Duration.seconds(30) },
+        "TgiInferenceService 'tgi': maxModelLoadTime must be a whole number of seconds from 60s to 21474836470s (got 30s)",
+      ],
+      [
+        'short grace',
+        { terminationGracePeriod: Duration.seconds(30) },
+        /terminationGracePeriod must be at least .* = 120s/,
+      ],
+      [
+        'prefill below input',
+        { maxInputTokens: 2048, maxBatchPrefillTokens: 1024 },
+        /maxBatchPrefillTokens must be at least maxInputTokens \(2048\)/,
+      ],
     ];
     test.each(cases)('%s', (_label, props, message) => {
-      expect(() => new TgiInferenceService(new Chart(Testing.app(), 'c'), 'tgi', { ...base, ...props })).toThrow(message);
+      expect(() => new TgiInferenceService(new Chart(Testing.app(), 'c'), 'tgi', { ...base, ...props })).toThrow(
+        message,
+      );
     });
   });
 });

@@ -16,7 +16,12 @@ function synth(props: Partial<VllmInferenceServiceProps> = {}) {
 
 describe('VllmInferenceService', () => {
   test('the issue example: `vllm serve <model>` via the image entrypoint, with the practice flags', () => {
-    const { main, llm } = synth({ replicas: 2, gpusPerReplica: 1, hfTokenSecret: { name: 'hf-token', key: 'token' }, version: 1 });
+    const { main, llm } = synth({
+      replicas: 2,
+      gpusPerReplica: 1,
+      hfTokenSecret: { name: 'hf-token', key: 'token' },
+      version: 1,
+    });
     expect(main.command).toBeUndefined(); // ENTRYPOINT ["vllm", "serve"]
     expect(main.args[0]).toBe(base.modelId);
     expect(flagValue(main.args, '--host')).toBe('0.0.0.0');
@@ -34,7 +39,7 @@ describe('VllmInferenceService', () => {
     expect(synth().main.image).toBe(VLLM_DEFAULT_IMAGE);
   });
 
-  test('runs as the image\'s non-root vllm user (UID 2000) with a writable home: restricted', () => {
+  test("runs as the image's non-root vllm user (UID 2000) with a writable home: restricted", () => {
     const { pod, main, llm } = synth();
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 2000, runAsGroup: 2000, fsGroup: 2000 });
     expect(podSecurityLevel(pod)).toBe('restricted');
@@ -43,20 +48,51 @@ describe('VllmInferenceService', () => {
     expect(main.volumeMounts).toContainEqual({ name: 'home', mountPath: '/home/vllm' });
   });
 
-  test('the download uses the hub CLI of the image and skips Meta\'s duplicate original/ checkpoints', () => {
+  test("the download uses the hub CLI of the image and skips Meta's duplicate original/ checkpoints", () => {
     expect(synth({ revision: 'abc' }).init.command.slice(3)).toEqual([base.modelId, 'abc']);
   });
 
   test('modelled props become flags; usage stats off', () => {
-    const { main } = synth({ maxModelLen: 8192, quantization: VllmQuantization.FP8, servedModelNames: ['llama', 'tgi'], maxNumSeqs: 64, gpuMemoryUtilization: 0.85, revision: 'abc' });
-    expect(main.args).toEqual(expect.arrayContaining(['--max-model-len', '8192', '--quantization', 'fp8', '--max-num-seqs', '64', '--gpu-memory-utilization', '0.85', '--revision', 'abc']));
+    const { main } = synth({
+      maxModelLen: 8192,
+      quantization: VllmQuantization.FP8,
+      servedModelNames: ['llama', 'tgi'],
+      maxNumSeqs: 64,
+      gpuMemoryUtilization: 0.85,
+      revision: 'abc',
+    });
+    expect(main.args).toEqual(
+      expect.arrayContaining([
+        '--max-model-len',
+        '8192',
+        '--quantization',
+        'fp8',
+        '--max-num-seqs',
+        '64',
+        '--gpu-memory-utilization',
+        '0.85',
+        '--revision',
+        'abc',
+      ]),
+    );
     const i = main.args.indexOf('--served-model-name');
     expect(main.args.slice(i, i + 3)).toEqual(['--served-model-name', 'llama', 'tgi']);
     expect(envOf(main)).toMatchObject({ VLLM_NO_USAGE_STATS: '1', DO_NOT_TRACK: '1', HF_HUB_OFFLINE: '1' });
   });
 
-  test.each(['--tensor-parallel-size', '-tp', '--max-model-len', '--served-model-name', '--quantization', '--shutdown-timeout', '--model', '--download-dir'])('extraArgs %s is refused', flag => {
-    expect(() => synth({ extraArgs: [flag, '2'] })).toThrow(new RegExp(`^VllmInferenceService 'llm': extraArgs\\[0\\] must not set ${flag}: the construct sets it`));
+  test.each([
+    '--tensor-parallel-size',
+    '-tp',
+    '--max-model-len',
+    '--served-model-name',
+    '--quantization',
+    '--shutdown-timeout',
+    '--model',
+    '--download-dir',
+  ])('extraArgs %s is refused', flag => {
+    expect(() => synth({ extraArgs: [flag, '2'] })).toThrow(
+      new RegExp(`^VllmInferenceService 'llm': extraArgs\\[0\\] must not set ${flag}: the construct sets it`),
+    );
     expect(() => synth({ extraArgs: [`${flag}=2`] })).toThrow(/extraArgs\[0\] must not set/);
   });
 
@@ -67,7 +103,9 @@ describe('VllmInferenceService', () => {
   });
 
   test('argparse abbreviations of owned flags are refused too', () => {
-    expect(() => synth({ extraArgs: ['--max-model', '4096'] })).toThrow(/extraArgs\[0\] must not abbreviate --max-model-len: argparse expands --max-model to it/);
+    expect(() => synth({ extraArgs: ['--max-model', '4096'] })).toThrow(
+      /extraArgs\[0\] must not abbreviate --max-model-len: argparse expands --max-model to it/,
+    );
     expect(synth({ extraArgs: ['--max-num-batched-tokens', '8192'] }).main.args).toContain('--max-num-batched-tokens');
   });
 });

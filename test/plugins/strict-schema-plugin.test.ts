@@ -20,7 +20,9 @@ describe('StrictSchemaValidation through the real cdk8s synth', () => {
   });
 
   test('an unknown field anywhere in the app fails synth, naming object and field', () => {
-    const r = synthStrict([pod({ containers: [{ name: 'c', image: 'busybox:1.36.1' }], preStop: { exec: { command: ['sleep', '5'] } } })]);
+    const r = synthStrict([
+      pod({ containers: [{ name: 'c', image: 'busybox:1.36.1' }], preStop: { exec: { command: ['sleep', '5'] } } }),
+    ]);
     expect(r.status).not.toBe(0);
     expect(r.stdout).toContain('cdk8s-gpu/strict-schema');
     expect(r.stdout).toContain('unknown field "preStop"');
@@ -30,19 +32,31 @@ describe('StrictSchemaValidation through the real cdk8s synth', () => {
 
 describe('StrictSchemaValidation props', () => {
   test('only shipped API versions are accepted', () => {
-    expect(() => new StrictSchemaValidation({ versions: ['1.27.0'] })).toThrow(/versions must be among 1\.28\.0, 1\.36\.0 \(got "1\.27\.0"\)/);
+    expect(() => new StrictSchemaValidation({ versions: ['1.27.0'] })).toThrow(
+      /versions must be among 1\.28\.0, 1\.36\.0 \(got "1\.27\.0"\)/,
+    );
     expect(() => new StrictSchemaValidation({ versions: ['1.36.0'] })).not.toThrow();
   });
 
   test('the validator reports nulls, wrong types and missing fields', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'strict-'));
     const file = path.join(dir, 'm.yaml');
-    fs.writeFileSync(file, stringify(pod({ containers: [{ name: 'c', image: 'busybox', ports: [{ containerPort: '80' }], resources: null }] })));
+    fs.writeFileSync(
+      file,
+      stringify(
+        pod({ containers: [{ name: 'c', image: 'busybox', ports: [{ containerPort: '80' }], resources: null }] }),
+      ),
+    );
     const violations: any[] = [];
     let status = '';
     await new StrictSchemaValidation().validate({
       manifests: [file],
-      report: { addViolation: x => violations.push(x), submit: s => { status = s; } },
+      report: {
+        addViolation: x => violations.push(x),
+        submit: s => {
+          status = s;
+        },
+      },
       logger: { log: () => undefined },
     });
     fs.rmSync(dir, { recursive: true, force: true });

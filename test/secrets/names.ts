@@ -41,8 +41,10 @@ export function apiServerNameErrors(objects: any[]): string[] {
   for (const o of objects) {
     const where = `${o.kind}/${o.metadata.name}`;
     labelErrors(where, o.metadata.labels, out);
-    if (o.kind === 'Job' && (o.metadata.name.length > 63 || !DNS_LABEL.test(o.metadata.name))) out.push(`${where}: a Job name must fit its pods' job-name label (63)`);
-    if (o.kind === 'CronJob' && o.metadata.name.length > 52) out.push(`${where}: a CronJob name is at most 52 characters`);
+    if (o.kind === 'Job' && (o.metadata.name.length > 63 || !DNS_LABEL.test(o.metadata.name)))
+      out.push(`${where}: a Job name must fit its pods' job-name label (63)`);
+    if (o.kind === 'CronJob' && o.metadata.name.length > 52)
+      out.push(`${where}: a CronJob name is at most 52 characters`);
     if (o.spec?.template) podErrors(where, o.spec.template, out);
     if (o.spec?.jobTemplate?.spec?.template) podErrors(where, o.spec.jobTemplate.spec.template, out);
   }

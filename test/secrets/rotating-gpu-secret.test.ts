@@ -2,8 +2,16 @@ import { ApiObject, Chart, Duration, JsonPatch, Lazy, Size, Testing } from 'cdk8
 import * as kplus from 'cdk8s-plus-28';
 import { k8s } from 'cdk8s-plus-28';
 import {
-  ConfigurationError, EnvValue, GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, Reload, RotatingGpuSecret, RotatingGpuSecretProps,
-  SglangInferenceService, TgiInferenceService, TrainingUpdateStrategy,
+  ConfigurationError,
+  EnvValue,
+  GpuTrainingStatefulSet,
+  GpuTrainingStatefulSetProps,
+  Reload,
+  RotatingGpuSecret,
+  RotatingGpuSecretProps,
+  SglangInferenceService,
+  TgiInferenceService,
+  TrainingUpdateStrategy,
 } from '../../src';
 import { podSecurityLevel, podSpecsOf } from '../support/pod-security';
 import { envOf, findOne, outputErrorsOf, synthValid } from '../support/synth';
@@ -17,7 +25,11 @@ function trainer(chart: Chart, props: Partial<GpuTrainingStatefulSetProps> = {})
   return new GpuTrainingStatefulSet(chart, 'trainer', { ...TRAINER, ...props });
 }
 
-function setup(props: Partial<RotatingGpuSecretProps> = {}, onRotation: Reload = Reload.exec(['/reload']), workload: Partial<GpuTrainingStatefulSetProps> = {}) {
+function setup(
+  props: Partial<RotatingGpuSecretProps> = {},
+  onRotation: Reload = Reload.exec(['/reload']),
+  workload: Partial<GpuTrainingStatefulSetProps> = {},
+) {
   const chart = new Chart(Testing.app(), 'c');
   const t = trainer(chart, workload);
   const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation, ...props });
@@ -45,7 +57,11 @@ describe('RotatingGpuSecret', () => {
     test('the whole directory, read-only, restrictive mode, never subPath', () => {
       const { pod, main } = setup();
       const vol = pod.volumes.find((v: any) => v.secret);
-      expect(vol.secret).toEqual({ secretName: 'gpu-credentials', defaultMode: 0o440, items: [{ key: 'credentials.json', path: 'credentials.json' }] });
+      expect(vol.secret).toEqual({
+        secretName: 'gpu-credentials',
+        defaultMode: 0o440,
+        items: [{ key: 'credentials.json', path: 'credentials.json' }],
+      });
       const mount = main.volumeMounts.find((m: any) => m.name === vol.name);
       expect(mount).toEqual({ name: vol.name, mountPath: '/etc/gpu', readOnly: true });
       for (const c of pod.containers) for (const m of c.volumeMounts ?? []) expect(m.subPath).toBeUndefined();
@@ -55,28 +71,63 @@ describe('RotatingGpuSecret', () => {
       const { sidecar, pod } = setup({ keys: ['.dockerconfigjson', 'token'] });
       expect(envOf(sidecar).KEYS).toBe('.dockerconfigjson token');
       expect(pod.volumes.find((v: any) => v.secret).secret.items).toEqual([
-        { key: '.dockerconfigjson', path: '.dockerconfigjson' }, { key: 'token', path: 'token' },
+        { key: '.dockerconfigjson', path: '.dockerconfigjson' },
+        { key: 'token', path: 'token' },
       ]);
     });
   });
 
   describe('env consumption of the Secret is an error wherever it is', () => {
-    const why = 'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
+    const why =
+      'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
 
     test('at mount time, in any container of the pod', () => {
       const chart = new Chart(Testing.app(), 'c');
       const t = trainer(chart);
       const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
-      t._podTemplate.main.env.push({ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'token' } } });
+      t._podTemplate.main.env.push({
+        name: 'TOKEN',
+        valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'token' } },
+      });
       expect(() => creds.mountInto(t, { path: '/etc/gpu', onRotation: Reload.exec(['/reload']) })).toThrow(
-        `RotatingGpuSecret 'creds': mountInto container 'trainer' reads rotating Secret 'gpu-credentials' through env TOKEN: ${why}`);
+        `RotatingGpuSecret 'creds': mountInto container 'trainer' reads rotating Secret 'gpu-credentials' through env TOKEN: ${why}`,
+      );
     });
 
     const forms: Array<[string, (spec: any) => void, RegExp]> = [
-      ['env secretKeyRef in a container', s => s.containers[0].env = [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }], /container 'app' reads .* through env T/],
-      ['envFrom secretRef in a container', s => s.containers[0].envFrom = [{ secretRef: { name: 'gpu-credentials' } }], /container 'app' reads .* through envFrom/],
-      ['env in an init container', s => s.initContainers = [{ name: 'init', image: 'i', env: [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }] }], /container 'init' reads .* through env T/],
-      ['envFrom in a second (sidecar) container', s => s.containers.push({ name: 'side', image: 'i', envFrom: [{ prefix: 'X_', secretRef: { name: 'gpu-credentials' } }] }), /container 'side' reads .* through envFrom/],
+      [
+        'env secretKeyRef in a container',
+        s =>
+          (s.containers[0].env = [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }]),
+        /container 'app' reads .* through env T/,
+      ],
+      [
+        'envFrom secretRef in a container',
+        s => (s.containers[0].envFrom = [{ secretRef: { name: 'gpu-credentials' } }]),
+        /container 'app' reads .* through envFrom/,
+      ],
+      [
+        'env in an init container',
+        s =>
+          (s.initContainers = [
+            {
+              name: 'init',
+              image: 'i',
+              env: [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }],
+            },
+          ]),
+        /container 'init' reads .* through env T/,
+      ],
+      [
+        'envFrom in a second (sidecar) container',
+        s =>
+          s.containers.push({
+            name: 'side',
+            image: 'i',
+            envFrom: [{ prefix: 'X_', secretRef: { name: 'gpu-credentials' } }],
+          }),
+        /container 'side' reads .* through envFrom/,
+      ],
     ];
 
     test.each(forms)("in the output: %s of a user's Deployment", (_label, mutate, message) => {
@@ -97,22 +148,37 @@ describe('RotatingGpuSecret', () => {
       const chart = new Chart(app, 'a', { namespace: 'ml' });
       new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
       const other = new Chart(app, 'b', { namespace: 'ml' });
-      const container = { name: 'worker', image: 'i', env: [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }] };
+      const container = {
+        name: 'worker',
+        image: 'i',
+        env: [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }],
+      };
       new k8s.KubeCronJob(other, 'cron', {
         metadata: { name: 'cron' },
-        spec: { schedule: '0 * * * *', jobTemplate: { spec: { template: { spec: { restartPolicy: 'Never', containers: [container] } } } } },
+        spec: {
+          schedule: '0 * * * *',
+          jobTemplate: { spec: { template: { spec: { restartPolicy: 'Never', containers: [container] } } } },
+        },
       });
       new ApiObject(other, 'jobset', {
-        apiVersion: 'jobset.x-k8s.io/v1alpha2', kind: 'JobSet', metadata: { name: 'js' },
-        spec: { replicatedJobs: [{ name: 'w', template: { spec: { template: { spec: { containers: [container] } } } } }] } as any,
-      } as any);
+        apiVersion: 'jobset.x-k8s.io/v1alpha2',
+        kind: 'JobSet',
+        metadata: { name: 'js' },
+        spec: {
+          replicatedJobs: [{ name: 'w', template: { spec: { template: { spec: { containers: [container] } } } } }],
+        } as any,
+      });
       // A custom resource that reuses a built-in kind's name keeps its pods elsewhere: searched everywhere too.
       new ApiObject(other, 'vcjob', {
-        apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', metadata: { name: 'vc' },
+        apiVersion: 'batch.volcano.sh/v1alpha1',
+        kind: 'Job',
+        metadata: { name: 'vc' },
         spec: { tasks: [{ name: 't', template: { spec: { containers: [container] } } }] } as any,
-      } as any);
+      });
       const message = outputErrorsOf(app);
-      expect(message).toMatch(/CronJob\/cron: container 'worker' reads rotating Secret 'gpu-credentials' through env T/);
+      expect(message).toMatch(
+        /CronJob\/cron: container 'worker' reads rotating Secret 'gpu-credentials' through env T/,
+      );
       expect(message).toMatch(/JobSet\/js: container 'worker'/);
       expect(message).toMatch(/Job\/vc: container 'worker'/);
     });
@@ -121,15 +187,25 @@ describe('RotatingGpuSecret', () => {
       const chart = new Chart(Testing.app(), 'c');
       new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
       const secret = kplus.Secret.fromSecretName(chart, 'ref', 'gpu-credentials');
-      new kplus.Deployment(chart, 'l2', { containers: [{ image: 'i', envVariables: { T: kplus.EnvValue.fromSecretValue({ secret, key: 'k' }) } }] });
+      new kplus.Deployment(chart, 'l2', {
+        containers: [{ image: 'i', envVariables: { T: kplus.EnvValue.fromSecretValue({ secret, key: 'k' }) } }],
+      });
       const env = [{ name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }];
       new ApiObject(chart, 'lazy', {
-        apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'lazy' },
-        spec: Lazy.any({ produce: () => ({ selector: {}, template: { spec: { containers: [{ name: 'app', image: 'i', env }] } } }) }),
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'lazy' },
+        spec: Lazy.any({
+          produce: () => ({ selector: {}, template: { spec: { containers: [{ name: 'app', image: 'i', env }] } } }),
+        }),
       });
       const message = outputErrorsOf(chart);
-      expect(message).toMatch(/Deployment\/c-l2-[0-9a-f]+: container 'main' reads rotating Secret 'gpu-credentials' through env T/);
-      expect(message).toMatch(/Deployment\/lazy: container 'app' reads rotating Secret 'gpu-credentials' through env T/);
+      expect(message).toMatch(
+        /Deployment\/c-l2-[0-9a-f]+: container 'main' reads rotating Secret 'gpu-credentials' through env T/,
+      );
+      expect(message).toMatch(
+        /Deployment\/lazy: container 'app' reads rotating Secret 'gpu-credentials' through env T/,
+      );
     });
 
     test('a subPath mount of the Secret (secret or projected volume) is an error too: it never updates', () => {
@@ -147,20 +223,25 @@ describe('RotatingGpuSecret', () => {
                 { name: 'proj', projected: { sources: [{ secret: { name: 'gpu-credentials' } }] } },
                 { name: 'fine', secret: { secretName: 'gpu-credentials' } },
               ],
-              containers: [{
-                name: 'app', image: 'i',
-                volumeMounts: [
-                  { name: 'plain', mountPath: '/etc/token', subPath: 'token' },
-                  { name: 'proj', mountPath: '/etc/p', subPathExpr: '$(POD)' },
-                  { name: 'fine', mountPath: '/etc/whole' },
-                ],
-              }],
+              containers: [
+                {
+                  name: 'app',
+                  image: 'i',
+                  volumeMounts: [
+                    { name: 'plain', mountPath: '/etc/token', subPath: 'token' },
+                    { name: 'proj', mountPath: '/etc/p', subPathExpr: '$(POD)' },
+                    { name: 'fine', mountPath: '/etc/whole' },
+                  ],
+                },
+              ],
             },
           },
         },
       });
       const message = outputErrorsOf(chart);
-      expect(message).toMatch(/Deployment\/other: container 'app' mounts rotating Secret 'gpu-credentials' through subPath at \/etc\/token: a subPath mount never sees an update/);
+      expect(message).toMatch(
+        /Deployment\/other: container 'app' mounts rotating Secret 'gpu-credentials' through subPath at \/etc\/token: a subPath mount never sees an update/,
+      );
       expect(message).toMatch(/through subPath at \/etc\/p/);
       expect(message).not.toMatch(/\/etc\/whole/);
     });
@@ -171,9 +252,15 @@ describe('RotatingGpuSecret', () => {
       const t = trainer(chart);
       new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
       expect(() => app.synthYaml()).not.toThrow();
-      t.statefulSet.addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/env/-',
-        { name: 'T', valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } } }));
-      expect(() => app.synthYaml()).toThrow(/RotatingGpuSecret 'creds': StatefulSet\/\S+: container 'trainer' reads rotating Secret 'gpu-credentials' through env T/);
+      t.statefulSet.addJsonPatch(
+        JsonPatch.add('/spec/template/spec/containers/0/env/-', {
+          name: 'T',
+          valueFrom: { secretKeyRef: { name: 'gpu-credentials', key: 'k' } },
+        }),
+      );
+      expect(() => app.synthYaml()).toThrow(
+        /RotatingGpuSecret 'creds': StatefulSet\/\S+: container 'trainer' reads rotating Secret 'gpu-credentials' through env T/,
+      );
       expect(() => Testing.synth(chart)).toThrow(/reads rotating Secret 'gpu-credentials' through env T/);
     });
 
@@ -184,7 +271,9 @@ describe('RotatingGpuSecret', () => {
       trainer(chart);
       let produced = 0;
       new ApiObject(chart, 'lazy', {
-        apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'lazy' },
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'lazy' },
         data: Lazy.any({ produce: () => ({ n: String(++produced) }) }),
       });
       app.synthYaml();
@@ -196,8 +285,14 @@ describe('RotatingGpuSecret', () => {
       const t = trainer(chart);
       t._podTemplate.addVolume({ name: 'tok', secret: { secretName: 'gpu-credentials' } });
       t._podTemplate.main.volumeMounts.push({ name: 'tok', mountPath: '/etc/tok', subPath: 'token' });
-      expect(() => new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' }).mountInto(t, { path: '/etc/gpu', onRotation: Reload.exec(['/r']) }))
-        .toThrow(/^RotatingGpuSecret 'creds': mountInto container 'trainer' mounts rotating Secret 'gpu-credentials' through subPath at \/etc\/tok/);
+      expect(() =>
+        new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' }).mountInto(t, {
+          path: '/etc/gpu',
+          onRotation: Reload.exec(['/r']),
+        }),
+      ).toThrow(
+        /^RotatingGpuSecret 'creds': mountInto container 'trainer' mounts rotating Secret 'gpu-credentials' through subPath at \/etc\/tok/,
+      );
     });
 
     test('a Secret of the same name in another namespace, or another Secret, is fine', () => {
@@ -206,7 +301,15 @@ describe('RotatingGpuSecret', () => {
       const other = new Chart(app, 'b', { namespace: 'other' });
       new k8s.KubePod(other, 'p', {
         metadata: { name: 'p' },
-        spec: { containers: [{ name: 'c', image: 'i', envFrom: [{ secretRef: { name: 'gpu-credentials' } }, { secretRef: { name: 'unrelated' } }] }] },
+        spec: {
+          containers: [
+            {
+              name: 'c',
+              image: 'i',
+              envFrom: [{ secretRef: { name: 'gpu-credentials' } }, { secretRef: { name: 'unrelated' } }],
+            },
+          ],
+        },
       });
       expect(() => app.synth()).not.toThrow();
     });
@@ -214,15 +317,26 @@ describe('RotatingGpuSecret', () => {
 
   describe('reload sidecar', () => {
     test('in a Guaranteed pod (guaranteedQos) it requests what it limits, so the pod stays Guaranteed', () => {
-      for (const onRotation of [Reload.exec(['/reload']), Reload.signal('SIGHUP', { process: 'python' }), Reload.sync()]) {
+      for (const onRotation of [
+        Reload.exec(['/reload']),
+        Reload.signal('SIGHUP', { process: 'python' }),
+        Reload.sync(),
+      ]) {
         const { pod, sidecar } = setup({}, onRotation, { guaranteedQos: true, cpu: 8 });
         for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
-          expect([c.name, c.resources.requests.cpu, c.resources.requests.memory]).toEqual([c.name, c.resources.limits.cpu, c.resources.limits.memory]);
+          expect([c.name, c.resources.requests.cpu, c.resources.requests.memory]).toEqual([
+            c.name,
+            c.resources.limits.cpu,
+            c.resources.limits.memory,
+          ]);
         }
         expect(sidecar.resources.limits.cpu).toBe('10m');
       }
       // Otherwise it requests little and limits only memory.
-      expect(setup().sidecar.resources).toEqual({ requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '256Mi' } });
+      expect(setup().sidecar.resources).toEqual({
+        requests: { cpu: '10m', memory: '16Mi' },
+        limits: { memory: '256Mi' },
+      });
     });
 
     test('a pinned image, a POSIX sh script, settings from env, restricted', () => {
@@ -231,7 +345,11 @@ describe('RotatingGpuSecret', () => {
       expect(sidecar.command.slice(0, 2)).toEqual(['sh', '-c']);
       expect(sidecar.command[2]).toContain('..data');
       expect(envOf(sidecar)).toMatchObject({
-        WATCH_DIR: '/etc/gpu', KEYS: 'credentials.json', POLL_SECONDS: '10', ACTION: 'http', ACTION_TIMEOUT_SECONDS: '30',
+        WATCH_DIR: '/etc/gpu',
+        KEYS: 'credentials.json',
+        POLL_SECONDS: '10',
+        ACTION: 'http',
+        ACTION_TIMEOUT_SECONDS: '30',
         RELOAD_URL: 'http://localhost:8080/reload',
       });
       expect(sidecar.volumeMounts).toContainEqual(expect.objectContaining({ mountPath: '/etc/gpu', readOnly: true }));
@@ -239,18 +357,27 @@ describe('RotatingGpuSecret', () => {
     });
 
     test('Reload.exec runs the command in a sidecar whose image the user sets, with a timeout', () => {
-      const { sidecar } = setup({}, Reload.exec(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json'], { image: 'myorg/gpu-driver:2.1.0', timeout: Duration.minutes(2) }));
+      const { sidecar } = setup(
+        {},
+        Reload.exec(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json'], {
+          image: 'myorg/gpu-driver:2.1.0',
+          timeout: Duration.minutes(2),
+        }),
+      );
       expect(sidecar.image).toBe('myorg/gpu-driver:2.1.0');
       expect(sidecar.args).toEqual(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json']);
       expect(envOf(sidecar).ACTION_TIMEOUT_SECONDS).toBe('120');
     });
 
-    test.each(['SIGHUP', 'HUP', 'sighup', 'hup', 'SigHup'])('Reload.signal(%j) sends HUP, shares the process namespace, runs as the workload UID', signal => {
-      const { pod, sidecar } = setup({}, Reload.signal(signal, { process: 'trainer' }));
-      expect(pod.shareProcessNamespace).toBe(true);
-      expect(envOf(sidecar)).toMatchObject({ ACTION: 'signal', SIGNAL: 'HUP', PROCESS_NAME: 'trainer' });
-      expect(sidecar.securityContext.runAsUser).toBe(pod.securityContext.runAsUser);
-    });
+    test.each(['SIGHUP', 'HUP', 'sighup', 'hup', 'SigHup'])(
+      'Reload.signal(%j) sends HUP, shares the process namespace, runs as the workload UID',
+      signal => {
+        const { pod, sidecar } = setup({}, Reload.signal(signal, { process: 'trainer' }));
+        expect(pod.shareProcessNamespace).toBe(true);
+        expect(envOf(sidecar)).toMatchObject({ ACTION: 'signal', SIGNAL: 'HUP', PROCESS_NAME: 'trainer' });
+        expect(sidecar.securityContext.runAsUser).toBe(pod.securityContext.runAsUser);
+      },
+    );
 
     test('Reload.sync gives the main container plain copies in a shared emptyDir, first copy in an init container', () => {
       const { pod, main, sidecar } = setup({}, Reload.sync());
@@ -273,46 +400,70 @@ describe('RotatingGpuSecret', () => {
       const t = trainer(chart, { updateStrategy: TrainingUpdateStrategy.ROLLING_UPDATE });
       new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, { path: '/etc/a', onRotation: Reload.restart() });
       new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, { path: '/etc/b', onRotation: Reload.restart() });
-      expect(findOne(synthValid(chart), 'StatefulSet').metadata.annotations['secret.reloader.stakater.com/reload']).toBe('a,b');
+      expect(
+        findOne(synthValid(chart), 'StatefulSet').metadata.annotations['secret.reloader.stakater.com/reload'],
+      ).toBe('a,b');
     });
 
     test('Reload.restart on an OnDelete workload (the training default) is refused: Reloader would change nothing', () => {
       const e = errorOf(() => setup({}, Reload.restart()));
       expect(e).toBeInstanceOf(ConfigurationError);
-      expect(e.message).toMatch(/^RotatingGpuSecret 'creds': onRotation Reload.restart\(\) needs a workload that rolls pod-template changes out .*stakater\/Reloader#294.* \(got "a workload with updateStrategy OnDelete"\)$/);
+      expect(e.message).toMatch(
+        /^RotatingGpuSecret 'creds': onRotation Reload.restart\(\) needs a workload that rolls pod-template changes out .*stakater\/Reloader#294.* \(got "a workload with updateStrategy OnDelete"\)$/,
+      );
     });
 
     test('a root TGI pod gets an fsGroup with OnRootMismatch, so the non-root sidecar can read the 0440 files without re-owning the cache each start', () => {
       const chart = new Chart(Testing.app(), 'c');
       const tgi = new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'm' });
-      new RotatingGpuSecret(chart, 'creds', { name: 'creds' }).mountInto(tgi, { path: '/etc/creds', onRotation: Reload.httpPost('http://localhost:8080/x') });
+      new RotatingGpuSecret(chart, 'creds', { name: 'creds' }).mountInto(tgi, {
+        path: '/etc/creds',
+        onRotation: Reload.httpPost('http://localhost:8080/x'),
+      });
       const pod = findOne(synthValid(chart), 'StatefulSet').spec.template.spec;
       expect(pod.securityContext).toMatchObject({ fsGroup: 1000, fsGroupChangePolicy: 'OnRootMismatch' });
-      expect(pod.containers.find((c: any) => c.name.startsWith('reload-')).securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+      expect(pod.containers.find((c: any) => c.name.startsWith('reload-')).securityContext).toMatchObject({
+        runAsNonRoot: true,
+        runAsUser: 1000,
+      });
     });
   });
 
   describe('rotation CronJob', () => {
-    test('the rotator pod gets pull secrets, node selector, tolerations and service-account annotations from props (in the first Job\'s name hash too)', () => {
+    test("the rotator pod gets pull secrets, node selector, tolerations and service-account annotations from props (in the first Job's name hash too)", () => {
       const make = (extra: object) => {
         const chart = new Chart(Testing.app(), 'c');
         new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation: { ...rotation, ...extra } });
         return synthValid(chart);
       };
       const objects = make({
-        imagePullSecrets: ['registry'], nodeSelector: { pool: 'system' },
+        imagePullSecrets: ['registry'],
+        nodeSelector: { pool: 'system' },
         tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }],
         serviceAccountAnnotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/rotator' },
       });
-      for (const spec of [findOne(objects, 'CronJob').spec.jobTemplate.spec.template.spec, findOne(objects, 'Job').spec.template.spec]) {
-        expect(spec).toMatchObject({ imagePullSecrets: [{ name: 'registry' }], nodeSelector: { pool: 'system' }, tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }] });
+      for (const spec of [
+        findOne(objects, 'CronJob').spec.jobTemplate.spec.template.spec,
+        findOne(objects, 'Job').spec.template.spec,
+      ]) {
+        expect(spec).toMatchObject({
+          imagePullSecrets: [{ name: 'registry' }],
+          nodeSelector: { pool: 'system' },
+          tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }],
+        });
       }
-      expect(findOne(objects, 'ServiceAccount').metadata.annotations).toEqual({ 'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/rotator' });
+      expect(findOne(objects, 'ServiceAccount').metadata.annotations).toEqual({
+        'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/rotator',
+      });
       // A changed pod spec is a new first Job (a Job's template is immutable).
       expect(findOne(objects, 'Job').metadata.name).not.toBe(findOne(make({}), 'Job').metadata.name);
       expect(() => make({ imagePullSecrets: ['Bad_Name'] })).toThrow(/rotation\.imagePullSecrets\[0\] must be/);
-      expect(() => make({ tolerations: [{ key: 'a', operator: 'Sometimes' }] })).toThrow(/rotation\.tolerations\[0\]\.operator must be one of/);
-      expect(() => make({ nodeSelector: { pool: 'has space' } })).toThrow(/rotation\.nodeSelector\.pool must be a label value/);
+      expect(() => make({ tolerations: [{ key: 'a', operator: 'Sometimes' }] })).toThrow(
+        /rotation\.tolerations\[0\]\.operator must be one of/,
+      );
+      expect(() => make({ nodeSelector: { pool: 'has space' } })).toThrow(
+        /rotation\.nodeSelector\.pool must be a label value/,
+      );
     });
 
     test('every object is a public handle, and escape hatches on them are checked (pull secrets, workload identity)', () => {
@@ -320,14 +471,28 @@ describe('RotatingGpuSecret', () => {
       const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation });
       expect(creds.secret.name).toBe('gpu-credentials');
       const r = creds.rotator!;
-      expect([r.serviceAccount.kind, r.role.kind, r.roleBinding.kind, r.cronJob.kind, r.initialJob.kind]).toEqual(['ServiceAccount', 'Role', 'RoleBinding', 'CronJob', 'Job']);
+      expect([r.serviceAccount.kind, r.role.kind, r.roleBinding.kind, r.cronJob.kind, r.initialJob.kind]).toEqual([
+        'ServiceAccount',
+        'Role',
+        'RoleBinding',
+        'CronJob',
+        'Job',
+      ]);
       r.serviceAccount.metadata.addAnnotation('iam.gke.io/gcp-service-account', 'rotator@p.iam.gserviceaccount.com');
-      r.cronJob.addJsonPatch(JsonPatch.add('/spec/jobTemplate/spec/template/spec/imagePullSecrets', [{ name: 'registry' }]));
+      r.cronJob.addJsonPatch(
+        JsonPatch.add('/spec/jobTemplate/spec/template/spec/imagePullSecrets', [{ name: 'registry' }]),
+      );
       const objects = synthValid(chart);
-      expect(findOne(objects, 'ServiceAccount').metadata.annotations['iam.gke.io/gcp-service-account']).toBe('rotator@p.iam.gserviceaccount.com');
-      expect(findOne(objects, 'CronJob').spec.jobTemplate.spec.template.spec.imagePullSecrets).toEqual([{ name: 'registry' }]);
+      expect(findOne(objects, 'ServiceAccount').metadata.annotations['iam.gke.io/gcp-service-account']).toBe(
+        'rotator@p.iam.gserviceaccount.com',
+      );
+      expect(findOne(objects, 'CronJob').spec.jobTemplate.spec.template.spec.imagePullSecrets).toEqual([
+        { name: 'registry' },
+      ]);
       r.cronJob.addJsonPatch(JsonPatch.add('/spec/jobTemplate/spec/template/spec/imagePullSecret', [{ name: 'typo' }]));
-      expect(() => Testing.synth(chart)).toThrow(/CronJob\/.* is invalid after a JsonPatch escape hatch: .*unknown field "imagePullSecret"/);
+      expect(() => Testing.synth(chart)).toThrow(
+        /CronJob\/.* is invalid after a JsonPatch escape hatch: .*unknown field "imagePullSecret"/,
+      );
       // Without rotation there is no rotator.
       expect(new RotatingGpuSecret(new Chart(Testing.app(), 'd'), 'x', { name: 'x' }).rotator).toBeUndefined();
     });
@@ -342,23 +507,41 @@ describe('RotatingGpuSecret', () => {
       expect(job.backoffLimit).toBe(3);
       expect(job.activeDeadlineSeconds).toBe(600);
       const c = job.template.spec.containers[0];
-      expect(envOf(c)).toEqual({ SECRET_NAME: 'gpu-credentials', SECRET_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } } });
+      expect(envOf(c)).toEqual({
+        SECRET_NAME: 'gpu-credentials',
+        SECRET_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
+      });
       expect(job.template.spec.serviceAccountName).toBe('gpu-credentials-rotator');
       expect(podSecurityLevel(job.template.spec)).toBe('restricted');
     });
 
     test('daily by default; whole days up to 31', () => {
       expect(findOne(setup().objects, 'CronJob').spec.schedule).toMatch(/^\d{1,2} \d{1,2} \* \* \*$/);
-      expect(findOne(setup({ rotation: { ...rotation, every: Duration.days(7) } }).objects, 'CronJob').spec.schedule).toMatch(/^\d{1,2} \d{1,2} \*\/7 \* \*$/);
+      expect(
+        findOne(setup({ rotation: { ...rotation, every: Duration.days(7) } }).objects, 'CronJob').spec.schedule,
+      ).toMatch(/^\d{1,2} \d{1,2} \*\/7 \* \*$/);
     });
 
     test('RBAC: only get, patch, update on this Secret', () => {
       const { objects } = setup();
       const role = findOne(objects, 'Role');
-      expect(role.rules).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['gpu-credentials'], verbs: ['get', 'patch', 'update'] }]);
+      expect(role.rules).toEqual([
+        {
+          apiGroups: [''],
+          resources: ['secrets'],
+          resourceNames: ['gpu-credentials'],
+          verbs: ['get', 'patch', 'update'],
+        },
+      ]);
       const binding = findOne(objects, 'RoleBinding');
-      expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
-      expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: findOne(objects, 'ServiceAccount').metadata.name }]);
+      expect(binding.roleRef).toEqual({
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'Role',
+        name: role.metadata.name,
+      });
+      expect(binding.subjects).toEqual([
+        { kind: 'ServiceAccount', name: findOne(objects, 'ServiceAccount').metadata.name },
+      ]);
     });
 
     test('the first-rotation Job runs once per spec whatever re-applies it: no TTL, named by its spec', () => {
@@ -372,11 +555,15 @@ describe('RotatingGpuSecret', () => {
       expect(podSecurityLevel(job.spec.template.spec)).toBe('restricted');
       // The same spec synthesizes the same name (a re-apply is a no-op); a changed rotator is a new Job.
       expect(findOne(setup().objects, 'Job').metadata.name).toBe(job.metadata.name);
-      expect(findOne(setup({ rotation: { ...rotation, image: 'myorg/gpu-cred-rotator:1.4.3' } }).objects, 'Job').metadata.name).not.toBe(job.metadata.name);
+      expect(
+        findOne(setup({ rotation: { ...rotation, image: 'myorg/gpu-cred-rotator:1.4.3' } }).objects, 'Job').metadata
+          .name,
+      ).not.toBe(job.metadata.name);
     });
 
     test('all pod templates are restricted', () => {
-      for (const { where, spec } of podSpecsOf(setup().objects)) expect(`${where}: ${podSecurityLevel(spec)}`).toBe(`${where}: restricted`);
+      for (const { where, spec } of podSpecsOf(setup().objects))
+        expect(`${where}: ${podSecurityLevel(spec)}`).toBe(`${where}: restricted`);
     });
 
     test('no rotator when rotation is omitted', () => {
@@ -399,7 +586,10 @@ describe('RotatingGpuSecret', () => {
     test.each(lengths)('a %i-character name, with a rotator and a sync mount', n => {
       const chart = new Chart(Testing.app(), 'c');
       const t = trainer(chart);
-      new RotatingGpuSecret(chart, 'creds', { name: nameOf(n), rotation }).mountInto(t, { path: '/etc/gpu', onRotation: Reload.sync() });
+      new RotatingGpuSecret(chart, 'creds', { name: nameOf(n), rotation }).mountInto(t, {
+        path: '/etc/gpu',
+        onRotation: Reload.sync(),
+      });
       const objects = synthValid(chart);
       expect(apiServerNameErrors(objects)).toEqual([]);
       expect(findOne(objects, 'Secret').metadata.name).toBe(nameOf(n));
@@ -409,11 +599,22 @@ describe('RotatingGpuSecret', () => {
       const chart = new Chart(Testing.app(), 'c');
       const t = trainer(chart);
       const base = nameOf(60);
-      new RotatingGpuSecret(chart, 'one', { name: `${base}one`, rotation }).mountInto(t, { path: '/etc/one', onRotation: Reload.sync() });
-      new RotatingGpuSecret(chart, 'two', { name: `${base}two`, rotation }).mountInto(t, { path: '/etc/two', onRotation: Reload.sync() });
+      new RotatingGpuSecret(chart, 'one', { name: `${base}one`, rotation }).mountInto(t, {
+        path: '/etc/one',
+        onRotation: Reload.sync(),
+      });
+      new RotatingGpuSecret(chart, 'two', { name: `${base}two`, rotation }).mountInto(t, {
+        path: '/etc/two',
+        onRotation: Reload.sync(),
+      });
       const objects = synthValid(chart);
       expect(apiServerNameErrors(objects)).toEqual([]);
-      expect(objects.filter(o => o.kind === 'CronJob').map(o => o.metadata.name).sort()).toEqual(expect.arrayContaining([expect.any(String), expect.any(String)]));
+      expect(
+        objects
+          .filter(o => o.kind === 'CronJob')
+          .map(o => o.metadata.name)
+          .sort(),
+      ).toEqual(expect.arrayContaining([expect.any(String), expect.any(String)]));
       expect(new Set(objects.filter(o => o.kind === 'CronJob').map(o => o.metadata.name)).size).toBe(2);
       expect(new Set(objects.filter(o => o.kind === 'Job').map(o => o.metadata.name)).size).toBe(2);
     });
@@ -425,7 +626,9 @@ describe('RotatingGpuSecret', () => {
     });
 
     test('a 64-character name is refused', () => {
-      expect(() => setup({ name: nameOf(64) })).toThrow(/^RotatingGpuSecret 'creds': name must be at most 63 characters \(got 64 characters: /);
+      expect(() => setup({ name: nameOf(64) })).toThrow(
+        /^RotatingGpuSecret 'creds': name must be at most 63 characters \(got 64 characters: /,
+      );
     });
   });
 
@@ -433,35 +636,57 @@ describe('RotatingGpuSecret', () => {
     const chart = new Chart(Testing.app(), 'c');
     new RotatingGpuSecret(chart, 'a', { name: 'creds', rotation });
     new RotatingGpuSecret(chart, 'b', { name: 'creds' });
-    expect(() => Testing.synth(chart)).toThrow(/RotatingGpuSecret 'b': name must make objects unique, but Secret "creds" is also made by RotatingGpuSecret 'a'/);
+    expect(() => Testing.synth(chart)).toThrow(
+      /RotatingGpuSecret 'b': name must make objects unique, but Secret "creds" is also made by RotatingGpuSecret 'a'/,
+    );
   });
 
   describe('timing model', () => {
     test('two periods plus the worst-case propagation must fit in the credential TTL, showing the sum', () => {
-      expect(() => setup({ rotation: { ...rotation, every: Duration.hours(24), credentialTtl: Duration.hours(48) } })).toThrow(
-        "RotatingGpuSecret 'creds': rotation.credentialTtl must cover two rotation periods (a run that misses its start deadline is skipped) plus the worst-case propagation: "
-        + '2 x 86400s + (job start deadline 600s + job run deadline 600s + kubelet sync 60s + sync jitter 30s + kubelet secret cache 0s + sidecar poll 10s) = 174100s; '
-        + "rotate more often or lengthen the credential's lifetime (got 48h)");
+      expect(() =>
+        setup({ rotation: { ...rotation, every: Duration.hours(24), credentialTtl: Duration.hours(48) } }),
+      ).toThrow(
+        "RotatingGpuSecret 'creds': rotation.credentialTtl must cover two rotation periods (a run that misses its start deadline is skipped) plus the worst-case propagation: " +
+          '2 x 86400s + (job start deadline 600s + job run deadline 600s + kubelet sync 60s + sync jitter 30s + kubelet secret cache 0s + sidecar poll 10s) = 174100s; ' +
+          "rotate more often or lengthen the credential's lifetime (got 48h)",
+      );
     });
 
     test('the boundary: a TTL equal to the sum is accepted, one second less is refused', () => {
       const every = Duration.hours(12);
       const sum = 2 * 43200 + 600 + 600 + 60 + 30 + 0 + 10 + 30;
-      expect(setup({ rotation: { ...rotation, every, credentialTtl: Duration.seconds(sum) } }).creds.worstCasePropagationSeconds).toBe(sum - 86400);
-      expect(() => setup({ rotation: { ...rotation, every, credentialTtl: Duration.seconds(sum - 1) } })).toThrow(/= 87730s; .*\(got 87729s\)$/);
+      expect(
+        setup({ rotation: { ...rotation, every, credentialTtl: Duration.seconds(sum) } }).creds
+          .worstCasePropagationSeconds,
+      ).toBe(sum - 86400);
+      expect(() => setup({ rotation: { ...rotation, every, credentialTtl: Duration.seconds(sum - 1) } })).toThrow(
+        /= 87730s; .*\(got 87729s\)$/,
+      );
     });
 
     test('the Cache change-detection strategy adds its TTL', () => {
       const every = Duration.hours(12);
       const ttl = Duration.seconds(87730 + 300);
-      expect(() => setup({ rotation: { ...rotation, every, credentialTtl: ttl }, kubeletSecretCacheTtl: Duration.minutes(5) })).not.toThrow();
-      expect(() => setup({ rotation: { ...rotation, every, credentialTtl: ttl }, kubeletSecretCacheTtl: Duration.minutes(6) })).toThrow(/kubelet secret cache 360s/);
+      expect(() =>
+        setup({ rotation: { ...rotation, every, credentialTtl: ttl }, kubeletSecretCacheTtl: Duration.minutes(5) }),
+      ).not.toThrow();
+      expect(() =>
+        setup({ rotation: { ...rotation, every, credentialTtl: ttl }, kubeletSecretCacheTtl: Duration.minutes(6) }),
+      ).toThrow(/kubelet secret cache 360s/);
     });
 
     test('a longer reload timeout counts when the Secret is mounted', () => {
       const chart = new Chart(Testing.app(), 'c');
-      const creds = new RotatingGpuSecret(chart, 'creds', { name: 'x', rotation: { ...rotation, every: Duration.hours(12), credentialTtl: Duration.seconds(87730) } });
-      expect(() => creds.mountInto(trainer(chart), { path: '/etc/x', onRotation: Reload.exec(['/r'], { timeout: Duration.seconds(31) }) })).toThrow(/reload timeout 31s\) = 87731s/);
+      const creds = new RotatingGpuSecret(chart, 'creds', {
+        name: 'x',
+        rotation: { ...rotation, every: Duration.hours(12), credentialTtl: Duration.seconds(87730) },
+      });
+      expect(() =>
+        creds.mountInto(trainer(chart), {
+          path: '/etc/x',
+          onRotation: Reload.exec(['/r'], { timeout: Duration.seconds(31) }),
+        }),
+      ).toThrow(/reload timeout 31s\) = 87731s/);
     });
 
     test('without a rotator, propagation is the kubelet and the sidecar only', () => {
@@ -471,12 +696,20 @@ describe('RotatingGpuSecret', () => {
 
   describe('mount paths', () => {
     const refused: Array<[string, string, RegExp]> = [
-      ['the checkpoint claim', '/checkpoints', /path must not be a path container 'trainer' already mounts \(volume '[^']+' is there\) \(got "\/checkpoints"\)/],
+      [
+        'the checkpoint claim',
+        '/checkpoints',
+        /path must not be a path container 'trainer' already mounts \(volume '[^']+' is there\) \(got "\/checkpoints"\)/,
+      ],
       ['the writable home', '/home/trainer', /path must not be a path container 'trainer' already mounts/],
       ['/dev/shm', '/dev/shm', /path must not be a system directory/],
       ['/tmp', '/tmp', /path must not be a system directory/],
       ['/etc', '/etc', /path must not be a system directory/],
-      ['the service-account token', '/var/run/secrets/kubernetes.io/serviceaccount', /path must not be a system directory/],
+      [
+        'the service-account token',
+        '/var/run/secrets/kubernetes.io/serviceaccount',
+        /path must not be a system directory/,
+      ],
       ['a parent of another mount', '/home', /path must not be a system directory/],
       ['a parent of the checkpoint mount', '/', /path must not be a system directory/],
       ['a trailing slash', '/etc/gpu/', /path must be a normalized absolute path/],
@@ -487,7 +720,9 @@ describe('RotatingGpuSecret', () => {
     test.each(refused)('refused: %s', (_label, p, message) => {
       const chart = new Chart(Testing.app(), 'c');
       const t = trainer(chart, { storage: { size: Size.gibibytes(10) } });
-      const e = errorOf(() => new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(t, { path: p, onRotation: Reload.sync() }));
+      const e = errorOf(() =>
+        new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(t, { path: p, onRotation: Reload.sync() }),
+      );
       expect(e).toBeInstanceOf(ConfigurationError);
       expect(e.message).toMatch(/^RotatingGpuSecret 'creds': /);
       expect(e.message).toMatch(message);
@@ -497,8 +732,9 @@ describe('RotatingGpuSecret', () => {
       const app = Testing.app();
       const t = trainer(new Chart(app, 'train', { namespace: 'training' }));
       const creds = new RotatingGpuSecret(new Chart(app, 'sec', { namespace: 'secrets' }), 'creds', { name: 'x' });
-      expect(() => creds.mountInto(t, { path: '/etc/x', onRotation: Reload.sync() }))
-        .toThrow("RotatingGpuSecret 'creds': mountInto needs a workload in the Secret's namespace (secrets), because a pod can only mount a Secret of its own namespace (got a workload in training)");
+      expect(() => creds.mountInto(t, { path: '/etc/x', onRotation: Reload.sync() })).toThrow(
+        "RotatingGpuSecret 'creds': mountInto needs a workload in the Secret's namespace (secrets), because a pod can only mount a Secret of its own namespace (got a workload in training)",
+      );
       const same = new RotatingGpuSecret(new Chart(app, 'sec2', { namespace: 'training' }), 'creds', { name: 'x' });
       expect(() => same.mountInto(t, { path: '/etc/x', onRotation: Reload.sync() })).not.toThrow();
     });
@@ -506,50 +742,124 @@ describe('RotatingGpuSecret', () => {
     test('mountInto twice on one path is refused, and leaves the pod as it was', () => {
       const chart = new Chart(Testing.app(), 'c');
       const t = trainer(chart);
-      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, { path: '/etc/creds', onRotation: Reload.exec(['/r']) });
+      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, {
+        path: '/etc/creds',
+        onRotation: Reload.exec(['/r']),
+      });
       const before = JSON.stringify(t._podTemplate.toTemplate());
-      expect(() => new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, { path: '/etc/creds', onRotation: Reload.sync() }))
-        .toThrow(/^RotatingGpuSecret 'b': path must not be a path container 'trainer' already mounts \(volume 'a-0' is there\) \(got "\/etc\/creds"\)$/);
+      expect(() =>
+        new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, {
+          path: '/etc/creds',
+          onRotation: Reload.sync(),
+        }),
+      ).toThrow(
+        /^RotatingGpuSecret 'b': path must not be a path container 'trainer' already mounts \(volume 'a-0' is there\) \(got "\/etc\/creds"\)$/,
+      );
       expect(JSON.stringify(t._podTemplate.toTemplate())).toBe(before);
     });
 
     test('inside a read-only mount is refused; inside a writable one (the home) is fine', () => {
       const chart = new Chart(Testing.app(), 'c');
       const t = trainer(chart);
-      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, { path: '/etc/creds', onRotation: Reload.exec(['/r']) });
-      expect(() => new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, { path: '/etc/creds/more', onRotation: Reload.exec(['/r']) }))
-        .toThrow(/path must not be inside the read-only mount \/etc\/creds/);
-      new RotatingGpuSecret(chart, 'c', { name: 'c' }).mountInto(t, { path: '/home/trainer/.config/gcloud', onRotation: Reload.exec(['/r']) });
+      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, {
+        path: '/etc/creds',
+        onRotation: Reload.exec(['/r']),
+      });
+      expect(() =>
+        new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, {
+          path: '/etc/creds/more',
+          onRotation: Reload.exec(['/r']),
+        }),
+      ).toThrow(/path must not be inside the read-only mount \/etc\/creds/);
+      new RotatingGpuSecret(chart, 'c', { name: 'c' }).mountInto(t, {
+        path: '/home/trainer/.config/gcloud',
+        onRotation: Reload.exec(['/r']),
+      });
       expect(apiServerNameErrors(synthValid(chart))).toEqual([]);
     });
 
     test('above another mount is refused', () => {
       const chart = new Chart(Testing.app(), 'c');
       const t = trainer(chart);
-      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, { path: '/etc/creds/gpu', onRotation: Reload.exec(['/r']) });
-      expect(() => new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, { path: '/etc/creds', onRotation: Reload.exec(['/r']) }))
-        .toThrow(/path must not contain another mount of container 'trainer' \(volume 'a-0' at \/etc\/creds\/gpu\)/);
+      new RotatingGpuSecret(chart, 'a', { name: 'a' }).mountInto(t, {
+        path: '/etc/creds/gpu',
+        onRotation: Reload.exec(['/r']),
+      });
+      expect(() =>
+        new RotatingGpuSecret(chart, 'b', { name: 'b' }).mountInto(t, {
+          path: '/etc/creds',
+          onRotation: Reload.exec(['/r']),
+        }),
+      ).toThrow(/path must not contain another mount of container 'trainer' \(volume 'a-0' at \/etc\/creds\/gpu\)/);
     });
   });
 
   describe('Reload.signal', () => {
     const refused: Array<[string, () => Reload, RegExp]> = [
-      ['an unknown signal', () => Reload.signal('SIGKILL', { process: 'trainer' }), /onRotation signal must be one of SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGTERM, SIGQUIT .*\(got "SIGKILL"\)/],
+      [
+        'an unknown signal',
+        () => Reload.signal('SIGKILL', { process: 'trainer' }),
+        /onRotation signal must be one of SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGTERM, SIGQUIT .*\(got "SIGKILL"\)/,
+      ],
       ['a signal number', () => Reload.signal('1', { process: 'trainer' }), /onRotation signal must be one of/],
-      ['no signal', () => Reload.signal(undefined as any, { process: 'trainer' }), /onRotation signal must be one of .*\(got undefined\)/],
-      ['no process', () => Reload.signal('SIGHUP', { process: '' }), /onRotation process must be the name of the process to signal/],
-      ['no options', () => Reload.signal('SIGHUP', undefined as any), /onRotation process must be the name of the process to signal .*\(got undefined\)/],
-      ['a path', () => Reload.signal('SIGHUP', { process: '/usr/bin/python' }), /onRotation process must be a process name \(the file name\), not a path/],
-      ['a name Linux truncates', () => Reload.signal('SIGHUP', { process: 'my-training-entrypoint' }),
-        /^RotatingGpuSecret 'creds': onRotation process must be at most 15 characters, because Linux truncates process names in \/proc\/<pid>\/comm and the sidecar would never find it; use "my-training-ent" \(got "my-training-entrypoint"\)$/],
-      ['the sidecar\'s own shell', () => Reload.signal('SIGHUP', { process: 'sh' }), /onRotation process must not be a name the reload sidecar's own processes/],
-      ['the pause process', () => Reload.signal('SIGHUP', { process: 'pause' }), /onRotation process must not be a name the reload sidecar's own processes/],
-      ...['SIGHUP', 'SIGTERM', 'SIGINT', 'SIGUSR1', 'SIGQUIT'].map((s): [string, () => Reload, RegExp] =>
-        [`torchrun with ${s}`, () => Reload.signal(s, { process: 'torchrun' }), new RegExp(`onRotation must not send ${s} to torchrun: its elastic agent handles TERM, INT, HUP and QUIT by shutting down every worker`)]),
-      ['TGI\'s launcher by its full name', () => Reload.signal('SIGHUP', { process: 'text-generation-launcher' }), /onRotation must not send SIGHUP to TGI .*ctrlc/],
-      ['TGI by its comm', () => Reload.signal('SIGUSR1', { process: 'text-generation' }), /onRotation must not send SIGUSR1 to TGI/],
+      [
+        'no signal',
+        () => Reload.signal(undefined as any, { process: 'trainer' }),
+        /onRotation signal must be one of .*\(got undefined\)/,
+      ],
+      [
+        'no process',
+        () => Reload.signal('SIGHUP', { process: '' }),
+        /onRotation process must be the name of the process to signal/,
+      ],
+      [
+        'no options',
+        () => Reload.signal('SIGHUP', undefined as any),
+        /onRotation process must be the name of the process to signal .*\(got undefined\)/,
+      ],
+      [
+        'a path',
+        () => Reload.signal('SIGHUP', { process: '/usr/bin/python' }),
+        /onRotation process must be a process name \(the file name\), not a path/,
+      ],
+      [
+        'a name Linux truncates',
+        () => Reload.signal('SIGHUP', { process: 'my-training-entrypoint' }),
+        /^RotatingGpuSecret 'creds': onRotation process must be at most 15 characters, because Linux truncates process names in \/proc\/<pid>\/comm and the sidecar would never find it; use "my-training-ent" \(got "my-training-entrypoint"\)$/,
+      ],
+      [
+        "the sidecar's own shell",
+        () => Reload.signal('SIGHUP', { process: 'sh' }),
+        /onRotation process must not be a name the reload sidecar's own processes/,
+      ],
+      [
+        'the pause process',
+        () => Reload.signal('SIGHUP', { process: 'pause' }),
+        /onRotation process must not be a name the reload sidecar's own processes/,
+      ],
+      ...['SIGHUP', 'SIGTERM', 'SIGINT', 'SIGUSR1', 'SIGQUIT'].map((s): [string, () => Reload, RegExp] => [
+        `torchrun with ${s}`,
+        () => Reload.signal(s, { process: 'torchrun' }),
+        new RegExp(
+          `onRotation must not send ${s} to torchrun: its elastic agent handles TERM, INT, HUP and QUIT by shutting down every worker`,
+        ),
+      ]),
+      [
+        "TGI's launcher by its full name",
+        () => Reload.signal('SIGHUP', { process: 'text-generation-launcher' }),
+        /onRotation must not send SIGHUP to TGI .*ctrlc/,
+      ],
+      [
+        'TGI by its comm',
+        () => Reload.signal('SIGUSR1', { process: 'text-generation' }),
+        /onRotation must not send SIGUSR1 to TGI/,
+      ],
       ['vLLM', () => Reload.signal('SIGHUP', { process: 'vllm' }), /onRotation must not send SIGHUP to vLLM/],
-      ['INT to Python', () => Reload.signal('SIGINT', { process: 'python3.11' }), /onRotation must not send SIGINT to a Python program: CPython turns INT into KeyboardInterrupt/],
+      [
+        'INT to Python',
+        () => Reload.signal('SIGINT', { process: 'python3.11' }),
+        /onRotation must not send SIGINT to a Python program: CPython turns INT into KeyboardInterrupt/,
+      ],
     ];
     test.each(refused)('refused: %s', (_label, reload, message) => {
       const e = errorOf(() => setup({}, reload()));
@@ -557,47 +867,116 @@ describe('RotatingGpuSecret', () => {
       expect(e.message).toMatch(message);
     });
 
-    test.each([['python', 'SIGHUP'], ['python3', 'SIGUSR1'], ['my-trainer', 'SIGTERM'], ['exactly15charss', 'SIGHUP'], ['nginx', 'SIGHUP']])('accepted: %s with %s', (process, signal) => {
+    test.each([
+      ['python', 'SIGHUP'],
+      ['python3', 'SIGUSR1'],
+      ['my-trainer', 'SIGTERM'],
+      ['exactly15charss', 'SIGHUP'],
+      ['nginx', 'SIGHUP'],
+    ])('accepted: %s with %s', (process, signal) => {
       expect(envOf(setup({}, Reload.signal(signal, { process })).sidecar).PROCESS_NAME).toBe(process);
     });
 
     test('python3 running torchrun, or the SGLang server, is judged as that program', () => {
       // The training job's launcher is python3 -m torch.distributed.run: its comm is python3.
-      expect(errorOf(() => setup({}, Reload.signal('SIGUSR1', { process: 'python3' }), { command: ['python3', '-m', 'torch.distributed.run'] })).message).toMatch(
-        /onRotation must not send SIGUSR1 to torchrun: its elastic agent/);
+      expect(
+        errorOf(() =>
+          setup({}, Reload.signal('SIGUSR1', { process: 'python3' }), {
+            command: ['python3', '-m', 'torch.distributed.run'],
+          }),
+        ).message,
+      ).toMatch(/onRotation must not send SIGUSR1 to torchrun: its elastic agent/);
       // With torchrun itself as the launcher, python3 is the trainer: HUP may reach its handler.
       expect(envOf(setup({}, Reload.signal('SIGHUP', { process: 'python3' })).sidecar).PROCESS_NAME).toBe('python3');
       const chart = new Chart(Testing.app(), 'c');
       const sgl = new SglangInferenceService(chart, 'sgl', { name: 'sgl', modelId: 'org/m', runAsRoot: false });
-      expect(() => new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(sgl, { path: '/etc/x', onRotation: Reload.signal('SIGHUP', { process: 'python3' }) }))
-        .toThrow(/onRotation must not send SIGHUP to the SGLang server \(python3 -m sglang\.launch_server\): .*launch_phase_sigquit_handler/);
+      expect(() =>
+        new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(sgl, {
+          path: '/etc/x',
+          onRotation: Reload.signal('SIGHUP', { process: 'python3' }),
+        }),
+      ).toThrow(
+        /onRotation must not send SIGHUP to the SGLang server \(python3 -m sglang\.launch_server\): .*launch_phase_sigquit_handler/,
+      );
     });
 
     test('a root workload is refused: the restricted sidecar cannot signal it', () => {
       const chart = new Chart(Testing.app(), 'c');
       const tgi = new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'm' });
-      expect(() => new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(tgi, { path: '/etc/x', onRotation: Reload.signal('SIGHUP', { process: 'my-server' }) }))
-        .toThrow(/Reload.signal needs a workload that runs as a non-root UID/);
+      expect(() =>
+        new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(tgi, {
+          path: '/etc/x',
+          onRotation: Reload.signal('SIGHUP', { process: 'my-server' }),
+        }),
+      ).toThrow(/Reload.signal needs a workload that runs as a non-root UID/);
     });
   });
 
   describe('Reload.exec and Reload.httpPost', () => {
     const refused: Array<[string, () => Reload, RegExp]> = [
-      ['an empty command', () => Reload.exec([]), /onRotation command must be a non-empty array: the program, then its arguments \(got \[\]\)/],
-      ['a command that is not an array', () => Reload.exec('/reload' as any), /onRotation command must be an array of strings/],
-      ['a whole command line in one element', () => Reload.exec(['/usr/bin/driver --reload']), /onRotation command\[0\] must be the program alone, without whitespace/],
+      [
+        'an empty command',
+        () => Reload.exec([]),
+        /onRotation command must be a non-empty array: the program, then its arguments \(got \[\]\)/,
+      ],
+      [
+        'a command that is not an array',
+        () => Reload.exec('/reload' as any),
+        /onRotation command must be an array of strings/,
+      ],
+      [
+        'a whole command line in one element',
+        () => Reload.exec(['/usr/bin/driver --reload']),
+        /onRotation command\[0\] must be the program alone, without whitespace/,
+      ],
       ['an empty program', () => Reload.exec(['']), /onRotation command\[0\] must be the program alone/],
-      ['a number in the command', () => Reload.exec(['/r', 3 as any]), /onRotation command\[1\] must be a string \(got 3\)/],
-      ['an image with whitespace', () => Reload.exec(['/r'], { image: 'my image' }), /onRotation image must be an image reference/],
-      ['a timeout of 0', () => Reload.exec(['/r'], { timeout: Duration.seconds(0) }), /onRotation timeout must be a whole number of seconds from 1s to 600s \(got 0s\)/],
-      ['a timeout of 1500 ms', () => Reload.exec(['/r'], { timeout: Duration.millis(1500) }), /onRotation timeout must be a whole number of seconds from 1s to 600s \(got 1500ms\)/],
-      ['a timeout that is a number', () => Reload.exec(['/r'], { timeout: 30 as any }), /onRotation timeout must be a Duration/],
-      ['a URL without scheme', () => Reload.httpPost('localhost:8080/reload'), /onRotation url must be an absolute http:\/\/ or https:\/\/ URL/],
+      [
+        'a number in the command',
+        () => Reload.exec(['/r', 3 as any]),
+        /onRotation command\[1\] must be a string \(got 3\)/,
+      ],
+      [
+        'an image with whitespace',
+        () => Reload.exec(['/r'], { image: 'my image' }),
+        /onRotation image must be an image reference/,
+      ],
+      [
+        'a timeout of 0',
+        () => Reload.exec(['/r'], { timeout: Duration.seconds(0) }),
+        /onRotation timeout must be a whole number of seconds from 1s to 600s \(got 0s\)/,
+      ],
+      [
+        'a timeout of 1500 ms',
+        () => Reload.exec(['/r'], { timeout: Duration.millis(1500) }),
+        /onRotation timeout must be a whole number of seconds from 1s to 600s \(got 1500ms\)/,
+      ],
+      [
+        'a timeout that is a number',
+        () => Reload.exec(['/r'], { timeout: 30 as any }),
+        /onRotation timeout must be a Duration/,
+      ],
+      [
+        'a URL without scheme',
+        () => Reload.httpPost('localhost:8080/reload'),
+        /onRotation url must be an absolute http:\/\/ or https:\/\/ URL/,
+      ],
       ['an ftp URL', () => Reload.httpPost('ftp://localhost/x'), /onRotation url must be an absolute http/],
-      ['a URL with a space', () => Reload.httpPost('http://localhost:8080/re load'), /onRotation url must be an absolute http/],
-      ['a port out of range', () => Reload.httpPost('http://localhost:70000/x'), /onRotation url must be an absolute http/],
+      [
+        'a URL with a space',
+        () => Reload.httpPost('http://localhost:8080/re load'),
+        /onRotation url must be an absolute http/,
+      ],
+      [
+        'a port out of range',
+        () => Reload.httpPost('http://localhost:70000/x'),
+        /onRotation url must be an absolute http/,
+      ],
       ['no URL', () => Reload.httpPost(undefined as any), /onRotation url must be an absolute http.*\(got undefined\)/],
-      ['a timeout over 10 min', () => Reload.httpPost('http://localhost/x', { timeout: Duration.minutes(11) }), /onRotation timeout must be a whole number of seconds from 1s to 600s \(got 11m\)/],
+      [
+        'a timeout over 10 min',
+        () => Reload.httpPost('http://localhost/x', { timeout: Duration.minutes(11) }),
+        /onRotation timeout must be a whole number of seconds from 1s to 600s \(got 11m\)/,
+      ],
     ];
     test.each(refused)('refused: %s', (_label, reload, message) => {
       const e = errorOf(() => setup({}, reload()));
@@ -606,43 +985,110 @@ describe('RotatingGpuSecret', () => {
       expect(e.message).toMatch(message);
     });
 
-    test.each(['http://localhost:8080/reload', 'https://127.0.0.1/-/reload?x=1', 'http://[::1]:9000/reload'])('accepted: %s', url => {
-      expect(envOf(setup({}, Reload.httpPost(url)).sidecar).RELOAD_URL).toBe(url);
-    });
+    test.each(['http://localhost:8080/reload', 'https://127.0.0.1/-/reload?x=1', 'http://[::1]:9000/reload'])(
+      'accepted: %s',
+      url => {
+        expect(envOf(setup({}, Reload.httpPost(url)).sidecar).RELOAD_URL).toBe(url);
+      },
+    );
   });
 
-  describe('wrong types get the library\'s error naming the prop, never a TypeError', () => {
+  describe("wrong types get the library's error naming the prop, never a TypeError", () => {
     const cases: Array<[string, Partial<RotatingGpuSecretProps> | any, RegExp]> = [
-      ['credentialTtl null', { rotation: { ...rotation, credentialTtl: null } }, /rotation.credentialTtl must be a Duration.*\(got null\)/],
-      ['credentialTtl a number', { rotation: { ...rotation, credentialTtl: 172800 } }, /rotation.credentialTtl must be a Duration/],
-      ['every of 1500 ms', { rotation: { ...rotation, every: Duration.millis(1500) } }, /rotation.every must be a whole number of seconds >= 3600s \(got 1500ms\)/],
-      ['every NaN', { rotation: { ...rotation, every: Duration.seconds(NaN) } }, /rotation.every must be a whole number of seconds/],
+      [
+        'credentialTtl null',
+        { rotation: { ...rotation, credentialTtl: null } },
+        /rotation.credentialTtl must be a Duration.*\(got null\)/,
+      ],
+      [
+        'credentialTtl a number',
+        { rotation: { ...rotation, credentialTtl: 172800 } },
+        /rotation.credentialTtl must be a Duration/,
+      ],
+      [
+        'every of 1500 ms',
+        { rotation: { ...rotation, every: Duration.millis(1500) } },
+        /rotation.every must be a whole number of seconds >= 3600s \(got 1500ms\)/,
+      ],
+      [
+        'every NaN',
+        { rotation: { ...rotation, every: Duration.seconds(NaN) } },
+        /rotation.every must be a whole number of seconds/,
+      ],
       ['every a string', { rotation: { ...rotation, every: '24h' } }, /rotation.every must be a Duration/],
-      ['every of 32 days', { rotation: { ...rotation, every: Duration.days(32) } }, /rotation.every must be at most 31 days/],
-      ['every of 5 h', { rotation: { ...rotation, every: Duration.hours(5) } }, /rotation.every must be a whole number of hours that divides 24, or whole days/],
-      ['every under an hour', { rotation: { ...rotation, every: Duration.minutes(30) } }, /rotation.every must be a whole number of seconds >= 3600s \(got 30m\)/],
+      [
+        'every of 32 days',
+        { rotation: { ...rotation, every: Duration.days(32) } },
+        /rotation.every must be at most 31 days/,
+      ],
+      [
+        'every of 5 h',
+        { rotation: { ...rotation, every: Duration.hours(5) } },
+        /rotation.every must be a whole number of hours that divides 24, or whole days/,
+      ],
+      [
+        'every under an hour',
+        { rotation: { ...rotation, every: Duration.minutes(30) } },
+        /rotation.every must be a whole number of seconds >= 3600s \(got 30m\)/,
+      ],
       ['reloadPollInterval a number', { reloadPollInterval: 10 }, /reloadPollInterval must be a Duration/],
-      ['reloadPollInterval 0', { reloadPollInterval: Duration.seconds(0) }, /reloadPollInterval must be a whole number of seconds from 1s to 600s/],
-      ['kubeletSecretCacheTtl over an hour', { kubeletSecretCacheTtl: Duration.hours(2) }, /kubeletSecretCacheTtl must be a whole number of seconds from 0s to 3600s \(got 2h\)/],
+      [
+        'reloadPollInterval 0',
+        { reloadPollInterval: Duration.seconds(0) },
+        /reloadPollInterval must be a whole number of seconds from 1s to 600s/,
+      ],
+      [
+        'kubeletSecretCacheTtl over an hour',
+        { kubeletSecretCacheTtl: Duration.hours(2) },
+        /kubeletSecretCacheTtl must be a whole number of seconds from 0s to 3600s \(got 2h\)/,
+      ],
       ['keys a string', { keys: 'token' }, /keys must be a non-empty array of Secret keys \(got "token"\)/],
       ['keys empty', { keys: [] }, /keys must be a non-empty array/],
       ['a key with a space', { keys: ['my token'] }, /keys\[0\] must be a valid ConfigMap or Secret key/],
       ['a key "."', { keys: ['.'] }, /keys\[0\] must be a valid ConfigMap or Secret key/],
       ['a key ".."', { keys: ['..'] }, /keys\[0\] must not start with "\.\."/],
       ['a key starting with ".."', { keys: ['..data'] }, /keys\[0\] must not start with "\.\."/],
-      ['a key of 254 characters', { keys: ['k'.repeat(254)] }, /keys\[0\] must be a valid ConfigMap or Secret key.*at most 253/],
+      [
+        'a key of 254 characters',
+        { keys: ['k'.repeat(254)] },
+        /keys\[0\] must be a valid ConfigMap or Secret key.*at most 253/,
+      ],
       ['a key that is a number', { keys: [42] }, /keys\[0\] must be a valid ConfigMap or Secret key.*\(got 42\)/],
       ['a repeated key', { keys: ['a', 'a'] }, /keys must not repeat a key \(got "a"\)/],
       ['name a number', { name: 42 }, /name must be a non-empty DNS-1123 label \(got 42\)/],
       ['rotation a string', { rotation: 'daily' }, /rotation must be an object \(got "daily"\)/],
       ['rotation.image missing', { rotation: { command: ['/rotate'] } }, /rotation.image must be an image reference/],
-      ['rotation.command a string', { rotation: { ...rotation, command: '/rotate' } }, /rotation.command must be an array of strings/],
+      [
+        'rotation.command a string',
+        { rotation: { ...rotation, command: '/rotate' } },
+        /rotation.command must be an array of strings/,
+      ],
       ['rotation.command empty', { rotation: { ...rotation, command: [] } }, /rotation.command must not be empty/],
-      ['rotation.env value a number', { rotation: { ...rotation, env: { PROVIDER: 3 } } }, /rotation.env.PROVIDER must be a string \(got 3\)/],
-      ['rotation.env SECRET_NAME', { rotation: { ...rotation, env: { SECRET_NAME: 'x' } } }, /rotation.env.SECRET_NAME is set by the construct/],
-      ['rotation.env bad name', { rotation: { ...rotation, env: { '1X': 'x' } } }, /rotation.env.1X must be a valid environment variable name/],
-      ['a typo in a prop', { reloadPollIntervall: Duration.seconds(5) }, /reloadPollIntervall is not a known prop; did you mean 'reloadPollInterval'\?/],
-      ['a typo in rotation', { rotation: { ...rotation, evry: Duration.hours(1) } }, /rotation.evry is not a known prop; did you mean 'every'\?/],
+      [
+        'rotation.env value a number',
+        { rotation: { ...rotation, env: { PROVIDER: 3 } } },
+        /rotation.env.PROVIDER must be a string \(got 3\)/,
+      ],
+      [
+        'rotation.env SECRET_NAME',
+        { rotation: { ...rotation, env: { SECRET_NAME: 'x' } } },
+        /rotation.env.SECRET_NAME is set by the construct/,
+      ],
+      [
+        'rotation.env bad name',
+        { rotation: { ...rotation, env: { '1X': 'x' } } },
+        /rotation.env.1X must be a valid environment variable name/,
+      ],
+      [
+        'a typo in a prop',
+        { reloadPollIntervall: Duration.seconds(5) },
+        /reloadPollIntervall is not a known prop; did you mean 'reloadPollInterval'\?/,
+      ],
+      [
+        'a typo in rotation',
+        { rotation: { ...rotation, evry: Duration.hours(1) } },
+        /rotation.evry is not a known prop; did you mean 'every'\?/,
+      ],
     ];
     test.each(cases)('%s', (_label, props, message) => {
       const e = errorOf(() => setup(props));
@@ -658,12 +1104,32 @@ describe('RotatingGpuSecret', () => {
     });
 
     test.each<[string, (chart: Chart) => [any, any], RegExp]>([
-      ['no workload', () => [undefined, { path: '/etc/x', onRotation: Reload.sync() }], /mountInto needs a workload of this library/],
-      ['a construct that is not a workload', chart => [new Chart(chart, 'x'), { path: '/etc/x', onRotation: Reload.sync() }], /mountInto needs a workload of this library/],
+      [
+        'no workload',
+        () => [undefined, { path: '/etc/x', onRotation: Reload.sync() }],
+        /mountInto needs a workload of this library/,
+      ],
+      [
+        'a construct that is not a workload',
+        chart => [new Chart(chart, 'x'), { path: '/etc/x', onRotation: Reload.sync() }],
+        /mountInto needs a workload of this library/,
+      ],
       ['no options', chart => [trainer(chart), undefined], /mountInto options must be an object \(got undefined\)/],
-      ['onRotation a string', chart => [trainer(chart), { path: '/etc/x', onRotation: 'sighup' }], /onRotation must be a Reload.*\(got "sighup"\)/],
-      ['path a number', chart => [trainer(chart), { path: 1, onRotation: Reload.sync() }], /path must be an absolute path.*\(got 1\)/],
-      ['an unknown option', chart => [trainer(chart), { path: '/etc/x', onRotation: Reload.sync(), readOnly: true }], /readOnly is not a known prop/],
+      [
+        'onRotation a string',
+        chart => [trainer(chart), { path: '/etc/x', onRotation: 'sighup' }],
+        /onRotation must be a Reload.*\(got "sighup"\)/,
+      ],
+      [
+        'path a number',
+        chart => [trainer(chart), { path: 1, onRotation: Reload.sync() }],
+        /path must be an absolute path.*\(got 1\)/,
+      ],
+      [
+        'an unknown option',
+        chart => [trainer(chart), { path: '/etc/x', onRotation: Reload.sync(), readOnly: true }],
+        /readOnly is not a known prop/,
+      ],
     ])('mountInto: %s', (_label, args, message) => {
       const chart = new Chart(Testing.app(), 'c');
       const [workload, options] = args(chart);
@@ -685,8 +1151,14 @@ describe('RotatingGpuSecret', () => {
     const pod = findOne(objects, 'StatefulSet').spec.template.spec;
     const sidecar = pod.containers.find((c: any) => c.name.startsWith('reload-'));
     expect(sidecar.image).toBe('myorg/gpu-driver:2.1.0');
-    expect(envOf(sidecar)).toMatchObject({ ACTION: 'exec', KEYS: 'credentials.json', ACTION_TIMEOUT_SECONDS: '30', WATCH_DIR: '/etc/gpu' });
-    for (const { where, spec } of podSpecsOf(objects)) expect(`${where}: ${podSecurityLevel(spec)}`).toBe(`${where}: restricted`);
+    expect(envOf(sidecar)).toMatchObject({
+      ACTION: 'exec',
+      KEYS: 'credentials.json',
+      ACTION_TIMEOUT_SECONDS: '30',
+      WATCH_DIR: '/etc/gpu',
+    });
+    for (const { where, spec } of podSpecsOf(objects))
+      expect(`${where}: ${podSecurityLevel(spec)}`).toBe(`${where}: restricted`);
   });
 });
 
@@ -695,15 +1167,21 @@ describe('the env check covers the shared workload props and escape hatches', ()
     const chart = new Chart(Testing.app(), 'c');
     new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
     trainer(chart, { env: { TOKEN: EnvValue.fromSecretKey('gpu-credentials', 'token') } });
-    expect(() => Testing.synth(chart)).toThrow(/RotatingGpuSecret 'creds': StatefulSet\/\S+: container 'trainer' reads rotating Secret 'gpu-credentials' through env TOKEN/);
+    expect(() => Testing.synth(chart)).toThrow(
+      /RotatingGpuSecret 'creds': StatefulSet\/\S+: container 'trainer' reads rotating Secret 'gpu-credentials' through env TOKEN/,
+    );
   });
 
   test('an envFrom added by a JsonPatch escape hatch fails synth too', () => {
     const chart = new Chart(Testing.app(), 'c');
     new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
     const t = trainer(chart);
-    t.statefulSet.addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/envFrom', [{ secretRef: { name: 'gpu-credentials' } }]));
-    expect(() => Testing.synth(chart)).toThrow(/container 'trainer' reads rotating Secret 'gpu-credentials' through envFrom/);
+    t.statefulSet.addJsonPatch(
+      JsonPatch.add('/spec/template/spec/containers/0/envFrom', [{ secretRef: { name: 'gpu-credentials' } }]),
+    );
+    expect(() => Testing.synth(chart)).toThrow(
+      /container 'trainer' reads rotating Secret 'gpu-credentials' through envFrom/,
+    );
   });
 
   test('another Secret read through env is fine', () => {

@@ -11,7 +11,6 @@ import { onPath, Shell, SHELLS } from '../support/shells';
  * calls a tool the image lacks fails here as it would in the pod.
  */
 
-
 /** Host tools a Debian image with coreutils has, for the dash runs. */
 const DEBIAN_TOOLS = ['sleep', 'timeout', 'sha256sum', 'md5sum', 'cksum', 'cp', 'mv', 'cat', 'wget', 'rm'];
 
@@ -52,7 +51,9 @@ export function toolbox(shell: Shell, dir: string, options: ToolboxOptions = {})
     const link = path.join(bin, tool);
     if (options.replace?.[tool] !== undefined) {
       const real = shell === 'busybox' ? `${sh} ${tool}` : target;
-      fs.writeFileSync(link, `#!${SHELLS.dash ?? '/bin/sh'}\nREAL="${real}"\n${options.replace[tool]}\n`, { mode: 0o755 });
+      fs.writeFileSync(link, `#!${SHELLS.dash ?? '/bin/sh'}\nREAL="${real}"\n${options.replace[tool]}\n`, {
+        mode: 0o755,
+      });
     } else {
       fs.symlinkSync(target, link);
     }
@@ -67,8 +68,12 @@ export class Sidecar {
   private exitedAt?: number;
 
   constructor(readonly proc: ChildProcess) {
-    proc.stdout!.on('data', d => { this.output += d; });
-    proc.stderr!.on('data', d => { this.output += d; });
+    proc.stdout!.on('data', d => {
+      this.output += d;
+    });
+    proc.stderr!.on('data', d => {
+      this.output += d;
+    });
     this.exited = new Promise(resolve => {
       void exitWithOutput(proc).then(({ code, signal }) => {
         this.exitedAt = Date.now();
@@ -106,12 +111,23 @@ export class Sidecar {
 }
 
 /** Starts the script under a shell, with only the given env and the toolbox PATH. */
-export function startSidecar(shell: Shell, script: string, argv0: string, args: string[], env: Record<string, string>, bin: string, launcher: string[] = []): Sidecar {
+export function startSidecar(
+  shell: Shell,
+  script: string,
+  argv0: string,
+  args: string[],
+  env: Record<string, string>,
+  bin: string,
+  launcher: string[] = [],
+): Sidecar {
   const sh = SHELLS[shell]!;
   const shellArgs = shell === 'busybox' ? ['sh', '-c', script, argv0, ...args] : ['-c', script, argv0, ...args];
   // The launcher comes from the host, not from the image's PATH.
-  const [command, ...prefix] = launcher.length > 0 ? [onPath(launcher[0]) ?? launcher[0], ...launcher.slice(1), sh] : [sh];
-  return new Sidecar(spawn(command, [...prefix, ...shellArgs], { env: { ...env, PATH: bin }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const [command, ...prefix] =
+    launcher.length > 0 ? [onPath(launcher[0]) ?? launcher[0], ...launcher.slice(1), sh] : [sh];
+  return new Sidecar(
+    spawn(command, [...prefix, ...shellArgs], { env: { ...env, PATH: bin }, stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
 }
 
 export const pause = (ms: number) => new Promise(r => setTimeout(r, ms));

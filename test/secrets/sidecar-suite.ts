@@ -7,10 +7,23 @@ import * as path from 'path';
 import { Chart, Duration, Testing } from 'cdk8s';
 import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret } from '../../src';
 import { atomicWrite } from '../support/atomic-writer';
-import { lines, pause, Shell, SHELLS, Sidecar, startSidecar, toolbox, ToolboxOptions, waitFor } from './sidecar-harness';
+import {
+  lines,
+  pause,
+  Shell,
+  SHELLS,
+  Sidecar,
+  startSidecar,
+  toolbox,
+  ToolboxOptions,
+  waitFor,
+} from './sidecar-harness';
 
 /** The sidecar exactly as synthesized: its command, args and env, taken from the YAML. */
-function synthesized(onRotation: Reload, keys?: string[]): { script: string; argv0: string; args: string[]; env: Record<string, string> } {
+function synthesized(
+  onRotation: Reload,
+  keys?: string[],
+): { script: string; argv0: string; args: string[]; env: Record<string, string> } {
   const chart = new Chart(Testing.app(), 'c');
   const trainer = new GpuTrainingStatefulSet(chart, 't', { name: 't', image: 'i', gpusPerPod: 1, args: ['train.py'] });
   new RotatingGpuSecret(chart, 's', { name: 'creds', keys }).mountInto(trainer, { path: '/etc/gpu', onRotation });
@@ -18,7 +31,12 @@ function synthesized(onRotation: Reload, keys?: string[]): { script: string; arg
   const sidecar = sts.spec.template.spec.containers.find((c: any) => c.name.startsWith('reload-'));
   expect(sidecar.command.slice(0, 2)).toEqual(['sh', '-c']);
   const [, , script, argv0] = sidecar.command;
-  return { script, argv0, args: sidecar.args ?? [], env: Object.fromEntries(sidecar.env.map((e: any) => [e.name, e.value])) };
+  return {
+    script,
+    argv0,
+    args: sidecar.args ?? [],
+    env: Object.fromEntries(sidecar.env.map((e: any) => [e.name, e.value])),
+  };
 }
 
 /** Fast settings for tests: the script takes fractions of a second. */
@@ -34,8 +52,9 @@ const SHORT_TIMEOUT: Record<Shell, string> = { dash: '0.3', busybox: '1' };
 export function describeSidecar(shell: Shell): void {
   if (SHELLS[shell] === undefined) {
     test(`${shell} is installed, so that the sidecar script is tested under it`, () => {
-      const message = `!!! The reload sidecar script was NOT tested under ${shell}: it is not installed. `
-        + `Install it (apt-get install -y ${shell}); .ci/run does this before the tests.`;
+      const message =
+        `!!! The reload sidecar script was NOT tested under ${shell}: it is not installed. ` +
+        `Install it (apt-get install -y ${shell}); .ci/run does this before the tests.`;
       // Loud on a developer's machine, fatal in CI.
       console.warn(message);
       if (process.env.CI) throw new Error(message);
@@ -69,11 +88,27 @@ function suite(shell: Shell): void {
 
   /** A toolbox whose sha256sum also counts the fingerprints, so tests can wait for polls. */
   function bin(options: ToolboxOptions = {}): string {
-    return toolbox(shell, work, { ...options, replace: { sha256sum: `echo poll >> ${polls}; exec $REAL "$@"`, ...options.replace } });
+    return toolbox(shell, work, {
+      ...options,
+      replace: { sha256sum: `echo poll >> ${polls}; exec $REAL "$@"`, ...options.replace },
+    });
   }
 
-  function run(s: ReturnType<typeof synthesized>, env: Record<string, string>, options: ToolboxOptions = {}, launcher: string[] = []): Sidecar {
-    const sidecar = startSidecar(shell, s.script, s.argv0, s.args, { ...s.env, WATCH_DIR: watch, ...FAST, ...env }, bin(options), launcher);
+  function run(
+    s: ReturnType<typeof synthesized>,
+    env: Record<string, string>,
+    options: ToolboxOptions = {},
+    launcher: string[] = [],
+  ): Sidecar {
+    const sidecar = startSidecar(
+      shell,
+      s.script,
+      s.argv0,
+      s.args,
+      { ...s.env, WATCH_DIR: watch, ...FAST, ...env },
+      bin(options),
+      launcher,
+    );
     started.push(sidecar);
     return sidecar;
   }
@@ -89,8 +124,9 @@ function suite(shell: Shell): void {
    * `fail` file holds a count above zero.
    */
   function recorder(extra: Partial<{ keys: string[] }> = {}) {
-    const cmd = `if [ -f ${work}/fail ]; then n=$(cat ${work}/fail); if [ "$n" -gt 0 ]; then echo $((n-1)) > ${work}/fail; exit 1; fi; fi; `
-      + `cat ${watch}/credentials.json >> ${reloads}; echo >> ${reloads}`;
+    const cmd =
+      `if [ -f ${work}/fail ]; then n=$(cat ${work}/fail); if [ "$n" -gt 0 ]; then echo $((n-1)) > ${work}/fail; exit 1; fi; fi; ` +
+      `cat ${watch}/credentials.json >> ${reloads}; echo >> ${reloads}`;
     return synthesized(Reload.exec(['sh', '-c', cmd]), extra.keys);
   }
 
@@ -175,7 +211,12 @@ function suite(shell: Shell): void {
       res.end('ok');
     });
     await new Promise<void>(r => server.listen(0, '127.0.0.1', r));
-    helpers.push({ kill: () => { server.closeAllConnections(); server.close(); } });
+    helpers.push({
+      kill: () => {
+        server.closeAllConnections();
+        server.close();
+      },
+    });
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/reload`;
     const s = run(synthesized(Reload.httpPost(url)), { ACTION_TIMEOUT_SECONDS: SHORT_TIMEOUT[shell] });
     expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
@@ -237,16 +278,24 @@ function suite(shell: Shell): void {
       expect(none.output).toMatch(/no process named 'rln\d+' to signal/);
     });
 
-    test('takes SIGHUP as well as HUP, in the form dash\'s kill -s needs', async () => {
+    test("takes SIGHUP as well as HUP, in the form dash's kill -s needs", async () => {
       const target = uniqueProcess('rls');
-      const once = run(synthesized(Reload.signal('HUP', { process: 'trainer' })), { PROCESS_NAME: target.name, SIGNAL: 'SIGHUP', RUN_ONCE: '1' });
+      const once = run(synthesized(Reload.signal('HUP', { process: 'trainer' })), {
+        PROCESS_NAME: target.name,
+        SIGNAL: 'SIGHUP',
+        RUN_ONCE: '1',
+      });
       expect((await once.exited).code).toBe(0);
       expect((await target.proc.exited).signal).toBe('SIGHUP');
     });
   });
 
   describe('fails loudly, never a watcher that does nothing', () => {
-    async function fatal(s: ReturnType<typeof synthesized>, env: Record<string, string>, options: ToolboxOptions): Promise<string> {
+    async function fatal(
+      s: ReturnType<typeof synthesized>,
+      env: Record<string, string>,
+      options: ToolboxOptions,
+    ): Promise<string> {
       const sidecar = run(s, env, options);
       const { code } = await sidecar.exited;
       expect(code).toBe(1);
@@ -263,11 +312,15 @@ function suite(shell: Shell): void {
     });
 
     test('no wget for http', async () => {
-      expect(await fatal(synthesized(Reload.httpPost('http://127.0.0.1:1/x')), {}, { omit: ['wget'] })).toMatch(/fatal: this image has no 'wget'/);
+      expect(await fatal(synthesized(Reload.httpPost('http://127.0.0.1:1/x')), {}, { omit: ['wget'] })).toMatch(
+        /fatal: this image has no 'wget'/,
+      );
     });
 
     test('the exec command is not in the image', async () => {
-      expect(await fatal(synthesized(Reload.exec(['/usr/local/bin/gpu-driver', '--reload'])), {}, {})).toMatch(/fatal: this image has no '\/usr\/local\/bin\/gpu-driver'/);
+      expect(await fatal(synthesized(Reload.exec(['/usr/local/bin/gpu-driver', '--reload'])), {}, {})).toMatch(
+        /fatal: this image has no '\/usr\/local\/bin\/gpu-driver'/,
+      );
     });
 
     test('a fingerprint that comes back empty', async () => {
@@ -276,7 +329,9 @@ function suite(shell: Shell): void {
     });
 
     test('a setting that is not a number', async () => {
-      expect(await fatal(recorder(), { POLL_SECONDS: '10s' }, {})).toMatch(/fatal: POLL_SECONDS must be a number of seconds \(got '10s'\)/);
+      expect(await fatal(recorder(), { POLL_SECONDS: '10s' }, {})).toMatch(
+        /fatal: POLL_SECONDS must be a number of seconds \(got '10s'\)/,
+      );
     });
 
     test('md5sum alone is enough (Debian busybox has no cksum)', async () => {
@@ -303,7 +358,10 @@ function suite(shell: Shell): void {
 
     // PID 1 of a PID namespace, as in its container: without a trap the kernel drops TERM. As root
     // a PID namespace is enough; otherwise a user namespace maps us to root inside it.
-    const unshare = [['unshare', '--pid', '--fork', '--kill-child'], ['unshare', '--user', '--map-root-user', '--pid', '--fork', '--kill-child']].find(cmd => {
+    const unshare = [
+      ['unshare', '--pid', '--fork', '--kill-child'],
+      ['unshare', '--user', '--map-root-user', '--pid', '--fork', '--kill-child'],
+    ].find(cmd => {
       try {
         execFileSync(cmd[0], [...cmd.slice(1), 'true'], { stdio: 'ignore' });
         return true;
@@ -321,7 +379,9 @@ function suite(shell: Shell): void {
 
     if (!unshare) {
       test('as PID 1 of its own PID namespace', () => {
-        console.warn(`!!! The reload sidecar was NOT tested as PID 1 under ${shell}: unshare cannot create a PID namespace here.`);
+        console.warn(
+          `!!! The reload sidecar was NOT tested as PID 1 under ${shell}: unshare cannot create a PID namespace here.`,
+        );
       });
       return;
     }
@@ -330,8 +390,11 @@ function suite(shell: Shell): void {
       // The control: a shell without a trap, as PID 1, outlives TERM, so this setup is the container's.
       const control = startSidecar(shell, 'sleep 5', 'control', [], {}, bin(), unshare);
       started.push(control);
-      await waitFor(() => fs.existsSync(`/proc/${control.proc.pid}/task/${control.proc.pid}/children`)
-        && fs.readFileSync(`/proc/${control.proc.pid}/task/${control.proc.pid}/children`, 'utf8').trim() !== '');
+      await waitFor(
+        () =>
+          fs.existsSync(`/proc/${control.proc.pid}/task/${control.proc.pid}/children`) &&
+          fs.readFileSync(`/proc/${control.proc.pid}/task/${control.proc.pid}/children`, 'utf8').trim() !== '',
+      );
       process.kill(namespaceInit(control), 'SIGTERM');
       await pause(300);
       expect(control.running).toBe(true);
@@ -346,9 +409,19 @@ function suite(shell: Shell): void {
     });
   });
 
-  test('the construct\'s own settings are what the script reads', () => {
-    const s = synthesized(Reload.httpPost('http://localhost:8080/reload', { timeout: Duration.seconds(7) }), ['a', '.b']);
-    expect(s.env).toMatchObject({ KEYS: 'a .b', POLL_SECONDS: '10', ACTION: 'http', ACTION_TIMEOUT_SECONDS: '7', RELOAD_URL: 'http://localhost:8080/reload' });
-    for (const name of ['WATCH_DIR', 'KEYS', 'ACTION', 'POLL_SECONDS', 'ACTION_TIMEOUT_SECONDS', 'RELOAD_URL']) expect(s.script).toContain(name);
+  test("the construct's own settings are what the script reads", () => {
+    const s = synthesized(Reload.httpPost('http://localhost:8080/reload', { timeout: Duration.seconds(7) }), [
+      'a',
+      '.b',
+    ]);
+    expect(s.env).toMatchObject({
+      KEYS: 'a .b',
+      POLL_SECONDS: '10',
+      ACTION: 'http',
+      ACTION_TIMEOUT_SECONDS: '7',
+      RELOAD_URL: 'http://localhost:8080/reload',
+    });
+    for (const name of ['WATCH_DIR', 'KEYS', 'ACTION', 'POLL_SECONDS', 'ACTION_TIMEOUT_SECONDS', 'RELOAD_URL'])
+      expect(s.script).toContain(name);
   });
 }

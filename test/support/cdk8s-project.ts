@@ -19,7 +19,11 @@ export interface PluginDeclaration {
  * ApiObjects, with this package's validation plugins declared under `validations:` (loaded from the
  * built package, as `npm test` builds it first). `files` are written into the project first.
  */
-export function synthProject(objects: object[], validations: PluginDeclaration[], files: Record<string, string> = {}): SpawnSyncReturns<string> {
+export function synthProject(
+  objects: object[],
+  validations: PluginDeclaration[],
+  files: Record<string, string> = {},
+): SpawnSyncReturns<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdk8s-project-'));
   try {
     for (const [file, content] of Object.entries(files)) {
@@ -27,21 +31,31 @@ export function synthProject(objects: object[], validations: PluginDeclaration[]
       fs.writeFileSync(path.join(dir, file), content);
     }
     fs.writeFileSync(path.join(dir, 'objects.json'), JSON.stringify(objects));
-    fs.writeFileSync(path.join(dir, 'app.js'), [
-      "const fs = require('fs');",
-      "const { App, Chart, ApiObject } = require('cdk8s');",
-      'const app = new App();',
-      "const chart = new Chart(app, 'app');",
-      "JSON.parse(fs.readFileSync('objects.json', 'utf8')).forEach((o, i) => new ApiObject(chart, 'o' + i, o));",
-      'app.synth();',
-    ].join('\n'));
-    fs.writeFileSync(path.join(dir, 'cdk8s.yaml'), stringify({
-      language: 'typescript',
-      app: 'node app.js',
-      output: 'dist',
-      validations: validations.map(v => ({ package: ROOT, version: VERSION, ...v })),
-    }));
-    return spawnSync(CDK8S, ['synth'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_PATH: path.join(ROOT, 'node_modules') } });
+    fs.writeFileSync(
+      path.join(dir, 'app.js'),
+      [
+        "const fs = require('fs');",
+        "const { App, Chart, ApiObject } = require('cdk8s');",
+        'const app = new App();',
+        "const chart = new Chart(app, 'app');",
+        "JSON.parse(fs.readFileSync('objects.json', 'utf8')).forEach((o, i) => new ApiObject(chart, 'o' + i, o));",
+        'app.synth();',
+      ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(dir, 'cdk8s.yaml'),
+      stringify({
+        language: 'typescript',
+        app: 'node app.js',
+        output: 'dist',
+        validations: validations.map(v => ({ package: ROOT, version: VERSION, ...v })),
+      }),
+    );
+    return spawnSync(CDK8S, ['synth'], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, NODE_PATH: path.join(ROOT, 'node_modules') },
+    });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

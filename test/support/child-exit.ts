@@ -8,12 +8,20 @@ import { ChildProcess } from 'child_process';
  * the pipes, but never comes while a grandchild (a sleep the script started) still holds them, so
  * the pipes get a bounded wait after the exit instead.
  */
-export function exitWithOutput(proc: ChildProcess, pipeWaitMs = 1000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  const pipes = [proc.stdout, proc.stderr].filter(s => s !== null).map(s => new Promise<void>(done => {
-    if (s!.readableEnded || s!.destroyed) return done();
-    s!.once('end', done);
-    s!.once('close', done);
-  }));
+export function exitWithOutput(
+  proc: ChildProcess,
+  pipeWaitMs = 1000,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  const pipes = [proc.stdout, proc.stderr]
+    .filter(s => s !== null)
+    .map(
+      s =>
+        new Promise<void>(done => {
+          if (s.readableEnded || s.destroyed) return done();
+          s.once('end', done);
+          s.once('close', done);
+        }),
+    );
   return new Promise(resolve => {
     proc.once('exit', (code, signal) => {
       const timer = setTimeout(() => resolve({ code, signal }), pipeWaitMs);

@@ -17,7 +17,11 @@ export function synthApps(build: (app: App) => void): { dir: string; files: Reco
 export function readDir(dir: string): Record<string, string> {
   const files: Record<string, string> = {};
   if (!fs.existsSync(dir)) return files;
-  for (const f of fs.readdirSync(dir).filter(f => f.endsWith('.yaml')).sort()) files[f] = fs.readFileSync(path.join(dir, f), 'utf8');
+  for (const f of fs
+    .readdirSync(dir)
+    .filter(f => f.endsWith('.yaml'))
+    .sort())
+    files[f] = fs.readFileSync(path.join(dir, f), 'utf8');
   return files;
 }
 
@@ -29,15 +33,29 @@ export function lineDiff(expected: string, actual: string, context = 2): string 
   const n = a.length;
   const m = b.length;
   const lcs: Uint32Array[] = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  for (let i = n - 1; i >= 0; i--)
+    for (let j = m - 1; j >= 0; j--)
+      lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
   const ops: Array<[' ' | '-' | '+', string, number]> = [];
   let i = 0;
   let j = 0;
   while (i < n || j < m) {
-    if (i < n && j < m && a[i] === b[j]) { ops.push([' ', a[i], i + 1]); i++; j++; } else if (i < n && (j >= m || lcs[i + 1][j] >= lcs[i][j + 1])) { ops.push(['-', a[i], i + 1]); i++; } else { ops.push(['+', b[j], i + 1]); j++; }
+    if (i < n && j < m && a[i] === b[j]) {
+      ops.push([' ', a[i], i + 1]);
+      i++;
+      j++;
+    } else if (i < n && (j >= m || lcs[i + 1][j] >= lcs[i][j + 1])) {
+      ops.push(['-', a[i], i + 1]);
+      i++;
+    } else {
+      ops.push(['+', b[j], i + 1]);
+      j++;
+    }
   }
   const keep = new Set<number>();
-  ops.forEach((op, k) => { if (op[0] !== ' ') for (let c = k - context; c <= k + context; c++) keep.add(c); });
+  ops.forEach((op, k) => {
+    if (op[0] !== ' ') for (let c = k - context; c <= k + context; c++) keep.add(c);
+  });
   const out: string[] = [];
   let last = -2;
   ops.forEach((op, k) => {

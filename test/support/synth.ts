@@ -33,7 +33,7 @@ export function outputErrorsOf(scope: Chart | App): string {
 
 /** A fresh chart in a test app. */
 export function testChart(namespace?: string): Chart {
-  return new Chart(Testing.app() as App, 'test', namespace ? { namespace } : {});
+  return new Chart(Testing.app(), 'test', namespace ? { namespace } : {});
 }
 
 export function findOne(objects: any[], kind: string, name?: string): any {

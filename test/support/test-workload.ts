@@ -56,7 +56,19 @@ export class TestWorkload extends Construct {
         serviceName: props.name,
         selector: { matchLabels: selector },
         template: pod.template.toTemplate(),
-        ...(props.claim ? { volumeClaimTemplates: [{ metadata: { name: props.claim.name }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: k8s.Quantity.fromString('1Gi') } } } }] } : {}),
+        ...(props.claim
+          ? {
+              volumeClaimTemplates: [
+                {
+                  metadata: { name: props.claim.name },
+                  spec: {
+                    accessModes: ['ReadWriteOnce'],
+                    resources: { requests: { storage: k8s.Quantity.fromString('1Gi') } },
+                  },
+                },
+              ],
+            }
+          : {}),
       },
     });
   }
@@ -67,7 +79,8 @@ export function testWorkloadError(props: Partial<TestWorkloadProps>): string {
   try {
     new TestWorkload(testChart(), 'w', { name: 'w', ...props });
   } catch (e) {
-    if (!(e instanceof ConfigurationError)) throw new Error(`expected a ConfigurationError, got ${(e as Error)?.name}: ${(e as Error)?.message}`);
+    if (!(e instanceof ConfigurationError))
+      throw new Error(`expected a ConfigurationError, got ${(e as Error)?.name}: ${(e as Error)?.message}`);
     return e.message;
   }
   throw new Error('expected a ConfigurationError, but construction succeeded');

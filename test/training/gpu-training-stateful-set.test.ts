@@ -3,13 +3,25 @@ import * as path from 'path';
 import { Chart, Duration, Size, Testing } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import {
-  ConfigurationError, DisruptionBudget, EnvFrom, EnvValue, GpuTrainingStatefulSet, GpuTrainingStatefulSetProps, PodSecurityLevel, Rdma,
+  ConfigurationError,
+  DisruptionBudget,
+  EnvFrom,
+  EnvValue,
+  GpuTrainingStatefulSet,
+  GpuTrainingStatefulSetProps,
+  PodSecurityLevel,
+  Rdma,
   TrainingUpdateStrategy,
 } from '../../src';
 import { podSecurityLevel } from '../support/pod-security';
 import { envOf, findOne, synthValid, testChart } from '../support/synth';
 
-const base: GpuTrainingStatefulSetProps = { name: 'onnx-trainer', image: 'onnxruntime/multi-gpu:1.3.0', gpusPerPod: 2, args: ['train.py'] };
+const base: GpuTrainingStatefulSetProps = {
+  name: 'onnx-trainer',
+  image: 'onnxruntime/multi-gpu:1.3.0',
+  gpusPerPod: 2,
+  args: ['train.py'],
+};
 
 function synth(props: Partial<GpuTrainingStatefulSetProps> = {}, id = 'trainer', namespace?: string) {
   const chart = testChart(namespace);
@@ -20,7 +32,7 @@ function synth(props: Partial<GpuTrainingStatefulSetProps> = {}, id = 'trainer',
 }
 
 function construct(props: Partial<GpuTrainingStatefulSetProps>): GpuTrainingStatefulSet {
-  return new GpuTrainingStatefulSet(new Chart(Testing.app(), 'c'), 'trainer', { ...base, ...props } as GpuTrainingStatefulSetProps);
+  return new GpuTrainingStatefulSet(new Chart(Testing.app(), 'c'), 'trainer', { ...base, ...props });
 }
 
 const LAUNCH_SCRIPT = fs.readFileSync(path.join(__dirname, '..', '..', 'src', 'training', 'launch.sh'), 'utf8');
@@ -54,20 +66,32 @@ describe('GpuTrainingStatefulSet', () => {
 
     test('derived names stay valid at the longest accepted name', () => {
       const name = 'a'.repeat(49);
-      const { objects, trainer } = synth({ name, version: 2, replicas: 12, gpuConfig: { NCCL_DEBUG: 'WARN' }, storage: { claimName: 'c', size: Size.gibibytes(1) } });
+      const { objects, trainer } = synth({
+        name,
+        version: 2,
+        replicas: 12,
+        gpuConfig: { NCCL_DEBUG: 'WARN' },
+        storage: { claimName: 'c', size: Size.gibibytes(1) },
+      });
       expect(trainer.statefulSetName).toHaveLength(52);
       expect(findOne(objects, 'ConfigMap').metadata.name).toBe(`${name}-v2-gpu-config`);
       expect(trainer.claimNames[11]).toBe(`c-${name}-v2-11`);
       expect(trainer.claimNames[11].length).toBeLessThanOrEqual(63);
-      for (const o of objects) for (const value of Object.values(o.metadata.labels ?? {})) expect((value as string).length).toBeLessThanOrEqual(63);
+      for (const o of objects)
+        for (const value of Object.values(o.metadata.labels ?? {}))
+          expect((value as string).length).toBeLessThanOrEqual(63);
     });
 
     test('a claim name that would make a per-rank claim name longer than 63 characters is refused at the boundary', () => {
       const name = 'a'.repeat(49);
       // <claim>-<52 characters>-9: the claim template may take 63 - 52 - 3 = 8 characters.
-      expect(() => construct({ name, version: 2, replicas: 10, storage: { claimName: 'abcdefghi', size: Size.gibibytes(1) } })).toThrow(
-        /storage.claimName must be at most 63 characters \(got 64 characters: abcdefghi-a{49}-v2-9\)/);
-      expect(construct({ name, version: 2, replicas: 10, storage: { claimName: 'abcdefgh', size: Size.gibibytes(1) } }).claimNames[9]).toHaveLength(63);
+      expect(() =>
+        construct({ name, version: 2, replicas: 10, storage: { claimName: 'abcdefghi', size: Size.gibibytes(1) } }),
+      ).toThrow(/storage.claimName must be at most 63 characters \(got 64 characters: abcdefghi-a{49}-v2-9\)/);
+      expect(
+        construct({ name, version: 2, replicas: 10, storage: { claimName: 'abcdefgh', size: Size.gibibytes(1) } })
+          .claimNames[9],
+      ).toHaveLength(63);
     });
   });
 
@@ -125,8 +149,17 @@ describe('GpuTrainingStatefulSet', () => {
       const { main, trainer } = synth({ version: 2, replicas: 3, gpusPerPod: 2 });
       const env = envOf(main);
       const address = 'onnx-trainer-v2-0.onnx-trainer-v2.$(POD_NAMESPACE).svc.cluster.local';
-      expect(main.env[0]).toEqual({ name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } });
-      expect(env).toMatchObject({ MASTER_ADDR: address, MASTER_PORT: '29500', NNODES: '3', NPROC_PER_NODE: '2', WORLD_SIZE: '6' });
+      expect(main.env[0]).toEqual({
+        name: 'POD_NAMESPACE',
+        valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } },
+      });
+      expect(env).toMatchObject({
+        MASTER_ADDR: address,
+        MASTER_PORT: '29500',
+        NNODES: '3',
+        NPROC_PER_NODE: '2',
+        WORLD_SIZE: '6',
+      });
       expect(env.NODE_RANK).toEqual({ fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } });
       expect(trainer.masterAddress).toBe(address);
       expect(trainer.worldSize).toBe(6);
@@ -139,46 +172,108 @@ describe('GpuTrainingStatefulSet', () => {
     });
 
     test.each([
-      ['WORLD_SIZE', 'replicas and gpusPerPod'], ['PET_MAX_RESTARTS', 'maxRestarts'], ['PET_RDZV_ID', 'runId'],
-      ['TORCH_ELASTIC_SHUTDOWN_TIMEOUT', 'terminationGracePeriod'], ['PET_SHUTDOWN_TIMEOUT', 'terminationGracePeriod'], ['MASTER_PORT', 'masterPort'],
+      ['WORLD_SIZE', 'replicas and gpusPerPod'],
+      ['PET_MAX_RESTARTS', 'maxRestarts'],
+      ['PET_RDZV_ID', 'runId'],
+      ['TORCH_ELASTIC_SHUTDOWN_TIMEOUT', 'terminationGracePeriod'],
+      ['PET_SHUTDOWN_TIMEOUT', 'terminationGracePeriod'],
+      ['MASTER_PORT', 'masterPort'],
       ['CDK8S_GPU_STATE_DIR', 'storage or sharedCheckpoints'],
     ])('user env %s is refused, naming the prop to use (%s)', (name, via) => {
       expect(() => construct({ env: { [name]: '8' } })).toThrow(
-        `GpuTrainingStatefulSet 'trainer': env.${name} is set by the construct; set ${via} instead (got "8")`);
+        `GpuTrainingStatefulSet 'trainer': env.${name} is set by the construct; set ${via} instead (got "8")`,
+      );
     });
 
     test('PET_STANDALONE, which would replace the gang rendezvous with one on localhost, is pinned off and refused in env', () => {
       expect(envOf(synth().main).PET_STANDALONE).toBe('0');
-      expect(() => construct({ env: { PET_STANDALONE: '1' } })).toThrow(/env.PET_STANDALONE is set by the construct for its own mechanism/);
+      expect(() => construct({ env: { PET_STANDALONE: '1' } })).toThrow(
+        /env.PET_STANDALONE is set by the construct for its own mechanism/,
+      );
     });
 
     test.each([
-      ['WORLD_SIZE', /gpuConfig.WORLD_SIZE is set by the construct, whose value would silently win over the ConfigMap; set replicas and gpusPerPod instead \(got "1"\)/],
-      ['PET_SHUTDOWN_TIMEOUT', /gpuConfig.PET_SHUTDOWN_TIMEOUT is set by the construct.*set terminationGracePeriod instead/],
-      ['PET_STANDALONE', /gpuConfig.PET_STANDALONE is set by the construct, whose value would silently win over the ConfigMap \(got "1"\)/],
-    ])('a gpuConfig key the construct sets (%s), which the ConfigMap could never change, is refused', (key, message) => {
-      expect(() => construct({ gpuConfig: { [key]: '1' } })).toThrow(message);
-    });
+      [
+        'WORLD_SIZE',
+        /gpuConfig.WORLD_SIZE is set by the construct, whose value would silently win over the ConfigMap; set replicas and gpusPerPod instead \(got "1"\)/,
+      ],
+      [
+        'PET_SHUTDOWN_TIMEOUT',
+        /gpuConfig.PET_SHUTDOWN_TIMEOUT is set by the construct.*set terminationGracePeriod instead/,
+      ],
+      [
+        'PET_STANDALONE',
+        /gpuConfig.PET_STANDALONE is set by the construct, whose value would silently win over the ConfigMap \(got "1"\)/,
+      ],
+    ])(
+      'a gpuConfig key the construct sets (%s), which the ConfigMap could never change, is refused',
+      (key, message) => {
+        expect(() => construct({ gpuConfig: { [key]: '1' } })).toThrow(message);
+      },
+    );
 
     test.each<[string, Partial<GpuTrainingStatefulSetProps>, string]>([
-      ['--nnodes', { args: ['--nnodes', '2', 'train.py'] }, "args[0] must not pass torchrun's --nnodes: the construct sets it from replicas; set that instead (got \"--nnodes\")"],
-      ['--nnodes=', { args: ['--nnodes=1:4', 'train.py'] }, "args[0] must not pass torchrun's --nnodes: the construct sets it from replicas"],
-      ['--nproc_per_node', { args: ['--nproc_per_node=gpu', 'train.py'] }, "args[0] must not pass torchrun's --nproc-per-node: the construct sets it from gpusPerPod"],
-      ['an abbreviation', { args: ['--max-rest', '9', 'train.py'] }, "args[0] must not pass torchrun's --max-restarts: the construct sets it from maxRestarts"],
-      ['--rdzv-backend', { args: ['--rdzv-conf', 'read_timeout=300', '--rdzv-backend', 'static', 'train.py'] }, "args[2] must not pass torchrun's --rdzv-backend: the construct sets it for its gang rendezvous"],
-      ['--rdzv-id', { args: ['--rdzv_id=x', 'train.py'] }, "args[0] must not pass torchrun's --rdzv-id: the construct sets it from runId"],
+      [
+        '--nnodes',
+        { args: ['--nnodes', '2', 'train.py'] },
+        'args[0] must not pass torchrun\'s --nnodes: the construct sets it from replicas; set that instead (got "--nnodes")',
+      ],
+      [
+        '--nnodes=',
+        { args: ['--nnodes=1:4', 'train.py'] },
+        "args[0] must not pass torchrun's --nnodes: the construct sets it from replicas",
+      ],
+      [
+        '--nproc_per_node',
+        { args: ['--nproc_per_node=gpu', 'train.py'] },
+        "args[0] must not pass torchrun's --nproc-per-node: the construct sets it from gpusPerPod",
+      ],
+      [
+        'an abbreviation',
+        { args: ['--max-rest', '9', 'train.py'] },
+        "args[0] must not pass torchrun's --max-restarts: the construct sets it from maxRestarts",
+      ],
+      [
+        '--rdzv-backend',
+        { args: ['--rdzv-conf', 'read_timeout=300', '--rdzv-backend', 'static', 'train.py'] },
+        "args[2] must not pass torchrun's --rdzv-backend: the construct sets it for its gang rendezvous",
+      ],
+      [
+        '--rdzv-id',
+        { args: ['--rdzv_id=x', 'train.py'] },
+        "args[0] must not pass torchrun's --rdzv-id: the construct sets it from runId",
+      ],
       ['--standalone', { args: ['--standalone', 'train.py'] }, "args[0] must not pass torchrun's --standalone"],
-      ['--shutdown-timeout', { args: ['--shutdown-timeout', '900', 'train.py'] }, "args[0] must not pass torchrun's --shutdown-timeout: the construct sets it from terminationGracePeriod"],
-      ['--master-port', { args: ['--master-port', '1234', 'train.py'] }, "args[0] must not pass torchrun's --master-port"],
-      ['in command', { command: ['torchrun', '--node-rank', '0'], args: ['train.py'] }, "command[1] must not pass torchrun's --node-rank"],
-      ['python -m torch.distributed.run', { command: ['python3', '-m', 'torch.distributed.run'], args: ['--nnodes', '2', 'train.py'] }, "args[0] must not pass torchrun's --nnodes"],
+      [
+        '--shutdown-timeout',
+        { args: ['--shutdown-timeout', '900', 'train.py'] },
+        "args[0] must not pass torchrun's --shutdown-timeout: the construct sets it from terminationGracePeriod",
+      ],
+      [
+        '--master-port',
+        { args: ['--master-port', '1234', 'train.py'] },
+        "args[0] must not pass torchrun's --master-port",
+      ],
+      [
+        'in command',
+        { command: ['torchrun', '--node-rank', '0'], args: ['train.py'] },
+        "command[1] must not pass torchrun's --node-rank",
+      ],
+      [
+        'python -m torch.distributed.run',
+        { command: ['python3', '-m', 'torch.distributed.run'], args: ['--nnodes', '2', 'train.py'] },
+        "args[0] must not pass torchrun's --nnodes",
+      ],
     ])('torchrun option %s, which would silently undo a prop, is refused', (_label, props, message) => {
       expect(() => construct(props)).toThrow(`GpuTrainingStatefulSet 'trainer': ${message}`);
     });
 
     test.each<[string, Partial<GpuTrainingStatefulSetProps>]>([
-      ['the script\'s own options', { args: ['train.py', '--nnodes', '2', '--max-restarts', '1'] }],
-      ['options torchrun leaves to the user', { args: ['--rdzv-conf', 'read_timeout=300', '--log-dir', '/tmp/logs', '-r', '3', '--tee=3', 'train.py'] }],
+      ["the script's own options", { args: ['train.py', '--nnodes', '2', '--max-restarts', '1'] }],
+      [
+        'options torchrun leaves to the user',
+        { args: ['--rdzv-conf', 'read_timeout=300', '--log-dir', '/tmp/logs', '-r', '3', '--tee=3', 'train.py'] },
+      ],
       ['a module launch', { args: ['-m', 'mypkg.train', '--nnodes', '2'] }],
       ['another launcher', { command: ['accelerate', 'launch'], args: ['--num_machines', '2', 'train.py'] }],
     ])('%s are accepted', (_label, props) => {
@@ -193,7 +288,7 @@ describe('GpuTrainingStatefulSet', () => {
     });
   });
 
-  describe('gang restart: torchrun\'s c10d rendezvous on rank 0\'s stable address', () => {
+  describe("gang restart: torchrun's c10d rendezvous on rank 0's stable address", () => {
     test('PET_* variables make torchrun an elastic agent that restarts every rank together', () => {
       const { main, trainer } = synth({ version: 2, replicas: 4, gpusPerPod: 8, maxRestarts: 5 });
       const env = envOf(main);
@@ -216,24 +311,33 @@ describe('GpuTrainingStatefulSet', () => {
     });
 
     test.each([[-1], [1.5], [1001], ['3' as any], [NaN]])('maxRestarts %p is refused', value => {
-      expect(() => construct({ maxRestarts: value })).toThrow(/^GpuTrainingStatefulSet 'trainer': maxRestarts must be a whole number from 0 to 1000/);
+      expect(() => construct({ maxRestarts: value })).toThrow(
+        /^GpuTrainingStatefulSet 'trainer': maxRestarts must be a whole number from 0 to 1000/,
+      );
     });
 
     test('the cluster domain reaches the rendezvous endpoint', () => {
-      expect(envOf(synth({ clusterDomain: 'corp.example' }).main).PET_RDZV_ENDPOINT).toBe('onnx-trainer-0.onnx-trainer.$(POD_NAMESPACE).svc.corp.example:29500');
+      expect(envOf(synth({ clusterDomain: 'corp.example' }).main).PET_RDZV_ENDPOINT).toBe(
+        'onnx-trainer-0.onnx-trainer.$(POD_NAMESPACE).svc.corp.example:29500',
+      );
     });
   });
 
   describe('finished once: the launch wrapper', () => {
     test('the container runs src/training/launch.sh with sh, and the launcher as its arguments', () => {
-      const { main } = synth({ command: ['python', '-m', 'torch.distributed.run'], args: ['train.py', '--epochs', '3'] });
+      const { main } = synth({
+        command: ['python', '-m', 'torch.distributed.run'],
+        args: ['train.py', '--epochs', '3'],
+      });
       expect(main.command).toEqual(['sh', '-c', LAUNCH_SCRIPT, 'cdk8s-gpu-launch']);
       expect(main.args).toEqual(['python', '-m', 'torch.distributed.run', 'train.py', '--epochs', '3']);
     });
 
     test('the launcher defaults to torchrun, which then needs the training script', () => {
       expect(synth().main.args).toEqual(['torchrun', 'train.py']);
-      expect(() => construct({ args: undefined })).toThrow(/args must name the training script when command is the default torchrun/);
+      expect(() => construct({ args: undefined })).toThrow(
+        /args must name the training script when command is the default torchrun/,
+      );
       expect(() => construct({ command: [] })).toThrow(/command must not be empty/);
     });
 
@@ -262,11 +366,14 @@ describe('GpuTrainingStatefulSet', () => {
       expect(() => construct({ runId: '../x' })).toThrow(/runId must be a DNS-1123 label/);
     });
 
-    test('completion is visible to kubectl wait through the trainer\'s last termination, and no readiness probe gates it', () => {
+    test("completion is visible to kubectl wait through the trainer's last termination, and no readiness probe gates it", () => {
       const { main, trainer } = synth({}, 'trainer', 'ml');
       expect(trainer.waitForCompletionCommand).toBe(
-        'kubectl wait pod -n ml -l app.kubernetes.io/instance=onnx-trainer --for=jsonpath=\'{.status.containerStatuses[?(@.name=="trainer")].lastState.terminated.reason}\'=Completed --timeout=-1s');
-      expect(trainer.restartCommand).toBe('kubectl delete pod -n ml -l app.kubernetes.io/instance=onnx-trainer --wait=false');
+        'kubectl wait pod -n ml -l app.kubernetes.io/instance=onnx-trainer --for=jsonpath=\'{.status.containerStatuses[?(@.name=="trainer")].lastState.terminated.reason}\'=Completed --timeout=-1s',
+      );
+      expect(trainer.restartCommand).toBe(
+        'kubectl delete pod -n ml -l app.kubernetes.io/instance=onnx-trainer --wait=false',
+      );
       expect(main.name).toBe('trainer');
       // Ready must keep meaning "running": Kueue's waitForPodsReady and the PDB count Ready pods.
       expect(main.readinessProbe).toBeUndefined();
@@ -282,7 +389,15 @@ describe('GpuTrainingStatefulSet', () => {
   });
 
   describe('an honest checkpoint window', () => {
-    test.each([[300, 285], [900, 885], [30, 15], [29, 14], [10, 5], [1, 0], [0, 0]])('a grace period of %ds gives torchrun %ds', (grace, timeout) => {
+    test.each([
+      [300, 285],
+      [900, 885],
+      [30, 15],
+      [29, 14],
+      [10, 5],
+      [1, 0],
+      [0, 0],
+    ])('a grace period of %ds gives torchrun %ds', (grace, timeout) => {
       const { main, pod, trainer } = synth({ terminationGracePeriod: Duration.seconds(grace) });
       expect(pod.terminationGracePeriodSeconds).toBe(grace);
       expect(envOf(main).TORCH_ELASTIC_SHUTDOWN_TIMEOUT).toBe(String(timeout));
@@ -295,7 +410,7 @@ describe('GpuTrainingStatefulSet', () => {
   });
 
   describe('admitted whole: Kueue', () => {
-    test('queueName labels the StatefulSet (not the pods: Kueue\'s webhook does that)', () => {
+    test("queueName labels the StatefulSet (not the pods: Kueue's webhook does that)", () => {
       const { sts, trainer } = synth({ queueName: 'gpu-team-a' });
       expect(sts.metadata.labels['kueue.x-k8s.io/queue-name']).toBe('gpu-team-a');
       expect(sts.spec.template.metadata.labels['kueue.x-k8s.io/queue-name']).toBeUndefined();
@@ -309,12 +424,16 @@ describe('GpuTrainingStatefulSet', () => {
       expect(() => construct({ queueName: q })).toThrow(/^GpuTrainingStatefulSet 'trainer': queueName must be/);
     });
 
-    test('Kueue\'s own pod labels are refused, pointing at queueName', () => {
-      expect(() => construct({ pod: { labels: { 'kueue.x-k8s.io/queue-name': 'q' } } })).toThrow(/pod.labels.kueue.x-k8s.io\/queue-name is Kueue's: set queueName/);
+    test("Kueue's own pod labels are refused, pointing at queueName", () => {
+      expect(() => construct({ pod: { labels: { 'kueue.x-k8s.io/queue-name': 'q' } } })).toThrow(
+        /pod.labels.kueue.x-k8s.io\/queue-name is Kueue's: set queueName/,
+      );
     });
 
     test('gang scheduling through another scheduler goes through pod.schedulerName and pod.annotations', () => {
-      const { pod, sts } = synth({ pod: { schedulerName: 'volcano', annotations: { 'scheduling.k8s.io/group-name': 'onnx-trainer' } } });
+      const { pod, sts } = synth({
+        pod: { schedulerName: 'volcano', annotations: { 'scheduling.k8s.io/group-name': 'onnx-trainer' } },
+      });
       expect(pod.schedulerName).toBe('volcano');
       expect(sts.spec.template.metadata.annotations['scheduling.k8s.io/group-name']).toBe('onnx-trainer');
     });
@@ -342,8 +461,12 @@ describe('GpuTrainingStatefulSet', () => {
     });
 
     test('pod metadata, scheduling and gpuConfig do not change it', () => {
-      expect(id({ replicas: 2, pod: { labels: { team: 'nlp' }, annotations: { a: 'b' }, priorityClassName: 'high' } })).toBe(baseline);
-      expect(id({ replicas: 2, gpuConfig: { NCCL_DEBUG: 'INFO' } })).toBe(id({ replicas: 2, gpuConfig: { NCCL_DEBUG: 'WARN' } }));
+      expect(
+        id({ replicas: 2, pod: { labels: { team: 'nlp' }, annotations: { a: 'b' }, priorityClassName: 'high' } }),
+      ).toBe(baseline);
+      expect(id({ replicas: 2, gpuConfig: { NCCL_DEBUG: 'INFO' } })).toBe(
+        id({ replicas: 2, gpuConfig: { NCCL_DEBUG: 'WARN' } }),
+      );
     });
   });
 
@@ -360,22 +483,30 @@ describe('GpuTrainingStatefulSet', () => {
     });
 
     test('the InfiniBand choices run the trainer as root, where their IPC_LOCK reaches it (no ambient capabilities for a non-root exec)', () => {
-      for (const rdma of [Rdma.sharedDevice(), Rdma.sriov({ networks: ['ib-a'], resourceName: 'nvidia.com/sriov_rdma_vf' })]) {
+      for (const rdma of [
+        Rdma.sharedDevice(),
+        Rdma.sriov({ networks: ['ib-a'], resourceName: 'nvidia.com/sriov_rdma_vf' }),
+      ]) {
         const { pod, main, trainer } = synth({ rdma });
         expect(pod.securityContext.runAsUser).toBeUndefined();
         expect(main.securityContext.runAsNonRoot).toBeUndefined();
         expect(envOf(main).USER).toBeUndefined();
         expect(trainer.podSecurityLevel).toBe(PodSecurityLevel.PRIVILEGED);
         expect(() => synth({ rdma, runAsRoot: false })).toThrow(
-          /^GpuTrainingStatefulSet 'trainer': runAsRoot must be true with Rdma\.sharedDevice\(\) or Rdma\.sriov\(\): their IPC_LOCK reaches only a root process .* \(got false\)$/);
-        expect(() => synth({ rdma, runAsUser: 1000 })).toThrow("GpuTrainingStatefulSet 'trainer': runAsUser must be left out when the pod runs as root (runAsRoot: true) (got 1000)");
+          /^GpuTrainingStatefulSet 'trainer': runAsRoot must be true with Rdma\.sharedDevice\(\) or Rdma\.sriov\(\): their IPC_LOCK reaches only a root process .* \(got false\)$/,
+        );
+        expect(() => synth({ rdma, runAsUser: 1000 })).toThrow(
+          "GpuTrainingStatefulSet 'trainer': runAsUser must be left out when the pod runs as root (runAsRoot: true) (got 1000)",
+        );
       }
       // EFA adds no capability: the pod stays non-root.
       expect(synth({ rdma: Rdma.efa(1) }).pod.securityContext.runAsUser).toBe(1000);
     });
 
     test('SR-IOV through Multus: the networks annotation, one VF per network, bootstrap on eth0', () => {
-      const { main, sts } = synth({ rdma: Rdma.sriov({ networks: ['ib-a', 'ml/ib-b@net2'], resourceName: 'nvidia.com/sriov_rdma_vf' }) });
+      const { main, sts } = synth({
+        rdma: Rdma.sriov({ networks: ['ib-a', 'ml/ib-b@net2'], resourceName: 'nvidia.com/sriov_rdma_vf' }),
+      });
       expect(sts.spec.template.metadata.annotations['k8s.v1.cni.cncf.io/networks']).toBe('ib-a,ml/ib-b@net2');
       expect(main.resources.limits['nvidia.com/sriov_rdma_vf']).toBe(2);
       expect(envOf(main)).toMatchObject({ NCCL_NET: 'IB', NCCL_SOCKET_IFNAME: 'eth0' });
@@ -401,17 +532,60 @@ describe('GpuTrainingStatefulSet', () => {
     });
 
     test.each<[string, Partial<GpuTrainingStatefulSetProps>, RegExp]>([
-      ['a boolean', { rdma: true as any }, /rdma must be made with Rdma.sharedDevice\(\), Rdma.sriov\(\{...\}\) or Rdma.efa\(n\) \(got true\)/],
+      [
+        'a boolean',
+        { rdma: true as any },
+        /rdma must be made with Rdma.sharedDevice\(\), Rdma.sriov\(\{...\}\) or Rdma.efa\(n\) \(got true\)/,
+      ],
       ['EFA count 0', { rdma: Rdma.efa(0) }, /rdma \(Rdma.efa count\) must be a whole number from 1 to 64 \(got 0\)/],
-      ['no networks', { rdma: Rdma.sriov({ networks: [], resourceName: 'nvidia.com/vf' }) }, /rdma.networks must name at least one/],
-      ['a bad network', { rdma: Rdma.sriov({ networks: ['Bad Net'], resourceName: 'nvidia.com/vf' }) }, /rdma.networks\[0\] must be a NetworkAttachmentDefinition/],
-      ['a network twice', { rdma: Rdma.sriov({ networks: ['a', 'a'], resourceName: 'nvidia.com/vf' }) }, /rdma.networks must not name an attachment twice/],
-      ['a resource without a domain', { rdma: Rdma.sharedDevice({ resourceName: 'rdma' }) }, /rdma.resourceName must be an extended resource name/],
-      ['a GID index out of range', { rdma: Rdma.sharedDevice({ gidIndex: 256 }) }, /rdma.gidIndex must be a whole number from 0 to 255/],
-      ['an unknown option', { rdma: Rdma.sharedDevice({ hcas: 'mlx5' } as any) }, /rdma.hcas is not a known prop; did you mean 'hca'\?/],
-      ['the resource twice', { rdma: Rdma.efa(4), extendedResources: { 'vpc.amazonaws.com/efa': 4 } }, /extendedResources.vpc.amazonaws.com\/efa is requested by rdma already/],
-      ['the networks annotation twice', { rdma: Rdma.sriov({ networks: ['a'], resourceName: 'nvidia.com/vf' }), pod: { annotations: { 'k8s.v1.cni.cncf.io/networks': 'b' } } }, /pod.annotations.k8s.v1.cni.cncf.io\/networks is set by rdma/],
-      ['the networks annotation beside shared-device networks', { rdma: Rdma.sharedDevice({ networks: ['a'] }), pod: { annotations: { 'k8s.v1.cni.cncf.io/networks': 'b' } } }, /pod.annotations.k8s.v1.cni.cncf.io\/networks is set by rdma/],
+      [
+        'no networks',
+        { rdma: Rdma.sriov({ networks: [], resourceName: 'nvidia.com/vf' }) },
+        /rdma.networks must name at least one/,
+      ],
+      [
+        'a bad network',
+        { rdma: Rdma.sriov({ networks: ['Bad Net'], resourceName: 'nvidia.com/vf' }) },
+        /rdma.networks\[0\] must be a NetworkAttachmentDefinition/,
+      ],
+      [
+        'a network twice',
+        { rdma: Rdma.sriov({ networks: ['a', 'a'], resourceName: 'nvidia.com/vf' }) },
+        /rdma.networks must not name an attachment twice/,
+      ],
+      [
+        'a resource without a domain',
+        { rdma: Rdma.sharedDevice({ resourceName: 'rdma' }) },
+        /rdma.resourceName must be an extended resource name/,
+      ],
+      [
+        'a GID index out of range',
+        { rdma: Rdma.sharedDevice({ gidIndex: 256 }) },
+        /rdma.gidIndex must be a whole number from 0 to 255/,
+      ],
+      [
+        'an unknown option',
+        { rdma: Rdma.sharedDevice({ hcas: 'mlx5' } as any) },
+        /rdma.hcas is not a known prop; did you mean 'hca'\?/,
+      ],
+      [
+        'the resource twice',
+        { rdma: Rdma.efa(4), extendedResources: { 'vpc.amazonaws.com/efa': 4 } },
+        /extendedResources.vpc.amazonaws.com\/efa is requested by rdma already/,
+      ],
+      [
+        'the networks annotation twice',
+        {
+          rdma: Rdma.sriov({ networks: ['a'], resourceName: 'nvidia.com/vf' }),
+          pod: { annotations: { 'k8s.v1.cni.cncf.io/networks': 'b' } },
+        },
+        /pod.annotations.k8s.v1.cni.cncf.io\/networks is set by rdma/,
+      ],
+      [
+        'the networks annotation beside shared-device networks',
+        { rdma: Rdma.sharedDevice({ networks: ['a'] }), pod: { annotations: { 'k8s.v1.cni.cncf.io/networks': 'b' } } },
+        /pod.annotations.k8s.v1.cni.cncf.io\/networks is set by rdma/,
+      ],
     ])('%s is refused', (_label, props, message) => {
       expect(() => construct(props)).toThrow(message);
     });
@@ -419,11 +593,18 @@ describe('GpuTrainingStatefulSet', () => {
 
   describe('storage', () => {
     test('claim templates with retention Retain/Retain', () => {
-      const { sts, main, trainer } = synth({ replicas: 2, storage: { claimName: 'gpu-pvc', size: Size.gibibytes(100), storageClassName: 'fast-ssd' } });
+      const { sts, main, trainer } = synth({
+        replicas: 2,
+        storage: { claimName: 'gpu-pvc', size: Size.gibibytes(100), storageClassName: 'fast-ssd' },
+      });
       expect(sts.spec.volumeClaimTemplates).toHaveLength(1);
       const [vct] = sts.spec.volumeClaimTemplates;
       expect(vct.metadata.name).toBe('gpu-pvc');
-      expect(vct.spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } }, storageClassName: 'fast-ssd' });
+      expect(vct.spec).toEqual({
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '100Gi' } },
+        storageClassName: 'fast-ssd',
+      });
       expect(main.volumeMounts).toContainEqual({ name: 'gpu-pvc', mountPath: '/checkpoints' });
       expect(sts.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenDeleted: 'Retain', whenScaled: 'Retain' });
       expect(trainer.claimNames).toEqual(['gpu-pvc-onnx-trainer-0', 'gpu-pvc-onnx-trainer-1']);
@@ -435,30 +616,50 @@ describe('GpuTrainingStatefulSet', () => {
       expect(trainer.claimName).toBe('data');
     });
 
-    test.each(['/tmp', '/dev/shm', '/home/trainer', '/var/lib/cdk8s-gpu'])('storage.mountPath %s collides with a mount of the pod and is refused', p => {
-      expect(() => construct({ storage: { size: Size.gibibytes(1), mountPath: p } })).toThrow(
-        /^GpuTrainingStatefulSet 'trainer': storage.mountPath must not be a path container 'trainer' already mounts/);
-    });
+    test.each(['/tmp', '/dev/shm', '/home/trainer', '/var/lib/cdk8s-gpu'])(
+      'storage.mountPath %s collides with a mount of the pod and is refused',
+      p => {
+        expect(() => construct({ storage: { size: Size.gibibytes(1), mountPath: p } })).toThrow(
+          /^GpuTrainingStatefulSet 'trainer': storage.mountPath must not be a path container 'trainer' already mounts/,
+        );
+      },
+    );
 
     test.each(['/', '/etc', '/checkpoints/', '/a//b', 'ckpt'])('storage.mountPath %j is refused', p => {
-      expect(() => construct({ storage: { size: Size.gibibytes(1), mountPath: p } })).toThrow(/^GpuTrainingStatefulSet 'trainer': storage.mountPath must/);
+      expect(() => construct({ storage: { size: Size.gibibytes(1), mountPath: p } })).toThrow(
+        /^GpuTrainingStatefulSet 'trainer': storage.mountPath must/,
+      );
     });
 
-    test.each(['dshm', 'home', 'tmp', 'job-state', 'shared-checkpoints'])('storage.claimName %s, a volume of the pod, is refused', name => {
-      expect(() => construct({ storage: { claimName: name, size: Size.gibibytes(1) } })).toThrow(
-        /^GpuTrainingStatefulSet 'trainer': storage.claimName must differ from the pod's own volumes/);
-    });
+    test.each(['dshm', 'home', 'tmp', 'job-state', 'shared-checkpoints'])(
+      'storage.claimName %s, a volume of the pod, is refused',
+      name => {
+        expect(() => construct({ storage: { claimName: name, size: Size.gibibytes(1) } })).toThrow(
+          /^GpuTrainingStatefulSet 'trainer': storage.claimName must differ from the pod's own volumes/,
+        );
+      },
+    );
 
     test('a user volume named like the claim template is refused', () => {
-      expect(() => construct({ storage: { claimName: 'ckpt', size: Size.gibibytes(1) }, volumes: [{ volume: { name: 'ckpt', emptyDir: {} } }] })).toThrow(
-        /volumes\[0\].volume.name must not reuse a volume name the pod already has/);
+      expect(() =>
+        construct({
+          storage: { claimName: 'ckpt', size: Size.gibibytes(1) },
+          volumes: [{ volume: { name: 'ckpt', emptyDir: {} } }],
+        }),
+      ).toThrow(/volumes\[0\].volume.name must not reuse a volume name the pod already has/);
     });
   });
 
   describe('shared checkpoints', () => {
     test('an existing ReadWriteMany claim is mounted by every rank, beside the per-rank claims', () => {
-      const { pod, main, trainer, objects } = synth({ storage: { size: Size.gibibytes(1) }, sharedCheckpoints: { claimName: 'team-ckpt', mountPath: '/dcp' } });
-      expect(pod.volumes).toContainEqual({ name: 'shared-checkpoints', persistentVolumeClaim: { claimName: 'team-ckpt' } });
+      const { pod, main, trainer, objects } = synth({
+        storage: { size: Size.gibibytes(1) },
+        sharedCheckpoints: { claimName: 'team-ckpt', mountPath: '/dcp' },
+      });
+      expect(pod.volumes).toContainEqual({
+        name: 'shared-checkpoints',
+        persistentVolumeClaim: { claimName: 'team-ckpt' },
+      });
       expect(main.volumeMounts).toContainEqual({ name: 'shared-checkpoints', mountPath: '/dcp' });
       expect(main.volumeMounts).toContainEqual({ name: 'data', mountPath: '/checkpoints' });
       expect(trainer.sharedClaimName).toBe('team-ckpt');
@@ -469,13 +670,21 @@ describe('GpuTrainingStatefulSet', () => {
     test('a new version mounts the same shared claim', () => {
       const v1 = synth({ sharedCheckpoints: { claimName: 'team-ckpt' } }).pod.volumes;
       const v2 = synth({ version: 2, sharedCheckpoints: { claimName: 'team-ckpt' } }).pod.volumes;
-      expect(v2.find((v: any) => v.name === 'shared-checkpoints')).toEqual(v1.find((v: any) => v.name === 'shared-checkpoints'));
+      expect(v2.find((v: any) => v.name === 'shared-checkpoints')).toEqual(
+        v1.find((v: any) => v.name === 'shared-checkpoints'),
+      );
     });
 
     test.each<[Partial<GpuTrainingStatefulSetProps>, RegExp]>([
       [{ sharedCheckpoints: { claimName: 'Team' } }, /sharedCheckpoints.claimName must be a DNS-1123 subdomain/],
-      [{ sharedCheckpoints: { claimName: 'c', mountPath: '/tmp' } }, /sharedCheckpoints.mountPath must not be a path container 'trainer' already mounts/],
-      [{ storage: { size: Size.gibibytes(1) }, sharedCheckpoints: { claimName: 'c', mountPath: '/checkpoints' } }, /storage.mountPath must not be a path container 'trainer' already mounts/],
+      [
+        { sharedCheckpoints: { claimName: 'c', mountPath: '/tmp' } },
+        /sharedCheckpoints.mountPath must not be a path container 'trainer' already mounts/,
+      ],
+      [
+        { storage: { size: Size.gibibytes(1) }, sharedCheckpoints: { claimName: 'c', mountPath: '/checkpoints' } },
+        /storage.mountPath must not be a path container 'trainer' already mounts/,
+      ],
       [{ sharedCheckpoints: { claimName: 'c', path: '/x' } as any }, /sharedCheckpoints.path is not a known prop/],
       [{ sharedCheckpoints: 'c' as any }, /sharedCheckpoints must be an object/],
     ])('%j is refused', (props, message) => {
@@ -513,13 +722,25 @@ describe('GpuTrainingStatefulSet', () => {
     test('blocks voluntary evictions of a running job by default, but never for unhealthy pods', () => {
       const { objects, sts, trainer } = synth();
       const pdb = findOne(objects, 'PodDisruptionBudget');
-      expect(pdb.spec).toEqual({ maxUnavailable: 0, selector: sts.spec.selector, unhealthyPodEvictionPolicy: 'AlwaysAllow' });
+      expect(pdb.spec).toEqual({
+        maxUnavailable: 0,
+        selector: sts.spec.selector,
+        unhealthyPodEvictionPolicy: 'AlwaysAllow',
+      });
       expect(trainer.podDisruptionBudget).toBeDefined();
     });
 
     test('can be changed or removed', () => {
-      expect(findOne(synth({ disruptionBudget: DisruptionBudget.maxUnavailable(1) }).objects, 'PodDisruptionBudget').spec.maxUnavailable).toBe(1);
-      expect(findOne(synth({ replicas: 3, disruptionBudget: DisruptionBudget.minAvailable(3) }).objects, 'PodDisruptionBudget').spec.minAvailable).toBe(3);
+      expect(
+        findOne(synth({ disruptionBudget: DisruptionBudget.maxUnavailable(1) }).objects, 'PodDisruptionBudget').spec
+          .maxUnavailable,
+      ).toBe(1);
+      expect(
+        findOne(
+          synth({ replicas: 3, disruptionBudget: DisruptionBudget.minAvailable(3) }).objects,
+          'PodDisruptionBudget',
+        ).spec.minAvailable,
+      ).toBe(3);
       const none = synth({ disruptionBudget: DisruptionBudget.none() });
       expect(none.objects.filter(o => o.kind === 'PodDisruptionBudget')).toEqual([]);
       expect(none.trainer.podDisruptionBudget).toBeUndefined();
@@ -527,7 +748,10 @@ describe('GpuTrainingStatefulSet', () => {
 
     test.each<[DisruptionBudget, RegExp]>([
       [DisruptionBudget.minAvailable(4), /disruptionBudget minAvailable must be at most replicas \(3\).*\(got 4\)/],
-      [DisruptionBudget.maxUnavailable(-1), /disruptionBudget \(maxUnavailable\) must be a whole number >= 0 \(got -1\)/],
+      [
+        DisruptionBudget.maxUnavailable(-1),
+        /disruptionBudget \(maxUnavailable\) must be a whole number >= 0 \(got -1\)/,
+      ],
       [DisruptionBudget.minAvailable(1.5), /disruptionBudget \(minAvailable\) must be a whole number >= 0 \(got 1.5\)/],
       ['maxUnavailable' as any, /disruptionBudget must be made with DisruptionBudget/],
     ])('%p is refused', (budget, message) => {
@@ -537,7 +761,10 @@ describe('GpuTrainingStatefulSet', () => {
 
   describe('GPU configuration apart from the StatefulSet', () => {
     test('a ConfigMap consumed with envFrom, and a content hash on the pod template', () => {
-      const { objects, main, sts, trainer } = synth({ version: 2, gpuConfig: { NCCL_DEBUG: 'INFO', NCCL_IB_DISABLE: '1' } });
+      const { objects, main, sts, trainer } = synth({
+        version: 2,
+        gpuConfig: { NCCL_DEBUG: 'INFO', NCCL_IB_DISABLE: '1' },
+      });
       const cm = findOne(objects, 'ConfigMap');
       expect(cm.metadata.name).toBe('onnx-trainer-v2-gpu-config');
       expect(cm.data).toEqual({ NCCL_DEBUG: 'INFO', NCCL_IB_DISABLE: '1' });
@@ -551,66 +778,193 @@ describe('GpuTrainingStatefulSet', () => {
       const b = synth({ gpuConfig: { NCCL_DEBUG: 'WARN' } }).sts;
       const hash = (s: any) => s.spec.template.metadata.annotations['cdk8s-gpu.io/gpu-config-hash'];
       expect(hash(a)).not.toEqual(hash(b));
-      const strip = (s: any) => ({ ...s.spec, template: { ...s.spec.template, metadata: { labels: s.spec.template.metadata.labels } } });
+      const strip = (s: any) => ({
+        ...s.spec,
+        template: { ...s.spec.template, metadata: { labels: s.spec.template.metadata.labels } },
+      });
       expect(strip(a)).toEqual(strip(b));
     });
 
     test('a key also set in env, which would silently win, is refused', () => {
-      expect(() => construct({ env: { NCCL_DEBUG: 'INFO' }, gpuConfig: { NCCL_DEBUG: 'WARN' } })).toThrow(/gpuConfig.NCCL_DEBUG is also set in env/);
+      expect(() => construct({ env: { NCCL_DEBUG: 'INFO' }, gpuConfig: { NCCL_DEBUG: 'WARN' } })).toThrow(
+        /gpuConfig.NCCL_DEBUG is also set in env/,
+      );
     });
   });
 
   describe('every shared workload prop reaches the pod template', () => {
     const cases: Array<[string, Partial<GpuTrainingStatefulSetProps>, (r: ReturnType<typeof synth>) => void]> = [
       ['env (string)', { env: { NCCL_DEBUG: 'INFO' } }, r => expect(envOf(r.main).NCCL_DEBUG).toBe('INFO')],
-      ['env (EnvValue)', { env: { WANDB_API_KEY: EnvValue.fromSecretKey('wandb', 'key') } }, r =>
-        expect(envOf(r.main).WANDB_API_KEY).toEqual({ secretKeyRef: { name: 'wandb', key: 'key' } })],
-      ['envFrom', { envFrom: [EnvFrom.secret('s3-creds')] }, r => expect(r.main.envFrom).toContainEqual({ secretRef: { name: 's3-creds' } })],
-      ['volumes', { volumes: [{ volume: { name: 'datasets', persistentVolumeClaim: { claimName: 'datasets', readOnly: true } }, mountPath: '/data', readOnly: true }] }, r => {
-        expect(r.pod.volumes).toContainEqual({ name: 'datasets', persistentVolumeClaim: { claimName: 'datasets', readOnly: true } });
-        expect(r.main.volumeMounts).toContainEqual({ name: 'datasets', mountPath: '/data', readOnly: true });
-      }],
-      ['gpuResource', { gpuResource: 'nvidia.com/mig-1g.10gb' }, r => {
-        expect(r.main.resources.limits['nvidia.com/mig-1g.10gb']).toBe(2);
-        expect(r.main.resources.limits['nvidia.com/gpu']).toBeUndefined();
-      }],
-      ['extendedResources', { extendedResources: { 'example.com/fpga': 1 } }, r => expect(r.main.resources.limits['example.com/fpga']).toBe(1)],
+      [
+        'env (EnvValue)',
+        { env: { WANDB_API_KEY: EnvValue.fromSecretKey('wandb', 'key') } },
+        r => expect(envOf(r.main).WANDB_API_KEY).toEqual({ secretKeyRef: { name: 'wandb', key: 'key' } }),
+      ],
+      [
+        'envFrom',
+        { envFrom: [EnvFrom.secret('s3-creds')] },
+        r => expect(r.main.envFrom).toContainEqual({ secretRef: { name: 's3-creds' } }),
+      ],
+      [
+        'volumes',
+        {
+          volumes: [
+            {
+              volume: { name: 'datasets', persistentVolumeClaim: { claimName: 'datasets', readOnly: true } },
+              mountPath: '/data',
+              readOnly: true,
+            },
+          ],
+        },
+        r => {
+          expect(r.pod.volumes).toContainEqual({
+            name: 'datasets',
+            persistentVolumeClaim: { claimName: 'datasets', readOnly: true },
+          });
+          expect(r.main.volumeMounts).toContainEqual({ name: 'datasets', mountPath: '/data', readOnly: true });
+        },
+      ],
+      [
+        'gpuResource',
+        { gpuResource: 'nvidia.com/mig-1g.10gb' },
+        r => {
+          expect(r.main.resources.limits['nvidia.com/mig-1g.10gb']).toBe(2);
+          expect(r.main.resources.limits['nvidia.com/gpu']).toBeUndefined();
+        },
+      ],
+      [
+        'extendedResources',
+        { extendedResources: { 'example.com/fpga': 1 } },
+        r => expect(r.main.resources.limits['example.com/fpga']).toBe(1),
+      ],
       ['cpu', { cpu: 12 }, r => expect(r.main.resources.requests.cpu).toBe('12')],
-      ['guaranteedQos', { guaranteedQos: true }, r => expect(r.main.resources.limits.cpu).toBe(r.main.resources.requests.cpu)],
+      [
+        'guaranteedQos',
+        { guaranteedQos: true },
+        r => expect(r.main.resources.limits.cpu).toBe(r.main.resources.requests.cpu),
+      ],
       ['memory', { memory: Size.gibibytes(100) }, r => expect(r.main.resources.limits.memory).toBe('100Gi')],
-      ['nodeSelector', { nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' } }, r =>
-        expect(r.pod.nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' })],
-      ['runAsUser', { runAsUser: 4242 }, r => expect(r.pod.securityContext).toMatchObject({ runAsUser: 4242, runAsGroup: 4242, fsGroup: 4242 })],
-      ['clusterDomain', { clusterDomain: 'corp.example' }, r => expect(envOf(r.main).MASTER_ADDR).toMatch(/\.svc\.corp\.example$/)],
-      ['pod.tolerations', { pod: { tolerations: [{ key: 'sku', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }] } }, r => {
-        expect(r.pod.tolerations).toContainEqual({ key: 'sku', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' });
-        expect(r.pod.tolerations).toContainEqual({ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' });
-      }],
-      ['pod.affinity', { pod: { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } } } } }, r =>
-        expect(r.pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key).toBe('zone')],
-      ['pod.topologySpreadConstraints', { pod: { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { a: 'b' } } }] } }, r =>
-        expect(r.pod.topologySpreadConstraints).toHaveLength(1)],
-      ['pod.priorityClassName', { pod: { priorityClassName: 'training-high' } }, r => expect(r.pod.priorityClassName).toBe('training-high')],
-      ['pod.runtimeClassName', { pod: { runtimeClassName: 'nvidia' } }, r => expect(r.pod.runtimeClassName).toBe('nvidia')],
+      [
+        'nodeSelector',
+        { nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' } },
+        r => expect(r.pod.nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' }),
+      ],
+      [
+        'runAsUser',
+        { runAsUser: 4242 },
+        r => expect(r.pod.securityContext).toMatchObject({ runAsUser: 4242, runAsGroup: 4242, fsGroup: 4242 }),
+      ],
+      [
+        'clusterDomain',
+        { clusterDomain: 'corp.example' },
+        r => expect(envOf(r.main).MASTER_ADDR).toMatch(/\.svc\.corp\.example$/),
+      ],
+      [
+        'pod.tolerations',
+        { pod: { tolerations: [{ key: 'sku', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }] } },
+        r => {
+          expect(r.pod.tolerations).toContainEqual({
+            key: 'sku',
+            operator: 'Equal',
+            value: 'gpu',
+            effect: 'NoSchedule',
+          });
+          expect(r.pod.tolerations).toContainEqual({ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' });
+        },
+      ],
+      [
+        'pod.affinity',
+        {
+          pod: {
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }],
+                },
+              },
+            },
+          },
+        },
+        r =>
+          expect(
+            r.pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]
+              .matchExpressions[0].key,
+          ).toBe('zone'),
+      ],
+      [
+        'pod.topologySpreadConstraints',
+        {
+          pod: {
+            topologySpreadConstraints: [
+              {
+                maxSkew: 1,
+                topologyKey: 'kubernetes.io/hostname',
+                whenUnsatisfiable: 'DoNotSchedule',
+                labelSelector: { matchLabels: { a: 'b' } },
+              },
+            ],
+          },
+        },
+        r => expect(r.pod.topologySpreadConstraints).toHaveLength(1),
+      ],
+      [
+        'pod.priorityClassName',
+        { pod: { priorityClassName: 'training-high' } },
+        r => expect(r.pod.priorityClassName).toBe('training-high'),
+      ],
+      [
+        'pod.runtimeClassName',
+        { pod: { runtimeClassName: 'nvidia' } },
+        r => expect(r.pod.runtimeClassName).toBe('nvidia'),
+      ],
       ['pod.schedulerName', { pod: { schedulerName: 'volcano' } }, r => expect(r.pod.schedulerName).toBe('volcano')],
-      ['pod.imagePullSecrets', { pod: { imagePullSecrets: ['ngc-pull'] } }, r => expect(r.pod.imagePullSecrets).toEqual([{ name: 'ngc-pull' }])],
-      ['pod.serviceAccountName', { pod: { serviceAccountName: 'trainer' } }, r => {
-        expect(r.pod.serviceAccountName).toBe('trainer');
-        expect(r.pod.automountServiceAccountToken).toBe(false);
-      }],
-      ['pod.automountServiceAccountToken', { pod: { automountServiceAccountToken: true } }, r => expect(r.pod.automountServiceAccountToken).toBe(true)],
-      ['pod.labels', { pod: { labels: { team: 'nlp' } } }, r => {
-        expect(r.sts.spec.template.metadata.labels.team).toBe('nlp');
-        expect(r.sts.spec.selector.matchLabels.team).toBeUndefined();
-      }],
-      ['pod.annotations', { pod: { annotations: { 'example.com/owner': 'nlp' } } }, r =>
-        expect(r.sts.spec.template.metadata.annotations['example.com/owner']).toBe('nlp')],
-      ['pod.sidecars', { pod: { sidecars: [{ name: 'logs', image: 'fluent/fluent-bit:3.1' }] } }, r => {
-        const sidecar = r.pod.containers.find((c: any) => c.name === 'logs');
-        expect(sidecar.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
-      }],
-      ['pod.initContainers', { pod: { initContainers: [{ name: 'fetch', image: 'busybox:1.36.1', command: ['true'] }] } }, r =>
-        expect(r.pod.initContainers.map((c: any) => c.name)).toEqual(['fetch'])],
+      [
+        'pod.imagePullSecrets',
+        { pod: { imagePullSecrets: ['ngc-pull'] } },
+        r => expect(r.pod.imagePullSecrets).toEqual([{ name: 'ngc-pull' }]),
+      ],
+      [
+        'pod.serviceAccountName',
+        { pod: { serviceAccountName: 'trainer' } },
+        r => {
+          expect(r.pod.serviceAccountName).toBe('trainer');
+          expect(r.pod.automountServiceAccountToken).toBe(false);
+        },
+      ],
+      [
+        'pod.automountServiceAccountToken',
+        { pod: { automountServiceAccountToken: true } },
+        r => expect(r.pod.automountServiceAccountToken).toBe(true),
+      ],
+      [
+        'pod.labels',
+        { pod: { labels: { team: 'nlp' } } },
+        r => {
+          expect(r.sts.spec.template.metadata.labels.team).toBe('nlp');
+          expect(r.sts.spec.selector.matchLabels.team).toBeUndefined();
+        },
+      ],
+      [
+        'pod.annotations',
+        { pod: { annotations: { 'example.com/owner': 'nlp' } } },
+        r => expect(r.sts.spec.template.metadata.annotations['example.com/owner']).toBe('nlp'),
+      ],
+      [
+        'pod.sidecars',
+        { pod: { sidecars: [{ name: 'logs', image: 'fluent/fluent-bit:3.1' }] } },
+        r => {
+          const sidecar = r.pod.containers.find((c: any) => c.name === 'logs');
+          expect(sidecar.securityContext).toMatchObject({
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ['ALL'] },
+          });
+        },
+      ],
+      [
+        'pod.initContainers',
+        { pod: { initContainers: [{ name: 'fetch', image: 'busybox:1.36.1', command: ['true'] }] } },
+        r => expect(r.pod.initContainers.map((c: any) => c.name)).toEqual(['fetch']),
+      ],
     ];
     test.each(cases)('%s', (_label, props, check) => {
       check(synth(props));
@@ -618,7 +972,12 @@ describe('GpuTrainingStatefulSet', () => {
   });
 
   test('every object is a public handle', () => {
-    const { trainer } = synth({ gpuConfig: { A: 'b' }, storage: { size: Size.gibibytes(1) }, replicas: 2, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } });
+    const { trainer } = synth({
+      gpuConfig: { A: 'b' },
+      storage: { size: Size.gibibytes(1) },
+      replicas: 2,
+      adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] },
+    });
     expect(trainer.statefulSet).toBeInstanceOf(k8s.KubeStatefulSet);
     expect(trainer.service).toBeInstanceOf(k8s.KubeService);
     expect(trainer.podDisruptionBudget).toBeInstanceOf(k8s.KubePodDisruptionBudget);
@@ -628,21 +987,61 @@ describe('GpuTrainingStatefulSet', () => {
 
   describe('bad input throws clear errors', () => {
     const cases: Array<[string, Partial<GpuTrainingStatefulSetProps>, string | RegExp]> = [
-      ['empty name', { name: '' }, `GpuTrainingStatefulSet 'trainer': name must be a non-empty DNS-1123 label (got "")`],
-      ['invalid name', { name: 'Onnx_Trainer' }, /^GpuTrainingStatefulSet 'trainer': name must be a DNS-1123 label.* \(got "Onnx_Trainer"\)$/],
-      ['name too long with -vN', { name: 'a'.repeat(50), version: 2 }, /name must leave the StatefulSet name at most 52 characters once "-v2" is added/],
-      ['gpusPerPod 0', { gpusPerPod: 0 }, `GpuTrainingStatefulSet 'trainer': gpusPerPod must be a whole number >= 1 (got 0)`],
-      ['gpusPerPod 1.5', { gpusPerPod: 1.5 }, `GpuTrainingStatefulSet 'trainer': gpusPerPod must be a whole number >= 1 (got 1.5)`],
+      [
+        'empty name',
+        { name: '' },
+        `GpuTrainingStatefulSet 'trainer': name must be a non-empty DNS-1123 label (got "")`,
+      ],
+      [
+        'invalid name',
+        { name: 'Onnx_Trainer' },
+        /^GpuTrainingStatefulSet 'trainer': name must be a DNS-1123 label.* \(got "Onnx_Trainer"\)$/,
+      ],
+      [
+        'name too long with -vN',
+        { name: 'a'.repeat(50), version: 2 },
+        /name must leave the StatefulSet name at most 52 characters once "-v2" is added/,
+      ],
+      [
+        'gpusPerPod 0',
+        { gpusPerPod: 0 },
+        `GpuTrainingStatefulSet 'trainer': gpusPerPod must be a whole number >= 1 (got 0)`,
+      ],
+      [
+        'gpusPerPod 1.5',
+        { gpusPerPod: 1.5 },
+        `GpuTrainingStatefulSet 'trainer': gpusPerPod must be a whole number >= 1 (got 1.5)`,
+      ],
       ['replicas 0', { replicas: 0 }, `GpuTrainingStatefulSet 'trainer': replicas must be a whole number >= 1 (got 0)`],
-      ['replicas NaN', { replicas: NaN }, `GpuTrainingStatefulSet 'trainer': replicas must be a whole number >= 1 (got NaN)`],
+      [
+        'replicas NaN',
+        { replicas: NaN },
+        `GpuTrainingStatefulSet 'trainer': replicas must be a whole number >= 1 (got NaN)`,
+      ],
       ['storage size 0', { storage: { size: Size.gibibytes(0) } }, /storage.size must be a positive size \(got 0Gi\)/],
       ['version 0', { version: 0 }, /version must be a whole number >= 1 \(got 0\)/],
-      ['shm >= memory', { memory: Size.gibibytes(8), sharedMemory: Size.gibibytes(8) }, /sharedMemory must be smaller than memory \(8Gi\)/],
+      [
+        'shm >= memory',
+        { memory: Size.gibibytes(8), sharedMemory: Size.gibibytes(8) },
+        /sharedMemory must be smaller than memory \(8Gi\)/,
+      ],
       ['an image with a space', { image: 'onnx runtime' }, /image must be an image reference/],
       ['a typo in a prop', { replica: 3 } as any, /replica is not a known prop; did you mean 'replicas'\?/],
-      ['a typo in storage', { storage: { size: Size.gibibytes(1), mountpath: '/x' } } as any, /storage.mountpath is not a known prop; did you mean 'mountPath'\?/],
-      ['an unknown update strategy', { updateStrategy: 'Recreate' as any }, /updateStrategy must be a TrainingUpdateStrategy \(got "Recreate"\)/],
-      ['a grace period in millis', { terminationGracePeriod: Duration.millis(1500) }, /terminationGracePeriod must be a whole number of seconds .*\(got 1500ms\)/],
+      [
+        'a typo in storage',
+        { storage: { size: Size.gibibytes(1), mountpath: '/x' } } as any,
+        /storage.mountpath is not a known prop; did you mean 'mountPath'\?/,
+      ],
+      [
+        'an unknown update strategy',
+        { updateStrategy: 'Recreate' as any },
+        /updateStrategy must be a TrainingUpdateStrategy \(got "Recreate"\)/,
+      ],
+      [
+        'a grace period in millis',
+        { terminationGracePeriod: Duration.millis(1500) },
+        /terminationGracePeriod must be a whole number of seconds .*\(got 1500ms\)/,
+      ],
     ];
     test.each(cases)('%s', (_label, props, message) => {
       expect(() => construct(props)).toThrow(message);
@@ -658,10 +1057,19 @@ describe('adopting existing volumes across a version bump', () => {
   const storage = { claimName: 'gpu-pvc', size: Size.gibibytes(100), storageClassName: 'fast-ssd' };
 
   test('emits one bound claim per ordinal, named as the claim template will look for it', () => {
-    const { objects, sts } = synth({ version: 2, replicas: 3, storage, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b', 'pv-c'] } });
+    const { objects, sts } = synth({
+      version: 2,
+      replicas: 3,
+      storage,
+      adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b', 'pv-c'] },
+    });
     const claims = objects.filter(o => o.kind === 'PersistentVolumeClaim');
     const template = sts.spec.volumeClaimTemplates[0];
-    expect(claims.map(c => c.metadata.name)).toEqual(['gpu-pvc-onnx-trainer-v2-0', 'gpu-pvc-onnx-trainer-v2-1', 'gpu-pvc-onnx-trainer-v2-2']);
+    expect(claims.map(c => c.metadata.name)).toEqual([
+      'gpu-pvc-onnx-trainer-v2-0',
+      'gpu-pvc-onnx-trainer-v2-1',
+      'gpu-pvc-onnx-trainer-v2-2',
+    ]);
     claims.forEach((c, i) => {
       expect(c.spec.volumeName).toBe(['pv-a', 'pv-b', 'pv-c'][i]);
       expect(c.spec.accessModes).toEqual(template.spec.accessModes);
@@ -671,11 +1079,26 @@ describe('adopting existing volumes across a version bump', () => {
   });
 
   test.each<[string, Partial<GpuTrainingStatefulSetProps>, string | RegExp]>([
-    ['count differs from replicas', { replicas: 3, storage, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } },
-      `GpuTrainingStatefulSet 'trainer': adoptVolumes.persistentVolumes must name exactly one PersistentVolume per replica (3) (got ["pv-a","pv-b"])`],
-    ['a volume named twice', { replicas: 2, storage, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-a'] } }, /must not name a volume twice.*\(got "pv-a"\)/],
-    ['no storage', { adoptVolumes: { persistentVolumes: ['pv-a'] } }, "GpuTrainingStatefulSet 'trainer': adoptVolumes needs storage: adopted volumes are bound to the checkpoint claims"],
-    ['not an array', { storage, adoptVolumes: { persistentVolumes: 'pv-a' as any } }, /adoptVolumes.persistentVolumes must be an array of strings/],
+    [
+      'count differs from replicas',
+      { replicas: 3, storage, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] } },
+      `GpuTrainingStatefulSet 'trainer': adoptVolumes.persistentVolumes must name exactly one PersistentVolume per replica (3) (got ["pv-a","pv-b"])`,
+    ],
+    [
+      'a volume named twice',
+      { replicas: 2, storage, adoptVolumes: { persistentVolumes: ['pv-a', 'pv-a'] } },
+      /must not name a volume twice.*\(got "pv-a"\)/,
+    ],
+    [
+      'no storage',
+      { adoptVolumes: { persistentVolumes: ['pv-a'] } },
+      "GpuTrainingStatefulSet 'trainer': adoptVolumes needs storage: adopted volumes are bound to the checkpoint claims",
+    ],
+    [
+      'not an array',
+      { storage, adoptVolumes: { persistentVolumes: 'pv-a' as any } },
+      /adoptVolumes.persistentVolumes must be an array of strings/,
+    ],
   ])('%s is an error', (_label, props, message) => {
     expect(() => construct(props)).toThrow(message);
   });
@@ -683,9 +1106,30 @@ describe('adopting existing volumes across a version bump', () => {
 
 describe('sidecar ports', () => {
   test('a sidecar on the rendezvous port (or its name) is refused: rank 0 could not bind the c10d store', () => {
-    expect(() => synth({ pod: { sidecars: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ports: [{ containerPort: 29500 }] }] } })).toThrow(
-      /^GpuTrainingStatefulSet 'trainer': pod\.sidecars\[0\]\.ports\[0\]\.containerPort must differ from the port container 'trainer' listens on/);
-    expect(() => synth({ pod: { sidecars: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ports: [{ containerPort: 9901, name: 'rendezvous' }] }] } })).toThrow(/ports\[0\]\.name must differ/);
-    expect(() => synth({ pod: { sidecars: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ports: [{ containerPort: 9901, name: 'admin' }] }] } })).not.toThrow();
+    expect(() =>
+      synth({
+        pod: { sidecars: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ports: [{ containerPort: 29500 }] }] },
+      }),
+    ).toThrow(
+      /^GpuTrainingStatefulSet 'trainer': pod\.sidecars\[0\]\.ports\[0\]\.containerPort must differ from the port container 'trainer' listens on/,
+    );
+    expect(() =>
+      synth({
+        pod: {
+          sidecars: [
+            { name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ports: [{ containerPort: 9901, name: 'rendezvous' }] },
+          ],
+        },
+      }),
+    ).toThrow(/ports\[0\]\.name must differ/);
+    expect(() =>
+      synth({
+        pod: {
+          sidecars: [
+            { name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ports: [{ containerPort: 9901, name: 'admin' }] },
+          ],
+        },
+      }),
+    ).not.toThrow();
   });
 });

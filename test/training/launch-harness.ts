@@ -14,7 +14,6 @@ import { Testing } from 'cdk8s';
  * image has, so a wrapper that needs a missing tool fails here as it would in the pod.
  */
 
-
 /** A new PID namespace (and a user namespace, so it works unprivileged) whose PID 1 is the wrapper. */
 const UNSHARE_ARGS = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child'];
 
@@ -35,7 +34,8 @@ export function toolbox(shell: Shell, dir: string, omit: string[] = []): string 
   const sh = SHELLS[shell]!;
   const tools = new Map<string, string>();
   if (shell === 'busybox') {
-    for (const applet of execFileSync(sh, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean)) tools.set(applet, sh);
+    for (const applet of execFileSync(sh, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean))
+      tools.set(applet, sh);
   } else {
     for (const tool of WRAPPER_TOOLS) {
       const found = onPath(tool);
@@ -88,7 +88,10 @@ export const PID_NAMESPACES: boolean = (() => {
   const unshare = onPath('unshare');
   if (!unshare) return false;
   try {
-    return execFileSync(unshare, [...UNSHARE_ARGS, 'sh', '-c', 'echo $$'], { encoding: 'utf8', timeout: 5000 }).trim() === '1';
+    return (
+      execFileSync(unshare, [...UNSHARE_ARGS, 'sh', '-c', 'echo $$'], { encoding: 'utf8', timeout: 5000 }).trim() ===
+      '1'
+    );
   } catch {
     return false;
   }
@@ -97,7 +100,13 @@ export const PID_NAMESPACES: boolean = (() => {
 /** The main container of a synthesized training StatefulSet. */
 export function synthesizedTrainer(props: Partial<GpuTrainingStatefulSetProps>): any {
   const chart = testChart();
-  new GpuTrainingStatefulSet(chart, 't', { name: 'job', image: 'pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime', gpusPerPod: 1, args: ['train.py'], ...props });
+  new GpuTrainingStatefulSet(chart, 't', {
+    name: 'job',
+    image: 'pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime',
+    gpusPerPod: 1,
+    args: ['train.py'],
+    ...props,
+  });
   const sts = Testing.synth(chart).find(o => o.kind === 'StatefulSet');
   return sts.spec.template.spec.containers[0];
 }
@@ -123,13 +132,23 @@ export class Launch {
     for (const e of container.env) if (e.value !== undefined) yamlEnv[e.name] = e.value;
     const fullEnv = { ...yamlEnv, ...env };
     // What the container runs: command and args after the kubelet's $(VAR) expansion.
-    const argv = [...(shell === 'busybox' ? ['sh'] : []), '-c', kubeletExpand(script, fullEnv), argv0, ...container.args.map((a: string) => kubeletExpand(a, fullEnv))];
+    const argv = [
+      ...(shell === 'busybox' ? ['sh'] : []),
+      '-c',
+      kubeletExpand(script, fullEnv),
+      argv0,
+      ...container.args.map((a: string) => kubeletExpand(a, fullEnv)),
+    ];
     this.pid1 = options.pid1 === true;
     this.proc = this.pid1
       ? spawn(onPath('unshare')!, [...UNSHARE_ARGS, SHELLS[shell]!, ...argv], { env: fullEnv })
       : spawn(SHELLS[shell]!, argv, { env: fullEnv });
-    this.proc.stdout!.on('data', d => { this.output += d; });
-    this.proc.stderr!.on('data', d => { this.output += d; });
+    this.proc.stdout!.on('data', d => {
+      this.output += d;
+    });
+    this.proc.stderr!.on('data', d => {
+      this.output += d;
+    });
     this.exited = exitWithOutput(this.proc).then(({ code }) => {
       this.code = code;
       return code;
@@ -146,7 +165,10 @@ export class Launch {
     let pid: number | undefined;
     await waitFor(() => {
       try {
-        pid = Number(fs.readFileSync(`/proc/${this.proc.pid}/task/${this.proc.pid}/children`, 'utf8').trim().split(' ')[0]) || undefined;
+        pid =
+          Number(
+            fs.readFileSync(`/proc/${this.proc.pid}/task/${this.proc.pid}/children`, 'utf8').trim().split(' ')[0],
+          ) || undefined;
       } catch {
         pid = undefined;
       }
@@ -178,7 +200,8 @@ export class Launch {
 export const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
 
 /** A timer for Promise.race that does not keep the test worker alive once the race is decided. */
-export const deadline = <T>(ms: number, value: T): Promise<T> => new Promise(r => setTimeout(() => r(value), ms).unref());
+export const deadline = <T>(ms: number, value: T): Promise<T> =>
+  new Promise(r => setTimeout(() => r(value), ms).unref());
 
 export async function waitFor(predicate: () => boolean, ms: number): Promise<boolean> {
   const end = Date.now() + ms;

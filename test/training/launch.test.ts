@@ -3,7 +3,20 @@ import * as os from 'os';
 import * as path from 'path';
 import { Size } from 'cdk8s';
 import {
-  deadline, kubeletExpand, Launch, LaunchOptions, LAUNCH_SCRIPT, onPath, PID_NAMESPACES, SHELLS, Shell, sleep, synthesizedTrainer, toolbox, waitFor, WRAPPER_TOOLS,
+  deadline,
+  kubeletExpand,
+  Launch,
+  LaunchOptions,
+  LAUNCH_SCRIPT,
+  onPath,
+  PID_NAMESPACES,
+  SHELLS,
+  Shell,
+  sleep,
+  synthesizedTrainer,
+  toolbox,
+  waitFor,
+  WRAPPER_TOOLS,
 } from './launch-harness';
 
 /**
@@ -25,7 +38,7 @@ const AWKWARD_ARGS = ['train.py', 'two words', '"double"', "it's", '*', '$HOME',
 
 const available = (Object.keys(SHELLS) as Shell[]).filter(s => SHELLS[s] !== undefined);
 
-test('the wrapper survives the kubelet\'s $(VAR) and $$ expansion of the container command unchanged', () => {
+test("the wrapper survives the kubelet's $(VAR) and $$ expansion of the container command unchanged", () => {
   const container = synthesizedTrainer({});
   const env = Object.fromEntries(container.env.map((e: any) => [e.name, 'X']));
   expect(container.command[2]).toBe(LAUNCH_SCRIPT);
@@ -34,15 +47,19 @@ test('the wrapper survives the kubelet\'s $(VAR) and $$ expansion of the contain
 });
 
 test('PID namespaces are available here, so the wrapper is also tested as PID 1', () => {
-  if (!PID_NAMESPACES) console.warn('!!! The launch wrapper was NOT tested as PID 1: `unshare --user --map-root-user --pid --fork` does not work here.');
+  if (!PID_NAMESPACES)
+    console.warn(
+      '!!! The launch wrapper was NOT tested as PID 1: `unshare --user --map-root-user --pid --fork` does not work here.',
+    );
   expect(typeof PID_NAMESPACES).toBe('boolean');
 });
 
-test('both shells training images have are installed here (dash, and busybox from Debian\'s busybox package)', () => {
+test("both shells training images have are installed here (dash, and busybox from Debian's busybox package)", () => {
   const missing = (Object.keys(SHELLS) as Shell[]).filter(s => SHELLS[s] === undefined);
   if (missing.length === 0) return;
-  const message = `!!! The training launch wrapper was NOT tested under: ${missing.join(', ')}. `
-    + 'Install it (apt-get install -y busybox dash); .ci/run does this in CI.';
+  const message =
+    `!!! The training launch wrapper was NOT tested under: ${missing.join(', ')}. ` +
+    'Install it (apt-get install -y busybox dash); .ci/run does this in CI.';
   console.warn(message);
   if (process.env.CI) throw new Error(message);
 });
@@ -51,8 +68,15 @@ describe.each(available)('the launch wrapper under %s', shell => {
   let work: string;
   let bin: string;
   const launches: Launch[] = [];
-  const trainer = synthesizedTrainer({ command: ['sh', '-c', FAKE_TORCHRUN, 'fake-torchrun'], storage: { size: Size.gibibytes(1) } });
-  const awkward = synthesizedTrainer({ command: ['sh', '-c', FAKE_TORCHRUN, 'fake-torchrun'], args: AWKWARD_ARGS, storage: { size: Size.gibibytes(1) } });
+  const trainer = synthesizedTrainer({
+    command: ['sh', '-c', FAKE_TORCHRUN, 'fake-torchrun'],
+    storage: { size: Size.gibibytes(1) },
+  });
+  const awkward = synthesizedTrainer({
+    command: ['sh', '-c', FAKE_TORCHRUN, 'fake-torchrun'],
+    args: AWKWARD_ARGS,
+    storage: { size: Size.gibibytes(1) },
+  });
 
   beforeEach(() => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'launch-'));
@@ -66,22 +90,32 @@ describe.each(available)('the launch wrapper under %s', shell => {
     fs.rmSync(work, { recursive: true, force: true });
   });
 
-  const runs = () => (fs.existsSync(path.join(work, 'runs')) ? fs.readFileSync(path.join(work, 'runs'), 'utf8').split('\n').filter(Boolean) : []);
+  const runs = () =>
+    fs.existsSync(path.join(work, 'runs'))
+      ? fs.readFileSync(path.join(work, 'runs'), 'utf8').split('\n').filter(Boolean)
+      : [];
   const termination = () => fs.readFileSync(path.join(work, 'termination-log'), 'utf8');
   const marker = (run = 'job', rank = 1) => path.join(work, 'state', 'runs', run, `rank-${rank}.done`);
 
   /** One start of the container: `pod` names the pod's emptyDir, so a new name is a re-created pod. */
-  function start(o: { pod?: string; env?: Record<string, string>; binDir?: string; container?: any } & LaunchOptions = {}): Launch {
-    const launch = new Launch(shell, o.container ?? trainer, {
-      PATH: o.binDir ?? bin,
-      WORK: work,
-      NODE_RANK: '1',
-      CDK8S_GPU_STATE_DIR: path.join(work, 'state'),
-      CDK8S_GPU_POD_STATE_DIR: path.join(work, o.pod ?? 'pod-a'),
-      CDK8S_GPU_TERMINATION_LOG: path.join(work, 'termination-log'),
-      POD_NAMESPACE: 'ml',
-      ...o.env,
-    }, { pid1: o.pid1 });
+  function start(
+    o: { pod?: string; env?: Record<string, string>; binDir?: string; container?: any } & LaunchOptions = {},
+  ): Launch {
+    const launch = new Launch(
+      shell,
+      o.container ?? trainer,
+      {
+        PATH: o.binDir ?? bin,
+        WORK: work,
+        NODE_RANK: '1',
+        CDK8S_GPU_STATE_DIR: path.join(work, 'state'),
+        CDK8S_GPU_POD_STATE_DIR: path.join(work, o.pod ?? 'pod-a'),
+        CDK8S_GPU_TERMINATION_LOG: path.join(work, 'termination-log'),
+        POD_NAMESPACE: 'ml',
+        ...o.env,
+      },
+      { pid1: o.pid1 },
+    );
     launches.push(launch);
     return launch;
   }
@@ -209,7 +243,9 @@ describe.each(available)('the launch wrapper under %s', shell => {
     fs.writeFileSync(path.join(state, 'runs', 'job'), 'not a directory');
     fs.rmSync(path.join(work, 'block'));
     expect(await second.exited).toBe(2);
-    expect(termination()).toMatch(/finished on rank 1 but the completion marker .* could not be written; this rank will not train again in this pod/);
+    expect(termination()).toMatch(
+      /finished on rank 1 but the completion marker .* could not be written; this rank will not train again in this pod/,
+    );
     // The kubelet restarts the container: still unwritable, so it fails again, without training.
     const third = start({ pod: 'pod-b' });
     expect(await third.exited).toBe(2);
@@ -224,14 +260,17 @@ describe.each(available)('the launch wrapper under %s', shell => {
   });
 
   // Root writes anywhere, so this runs only as another user (CI); the marker test above covers root.
-  (process.getuid?.() === 0 ? test.skip : test)('a checkpoint directory the user cannot write stops the wrapper before training', async () => {
-    fs.mkdirSync(path.join(work, 'state', 'runs', 'job'), { recursive: true });
-    fs.chmodSync(path.join(work, 'state', 'runs', 'job'), 0o555);
-    const launch = start();
-    expect(await launch.exited).toBe(2);
-    expect(launch.output).toContain('is not writable by this user');
-    expect(runs()).toEqual([]);
-  });
+  (process.getuid?.() === 0 ? test.skip : test)(
+    'a checkpoint directory the user cannot write stops the wrapper before training',
+    async () => {
+      fs.mkdirSync(path.join(work, 'state', 'runs', 'job'), { recursive: true });
+      fs.chmodSync(path.join(work, 'state', 'runs', 'job'), 0o555);
+      const launch = start();
+      expect(await launch.exited).toBe(2);
+      expect(launch.output).toContain('is not writable by this user');
+      expect(runs()).toEqual([]);
+    },
+  );
 
   describe('as PID 1 of its container', () => {
     const pid1Test = PID_NAMESPACES ? test : test.skip;
@@ -258,8 +297,12 @@ describe.each(available)('the launch wrapper under %s', shell => {
       // A date that blocks while date-block exists holds the wrapper in its first log line.
       const bin = toolbox(shell, path.join(work, 'slow'), ['date']);
       const realDate = shell === 'busybox' ? `${SHELLS.busybox} date` : onPath('date')!;
-      fs.writeFileSync(path.join(bin, 'date'), `#!${SHELLS[shell] === SHELLS.busybox ? `${SHELLS.busybox} sh` : SHELLS.dash}\n`
-        + `while [ -f "$WORK/date-block" ]; do ${shell === 'busybox' ? `${SHELLS.busybox} ` : ''}sleep 0.05; done\nexec ${realDate} "$@"\n`, { mode: 0o755 });
+      fs.writeFileSync(
+        path.join(bin, 'date'),
+        `#!${SHELLS[shell] === SHELLS.busybox ? `${SHELLS.busybox} sh` : SHELLS.dash}\n` +
+          `while [ -f "$WORK/date-block" ]; do ${shell === 'busybox' ? `${SHELLS.busybox} ` : ''}sleep 0.05; done\nexec ${realDate} "$@"\n`,
+        { mode: 0o755 },
+      );
       fs.writeFileSync(path.join(work, 'date-block'), '');
       const starting = start({ pid1: true, binDir: bin });
       await sleep(300);

@@ -1,7 +1,19 @@
-import { rankWiring, rendezvousIdFor, shutdownTimeoutSeconds, SHUTDOWN_MARGIN_SECONDS } from '../../src/training/rendezvous';
+import {
+  rankWiring,
+  rendezvousIdFor,
+  shutdownTimeoutSeconds,
+  SHUTDOWN_MARGIN_SECONDS,
+} from '../../src/training/rendezvous';
 
 describe('rank wiring', () => {
-  const wiring = rankWiring({ masterAddress: 'j-0.j.$(POD_NAMESPACE).svc.cluster.local', masterPort: 29500, replicas: 4, gpusPerPod: 8, maxRestarts: 2, shutdownTimeoutSeconds: 285 });
+  const wiring = rankWiring({
+    masterAddress: 'j-0.j.$(POD_NAMESPACE).svc.cluster.local',
+    masterPort: 29500,
+    replicas: 4,
+    gpusPerPod: 8,
+    maxRestarts: 2,
+    shutdownTimeoutSeconds: 285,
+  });
   const env = Object.fromEntries(wiring.env.map(o => [o.env.name, o.env.value ?? o.env.valueFrom]));
 
   test('POD_NAMESPACE comes first, so $(POD_NAMESPACE) expands in every later variable', () => {
@@ -12,15 +24,31 @@ describe('rank wiring', () => {
 
   test('torchrun options through PET_* with the c10d backend on rank 0', () => {
     expect(env).toMatchObject({
-      PET_RDZV_BACKEND: 'c10d', PET_RDZV_ENDPOINT: 'j-0.j.$(POD_NAMESPACE).svc.cluster.local:29500', PET_MAX_RESTARTS: '2',
-      PET_NNODES: '4', PET_NPROC_PER_NODE: '8', WORLD_SIZE: '32', TORCH_ELASTIC_SHUTDOWN_TIMEOUT: '285',
+      PET_RDZV_BACKEND: 'c10d',
+      PET_RDZV_ENDPOINT: 'j-0.j.$(POD_NAMESPACE).svc.cluster.local:29500',
+      PET_MAX_RESTARTS: '2',
+      PET_NNODES: '4',
+      PET_NPROC_PER_NODE: '8',
+      WORLD_SIZE: '32',
+      TORCH_ELASTIC_SHUTDOWN_TIMEOUT: '285',
     });
     expect(wiring.env.find(o => o.env.name === 'PET_RDZV_ID')!.env).toBe(wiring.rendezvousId);
   });
 
   test('no PET_* variable of an option c10d ignores: argparse would still convert it, and an empty PET_NODE_RANK stops torchrun', () => {
-    expect(Object.keys(env).filter(n => n.startsWith('PET_')).sort()).toEqual([
-      'PET_MAX_RESTARTS', 'PET_NNODES', 'PET_NPROC_PER_NODE', 'PET_RDZV_BACKEND', 'PET_RDZV_ENDPOINT', 'PET_RDZV_ID', 'PET_SHUTDOWN_TIMEOUT', 'PET_STANDALONE',
+    expect(
+      Object.keys(env)
+        .filter(n => n.startsWith('PET_'))
+        .sort(),
+    ).toEqual([
+      'PET_MAX_RESTARTS',
+      'PET_NNODES',
+      'PET_NPROC_PER_NODE',
+      'PET_RDZV_BACKEND',
+      'PET_RDZV_ENDPOINT',
+      'PET_RDZV_ID',
+      'PET_SHUTDOWN_TIMEOUT',
+      'PET_STANDALONE',
     ]);
     // Every value is a literal torchrun's argparse converts (NODE_RANK alone comes from a label, for the wrapper and other launchers).
     expect(wiring.env.filter(o => o.env.name.startsWith('PET_') && o.env.valueFrom !== undefined)).toEqual([]);
@@ -28,20 +56,38 @@ describe('rank wiring', () => {
 
   test('every variable a user might set names the prop that controls it, or none', () => {
     const via = Object.fromEntries(wiring.env.map(o => [o.env.name, o.via]));
-    expect(via).toMatchObject({ WORLD_SIZE: 'replicas and gpusPerPod', PET_MAX_RESTARTS: 'maxRestarts', PET_RDZV_ID: 'runId', TORCH_ELASTIC_SHUTDOWN_TIMEOUT: 'terminationGracePeriod' });
+    expect(via).toMatchObject({
+      WORLD_SIZE: 'replicas and gpusPerPod',
+      PET_MAX_RESTARTS: 'maxRestarts',
+      PET_RDZV_ID: 'runId',
+      TORCH_ELASTIC_SHUTDOWN_TIMEOUT: 'terminationGracePeriod',
+    });
   });
 });
 
 describe('shutdown timeout', () => {
-  test.each([[300, 285], [30, 15], [29, 14], [2, 1], [0, 0]])('grace %ds -> %ds', (grace, timeout) => {
+  test.each([
+    [300, 285],
+    [30, 15],
+    [29, 14],
+    [2, 1],
+    [0, 0],
+  ])('grace %ds -> %ds', (grace, timeout) => {
     expect(shutdownTimeoutSeconds(grace)).toBe(timeout);
-    expect(grace - shutdownTimeoutSeconds(grace)).toBeGreaterThanOrEqual(Math.min(SHUTDOWN_MARGIN_SECONDS, Math.ceil(grace / 2)));
+    expect(grace - shutdownTimeoutSeconds(grace)).toBeGreaterThanOrEqual(
+      Math.min(SHUTDOWN_MARGIN_SECONDS, Math.ceil(grace / 2)),
+    );
   });
 });
 
 describe('rendezvous id', () => {
   const rdzv = { name: 'PET_RDZV_ID', value: 'old' };
-  const main = { name: 'trainer', image: 'i:1', args: ['torchrun', 'train.py'], env: [rdzv, { name: 'A', value: '1' }] };
+  const main = {
+    name: 'trainer',
+    image: 'i:1',
+    args: ['torchrun', 'train.py'],
+    env: [rdzv, { name: 'A', value: '1' }],
+  };
 
   test('ignores its own variable and changes with the rank spec', () => {
     const id = rendezvousIdFor('run', 2, main, rdzv);

@@ -1,12 +1,19 @@
 import {
-  CrdSchema, crdErrors, crdRulesNotEvaluated, expectCrdValid, goRegExp, isVendoredKind, schemaErrors, vendoredKinds,
+  CrdSchema,
+  crdErrors,
+  crdRulesNotEvaluated,
+  expectCrdValid,
+  goRegExp,
+  isVendoredKind,
+  schemaErrors,
+  vendoredKinds,
 } from '../support/crd-schema';
 
 const GPU_CONTAINER = {
   name: 'trainer',
   image: 'ghcr.io/example/trainer:1.0',
   command: ['torchrun', 'train.py'],
-  resources: { limits: { 'nvidia.com/gpu': 8, 'memory': '64Gi' }, requests: { cpu: '8' } },
+  resources: { limits: { 'nvidia.com/gpu': 8, memory: '64Gi' }, requests: { cpu: '8' } },
 };
 
 function podTemplate(extra: Record<string, unknown> = {}) {
@@ -27,19 +34,21 @@ function jobSet(): any {
       },
       successPolicy: { operator: 'All', targetReplicatedJobs: ['workers'] },
       network: { enableDNSHostnames: true, publishNotReadyAddresses: true },
-      replicatedJobs: [{
-        name: 'workers',
-        replicas: 1,
-        template: {
-          spec: {
-            completionMode: 'Indexed',
-            parallelism: 2,
-            completions: 2,
-            backoffLimit: 0,
-            template: podTemplate({ restartPolicy: 'Never' }),
+      replicatedJobs: [
+        {
+          name: 'workers',
+          replicas: 1,
+          template: {
+            spec: {
+              completionMode: 'Indexed',
+              parallelism: 2,
+              completions: 2,
+              backoffLimit: 0,
+              template: podTemplate({ restartPolicy: 'Never' }),
+            },
           },
         },
-      }],
+      ],
     },
   };
 }
@@ -86,11 +95,13 @@ function httpRoute(): any {
     spec: {
       parentRefs: [{ name: 'inference-gateway' }],
       hostnames: ['llm.example.com'],
-      rules: [{
-        matches: [{ path: { type: 'PathPrefix', value: '/v1' } }],
-        backendRefs: [{ group: 'inference.networking.k8s.io', kind: 'InferencePool', name: 'llama' }],
-        timeouts: { request: '300s' },
-      }],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/v1' } }],
+          backendRefs: [{ group: 'inference.networking.k8s.io', kind: 'InferencePool', name: 'llama' }],
+          timeouts: { request: '300s' },
+        },
+      ],
     },
   };
 }
@@ -101,17 +112,21 @@ function prometheusRule(): any {
     kind: 'PrometheusRule',
     metadata: { name: 'gpu-alerts', namespace: 'monitoring', labels: { release: 'prometheus' } },
     spec: {
-      groups: [{
-        name: 'gpu',
-        interval: '30s',
-        rules: [{
-          alert: 'GpuXidErrors',
-          expr: 'increase(DCGM_FI_DEV_XID_ERRORS[5m]) > 0',
-          for: '1m',
-          labels: { severity: 'critical' },
-          annotations: { summary: 'GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported an XID error.' },
-        }],
-      }],
+      groups: [
+        {
+          name: 'gpu',
+          interval: '30s',
+          rules: [
+            {
+              alert: 'GpuXidErrors',
+              expr: 'increase(DCGM_FI_DEV_XID_ERRORS[5m]) > 0',
+              for: '1m',
+              labels: { severity: 'critical' },
+              annotations: { summary: 'GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported an XID error.' },
+            },
+          ],
+        },
+      ],
     },
   };
 }
@@ -140,15 +155,17 @@ function scaledObject(): any {
       maxReplicaCount: 4,
       cooldownPeriod: 300,
       fallback: { failureThreshold: 3, replicas: 2, behavior: 'currentReplicasIfHigher' },
-      triggers: [{
-        type: 'prometheus',
-        metadata: {
-          serverAddress: 'http://prometheus.monitoring:9090',
-          query: 'sum(vllm:num_requests_waiting{model_name="llama"})',
-          threshold: '10',
+      triggers: [
+        {
+          type: 'prometheus',
+          metadata: {
+            serverAddress: 'http://prometheus.monitoring:9090',
+            query: 'sum(vllm:num_requests_waiting{model_name="llama"})',
+            threshold: '10',
+          },
+          authenticationRef: { name: 'prometheus-auth' },
         },
-        authenticationRef: { name: 'prometheus-auth' },
-      }],
+      ],
     },
   };
 }
@@ -190,7 +207,9 @@ function minimal(gvk: string): any {
 
 describe('vendored CRDs', () => {
   test('every served kind has a minimal example here, and it is valid', () => {
-    const served = vendoredKinds().map(k => `${k.group}/${k.version}/${k.kind}`).sort();
+    const served = vendoredKinds()
+      .map(k => `${k.group}/${k.version}/${k.kind}`)
+      .sort();
     expect(Object.keys(MINIMAL).sort()).toEqual(served);
     for (const gvk of served) expect([gvk, crdErrors(minimal(gvk))]).toEqual([gvk, []]);
   });
@@ -211,7 +230,7 @@ describe('vendored CRDs', () => {
       Object.values(s.properties ?? {}).forEach(visit);
       visit(s.items);
       if (typeof s.additionalProperties === 'object') visit(s.additionalProperties);
-      [...s.anyOf ?? [], ...s.oneOf ?? [], ...s.allOf ?? []].forEach(visit);
+      [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])].forEach(visit);
     };
     vendoredKinds().forEach(k => visit(k.schema));
     expect(patterns.length).toBeGreaterThan(100);
@@ -229,8 +248,12 @@ describe('vendored CRDs', () => {
 
 describe('realistic objects pass', () => {
   test.each([
-    ['JobSet', jobSet], ['LeaderWorkerSet', leaderWorkerSet], ['InferencePool', inferencePool],
-    ['HTTPRoute', httpRoute], ['PrometheusRule', prometheusRule], ['ServiceMonitor', serviceMonitor],
+    ['JobSet', jobSet],
+    ['LeaderWorkerSet', leaderWorkerSet],
+    ['InferencePool', inferencePool],
+    ['HTTPRoute', httpRoute],
+    ['PrometheusRule', prometheusRule],
+    ['ServiceMonitor', serviceMonitor],
     ['ScaledObject', scaledObject],
   ])('%s', (_kind, make) => {
     expect(crdErrors(make())).toEqual([]);
@@ -240,8 +263,9 @@ describe('realistic objects pass', () => {
     expect(() => expectCrdValid([jobSet(), leaderWorkerSet(), inferencePool(), httpRoute()])).not.toThrow();
     const bad = jobSet();
     bad.spec.suspend = 'no';
-    expect(() => expectCrdValid([bad, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' } }]))
-      .toThrow(/spec\.suspend must be a boolean \(got "no"\)[\s\S]*Deployment\/d: no CRD serving apps\/v1 Deployment/);
+    expect(() => expectCrdValid([bad, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' } }])).toThrow(
+      /spec\.suspend must be a boolean \(got "no"\)[\s\S]*Deployment\/d: no CRD serving apps\/v1 Deployment/,
+    );
   });
 });
 
@@ -294,8 +318,8 @@ describe('field errors name the object and the path', () => {
     const obj = leaderWorkerSet();
     obj.spec.leaderWorkerTemplate.restartPolicy = 'RecreateGroup';
     expect(crdErrors(obj)).toEqual([
-      'LeaderWorkerSet/llm: spec.leaderWorkerTemplate.restartPolicy must be one of "Default", '
-        + '"RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None" (got "RecreateGroup")',
+      'LeaderWorkerSet/llm: spec.leaderWorkerTemplate.restartPolicy must be one of "Default", ' +
+        '"RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None" (got "RecreateGroup")',
     ]);
   });
 
@@ -305,10 +329,10 @@ describe('field errors name the object and the path', () => {
     expect(crdErrors(obj)).toEqual([]);
     obj.spec.rolloutStrategy.rollingUpdateConfiguration = { maxSurge: true, maxUnavailable: 0.5 };
     expect(crdErrors(obj)).toEqual([
-      'LeaderWorkerSet/llm: spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge must be an integer or a string '
-        + '(got true)',
-      'LeaderWorkerSet/llm: spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable must be an integer or a '
-        + 'string (got 0.5)',
+      'LeaderWorkerSet/llm: spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge must be an integer or a string ' +
+        '(got true)',
+      'LeaderWorkerSet/llm: spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable must be an integer or a ' +
+        'string (got 0.5)',
     ]);
   });
 
@@ -326,13 +350,15 @@ describe('field errors name the object and the path', () => {
     obj.spec.groups[0].rules[0].for = '1 minute';
     obj.spec.groups[0].partial_response_strategy = 'WARN';
     expect(crdErrors(obj)).toEqual([
-      'PrometheusRule/gpu-alerts: spec.groups[0].rules[0].for must match the pattern '
-        + '^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$ '
-        + '(got "1 minute")',
+      'PrometheusRule/gpu-alerts: spec.groups[0].rules[0].for must match the pattern ' +
+        '^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$ ' +
+        '(got "1 minute")',
     ]);
     obj.spec.groups[0].partial_response_strategy = 'retry';
-    expect(crdErrors(obj)).toContain('PrometheusRule/gpu-alerts: spec.groups[0].partial_response_strategy must match '
-      + 'the pattern ^(?i)(abort|warn)?$ (got "retry")');
+    expect(crdErrors(obj)).toContain(
+      'PrometheusRule/gpu-alerts: spec.groups[0].partial_response_strategy must match ' +
+        'the pattern ^(?i)(abort|warn)?$ (got "retry")',
+    );
   });
 
   test('a map of strings refuses a number: KEDA trigger metadata', () => {
@@ -359,8 +385,8 @@ describe('field errors name the object and the path', () => {
     const obj = jobSet();
     obj.spec.replicatedJobs.push(obj.spec.replicatedJobs[0]);
     expect(crdErrors(obj)).toEqual([
-      'JobSet/train: spec.replicatedJobs[1] has the same key (name="workers") as spec.replicatedJobs[0]: '
-        + 'spec.replicatedJobs is a list of type map',
+      'JobSet/train: spec.replicatedJobs[1] has the same key (name="workers") as spec.replicatedJobs[0]: ' +
+        'spec.replicatedJobs is a list of type map',
     ]);
   });
 
@@ -368,8 +394,8 @@ describe('field errors name the object and the path', () => {
     const obj = serviceMonitor();
     obj.spec.scrapeProtocols = ['PrometheusProto', 'PrometheusProto'];
     expect(crdErrors(obj)).toEqual([
-      'ServiceMonitor/vllm: spec.scrapeProtocols[1] duplicates spec.scrapeProtocols[0] ("PrometheusProto"): '
-        + 'spec.scrapeProtocols must not hold an item twice',
+      'ServiceMonitor/vllm: spec.scrapeProtocols[1] duplicates spec.scrapeProtocols[0] ("PrometheusProto"): ' +
+        'spec.scrapeProtocols must not hold an item twice',
     ]);
   });
 
@@ -392,8 +418,8 @@ describe('CEL rules are not evaluated, only listed', () => {
   test('the rules of the fields an object sets', () => {
     expect(crdRulesNotEvaluated(inferencePool())).toEqual([
       'InferencePool/llama: spec.targetPorts: port number must be unique',
-      'InferencePool/llama: spec.endpointPickerRef: port is required when kind is \'Service\' or unspecified '
-        + '(defaults to \'Service\')',
+      "InferencePool/llama: spec.endpointPickerRef: port is required when kind is 'Service' or unspecified " +
+        "(defaults to 'Service')",
     ]);
     // The rule holds, or not, without changing crdErrors: the server is the judge of it.
     const pool = inferencePool();
@@ -410,8 +436,8 @@ describe('metadata', () => {
     const obj = httpRoute();
     obj.metadata.name = 'Llama_Route';
     expect(crdErrors(obj)).toEqual([
-      'HTTPRoute/Llama_Route: metadata.name must be a DNS-1123 subdomain (lower-case alphanumerics, "-" and ".", '
-        + 'at most 253 characters) (got "Llama_Route")',
+      'HTTPRoute/Llama_Route: metadata.name must be a DNS-1123 subdomain (lower-case alphanumerics, "-" and ".", ' +
+        'at most 253 characters) (got "Llama_Route")',
     ]);
   });
 
@@ -430,15 +456,15 @@ describe('metadata', () => {
 
   test('labels, annotations and unknown ObjectMeta fields', () => {
     const obj = prometheusRule();
-    obj.metadata.labels = { 'release': 'prometheus stack', 'bad key!': 'x' };
+    obj.metadata.labels = { release: 'prometheus stack', 'bad key!': 'x' };
     obj.metadata.annotations = { 'example.com/threshold': 3 };
     obj.metadata.label = { a: 'b' };
     obj.metadata.namespace = 'Monitoring';
     expect(crdErrors(obj)).toEqual([
       'PrometheusRule/gpu-alerts: metadata.label is not a field of ObjectMeta (unknown field)',
       'PrometheusRule/gpu-alerts: metadata.namespace must be a DNS-1123 label (got "Monitoring")',
-      'PrometheusRule/gpu-alerts: metadata.labels.release must be a label value: at most 63 alphanumerics, "-", "_" '
-        + 'or "." starting and ending with an alphanumeric (got "prometheus stack")',
+      'PrometheusRule/gpu-alerts: metadata.labels.release must be a label value: at most 63 alphanumerics, "-", "_" ' +
+        'or "." starting and ending with an alphanumeric (got "prometheus stack")',
       'PrometheusRule/gpu-alerts: metadata.labels has the key "bad key!", which is not a qualified name',
       'PrometheusRule/gpu-alerts: metadata.annotations.example.com/threshold must be a string (got 3)',
     ]);
@@ -456,15 +482,15 @@ describe('metadata', () => {
 describe('kinds that are not vendored', () => {
   test('an unserved version names the served ones and the release', () => {
     expect(crdErrors({ apiVersion: 'jobset.x-k8s.io/v1alpha1', kind: 'JobSet', metadata: { name: 'j' } })).toEqual([
-      'JobSet/j: jobset.x-k8s.io/v1alpha1 JobSet is not served by the vendored CRD '
-        + '(kubernetes-sigs/jobset v0.12.0 serves jobset.x-k8s.io/v1alpha2).',
+      'JobSet/j: jobset.x-k8s.io/v1alpha1 JobSet is not served by the vendored CRD ' +
+        '(kubernetes-sigs/jobset v0.12.0 serves jobset.x-k8s.io/v1alpha2).',
     ]);
   });
 
   test('an unknown kind, and something that is not an object', () => {
     expect(crdErrors({ apiVersion: 'kueue.x-k8s.io/v1beta1', kind: 'LocalQueue', metadata: { name: 'q' } })).toEqual([
-      'LocalQueue/q: no CRD serving kueue.x-k8s.io/v1beta1 LocalQueue is vendored '
-        + '(src/validation/crds/README.md lists those that are).',
+      'LocalQueue/q: no CRD serving kueue.x-k8s.io/v1beta1 LocalQueue is vendored ' +
+        '(src/validation/crds/README.md lists those that are).',
     ]);
     expect(crdErrors('kind: JobSet')).toEqual([
       'The object is not a Kubernetes object (an object with apiVersion and kind).',
@@ -475,14 +501,15 @@ describe('kinds that are not vendored', () => {
 describe('schema keywords the vendored CRDs do not use yet', () => {
   test('x-kubernetes-preserve-unknown-fields keeps unknown fields but still checks the declared ones', () => {
     const schema: CrdSchema = {
-      'type': 'object',
+      type: 'object',
       'x-kubernetes-preserve-unknown-fields': true,
-      'properties': { replicas: { type: 'integer' } },
+      properties: { replicas: { type: 'integer' } },
     };
     expect(schemaErrors({ replicas: 2, anything: { nested: [1, 'a'] } }, schema)).toEqual([]);
     expect(schemaErrors({ replicas: '2' }, schema)).toEqual(['replicas must be an integer (got "2")']);
-    expect(schemaErrors({ replicas: 2, extra: 1 }, { type: 'object', properties: { replicas: { type: 'integer' } } }))
-      .toEqual(['extra is not a field of the schema (unknown field "extra")']);
+    expect(
+      schemaErrors({ replicas: 2, extra: 1 }, { type: 'object', properties: { replicas: { type: 'integer' } } }),
+    ).toEqual(['extra is not a field of the schema (unknown field "extra")']);
   });
 
   test('additionalProperties: true allows anything, false or absent nothing undeclared', () => {
@@ -491,41 +518,45 @@ describe('schema keywords the vendored CRDs do not use yet', () => {
   });
 
   test('nullable allows null', () => {
-    expect(schemaErrors({ a: null }, { type: 'object', properties: { a: { type: 'string', nullable: true } } }))
-      .toEqual([]);
+    expect(
+      schemaErrors({ a: null }, { type: 'object', properties: { a: { type: 'string', nullable: true } } }),
+    ).toEqual([]);
   });
 
   test('anyOf, oneOf, allOf and not as structural schemas use them', () => {
     const props = { a: { type: 'string' as const }, b: { type: 'string' as const } };
     const oneOf: CrdSchema = { type: 'object', properties: props, oneOf: [{ required: ['a'] }, { required: ['b'] }] };
     expect(schemaErrors({ a: 'x' }, oneOf)).toEqual([]);
-    expect(schemaErrors({ a: 'x', b: 'y' }, oneOf))
-      .toEqual(['the object must match exactly one of the schema\'s oneOf alternatives (matches 2)']);
+    expect(schemaErrors({ a: 'x', b: 'y' }, oneOf)).toEqual([
+      "the object must match exactly one of the schema's oneOf alternatives (matches 2)",
+    ]);
     const anyOf: CrdSchema = { type: 'object', properties: props, anyOf: [{ required: ['a'] }, { required: ['b'] }] };
-    expect(schemaErrors({}, anyOf))
-      .toEqual([
-        'the object must match at least one of the schema\'s anyOf alternatives (a is required | b is required)',
-      ]);
+    expect(schemaErrors({}, anyOf)).toEqual([
+      "the object must match at least one of the schema's anyOf alternatives (a is required | b is required)",
+    ]);
     const allOf: CrdSchema = { type: 'string', allOf: [{ minLength: 2 }, { pattern: '^a' }] };
     expect(schemaErrors('b', allOf)).toEqual([
       'the object must be at least 2 characters long (got "b")',
       'the object must match the pattern ^a (got "b")',
     ]);
-    expect(schemaErrors('a', { type: 'string', not: { enum: ['a'] } }))
-      .toEqual(['the object must not match the schema\'s "not" alternative (got "a")']);
+    expect(schemaErrors('a', { type: 'string', not: { enum: ['a'] } })).toEqual([
+      'the object must not match the schema\'s "not" alternative (got "a")',
+    ]);
   });
 
   test('maxProperties, uniqueItems, date-time and int64', () => {
     const oneAtMost: CrdSchema = { type: 'object', maxProperties: 1, additionalProperties: { type: 'string' } };
-    expect(schemaErrors({ a: '1', b: '2' }, oneAtMost))
-      .toEqual(['the object must have at most 1 field (got 2)']);
-    expect(schemaErrors([1, 1], { type: 'array', uniqueItems: true, items: { type: 'integer' } }))
-      .toEqual(['[1] duplicates [0] (1): the object must not hold an item twice']);
+    expect(schemaErrors({ a: '1', b: '2' }, oneAtMost)).toEqual(['the object must have at most 1 field (got 2)']);
+    expect(schemaErrors([1, 1], { type: 'array', uniqueItems: true, items: { type: 'integer' } })).toEqual([
+      '[1] duplicates [0] (1): the object must not hold an item twice',
+    ]);
     expect(schemaErrors('2026-12-03T10:00:00Z', { type: 'string', format: 'date-time' })).toEqual([]);
-    expect(schemaErrors('yesterday', { type: 'string', format: 'date-time' }))
-      .toEqual(['the object must be an RFC 3339 date-time such as 2026-01-02T15:04:05Z (got "yesterday")']);
-    expect(schemaErrors(2 ** 63, { type: 'integer', format: 'int64' }))
-      .toEqual(['the object must fit in a 64-bit integer (got 9223372036854776000)']);
+    expect(schemaErrors('yesterday', { type: 'string', format: 'date-time' })).toEqual([
+      'the object must be an RFC 3339 date-time such as 2026-01-02T15:04:05Z (got "yesterday")',
+    ]);
+    expect(schemaErrors(2 ** 63, { type: 'integer', format: 'int64' })).toEqual([
+      'the object must fit in a 64-bit integer (got 9223372036854776000)',
+    ]);
   });
 
   test('a Go regexp feature that is not translated is refused, not guessed', () => {

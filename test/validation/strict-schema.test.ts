@@ -6,33 +6,51 @@ function pod(spec: any): any {
 
 describe('strict schema validation', () => {
   test('accepts a valid object', () => {
-    expect(strictErrors(pod({ containers: [{ name: 'c', image: 'i', resources: { limits: { 'nvidia.com/gpu': 2 } } }] }))).toEqual([]);
+    expect(
+      strictErrors(pod({ containers: [{ name: 'c', image: 'i', resources: { limits: { 'nvidia.com/gpu': 2 } } }] })),
+    ).toEqual([]);
   });
 
   test("rejects seed 001's pod-level preStop as an unknown field", () => {
-    const errors = strictErrors(pod({ containers: [{ name: 'c', image: 'i' }], preStop: { exec: { command: ['sleep', '5'] } } }));
+    const errors = strictErrors(
+      pod({ containers: [{ name: 'c', image: 'i' }], preStop: { exec: { command: ['sleep', '5'] } } }),
+    );
     expect(errors).toEqual(['Pod/p.spec: unknown field "preStop"']);
   });
 
   test("rejects seed 004's annotations on a volume", () => {
-    const errors = strictErrors(pod({
-      containers: [{ name: 'c', image: 'i' }],
-      volumes: [{ name: 'gpu-cred', secret: { secretName: 'gpu-credentials' }, annotations: { 'kubernetes.io/secret-reload': 'true' } }],
-    }));
+    const errors = strictErrors(
+      pod({
+        containers: [{ name: 'c', image: 'i' }],
+        volumes: [
+          {
+            name: 'gpu-cred',
+            secret: { secretName: 'gpu-credentials' },
+            annotations: { 'kubernetes.io/secret-reload': 'true' },
+          },
+        ],
+      }),
+    );
     expect(errors).toEqual(['Pod/p.spec.volumes[0]: unknown field "annotations"']);
   });
 
   test('rejects a null GPU quantity', () => {
-    const errors = strictErrors(pod({ containers: [{ name: 'c', image: 'i', resources: { limits: { 'nvidia.com/gpu': null } } }] }));
+    const errors = strictErrors(
+      pod({ containers: [{ name: 'c', image: 'i', resources: { limits: { 'nvidia.com/gpu': null } } }] }),
+    );
     expect(errors).toEqual(['Pod/p.spec.containers[0].resources.limits.nvidia.com/gpu: null is not allowed']);
   });
 
   test('rejects wrong types and missing required fields', () => {
-    const errors = strictErrors(pod({ containers: [{ name: 'c', ports: [{ containerPort: '80' }] }], terminationGracePeriodSeconds: 1.5 }));
-    expect(errors).toEqual(expect.arrayContaining([
-      'Pod/p.spec.containers[0].ports[0].containerPort: expected integer, got string "80"',
-      'Pod/p.spec.terminationGracePeriodSeconds: expected integer, got number 1.5',
-    ]));
+    const errors = strictErrors(
+      pod({ containers: [{ name: 'c', ports: [{ containerPort: '80' }] }], terminationGracePeriodSeconds: 1.5 }),
+    );
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        'Pod/p.spec.containers[0].ports[0].containerPort: expected integer, got string "80"',
+        'Pod/p.spec.terminationGracePeriodSeconds: expected integer, got number 1.5',
+      ]),
+    );
   });
 
   test('rejects fields that only exist in later releases at the 1.28 floor', () => {
@@ -43,7 +61,15 @@ describe('strict schema validation', () => {
   });
 
   test('rejects unknown kinds, bad names and label values', () => {
-    expect(strictErrors({ apiVersion: 'v1', kind: 'Nope', metadata: { name: 'x' } })).toEqual(['Nope/x: v1 Nope does not exist in Kubernetes 1.28.0']);
-    expect(strictErrors({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'Bad_Name', labels: { a: 'x'.repeat(64) } } })).toHaveLength(2);
+    expect(strictErrors({ apiVersion: 'v1', kind: 'Nope', metadata: { name: 'x' } })).toEqual([
+      'Nope/x: v1 Nope does not exist in Kubernetes 1.28.0',
+    ]);
+    expect(
+      strictErrors({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'Bad_Name', labels: { a: 'x'.repeat(64) } },
+      }),
+    ).toHaveLength(2);
   });
 });

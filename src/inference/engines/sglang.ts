@@ -33,14 +33,26 @@ export const SGLANG: ServingEngine = {
   // Tensor-parallel ranks exchange through NCCL and shared-memory queues.
   shmGibPerGpu: 2,
   ownedFlags: {
-    '--model-path': 'modelId', '--model': 'modelId', '--revision': 'revision', '--tp-size': 'gpusPerReplica', '--tensor-parallel-size': 'gpusPerReplica', '--tp': 'gpusPerReplica',
-    '--host': 'ipFamily', '--port': '', '--enable-metrics': '', '--quantization': 'quantization', '--context-length': 'contextLength',
-    '--served-model-name': 'servedModelName', '--download-dir': 'modelCache', '--max-running-requests': 'maxRunningRequests',
+    '--model-path': 'modelId',
+    '--model': 'modelId',
+    '--revision': 'revision',
+    '--tp-size': 'gpusPerReplica',
+    '--tensor-parallel-size': 'gpusPerReplica',
+    '--tp': 'gpusPerReplica',
+    '--host': 'ipFamily',
+    '--port': '',
+    '--enable-metrics': '',
+    '--quantization': 'quantization',
+    '--context-length': 'contextLength',
+    '--served-model-name': 'servedModelName',
+    '--download-dir': 'modelCache',
+    '--max-running-requests': 'maxRunningRequests',
     '--mem-fraction-static': 'memFractionStatic',
   },
   contradictingFlags: {
     // Pipeline parallel ranks multiply the GPUs a replica's engine needs (server_args.py --pp-size).
-    '--pp-size': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
+    '--pp-size':
+      'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
   },
   // server_args.py builds a plain argparse.ArgumentParser (allow_abbrev on).
   argsWordSplit: false,
@@ -51,12 +63,16 @@ export const SGLANG: ServingEngine = {
     return {
       command: ['python3', '-m', 'sglang.launch_server'],
       args: [
-        '--model-path', o.modelId,
+        '--model-path',
+        o.modelId,
         ...(o.revision !== undefined ? ['--revision', o.revision] : []),
-        '--tp-size', String(o.gpus),
+        '--tp-size',
+        String(o.gpus),
         // server_args.py: host defaults to 127.0.0.1, which no probe or Service can reach.
-        '--host', o.host,
-        '--port', String(o.port),
+        '--host',
+        o.host,
+        '--port',
+        String(o.port),
         '--enable-metrics',
         ...o.tuning.args,
       ],

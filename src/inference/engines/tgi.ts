@@ -17,7 +17,10 @@ export const TGI_DRAIN_SECONDS = 90;
 /** The unprivileged port TGI listens on (the image sets PORT=80, which needs NET_BIND_SERVICE). */
 export const TGI_PORT = 8080;
 
-const env = (name: string, value: string | number, via?: string): OwnedEnv => ({ env: { name, value: String(value) }, ...(via !== undefined ? { via } : {}) });
+const env = (name: string, value: string | number, via?: string): OwnedEnv => ({
+  env: { name, value: String(value) },
+  ...(via !== undefined ? { via } : {}),
+});
 
 export const TGI: ServingEngine = {
   construct: 'TgiInferenceService',
@@ -34,27 +37,44 @@ export const TGI: ServingEngine = {
   queueMetric: 'tgi_queue_size',
   // Python lives under /root/.local/share/uv (mode 0700 /root) from 3.1 on: root only (#3082).
   runAsRoot: true,
-  imageFacts: [{
-    repository: 'ghcr.io/huggingface/text-generation-inference',
-    rootOnlyFrom: [3, 1, 0],
-    why: 'from 3.1 the image keeps Python under /root/.local/share/uv and /root is mode 0700, so a non-root UID stops at "libpython3.11.so.1.0: cannot open shared object file" (huggingface/text-generation-inference#3082); 3.0.1 is the last release that starts non-root',
-  }],
+  imageFacts: [
+    {
+      repository: 'ghcr.io/huggingface/text-generation-inference',
+      rootOnlyFrom: [3, 1, 0],
+      why: 'from 3.1 the image keeps Python under /root/.local/share/uv and /root is mode 0700, so a non-root UID stops at "libpython3.11.so.1.0: cannot open shared object file" (huggingface/text-generation-inference#3082); 3.0.1 is the last release that starts non-root',
+    },
+  ],
   // The TGI docs run `--shm-size 1g`; NCCL needs it between shards, so it grows with them.
   shmGibPerGpu: 1,
   // launcher/src/main.rs: every flag is also an env var, and a flag beats its variable (clap).
   ownedFlags: {
-    '--model-id': 'modelId', '--revision': 'revision', '--num-shard': 'gpusPerReplica', '--sharded': 'gpusPerReplica',
-    '--quantize': 'quantize', '--max-concurrent-requests': 'maxConcurrentRequests', '--max-input-tokens': 'maxInputTokens',
-    '--max-input-length': 'maxInputTokens', '--max-total-tokens': 'maxTotalTokens', '--max-batch-prefill-tokens': 'maxBatchPrefillTokens',
-    '--graceful-termination-timeout': 'drainTimeout', '-g': 'drainTimeout', '--port': '', '-p': '', '--hostname': 'ipFamily',
-    '--usage-stats': 'usageStats', '--huggingface-hub-cache': 'modelCache',
+    '--model-id': 'modelId',
+    '--revision': 'revision',
+    '--num-shard': 'gpusPerReplica',
+    '--sharded': 'gpusPerReplica',
+    '--quantize': 'quantize',
+    '--max-concurrent-requests': 'maxConcurrentRequests',
+    '--max-input-tokens': 'maxInputTokens',
+    '--max-input-length': 'maxInputTokens',
+    '--max-total-tokens': 'maxTotalTokens',
+    '--max-batch-prefill-tokens': 'maxBatchPrefillTokens',
+    '--graceful-termination-timeout': 'drainTimeout',
+    '-g': 'drainTimeout',
+    '--port': '',
+    '-p': '',
+    '--hostname': 'ipFamily',
+    '--usage-stats': 'usageStats',
+    '--huggingface-hub-cache': 'modelCache',
   },
   contradictingFlags: {},
   // clap matches long flags exactly (no inferred abbreviations).
   // tgi-entrypoint.sh runs `exec text-generation-launcher $@`, unquoted.
   argsWordSplit: true,
   abbreviatedFlags: false,
-  cacheEnv: path => [{ name: 'HF_HOME', value: path }, { name: 'HUGGINGFACE_HUB_CACHE', value: `${path}/hub` }],
+  cacheEnv: path => [
+    { name: 'HF_HOME', value: path },
+    { name: 'HUGGINGFACE_HUB_CACHE', value: `${path}/hub` },
+  ],
   extraEnv: home => [{ name: 'OUTLINES_CACHE_DIR', value: `${home}/.cache/outlines` }],
   launch(o: LaunchOptions): Launch {
     return {
@@ -82,7 +102,11 @@ export const TGI: ServingEngine = {
   // asking the hub (utils/hub.py `_cached_weight_files`), and the router reads the tokenizer from
   // HUGGINGFACE_HUB_CACHE (router/src/server.rs).
   download: (modelId, revision) => [
-    'text-generation-server', 'download-weights', modelId, '--extension', '.safetensors',
+    'text-generation-server',
+    'download-weights',
+    modelId,
+    '--extension',
+    '.safetensors',
     ...(revision !== undefined ? ['--revision', revision] : []),
   ],
 };
@@ -91,4 +115,3 @@ export const TGI: ServingEngine = {
 export function tgiTuningEnv(name: string, value: string | number | undefined, via: string): OwnedEnv[] {
   return value === undefined ? [] : [env(name, value, via)];
 }
-

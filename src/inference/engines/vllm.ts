@@ -34,30 +34,48 @@ export const VLLM: ServingEngine = {
   metricsPath: '/metrics',
   queueMetric: 'vllm:num_requests_waiting',
   runAsRoot: false,
-  imageFacts: [{
-    repository: 'docker.io/vllm/vllm-openai',
-    minimum: [0, 18, 0],
-    why: 'the construct sets --shutdown-timeout for the drain, which vLLM has from 0.18 (vllm#36666); older releases exit with "unrecognized arguments"',
-  }],
+  imageFacts: [
+    {
+      repository: 'docker.io/vllm/vllm-openai',
+      minimum: [0, 18, 0],
+      why: 'the construct sets --shutdown-timeout for the drain, which vLLM has from 0.18 (vllm#36666); older releases exit with "unrecognized arguments"',
+    },
+  ],
   nonRootUid: VLLM_UID,
   // The vLLM docs run with `--ipc=host` or `--shm-size`; tensor-parallel workers share tensors and
   // NCCL buffers through /dev/shm.
   shmGibPerGpu: 2,
   ownedFlags: {
-    '--model': 'modelId', '--revision': 'revision', '--tensor-parallel-size': 'gpusPerReplica', '-tp': 'gpusPerReplica',
-    '--host': 'ipFamily', '--port': '', '--shutdown-timeout': 'drainTimeout', '--quantization': 'quantization', '-q': 'quantization',
-    '--max-model-len': 'maxModelLen', '--served-model-name': 'servedModelNames', '--download-dir': 'modelCache',
-    '--max-num-seqs': 'maxNumSeqs', '--gpu-memory-utilization': 'gpuMemoryUtilization',
+    '--model': 'modelId',
+    '--revision': 'revision',
+    '--tensor-parallel-size': 'gpusPerReplica',
+    '-tp': 'gpusPerReplica',
+    '--host': 'ipFamily',
+    '--port': '',
+    '--shutdown-timeout': 'drainTimeout',
+    '--quantization': 'quantization',
+    '-q': 'quantization',
+    '--max-model-len': 'maxModelLen',
+    '--served-model-name': 'servedModelNames',
+    '--download-dir': 'modelCache',
+    '--max-num-seqs': 'maxNumSeqs',
+    '--gpu-memory-utilization': 'gpuMemoryUtilization',
   },
   contradictingFlags: {
     // A replica's engine needs tensor x pipeline x data parallel GPUs; the pod has gpusPerReplica (the tensor-parallel size).
-    '--pipeline-parallel-size': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
-    '-pp': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
-    '--data-parallel-size': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
-    '-dp': 'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
+    '--pipeline-parallel-size':
+      'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
+    '-pp':
+      'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
+    '--data-parallel-size':
+      'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
+    '-dp':
+      'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
     // The probes, the Services and the ServiceMonitor speak HTTP to the port.
-    '--ssl-keyfile': 'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
-    '--ssl-certfile': 'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
+    '--ssl-keyfile':
+      'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
+    '--ssl-certfile':
+      'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
   },
   // FlexibleArgumentParser is an argparse.ArgumentParser: treat prefixes as the flags they expand to.
   argsWordSplit: false,
@@ -71,21 +89,24 @@ export const VLLM: ServingEngine = {
       args: [
         o.modelId,
         ...(o.revision !== undefined ? ['--revision', o.revision] : []),
-        '--tensor-parallel-size', String(o.gpus),
-        '--host', o.host,
-        '--port', String(o.port),
+        '--tensor-parallel-size',
+        String(o.gpus),
+        '--host',
+        o.host,
+        '--port',
+        String(o.port),
         // v0.18+: the default 0 aborts in-flight requests on SIGTERM.
-        '--shutdown-timeout', String(o.drainSeconds),
+        '--shutdown-timeout',
+        String(o.drainSeconds),
         ...o.tuning.args,
       ],
       env: [
         ...o.tuning.env,
         // vLLM reports anonymous usage unless VLLM_NO_USAGE_STATS=1 or DO_NOT_TRACK=1 (docs
         // serving/usage_stats.md; vllm/usage/usage_lib.py).
-        ...(o.usageStats ? [] : [
-          { env: { name: 'VLLM_NO_USAGE_STATS', value: '1' }, via: 'usageStats' },
-          DO_NOT_TRACK,
-        ]),
+        ...(o.usageStats
+          ? []
+          : [{ env: { name: 'VLLM_NO_USAGE_STATS', value: '1' }, via: 'usageStats' }, DO_NOT_TRACK]),
       ],
     };
   },
