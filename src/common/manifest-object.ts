@@ -85,8 +85,33 @@ function lazyBody<P extends TypedProps>(kind: ManifestKind<P>, props: P): Record
 
 function patchErrors<P>(kind: ManifestKind<P>, json: any): string[] {
   // Loaded on first use: an app without escape hatches never reads the API definitions.
+  const { crdErrors, isVendoredKind } =
+    require('../validation/crd-schema') as typeof import('../validation/crd-schema');
   const { strictErrors } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
-  return [...(kind.afterPatch?.(json) ?? []), ...strictErrors(json, '1.28.0')];
+  const schema = isVendoredKind(json.apiVersion, json.kind) ? crdErrors(json) : strictErrors(json, '1.28.0');
+  return [...(kind.afterPatch?.(json) ?? []), ...schema];
+}
+
+/**
+ * A custom resource kind the library makes (JobSet, LeaderWorkerSet, InferencePool, ...): its
+ * props are already the API JSON, checked against the vendored CRD (validation/crds) in tests and
+ * after a JsonPatch.
+ */
+export function customKind<P extends TypedProps>(
+  apiVersion: string,
+  kind: string,
+  afterPatch?: (json: any) => string[],
+): ManifestKind<P> {
+  return {
+    gvk: { apiVersion, kind },
+    toJson: props => (props === undefined ? undefined : withoutMetadata(props)),
+    afterPatch,
+  };
+}
+
+function withoutMetadata(props: TypedProps): Record<string, unknown> {
+  const { metadata: _metadata, ...body } = props as Record<string, unknown>;
+  return body;
 }
 
 /** A kind the library makes, from cdk8s-plus-28's GVK and converter for it. */
