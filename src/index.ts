@@ -2,7 +2,7 @@
 export { ConfigurationError } from './validation/validate';
 export { DisruptionBudget } from './common/disruption';
 export { PodSecurityLevel } from './common/security';
-export type { IGpuWorkload } from './common/pod-template';
+export type { GpuWorkload } from './workloads';
 export { EnvValue, EnvFrom } from './common/env';
 export type { GpuWorkloadProps, PodOptions, WorkloadVolume } from './common/pod-options';
 export { StrictSchemaValidation } from './plugins/strict-schema-plugin';
@@ -23,8 +23,8 @@ export { TgiInferenceService, TGI_DEFAULT_IMAGE } from './inference/tgi-inferenc
 export type { TgiInferenceServiceProps, SecretKeyRef } from './inference/tgi-inference-service';
 export { ModelCache } from './inference/model-cache';
 export { TgiQuantization, VllmQuantization, SglangQuantization } from './inference/quantization';
-export { InferenceService, IpFamily } from './inference/inference-service';
-export type { InferenceServiceProps } from './inference/inference-service';
+export { IpFamily } from './inference/inference-service';
+export type { InferenceService, InferenceServiceProps } from './inference/inference-service';
 export { VllmInferenceService, VLLM_DEFAULT_IMAGE } from './inference/vllm-inference-service';
 export type { VllmInferenceServiceProps } from './inference/vllm-inference-service';
 export { SglangInferenceService, SGLANG_DEFAULT_IMAGE } from './inference/sglang-inference-service';

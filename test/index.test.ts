@@ -17,7 +17,6 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'GuardInputError',
     'GuardValidation',
     'IMMUTABLE_FIELDS',
-    'InferenceService',
     'IpFamily',
     'ModelCache',
     'PodSecurityLevel',

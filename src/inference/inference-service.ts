@@ -1,69 +1,52 @@
 import { ApiObject, Chart, Duration, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import { KIND, ManifestObject } from '../common/manifest-object';
 import { Construct } from 'constructs';
+import { sharedObject } from '../checks/unique-objects';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { headlessService } from '../common/headless-service';
-import { ImageRef } from '../common/image-ref';
-import {
-  LABEL_COMPONENT,
-  LABEL_INSTANCE,
-  LABEL_MANAGED_BY,
-  LABEL_NAME,
-  labelSet,
-  workloadLabels,
-} from '../common/labels';
+import { LABEL_COMPONENT, LABEL_NAME, labelSet, workloadLabels } from '../common/labels';
+import { KIND, ManifestObject } from '../common/manifest-object';
 import { statefulSetName } from '../common/names';
 import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { nonRootUserEnv, scratchSpace } from '../common/scratch';
-import { PodSecurityLevel, resolveProcessIdentity } from '../common/security';
+import { PodSecurityLevel, ProcessIdentity, resolveProcessIdentity } from '../common/security';
 import { STATEFUL_SET } from '../common/stateful-set';
-import { sharedObject } from '../checks/unique-objects';
-import { configKey } from '../common/env';
-import { show, Validator } from '../validation/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
+import { Validator } from '../validation/validate';
 import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
-import { EngineTuning, ImageFact, ServingEngine } from './engine';
-import { ModelCache } from './model-cache';
+import { EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
+import { addDownload } from './model-download';
+import type { SglangInferenceService } from './sglang-inference-service';
+import type { TgiInferenceService } from './tgi-inference-service';
+import type { VllmInferenceService } from './vllm-inference-service';
+import { BoundModelCache, ModelCache } from './model-cache';
+import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
+import { checkImageFacts, extraArgsOf, hubTokenEnv, modelIdOf, refuseHubCacheEnv, revisionOf } from './serving-inputs';
+import {
+  capacityDelay,
+  resolveTermination,
+  STARTUP_PERIOD_SECONDS,
+  startupBudget,
+  Termination,
+} from './serving-timing';
 
-/** Time for endpoints, kube-proxy and load balancers to stop sending new requests to a terminating pod. */
-export const DEFAULT_PRESTOP_SLEEP_SECONDS = 15;
-/** Slack after the drain for the engine's workers to exit, and for the kubelet's own delays. */
-export const TERMINATION_MARGIN_SECONDS = 15;
-/** How long in-flight requests may finish after SIGTERM: TGI's launcher default, long generations included. */
-export const DEFAULT_DRAIN_SECONDS = 90;
-/** The startup budget when no model size is declared: load and warm-up of a model up to ~60 GB. */
-export const DEFAULT_MAX_MODEL_LOAD_SECONDS = 900;
-/**
- * Assumed read bandwidth from the cache volume into the engine, MB/s (10^6 bytes): a network disk
- * at its baseline (EBS gp3 125 MiB/s, pd-balanced 140 MB/s per volume) or an NFS share under load.
- */
-export const ASSUMED_LOAD_MB_PER_SECOND = 100;
-/** Warm-up after the weights are on the GPUs: CUDA graph capture, torch.compile, kernel autotuning. */
-export const WARMUP_SECONDS = 300;
-/** Assumed download bandwidth from the hub, MB/s, for the README's fill times (the init container has no deadline). */
-export const ASSUMED_DOWNLOAD_MB_PER_SECOND = 25;
+export {
+  DEFAULT_PRESTOP_SLEEP_SECONDS,
+  TERMINATION_MARGIN_SECONDS,
+  DEFAULT_DRAIN_SECONDS,
+  DEFAULT_MAX_MODEL_LOAD_SECONDS,
+  derivedLoadSeconds,
+} from './serving-timing';
+
 /** The model cache mount and HF_HOME of every engine. */
 export const MODEL_CACHE_PATH = '/data';
 
-const STARTUP_PERIOD_SECONDS = 10;
-const PER_POD_ENDPOINTS_LABEL = 'cdk8s-gpu.io/per-pod-endpoints';
 const COMPONENT = 'inference';
 const PORT_NAME = 'http';
-const DOWNLOAD_CONTAINER = 'model-download';
-const INT32_MAX = 2147483647;
-/** Prometheus's default lookback for an instant query (`--query.lookback-delta`). */
-const PROMETHEUS_LOOKBACK_SECONDS = 300;
-/** huggingface_hub's REPO_ID_REGEX: an optional namespace, then a name of 1-96 characters. */
-const HUB_REPO_ID = /^(?:\w(?:[\w.-]*\w)?\/)?\w(?:[\w.-]{0,94}\w)?$/;
-/** The variables that place huggingface_hub's cache (and transformers' older one). */
-const HUB_CACHE_VARIABLES = ['HF_HOME', 'HF_HUB_CACHE', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_CACHE'];
-/** The default per-replica cache: room for a 7B–30B-class model, or the declared model with headroom. */
 const DEFAULT_CACHE_GIB = 100;
 const CACHE_HEADROOM = 1.2;
 
-/** A key of a Secret, e.g. a HuggingFace token. */
 export interface SecretKeyRef {
   readonly name: string;
   readonly key: string;
@@ -241,9 +224,10 @@ export interface EngineBinding {
  * no probe can kill the download, a PDB keeping n-1 serving, a client Service stable across
  * versions and engines, per-pod metrics, optional autoscaling on the queue, and the tightest Pod
  * Security level the image allows. `TgiInferenceService`, `VllmInferenceService` and
- * `SglangInferenceService` are this with one engine's facts.
+ * `SglangInferenceService` are this with one engine's facts; the practice itself is not exported,
+ * so nothing outside the library extends it (`InferenceService` is the union of the three).
  */
-export abstract class InferenceService extends Construct implements IGpuWorkload {
+export abstract class ServingWorkload extends Construct implements IGpuWorkload {
   /** The client Service's name: `name`, stable across versions and engines, port 80. */
   readonly serviceName: string;
   /** The StatefulSet's name: `name` or `name-v<version>`. */
@@ -258,34 +242,30 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   readonly terminationGracePeriodSeconds: number;
   /** The startup probe's budget for model load and warm-up. */
   readonly startupBudgetSeconds: number;
-  /** The StatefulSet, for escape hatches through its typed API object. */
+  /** The StatefulSet, for escape hatches (a JsonPatch applies to its API JSON and is checked). */
   readonly statefulSet: ApiObject;
-  /**
-   * The client Service. Shared with every other version of this name in the app (the first
-   * construct makes it), so it is emitted once and selects every version's pods.
-   */
+  /** The client Service (shared by every version and engine of this name; made by the first). */
   readonly service: ApiObject;
-  /** The headless Service: per-pod DNS names and the metrics endpoints. */
+  /** The governing headless Service: per-pod DNS names and per-pod metrics endpoints. */
   readonly headlessService: ApiObject;
-  /** The PodDisruptionBudget (`maxUnavailable: 1`). */
+  /** Keeps n-1 replicas serving through voluntary disruptions. */
   readonly podDisruptionBudget: ApiObject;
-  /** The ServiceMonitor, when `serviceMonitor` is set. */
+  /** The prometheus-operator ServiceMonitor, when `serviceMonitor` is true. */
   readonly serviceMonitor?: ApiObject;
-  /** The HorizontalPodAutoscaler, when autoscaled with `Autoscaler.hpa()`. */
+  /** The HorizontalPodAutoscaler, with `Autoscaler.hpa()`. */
   readonly horizontalPodAutoscaler?: ApiObject;
-  /** The KEDA ScaledObject, when autoscaled with `Autoscaler.keda()`. */
+  /** The KEDA ScaledObject, with `Autoscaler.keda()`. */
   readonly scaledObject?: ApiObject;
   /**
-   * The model cache's claim: the claim template's name for a per-replica cache (the PVCs are
-   * `<name>-<statefulSet>-<ordinal>`), the existing claim for a shared cache, undefined for an emptyDir.
+   * The model cache's claim: the claim template's name (per replica: `<name>-<statefulSet>-<ordinal>`)
+   * or the shared claim's name; undefined for an emptyDir cache.
    */
   readonly modelCacheClaimName?: string;
-  /** The engine's queue gauge, the autoscaling signal (e.g. `vllm:num_requests_waiting`). */
+  /** The engine's queue-depth metric (waiting requests), as Prometheus names it. */
   readonly queueMetric: string;
   /** @internal */
   readonly _podTemplate: PodTemplate;
-
-  /** The strictest Pod Security Standard the pod template meets, with everything added to it so far (e.g. by `mountInto`). */
+  /** The strictest Pod Security Standard the pods meet, including what was added after construction. */
   get podSecurityLevel(): PodSecurityLevel {
     return this._podTemplate.securityLevel();
   }
@@ -299,301 +279,51 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   /** @internal Each engine's construct passes its facts; the practice is not extended from outside. */
   protected constructor(scope: Construct, id: string, props: InferenceServiceProps, binding: EngineBinding) {
     super(scope, id);
-    const engine = binding.engine;
-    const v = new Validator(engine.construct, id);
-    v.knownProps('', props, propKeysOf(binding.keys));
-    for (const key of Object.keys(props)) {
-      if ((props as unknown as Record<string, unknown>)[key] === null)
-        v.fail(key, 'must not be null: omit it for the default', null);
-    }
-
-    const name = (this.statefulSetName = statefulSetName(v, props.name, props.version));
+    const v = new Validator(binding.engine.construct, id);
+    const r = resolveServing(v, props, binding);
+    this.statefulSetName = r.name;
     this.serviceName = props.name;
-    this.headlessServiceName = `${name}-headless`;
-    this.port = engine.port;
-    const modelId = v.nonEmpty('modelId', props.modelId);
-    // Both become command-line arguments: a leading "-" would be read as a flag.
-    if (/\s/.test(modelId) || modelId.startsWith('-'))
-      v.fail('modelId', 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
-    // huggingface_hub's validate_repo_id (utils/_validators.py) refuses anything else before a download starts.
-    if (
-      !modelId.startsWith('/') &&
-      (!HUB_REPO_ID.test(modelId) || modelId.includes('--') || modelId.includes('..') || modelId.endsWith('.git'))
-    ) {
-      v.fail(
-        'modelId',
-        'must be a hub repository id ("name" or "org/name": letters, digits, "-", "_" and ".", at most 96 for the name, no "--" or "..", not ending in ".git") or an absolute path',
-        modelId,
-      );
-    }
-    const revision = props.revision === undefined ? undefined : v.nonEmpty('revision', props.revision);
-    if (revision !== undefined && (/\s/.test(revision) || revision.startsWith('-')))
-      v.fail('revision', 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
-    const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
-    const image = v.image('image', props.image ?? engine.defaultImage);
-
-    // Timings that add up: the engine's drain, inside the grace period, after the preStop.
-    const preStop = v.seconds('preStopSleep', props.preStopSleep ?? Duration.seconds(DEFAULT_PRESTOP_SLEEP_SECONDS), 0);
-    const drain = v.seconds('drainTimeout', props.drainTimeout ?? Duration.seconds(DEFAULT_DRAIN_SECONDS), 1);
-    const needed = preStop + drain + TERMINATION_MARGIN_SECONDS;
-    const grace =
-      props.terminationGracePeriod === undefined
-        ? needed
-        : v.seconds('terminationGracePeriod', props.terminationGracePeriod, 1);
-    if (grace < needed) {
-      v.fail(
-        'terminationGracePeriod',
-        `must be at least preStopSleep + drainTimeout + margin = ${preStop}s + ${drain}s + ${TERMINATION_MARGIN_SECONDS}s = ${needed}s, or SIGKILL cuts the drain short`,
-        props.terminationGracePeriod,
-      );
-    }
-    this.terminationGracePeriodSeconds = grace;
-
-    const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
-    this.startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime);
-
-    const defaultCacheGib = Math.max(
-      DEFAULT_CACHE_GIB,
-      modelSize ? Math.ceil((modelSize.toKibibytes() * CACHE_HEADROOM) / 1024 ** 2) : 0,
-    );
-    const cache = props.modelCache ?? ModelCache.persistentClaim({ size: Size.gibibytes(defaultCacheGib) });
-    if (!(cache instanceof ModelCache))
-      v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', cache);
-    const boundCache = cache._bind(v, modelSize);
-    this.modelCacheClaimName = boundCache.claimTemplate
-      ? boundCache.volumeName
-      : boundCache.volume?.persistentVolumeClaim?.claimName;
-
-    // A replica is capacity once it has loaded the model, and first downloaded it unless the cache
-    // is shared: with a cache per replica, a scaled-up replica fills its own (at the assumed hub
-    // bandwidth, when modelSize says how much).
-    const downloadSeconds =
-      !boundCache.shared && modelSize
-        ? Math.ceil((modelSize.toKibibytes() * 1024) / (ASSUMED_DOWNLOAD_MB_PER_SECOND * 1e6))
-        : 0;
-    const capacity = {
-      seconds: this.startupBudgetSeconds + downloadSeconds,
-      what:
-        downloadSeconds > 0
-          ? `download at ${ASSUMED_DOWNLOAD_MB_PER_SECOND} MB/s (${downloadSeconds}s) + startup budget (${this.startupBudgetSeconds}s)`
-          : `startup budget (${this.startupBudgetSeconds}s)`,
-    };
-    const autoscaling =
-      props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity);
-    if (autoscaling && props.replicas !== undefined) {
-      v.fail(
-        'replicas',
-        'must not be set with autoscaling: the autoscaler owns the replica count (use autoscaling.minReplicas)',
-        props.replicas,
-      );
-    }
-    const replicas = autoscaling ? undefined : v.wholeNumber('replicas', props.replicas ?? 1, 1);
-
-    if (props.ipFamily !== undefined && !Object.values(IpFamily).includes(props.ipFamily))
-      v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
-    const host = props.ipFamily === IpFamily.IPV6 ? '::' : '0.0.0.0';
-    const usageStats = v.boolean('usageStats', props.usageStats, false);
-    const tuning = binding.tuning(v);
-
-    const launch = engine.launch({
-      modelId,
-      revision,
-      gpus,
-      port: engine.port,
-      host,
-      drainSeconds: drain,
-      usageStats,
-      tuning,
-    });
-    const extraArgs = v.stringArray('extraArgs', props.extraArgs) ?? [];
-    const refusedFlags = extraArgs.length > 0 ? refusedFlagsOf(engine) : undefined;
-    extraArgs.forEach((arg, i) => {
-      if (engine.argsWordSplit && /[\s*?[]/.test(arg)) {
-        v.fail(
-          `extraArgs[${i}]`,
-          "must not contain whitespace or glob characters: the image's entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env)",
-          arg,
-        );
-      }
-      const flag = arg.split('=')[0];
-      const exact = refusedFlags!.get(flag);
-      if (exact) v.fail(`extraArgs[${i}]`, `must not set ${flag}: ${exact.set}`, arg);
-      const expands =
-        engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
-          ? [...refusedFlags!.keys()].find(f => f.startsWith(flag))
-          : undefined;
-      if (expands)
-        v.fail(
-          `extraArgs[${i}]`,
-          `must not abbreviate ${expands}: argparse expands ${flag} to it${refusedFlags!.get(expands)!.expanded}`,
-          arg,
-        );
-    });
-
-    this.queueMetric = engine.queueMetric;
-
-    const { identity, uid } = resolveProcessIdentity(v, {
-      // A runAsUser asks for a non-root pod: it sets the default, not a silent root.
-      runAsRoot: v.boolean('runAsRoot', props.runAsRoot, props.runAsUser !== undefined ? false : engine.runAsRoot),
-      runAsUser: props.runAsUser,
-      defaultUid: engine.nonRootUid,
-    });
-    this._securityUid = uid;
-    this._processAliases = engine.processAliases ?? {};
-    // What asked for a non-root pod, for the message when the image cannot run as one.
-    const nonRootBy: [string, unknown] | undefined = identity.runAsRoot
-      ? undefined
-      : props.runAsRoot === false
-        ? ['runAsRoot', false]
-        : props.runAsUser !== undefined
-          ? ['runAsUser', props.runAsUser]
-          : ['image', image];
-    checkImageFacts(v, engine.imageFacts, image, nonRootBy);
-
-    const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
-    const scratch = scratchSpace(engine.home);
-
-    // The hub cache's location is the model cache volume: the download fills it there and the server
-    // reads it offline. huggingface_hub takes HF_HUB_CACHE (or the older HUGGINGFACE_HUB_CACHE) over
-    // HF_HOME (huggingface_hub/constants.py), so any of them set elsewhere loses the weights.
-    for (const variable of HUB_CACHE_VARIABLES) {
-      if (props.env && Object.prototype.hasOwnProperty.call(props.env, variable)) {
-        v.fail(
-          `env.${variable}`,
-          `must not be set: it moves the hub cache off the model cache volume (${MODEL_CACHE_PATH}), where the download fills it and the server reads it offline; set modelCache instead`,
-          variable,
-        );
-      }
-    }
-    const token: k8s.EnvVar[] = [];
-    if (props.hfTokenSecret) {
-      v.knownProps('hfTokenSecret', props.hfTokenSecret, ['name', 'key']);
-      v.dnsSubdomain('hfTokenSecret.name', props.hfTokenSecret.name);
-      configKey(v, 'hfTokenSecret.key', v.nonEmpty('hfTokenSecret.key', props.hfTokenSecret.key));
-      if (props.env && Object.prototype.hasOwnProperty.call(props.env, 'HF_TOKEN')) {
-        v.fail('env.HF_TOKEN', 'is set by hfTokenSecret: set one of them', 'HF_TOKEN');
-      }
-      token.push({
-        name: 'HF_TOKEN',
-        valueFrom: { secretKeyRef: { name: props.hfTokenSecret.name, key: props.hfTokenSecret.key } },
-      });
-    }
-    // The server never reaches the hub: the init container filled the cache, so a hub outage or a
-    // rate limit cannot stall a start, and no download runs under the startup probe.
-    const offline: OwnedEnv = { env: { name: 'HF_HUB_OFFLINE', value: '1' }, via: 'modelCache' };
-
-    const probe = (extra: Partial<k8s.Probe>): k8s.Probe => ({
-      httpGet: { path: engine.healthPath, port: k8s.IntOrString.fromString(PORT_NAME) },
-      ...extra,
-    });
-    const cacheMount = { name: boundCache.volumeName, mountPath: MODEL_CACHE_PATH };
-    const built = buildWorkloadPod(v, {
-      props,
-      gpus,
-      identity,
-      labels,
-      container: {
-        name: engine.containerName,
-        image,
-        imagePullPolicy: 'IfNotPresent', // a multi-GB image: pull once per node and tag
-        ...(launch.command ? { command: launch.command } : {}),
-        ...(launch.args.length + extraArgs.length > 0 ? { args: [...launch.args, ...extraArgs] } : {}),
-        ports: [{ name: PORT_NAME, containerPort: engine.port, protocol: 'TCP' }],
-        // The port stays closed while the weights load: only the startup probe waits.
-        startupProbe: probe({
-          periodSeconds: STARTUP_PERIOD_SECONDS,
-          timeoutSeconds: 5,
-          failureThreshold: Math.ceil(this.startupBudgetSeconds / STARTUP_PERIOD_SECONDS),
-        }),
-        readinessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3, successThreshold: 1 }),
-        // A busy server answers slowly; only a server that fails for 3 minutes is restarted.
-        livenessProbe: probe({ periodSeconds: 30, timeoutSeconds: 10, failureThreshold: 6 }),
-        lifecycle: { preStop: { exec: { command: ['sleep', String(preStop)] } } },
-      },
-      ownedEnv: [...launch.env, offline],
-      defaultEnv: [
-        ...engine.cacheEnv(MODEL_CACHE_PATH),
-        ...token,
-        ...scratch.env,
-        ...(identity.runAsRoot ? [] : [nonRootUserEnv(engine.containerName)]),
-        ...engine.extraEnv(engine.home),
-      ],
-      volumes: [...scratch.volumes, ...(boundCache.volume ? [boundCache.volume] : [])],
-      mounts: [...scratch.mounts, ...(boundCache.volume ? [cacheMount] : [])],
-      claims: boundCache.claimTemplate
-        ? [{ name: boundCache.volumeName, mountPath: MODEL_CACHE_PATH, prop: 'modelCache' }]
-        : [],
-      sharedMemory: props.sharedMemory ?? Size.gibibytes(engine.shmGibPerGpu * gpus),
-      spec: {
-        terminationGracePeriodSeconds: grace,
-        // Spread replicas over nodes so one node drain or failure takes one replica; ScheduleAnyway
-        // because GPU nodes are scarce and a skewed placement beats a Pending replica.
-        topologySpreadConstraints: [
-          {
-            maxSkew: 1,
-            topologyKey: 'kubernetes.io/hostname',
-            whenUnsatisfiable: 'ScheduleAnyway',
-            labelSelector: { matchLabels: selector },
-          },
-        ],
-      },
-    });
-    const template = (this._podTemplate = built.template);
-    if (!modelId.startsWith('/')) addDownload(v, template, engine.download(modelId, revision), offline.env.name);
-    template.annotate('prometheus.io/scrape', 'true');
-    template.annotate('prometheus.io/port', String(engine.port));
-    template.annotate('prometheus.io/path', engine.metricsPath);
-
-    // The ServiceMonitor finds the per-pod endpoints through this label, never the client Service,
-    // which would scrape the same pods a second time.
-    this.headlessService = headlessService(this, 'Headless', {
-      name: this.headlessServiceName,
-      labels: { ...labels, [PER_POD_ENDPOINTS_LABEL]: 'true' },
-      selector,
-      ports: [{ name: PORT_NAME, port: engine.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
-    });
-
-    // One client Service across versions and engines: it selects every version of this name through
-    // the named port, so during a version bump both StatefulSets serve until the old one is deleted.
-    this.service = sharedObject(
-      this,
-      'Service',
-      this.serviceName,
-      () =>
-        new ManifestObject(this, 'Service', KIND.Service, {
-          metadata: {
-            name: this.serviceName,
-            labels: workloadLabels({ name: props.name, instance: props.name, component: COMPONENT }),
-          },
-          spec: {
-            type: 'ClusterIP',
-            selector: { [LABEL_NAME]: props.name, [LABEL_COMPONENT]: COMPONENT },
-            ports: [{ name: PORT_NAME, port: 80, targetPort: k8s.IntOrString.fromString(PORT_NAME), protocol: 'TCP' }],
-          },
-        }),
-    );
-    const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
+    this.headlessServiceName = `${r.name}-headless`;
+    this.port = r.engine.port;
+    this.terminationGracePeriodSeconds = r.termination.gracePeriodSeconds;
+    this.startupBudgetSeconds = r.startupBudgetSeconds;
+    this.modelCacheClaimName = r.cache.claimTemplate
+      ? r.cache.volumeName
+      : r.cache.volume?.persistentVolumeClaim?.claimName;
+    this.queueMetric = r.engine.queueMetric;
+    this._securityUid = r.uid;
+    this._processAliases = r.engine.processAliases ?? {};
     const namespace = Chart.of(this).namespace;
+    const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
     this.url = namespace
       ? `http://${this.serviceName}.${namespace}.svc.${clusterDomain}`
       : `http://${this.serviceName}`;
 
+    const template = (this._podTemplate = composePod(v, props, r));
+
+    this.headlessService = headlessService(this, 'Headless', {
+      name: this.headlessServiceName,
+      labels: { ...r.labels, [PER_POD_ENDPOINTS_LABEL]: 'true' },
+      selector: r.selector,
+      ports: [{ name: PORT_NAME, port: r.engine.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
+    });
+    this.service = clientService(this, props.name);
     this.statefulSet = new ManifestObject(this, 'Resource', STATEFUL_SET, {
-      metadata: { name, labels },
+      metadata: { name: r.name, labels: r.labels },
       spec: {
         serviceName: this.headlessServiceName,
         // Autoscaled: no replicas field, so an apply never resets what the autoscaler chose.
-        ...(replicas !== undefined ? { replicas } : {}),
+        ...(r.replicas !== undefined ? { replicas: r.replicas } : {}),
         // Parallel only changes scaling (all replicas start at once); it is immutable, so it is
         // set from creation. Rolling updates still replace one pod at a time.
         podManagementPolicy: 'Parallel',
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
-        selector: { matchLabels: selector },
+        selector: { matchLabels: r.selector },
         template: template.toTemplate(),
-        ...(boundCache.claimTemplate
+        ...(r.cache.claimTemplate
           ? {
               volumeClaimTemplates: [
-                { ...boundCache.claimTemplate, metadata: { ...boundCache.claimTemplate.metadata, labels } },
+                { ...r.cache.claimTemplate, metadata: { ...r.cache.claimTemplate.metadata, labels: r.labels } },
               ],
               // A model cache is re-downloadable: delete claims with the StatefulSet or on scale-down.
               persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
@@ -601,34 +331,35 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
           : {}),
       },
     });
-    addPodValidation(
-      this,
-      template,
-      v.boolean('guaranteedQos', props.guaranteedQos, false),
-      `${engine.construct} '${id}'`,
-    );
-
+    addPodValidation(this, template, r.guaranteedQos, `${r.engine.construct} '${id}'`);
     // maxUnavailable 1 keeps n-1 serving while replicas change. With one replica it still lets a
     // drain evict the pod (a short outage) instead of blocking node maintenance forever.
     this.podDisruptionBudget = podDisruptionBudget(this, 'Budget', {
-      name,
-      labels,
-      selector,
+      name: r.name,
+      labels: r.labels,
+      selector: r.selector,
       budget: DisruptionBudget.maxUnavailable(1),
     })!;
-
-    this.serviceMonitor = serviceMonitor(this, v, props, { name, labels, selector });
-    if (autoscaling) {
-      const made = autoscaling.autoscaler._create(this, {
+    this.serviceMonitor = serviceMonitor(this, v, {
+      ...props,
+      autoscaled: r.autoscaling !== undefined,
+      name: r.name,
+      labels: r.labels,
+      selector: r.selector,
+      portName: PORT_NAME,
+      metricsPath: r.engine.metricsPath,
+    });
+    if (r.autoscaling) {
+      const made = r.autoscaling.autoscaler._create(this, {
         v,
-        name,
-        labels,
+        name: r.name,
+        labels: r.labels,
         namespace,
-        queueMetric: engine.queueMetric,
-        minReplicas: autoscaling.minReplicas,
-        maxReplicas: autoscaling.maxReplicas,
-        targetQueueDepth: autoscaling.targetQueueDepth,
-        scaleDownSeconds: autoscaling.scaleDownSeconds,
+        queueMetric: r.engine.queueMetric,
+        minReplicas: r.autoscaling.minReplicas,
+        maxReplicas: r.autoscaling.maxReplicas,
+        targetQueueDepth: r.autoscaling.targetQueueDepth,
+        scaleDownSeconds: r.autoscaling.scaleDownSeconds,
       });
       this.horizontalPodAutoscaler = made.hpa;
       this.scaledObject = made.scaledObject;
@@ -636,174 +367,207 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   }
 }
 
-/**
- * The startup probe's budget: the declared model size read at the assumed bandwidth plus warm-up,
- * or maxModelLoadTime, which may not be shorter than that.
- */
-function startupBudget(v: Validator, modelSize: Size | undefined, maxModelLoadTime: Duration | undefined): number {
-  // The startup probe's failureThreshold (budget / period) is an int32.
-  const max = INT32_MAX * STARTUP_PERIOD_SECONDS;
-  const derived = modelSize === undefined ? undefined : derivedLoadSeconds(modelSize);
-  if (derived !== undefined && derived > max)
+/** Everything the props decide, checked: what the pod and the objects are composed from. */
+interface ResolvedServing {
+  readonly engine: ServingEngine;
+  readonly name: string;
+  readonly modelId: string;
+  readonly revision?: string;
+  readonly gpus: number;
+  readonly image: string;
+  readonly termination: Termination;
+  readonly startupBudgetSeconds: number;
+  readonly cache: BoundModelCache;
+  readonly autoscaling?: ReturnType<typeof resolveAutoscaling>;
+  readonly replicas?: number;
+  readonly launch: EngineLaunch;
+  readonly extraArgs: string[];
+  readonly identity: ProcessIdentity;
+  readonly uid: number | undefined;
+  readonly labels: Record<string, string>;
+  readonly selector: Record<string, string>;
+  readonly token: k8s.EnvVar[];
+  readonly guaranteedQos: boolean;
+}
+
+function resolveServing(v: Validator, props: InferenceServiceProps, binding: EngineBinding): ResolvedServing {
+  const engine = binding.engine;
+  v.knownProps('', props, propKeysOf(binding.keys));
+  for (const key of Object.keys(props)) {
+    if ((props as unknown as Record<string, unknown>)[key] === null)
+      v.fail(key, 'must not be null: omit it for the default', null);
+  }
+  const name = statefulSetName(v, props.name, props.version);
+  const modelId = modelIdOf(v, props.modelId);
+  const revision = revisionOf(v, props.revision);
+  const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
+  const image = v.image('image', props.image ?? engine.defaultImage);
+  const termination = resolveTermination(v, props);
+
+  const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
+  const startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime);
+  const defaultCacheGib = Math.max(
+    DEFAULT_CACHE_GIB,
+    modelSize ? Math.ceil((modelSize.toKibibytes() * CACHE_HEADROOM) / 1024 ** 2) : 0,
+  );
+  const modelCache = props.modelCache ?? ModelCache.persistentClaim({ size: Size.gibibytes(defaultCacheGib) });
+  if (!(modelCache instanceof ModelCache))
+    v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', modelCache);
+  const cache = modelCache._bind(v, modelSize);
+
+  const capacity = capacityDelay(startupBudgetSeconds, modelSize, cache.shared);
+  const autoscaling = props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity);
+  if (autoscaling && props.replicas !== undefined) {
     v.fail(
-      'modelSize',
-      `must load within ${max}s at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s: the startup probe's failureThreshold is an int32`,
-      modelSize,
-    );
-  if (maxModelLoadTime === undefined) return derived ?? DEFAULT_MAX_MODEL_LOAD_SECONDS;
-  const explicit = v.seconds('maxModelLoadTime', maxModelLoadTime, 60, max);
-  if (derived !== undefined && explicit < derived) {
-    v.fail(
-      'maxModelLoadTime',
-      `must be at least the load budget of modelSize (${show(modelSize)}): ${modelGb(modelSize!)} GB at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s + ${WARMUP_SECONDS}s warm-up = ${derived}s, or the startup probe restarts a server that is still loading`,
-      maxModelLoadTime,
+      'replicas',
+      'must not be set with autoscaling: the autoscaler owns the replica count (use autoscaling.minReplicas)',
+      props.replicas,
     );
   }
-  return explicit;
-}
+  const replicas = autoscaling ? undefined : v.wholeNumber('replicas', props.replicas ?? 1, 1);
 
-function modelGb(size: Size): number {
-  return Math.round((size.toKibibytes() * 1024) / 1e8) / 10;
-}
+  if (props.ipFamily !== undefined && !Object.values(IpFamily).includes(props.ipFamily))
+    v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
+  const launch = engine.launch({
+    modelId,
+    revision,
+    gpus,
+    port: engine.port,
+    host: props.ipFamily === IpFamily.IPV6 ? '::' : '0.0.0.0',
+    drainSeconds: termination.drainSeconds,
+    usageStats: v.boolean('usageStats', props.usageStats, false),
+    tuning: binding.tuning(v),
+  });
+  const extraArgs = extraArgsOf(v, engine, props.extraArgs);
 
-/** Seconds to read `size` at the assumed bandwidth plus warm-up, rounded up to the probe period. */
-export function derivedLoadSeconds(size: Size): number {
-  const seconds = (size.toKibibytes() * 1024) / (ASSUMED_LOAD_MB_PER_SECOND * 1e6) + WARMUP_SECONDS;
-  return Math.ceil(seconds / STARTUP_PERIOD_SECONDS) * STARTUP_PERIOD_SECONDS;
-}
-
-/**
- * The download init container: the engine's image and command, with the server's env (minus
- * offline mode), envFrom, mounts (minus /dev/shm) and CPU/memory, but no GPU. It runs first.
- */
-function addDownload(v: Validator, template: PodTemplate, command: string[], offlineVar: string): void {
-  const main = template.main;
-  const init = template.spec.initContainers ?? [];
-  if (init.some(c => c.name === DOWNLOAD_CONTAINER))
-    v.fail(
-      'pod.initContainers',
-      `must not use the name ${DOWNLOAD_CONTAINER}: the construct's download runs there`,
-      DOWNLOAD_CONTAINER,
-    );
-  const pick = (m: { [key: string]: k8s.Quantity } | undefined) =>
-    Object.fromEntries(Object.entries(m ?? {}).filter(([k]) => k === 'cpu' || k === 'memory'));
-  const download: k8s.Container = {
-    name: DOWNLOAD_CONTAINER,
-    image: main.image,
-    imagePullPolicy: main.imagePullPolicy,
-    command,
-    env: main.env.filter(e => e.name !== offlineVar),
-    ...(main.envFrom ? { envFrom: main.envFrom } : {}),
-    resources: { requests: pick(main.resources?.requests), limits: pick(main.resources?.limits) },
-    volumeMounts: main.volumeMounts.filter(m => m.mountPath !== '/dev/shm'),
-    securityContext: main.securityContext,
+  const { identity, uid } = resolveProcessIdentity(v, {
+    // A runAsUser asks for a non-root pod: it sets the default, not a silent root.
+    runAsRoot: v.boolean('runAsRoot', props.runAsRoot, props.runAsUser !== undefined ? false : engine.runAsRoot),
+    runAsUser: props.runAsUser,
+    defaultUid: engine.nonRootUid,
+  });
+  // What asked for a non-root pod, for the message when the image cannot run as one.
+  const nonRootBy: [string, unknown] | undefined = identity.runAsRoot
+    ? undefined
+    : props.runAsRoot === false
+      ? ['runAsRoot', false]
+      : props.runAsUser !== undefined
+        ? ['runAsUser', props.runAsUser]
+        : ['image', image];
+  checkImageFacts(v, engine.imageFacts, image, nonRootBy);
+  refuseHubCacheEnv(v, props.env, MODEL_CACHE_PATH);
+  const token = hubTokenEnv(v, props.hfTokenSecret, props.env);
+  const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
+  return {
+    engine,
+    name,
+    modelId,
+    revision,
+    gpus,
+    image,
+    termination,
+    startupBudgetSeconds,
+    cache,
+    autoscaling,
+    replicas,
+    launch,
+    extraArgs,
+    identity,
+    uid,
+    labels,
+    selector,
+    token,
+    guaranteedQos: v.boolean('guaranteedQos', props.guaranteedQos, false),
   };
-  template.spec.initContainers = [download, ...init];
 }
 
-function serviceMonitor(
-  scope: Construct,
-  v: Validator,
-  props: InferenceServiceProps,
-  o: { name: string; labels: Record<string, string>; selector: Record<string, string> },
-): ApiObject | undefined {
-  const enabled = v.boolean('serviceMonitor', props.serviceMonitor, false);
-  const extra = v.labels('serviceMonitorLabels', props.serviceMonitorLabels);
-  for (const key of Object.keys(extra)) {
-    if ([LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY].includes(key))
-      v.fail(`serviceMonitorLabels.${key}`, 'is set by the construct', extra[key]);
-  }
-  const interval =
-    props.serviceMonitorInterval === undefined
-      ? 30
-      : v.seconds('serviceMonitorInterval', props.serviceMonitorInterval, 1, 3600);
-  // The autoscaler's query sees a sample only within Prometheus's 5-minute lookback: a longer scrape
-  // interval leaves it without a value most of the time (KEDA reads that as 0, an HPA adapter as none).
-  if (props.autoscaling !== undefined && interval >= PROMETHEUS_LOOKBACK_SECONDS) {
-    v.fail(
-      'serviceMonitorInterval',
-      `must be shorter than Prometheus's ${PROMETHEUS_LOOKBACK_SECONDS}s lookback with autoscaling, or the queue gauge has no sample most of the time and the service stays at minReplicas`,
-      props.serviceMonitorInterval,
-    );
-  }
-  if (!enabled) {
-    if (props.serviceMonitorLabels !== undefined)
-      v.fail('serviceMonitorLabels', 'needs serviceMonitor: true', props.serviceMonitorLabels);
-    if (props.serviceMonitorInterval !== undefined)
-      v.fail('serviceMonitorInterval', 'needs serviceMonitor: true', props.serviceMonitorInterval);
-    return undefined;
-  }
-  return new ApiObject(scope, 'ServiceMonitor', {
-    apiVersion: 'monitoring.coreos.com/v1',
-    kind: 'ServiceMonitor',
-    metadata: { name: o.name, labels: { ...o.labels, ...extra } },
+/** The serving pod: the engine's container with its probes and drain, the cache, the download. */
+function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServing): PodTemplate {
+  const { engine, launch, cache } = r;
+  const scratch = scratchSpace(engine.home);
+  // The server never reaches the hub: the init container filled the cache, so a hub outage or a
+  // rate limit cannot stall a start, and no download runs under the startup probe.
+  const offline: OwnedEnv = { env: { name: 'HF_HUB_OFFLINE', value: '1' }, via: 'modelCache' };
+  const probe = (extra: Partial<k8s.Probe>): k8s.Probe => ({
+    httpGet: { path: engine.healthPath, port: k8s.IntOrString.fromString(PORT_NAME) },
+    ...extra,
+  });
+  const cacheMount = { name: cache.volumeName, mountPath: MODEL_CACHE_PATH };
+  const { template } = buildWorkloadPod(v, {
+    props,
+    gpus: r.gpus,
+    identity: r.identity,
+    labels: r.labels,
+    container: {
+      name: engine.containerName,
+      image: r.image,
+      imagePullPolicy: 'IfNotPresent', // a multi-GB image: pull once per node and tag
+      ...(launch.command ? { command: launch.command } : {}),
+      ...(launch.args.length + r.extraArgs.length > 0 ? { args: [...launch.args, ...r.extraArgs] } : {}),
+      ports: [{ name: PORT_NAME, containerPort: engine.port, protocol: 'TCP' }],
+      // The port stays closed while the weights load: only the startup probe waits.
+      startupProbe: probe({
+        periodSeconds: STARTUP_PERIOD_SECONDS,
+        timeoutSeconds: 5,
+        failureThreshold: Math.ceil(r.startupBudgetSeconds / STARTUP_PERIOD_SECONDS),
+      }),
+      readinessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3, successThreshold: 1 }),
+      // A busy server answers slowly; only a server that fails for 3 minutes is restarted.
+      livenessProbe: probe({ periodSeconds: 30, timeoutSeconds: 10, failureThreshold: 6 }),
+      lifecycle: { preStop: { exec: { command: ['sleep', String(r.termination.preStopSeconds)] } } },
+    },
+    ownedEnv: [...launch.env, offline],
+    defaultEnv: [
+      ...engine.cacheEnv(MODEL_CACHE_PATH),
+      ...r.token,
+      ...scratch.env,
+      ...(r.identity.runAsRoot ? [] : [nonRootUserEnv(engine.containerName)]),
+      ...engine.extraEnv(engine.home),
+    ],
+    volumes: [...scratch.volumes, ...(cache.volume ? [cache.volume] : [])],
+    mounts: [...scratch.mounts, ...(cache.volume ? [cacheMount] : [])],
+    claims: cache.claimTemplate ? [{ name: cache.volumeName, mountPath: MODEL_CACHE_PATH, prop: 'modelCache' }] : [],
+    sharedMemory: props.sharedMemory ?? Size.gibibytes(engine.shmGibPerGpu * r.gpus),
     spec: {
-      selector: { matchLabels: { ...o.selector, [PER_POD_ENDPOINTS_LABEL]: 'true' } },
-      endpoints: [{ port: PORT_NAME, path: '/metrics', interval: `${interval}s` }],
+      terminationGracePeriodSeconds: r.termination.gracePeriodSeconds,
+      // Spread replicas over nodes so one node drain or failure takes one replica; ScheduleAnyway
+      // because GPU nodes are scarce and a skewed placement beats a Pending replica.
+      topologySpreadConstraints: [
+        {
+          maxSkew: 1,
+          topologyKey: 'kubernetes.io/hostname',
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: { matchLabels: r.selector },
+        },
+      ],
     },
   });
+  if (!r.modelId.startsWith('/')) addDownload(v, template, engine.download(r.modelId, r.revision), offline.env.name);
+  template.annotate('prometheus.io/scrape', 'true');
+  template.annotate('prometheus.io/port', String(engine.port));
+  template.annotate('prometheus.io/path', engine.metricsPath);
+  return template;
 }
-
-/** The engine's facts about releases of its published image, against the tag of `image`. */
-function checkImageFacts(
-  v: Validator,
-  facts: readonly ImageFact[],
-  image: string,
-  nonRootBy: [string, unknown] | undefined,
-): void {
-  const ref = ImageRef.parse(image);
-  const release = (x: readonly number[]) => x.join('.');
-  for (const f of facts) {
-    if (ref.repository !== f.repository) continue;
-    if (f.minimum && ref.isBefore(f.minimum))
-      v.fail('image', `must be release ${release(f.minimum)} or later: ${f.why}`, image);
-    if (f.rootOnlyFrom && nonRootBy && ref.version && !ref.isBefore(f.rootOnlyFrom)) {
-      const [prop, value] = nonRootBy;
-      v.fail(
-        prop,
-        `asks for a non-root pod, which ${image} (release ${release(f.rootOnlyFrom)} or later) cannot run: ${f.why}; leave runAsRoot unset (true)`,
-        value,
-      );
-    }
-  }
-}
-
-interface RefusedFlag {
-  /** Why the flag itself is refused. */
-  readonly set: string;
-  /** Why an abbreviation that argparse expands to it is refused. */
-  readonly expanded: string;
-}
-
-const REFUSED_FLAGS = new WeakMap<ServingEngine, ReadonlyMap<string, RefusedFlag>>();
 
 /**
- * Flags extraArgs may not set, with why: what the engine cannot run with, then what the
- * construct sets (an abbreviation is judged by the first flag it expands to, in this order).
- * Engine facts, so made once per engine.
+ * One client Service across versions and engines: it selects every version of this name through
+ * the named port, so during a version bump both StatefulSets serve until the old one is deleted.
  */
-function refusedFlagsOf(engine: ServingEngine): ReadonlyMap<string, RefusedFlag> {
-  let flags = REFUSED_FLAGS.get(engine);
-  if (!flags) {
-    flags = new Map<string, RefusedFlag>([
-      ...Object.entries(engine.contradictingFlags).map(([f, why]): [string, RefusedFlag] => [
-        f,
-        { set: `it ${why}`, expanded: `, which ${why}` },
-      ]),
-      ...Object.entries(engine.ownedFlags).map(([f, via]): [string, RefusedFlag] => {
-        const from = via ? ` from ${via}` : '';
-        return [
-          f,
-          {
-            set: `the construct sets it${from}, and probes, Services and validation depend on it`,
-            expanded: ` (or refuses it as ambiguous), and the construct sets it${from}`,
-          },
-        ];
+function clientService(scope: Construct, name: string): ApiObject {
+  return sharedObject(
+    scope,
+    'Service',
+    name,
+    () =>
+      new ManifestObject(scope, 'Service', KIND.Service, {
+        metadata: { name, labels: workloadLabels({ name, instance: name, component: COMPONENT }) },
+        spec: {
+          type: 'ClusterIP',
+          selector: { [LABEL_NAME]: name, [LABEL_COMPONENT]: COMPONENT },
+          ports: [{ name: PORT_NAME, port: 80, targetPort: k8s.IntOrString.fromString(PORT_NAME), protocol: 'TCP' }],
+        },
       }),
-    ]);
-    REFUSED_FLAGS.set(engine, flags);
-  }
-  return flags;
+  );
 }
 
 const PROP_KEYS = new WeakMap<readonly string[], readonly string[]>();
@@ -814,3 +578,10 @@ function propKeysOf(engineKeys: readonly string[]): readonly string[] {
   if (!keys) PROP_KEYS.set(engineKeys, (keys = [...GPU_WORKLOAD_PROP_KEYS, ...SERVING_PROP_KEYS, ...engineKeys]));
   return keys;
 }
+
+/**
+ * Any of the library's serving constructs. A union, not an interface to implement: the practice
+ * lives in the library's own classes, and other constructs (`RotatingGpuSecret.mountInto`) take
+ * only those.
+ */
+export type InferenceService = TgiInferenceService | VllmInferenceService | SglangInferenceService;

@@ -2,7 +2,7 @@ import { Construct } from 'constructs';
 import { Validator } from '../validation/validate';
 import { EngineTuning } from './engine';
 import { SGLANG } from './engines/sglang';
-import { InferenceService, InferenceServiceProps } from './inference-service';
+import { InferenceServiceProps, ServingWorkload } from './inference-service';
 import { SglangQuantization } from './quantization';
 
 export { SGLANG_DEFAULT_IMAGE } from './engines/sglang';
@@ -51,7 +51,7 @@ const KEYS: ReadonlyArray<keyof SglangInferenceServiceProps> = [
  * load, a PDB, a client Service stable across versions and engines, metrics (`--enable-metrics`),
  * and optional autoscaling on `sglang:num_queue_reqs`. The image runs as root (baseline).
  */
-export class SglangInferenceService extends InferenceService {
+export class SglangInferenceService extends ServingWorkload {
   constructor(scope: Construct, id: string, props: SglangInferenceServiceProps) {
     super(scope, id, props, { engine: SGLANG, keys: KEYS, tuning: v => sglangTuning(v, props) });
   }

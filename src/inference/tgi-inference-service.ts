@@ -2,7 +2,7 @@ import { Construct } from 'constructs';
 import { Validator } from '../validation/validate';
 import { EngineTuning } from './engine';
 import { TGI, tgiTuningEnv } from './engines/tgi';
-import { InferenceService, InferenceServiceProps } from './inference-service';
+import { InferenceServiceProps, ServingWorkload } from './inference-service';
 import { TgiQuantization } from './quantization';
 
 export { TGI_DEFAULT_IMAGE, TGI_DRAIN_SECONDS, TGI_PORT } from './engines/tgi';
@@ -57,7 +57,7 @@ const KEYS: ReadonlyArray<keyof TgiInferenceServiceProps> = [
  * TGI is in maintenance mode upstream since 2025-12-11: prefer `VllmInferenceService` or
  * `SglangInferenceService` for new services (README "Migrating from TGI").
  */
-export class TgiInferenceService extends InferenceService {
+export class TgiInferenceService extends ServingWorkload {
   constructor(scope: Construct, id: string, props: TgiInferenceServiceProps) {
     super(scope, id, props, { engine: TGI, keys: KEYS, tuning: v => tgiTuning(v, props) });
   }

@@ -2,7 +2,7 @@ import { Construct } from 'constructs';
 import { Validator } from '../validation/validate';
 import { EngineTuning } from './engine';
 import { VLLM } from './engines/vllm';
-import { InferenceService, InferenceServiceProps } from './inference-service';
+import { InferenceServiceProps, ServingWorkload } from './inference-service';
 import { VllmQuantization } from './quantization';
 
 export { VLLM_DEFAULT_IMAGE } from './engines/vllm';
@@ -53,7 +53,7 @@ const KEYS: ReadonlyArray<keyof VllmInferenceServiceProps> = [
  * `vllm:*` metrics, optional autoscaling on `vllm:num_requests_waiting`, and the published
  * image's non-root user (UID 2000), so the pod meets the restricted Pod Security Standard.
  */
-export class VllmInferenceService extends InferenceService {
+export class VllmInferenceService extends ServingWorkload {
   constructor(scope: Construct, id: string, props: VllmInferenceServiceProps) {
     super(scope, id, props, { engine: VLLM, keys: KEYS, tuning: v => vllmTuning(v, props) });
   }

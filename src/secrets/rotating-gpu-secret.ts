@@ -10,6 +10,7 @@ import { configKey } from '../common/env';
 import { contentHash } from '../common/hash';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY } from '../common/labels';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
+import type { GpuWorkload } from '../workloads';
 import { containerSecurityContext, DEFAULT_NON_ROOT_UID, podSecurityContext } from '../common/security';
 import { Validator } from '../validation/validate';
 import { toleration } from '../common/workload-pod';
@@ -311,7 +312,7 @@ export class RotatingGpuSecret extends Construct {
    * Mounts the Secret into a workload's pods and adds what it takes for them to notice rotations.
    * The whole directory is mounted read-only, never through subPath (which never updates).
    */
-  mountInto(workload: IGpuWorkload, options: MountOptions): void {
+  mountInto(workload: GpuWorkload, options: MountOptions): void {
     const v: Validator = this.v;
     if (!workload || !(workload._podTemplate instanceof PodTemplate)) {
       v.fail('mountInto', 'needs a workload of this library (GpuTrainingStatefulSet or an InferenceService)', workload);

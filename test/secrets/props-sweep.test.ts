@@ -2,7 +2,7 @@ import { Chart, Duration, Size, Testing } from 'cdk8s';
 import {
   ConfigurationError,
   GpuTrainingStatefulSet,
-  IGpuWorkload,
+  GpuWorkload,
   Reload,
   RotatingGpuSecret,
   RotatingGpuSecretProps,
@@ -24,7 +24,7 @@ const rotation = { image: 'myorg/rotator:1.0.0' };
 const name = (n: number) => `s${'x'.repeat(n - 1)}`;
 
 type Workload = 'training' | 'training-rolling' | 'tgi' | 'vllm';
-const WORKLOADS: Record<Workload, (chart: Chart) => IGpuWorkload> = {
+const WORKLOADS: Record<Workload, (chart: Chart) => GpuWorkload> = {
   training: chart =>
     new GpuTrainingStatefulSet(chart, 'w', {
       name: 'w',

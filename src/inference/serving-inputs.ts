@@ -1,0 +1,166 @@
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import { configKey } from '../common/env';
+import { ImageRef } from '../common/image-ref';
+import { Validator } from '../validation/validate';
+import { ImageFact, ServingEngine } from './engine';
+
+// The serving props that reach the engine's command line and environment, checked as the engine
+// and huggingface_hub would take them, so nothing the construct accepts fails in the container.
+
+/** huggingface_hub's REPO_ID_REGEX: an optional namespace, then a name of 1-96 characters. */
+const HUB_REPO_ID = /^(?:\w(?:[\w.-]*\w)?\/)?\w(?:[\w.-]{0,94}\w)?$/;
+/** The variables that place huggingface_hub's cache (and transformers' older one). */
+const HUB_CACHE_VARIABLES = ['HF_HOME', 'HF_HUB_CACHE', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_CACHE'];
+
+/** A hub repository id or an absolute path, as the download and the server take it. */
+export function modelIdOf(v: Validator, value: string): string {
+  const modelId = v.nonEmpty('modelId', value);
+  // Both become command-line arguments: a leading "-" would be read as a flag.
+  if (/\s/.test(modelId) || modelId.startsWith('-'))
+    v.fail('modelId', 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
+  // huggingface_hub's validate_repo_id (utils/_validators.py) refuses anything else before a download starts.
+  if (
+    !modelId.startsWith('/') &&
+    (!HUB_REPO_ID.test(modelId) || modelId.includes('--') || modelId.includes('..') || modelId.endsWith('.git'))
+  ) {
+    v.fail(
+      'modelId',
+      'must be a hub repository id ("name" or "org/name": letters, digits, "-", "_" and ".", at most 96 for the name, no "--" or "..", not ending in ".git") or an absolute path',
+      modelId,
+    );
+  }
+  return modelId;
+}
+
+/** A branch, tag or commit of the model repository. */
+export function revisionOf(v: Validator, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const revision = v.nonEmpty('revision', value);
+  if (/\s/.test(revision) || revision.startsWith('-'))
+    v.fail('revision', 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
+  return revision;
+}
+
+/** Extra engine flags: none the construct sets or the engine cannot run with, in any spelling. */
+export function extraArgsOf(v: Validator, engine: ServingEngine, value: string[] | undefined): string[] {
+  const extraArgs = v.stringArray('extraArgs', value) ?? [];
+  const refusedFlags = extraArgs.length > 0 ? refusedFlagsOf(engine) : undefined;
+  extraArgs.forEach((arg, i) => {
+    if (engine.argsWordSplit && /[\s*?[]/.test(arg)) {
+      v.fail(
+        `extraArgs[${i}]`,
+        "must not contain whitespace or glob characters: the image's entrypoint passes arguments through an unquoted $@, which would split or expand it (use the equivalent environment variable through env)",
+        arg,
+      );
+    }
+    const flag = arg.split('=')[0];
+    const exact = refusedFlags!.get(flag);
+    if (exact) v.fail(`extraArgs[${i}]`, `must not set ${flag}: ${exact.set}`, arg);
+    const expands =
+      engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
+        ? [...refusedFlags!.keys()].find(f => f.startsWith(flag))
+        : undefined;
+    if (expands)
+      v.fail(
+        `extraArgs[${i}]`,
+        `must not abbreviate ${expands}: argparse expands ${flag} to it${refusedFlags!.get(expands)!.expanded}`,
+        arg,
+      );
+  });
+  return extraArgs;
+}
+
+interface RefusedFlag {
+  /** Why the flag itself is refused. */
+  readonly set: string;
+  /** Why an abbreviation that argparse expands to it is refused. */
+  readonly expanded: string;
+}
+
+const REFUSED_FLAGS = new WeakMap<ServingEngine, ReadonlyMap<string, RefusedFlag>>();
+
+/**
+ * Flags extraArgs may not set, with why: what the engine cannot run with, then what the
+ * construct sets (an abbreviation is judged by the first flag it expands to, in this order).
+ * Engine facts, so made once per engine.
+ */
+function refusedFlagsOf(engine: ServingEngine): ReadonlyMap<string, RefusedFlag> {
+  let flags = REFUSED_FLAGS.get(engine);
+  if (!flags) {
+    flags = new Map<string, RefusedFlag>([
+      ...Object.entries(engine.contradictingFlags).map(([f, why]): [string, RefusedFlag] => [
+        f,
+        { set: `it ${why}`, expanded: `, which ${why}` },
+      ]),
+      ...Object.entries(engine.ownedFlags).map(([f, via]): [string, RefusedFlag] => {
+        const from = via ? ` from ${via}` : '';
+        return [
+          f,
+          {
+            set: `the construct sets it${from}, and probes, Services and validation depend on it`,
+            expanded: ` (or refuses it as ambiguous), and the construct sets it${from}`,
+          },
+        ];
+      }),
+    ]);
+    REFUSED_FLAGS.set(engine, flags);
+  }
+  return flags;
+}
+
+/** The engine's facts about releases of its published image, against the tag of `image`. */
+export function checkImageFacts(
+  v: Validator,
+  facts: readonly ImageFact[],
+  image: string,
+  nonRootBy: [string, unknown] | undefined,
+): void {
+  const ref = ImageRef.parse(image);
+  const release = (x: readonly number[]) => x.join('.');
+  for (const f of facts) {
+    if (ref.repository !== f.repository) continue;
+    if (f.minimum && ref.isBefore(f.minimum))
+      v.fail('image', `must be release ${release(f.minimum)} or later: ${f.why}`, image);
+    if (f.rootOnlyFrom && nonRootBy && ref.version && !ref.isBefore(f.rootOnlyFrom)) {
+      const [prop, value] = nonRootBy;
+      v.fail(
+        prop,
+        `asks for a non-root pod, which ${image} (release ${release(f.rootOnlyFrom)} or later) cannot run: ${f.why}; leave runAsRoot unset (true)`,
+        value,
+      );
+    }
+  }
+}
+
+/**
+ * The hub cache's location is the model cache volume: the download fills it there and the server
+ * reads it offline. huggingface_hub takes HF_HUB_CACHE (or the older HUGGINGFACE_HUB_CACHE) over
+ * HF_HOME (huggingface_hub/constants.py), so any of them set elsewhere loses the weights.
+ */
+export function refuseHubCacheEnv(v: Validator, env: Record<string, unknown> | undefined, cachePath: string): void {
+  for (const variable of HUB_CACHE_VARIABLES) {
+    if (env && Object.prototype.hasOwnProperty.call(env, variable)) {
+      v.fail(
+        `env.${variable}`,
+        `must not be set: it moves the hub cache off the model cache volume (${cachePath}), where the download fills it and the server reads it offline; set modelCache instead`,
+        variable,
+      );
+    }
+  }
+}
+
+/** The hub token from a Secret, as HF_TOKEN. */
+export function hubTokenEnv(
+  v: Validator,
+  secret: { name: string; key: string } | undefined,
+  env: Record<string, unknown> | undefined,
+): k8s.EnvVar[] {
+  if (!secret) return [];
+  v.knownProps('hfTokenSecret', secret, ['name', 'key']);
+  v.dnsSubdomain('hfTokenSecret.name', secret.name);
+  configKey(v, 'hfTokenSecret.key', v.nonEmpty('hfTokenSecret.key', secret.key));
+  if (env && Object.prototype.hasOwnProperty.call(env, 'HF_TOKEN')) {
+    v.fail('env.HF_TOKEN', 'is set by hfTokenSecret: set one of them', 'HF_TOKEN');
+  }
+  return [{ name: 'HF_TOKEN', valueFrom: { secretKeyRef: { name: secret.name, key: secret.key } } }];
+}

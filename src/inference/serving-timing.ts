@@ -1,0 +1,117 @@
+import { Duration, Size } from 'cdk8s';
+import { INT32_MAX, show, Validator } from '../validation/validate';
+
+// The timing model of every serving engine: a drain that fits in the grace period, and a startup
+// budget the startup probe waits for. One home for these numbers; docs/serving.md explains them.
+
+/** Time for endpoints, kube-proxy and load balancers to stop sending new requests to a terminating pod. */
+export const DEFAULT_PRESTOP_SLEEP_SECONDS = 15;
+/** Slack after the drain for the engine's workers to exit, and for the kubelet's own delays. */
+export const TERMINATION_MARGIN_SECONDS = 15;
+/** How long in-flight requests may finish after SIGTERM: TGI's launcher default, long generations included. */
+export const DEFAULT_DRAIN_SECONDS = 90;
+/** The startup budget when no model size is declared: load and warm-up of a model up to ~60 GB. */
+export const DEFAULT_MAX_MODEL_LOAD_SECONDS = 900;
+/**
+ * Assumed read bandwidth from the cache volume into the engine, MB/s (10^6 bytes): a network disk
+ * at its baseline (EBS gp3 125 MiB/s, pd-balanced 140 MB/s per volume) or an NFS share under load.
+ */
+export const ASSUMED_LOAD_MB_PER_SECOND = 100;
+/** Warm-up after the weights are on the GPUs: CUDA graph capture, torch.compile, kernel autotuning. */
+export const WARMUP_SECONDS = 300;
+/** Assumed download bandwidth from the hub, MB/s, for fill times (the init container has no deadline). */
+export const ASSUMED_DOWNLOAD_MB_PER_SECOND = 25;
+/** The startup probe's period: the budget is counted in these. */
+export const STARTUP_PERIOD_SECONDS = 10;
+
+/** How a serving pod stops: the preStop sleep, then the engine's drain, inside the grace period. */
+export interface Termination {
+  readonly preStopSeconds: number;
+  readonly drainSeconds: number;
+  readonly gracePeriodSeconds: number;
+}
+
+/** Timings that add up: the engine's drain, inside the grace period, after the preStop. */
+export function resolveTermination(
+  v: Validator,
+  props: { preStopSleep?: Duration; drainTimeout?: Duration; terminationGracePeriod?: Duration },
+): Termination {
+  const preStop = v.seconds('preStopSleep', props.preStopSleep ?? Duration.seconds(DEFAULT_PRESTOP_SLEEP_SECONDS), 0);
+  const drain = v.seconds('drainTimeout', props.drainTimeout ?? Duration.seconds(DEFAULT_DRAIN_SECONDS), 1);
+  const needed = preStop + drain + TERMINATION_MARGIN_SECONDS;
+  const grace =
+    props.terminationGracePeriod === undefined
+      ? needed
+      : v.seconds('terminationGracePeriod', props.terminationGracePeriod, 1);
+  if (grace < needed) {
+    v.fail(
+      'terminationGracePeriod',
+      `must be at least preStopSleep + drainTimeout + margin = ${preStop}s + ${drain}s + ${TERMINATION_MARGIN_SECONDS}s = ${needed}s, or SIGKILL cuts the drain short`,
+      props.terminationGracePeriod,
+    );
+  }
+  return { preStopSeconds: preStop, drainSeconds: drain, gracePeriodSeconds: grace };
+}
+
+/**
+ * The startup probe's budget: the declared model size read at the assumed bandwidth plus warm-up,
+ * or maxModelLoadTime, which may not be shorter than that.
+ */
+export function startupBudget(
+  v: Validator,
+  modelSize: Size | undefined,
+  maxModelLoadTime: Duration | undefined,
+): number {
+  // The startup probe's failureThreshold (budget / period) is an int32.
+  const max = INT32_MAX * STARTUP_PERIOD_SECONDS;
+  const derived = modelSize === undefined ? undefined : derivedLoadSeconds(modelSize);
+  if (derived !== undefined && derived > max)
+    v.fail(
+      'modelSize',
+      `must load within ${max}s at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s: the startup probe's failureThreshold is an int32`,
+      modelSize,
+    );
+  if (maxModelLoadTime === undefined) return derived ?? DEFAULT_MAX_MODEL_LOAD_SECONDS;
+  const explicit = v.seconds('maxModelLoadTime', maxModelLoadTime, 60, max);
+  if (derived !== undefined && explicit < derived) {
+    v.fail(
+      'maxModelLoadTime',
+      `must be at least the load budget of modelSize (${show(modelSize)}): ${modelGb(modelSize!)} GB at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s + ${WARMUP_SECONDS}s warm-up = ${derived}s, or the startup probe restarts a server that is still loading`,
+      maxModelLoadTime,
+    );
+  }
+  return explicit;
+}
+
+function modelGb(size: Size): number {
+  return Math.round((size.toKibibytes() * 1024) / 1e8) / 10;
+}
+
+/** Seconds to read `size` at the assumed bandwidth plus warm-up, rounded up to the probe period. */
+export function derivedLoadSeconds(size: Size): number {
+  const seconds = (size.toKibibytes() * 1024) / (ASSUMED_LOAD_MB_PER_SECOND * 1e6) + WARMUP_SECONDS;
+  return Math.ceil(seconds / STARTUP_PERIOD_SECONDS) * STARTUP_PERIOD_SECONDS;
+}
+
+/**
+ * How long until a new replica is capacity: it has loaded the model, and first downloaded it
+ * unless the cache is shared (a scaled-up replica fills its own, at the assumed hub bandwidth,
+ * when modelSize says how much).
+ */
+export function capacityDelay(
+  startupBudgetSeconds: number,
+  modelSize: Size | undefined,
+  sharedCache: boolean,
+): { seconds: number; what: string } {
+  const downloadSeconds =
+    !sharedCache && modelSize
+      ? Math.ceil((modelSize.toKibibytes() * 1024) / (ASSUMED_DOWNLOAD_MB_PER_SECOND * 1e6))
+      : 0;
+  return {
+    seconds: startupBudgetSeconds + downloadSeconds,
+    what:
+      downloadSeconds > 0
+        ? `download at ${ASSUMED_DOWNLOAD_MB_PER_SECOND} MB/s (${downloadSeconds}s) + startup budget (${startupBudgetSeconds}s)`
+        : `startup budget (${startupBudgetSeconds}s)`,
+  };
+}
