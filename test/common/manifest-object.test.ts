@@ -45,7 +45,7 @@ describe('ManifestObject', () => {
     const chart = testChart();
     service(chart).addJsonPatch(JsonPatch.add('/spec/clusterIp', 'None'));
     expect(() => Testing.synth(chart)).toThrow(
-      'Service/svc is invalid after a JsonPatch escape hatch: Service/svc.spec: unknown field \"clusterIp\"',
+      'Service/svc is invalid after a JsonPatch escape hatch: Service/svc.spec: unknown field "clusterIp"',
     );
   });
 
