@@ -5,7 +5,9 @@ import { addProduction } from './production';
 import { addSecrets } from './secrets';
 import { addTraining } from './training';
 
-/** Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a production cluster. */
+/**
+ * Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a production cluster.
+ */
 export function buildApps(app: App): void {
   addTraining(app);
   addInference(app);

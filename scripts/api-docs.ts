@@ -51,7 +51,10 @@ function foreignOf(symbol: ts.Symbol): Foreign | undefined {
   return { name: symbol.name, bare: symbol.name, pkg, importLine: `import { ${symbol.name} } from '${pkg}'` };
 }
 
-/** The named types a type refers to: itself, the members of unions, type arguments, and the properties of inline object types. */
+/**
+ * The named types a type refers to: itself, the members of unions, type arguments, and the properties of inline object
+ * types.
+ */
 function referencedSymbols(type: ts.Type, checker: ts.TypeChecker, seen = new Set<ts.Type>()): ts.Symbol[] {
   if (seen.has(type)) return [];
   seen.add(type);

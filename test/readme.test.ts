@@ -33,7 +33,10 @@ const linksOf = (text: string) =>
       .matchAll(/\[[^\]]*\]\(([^)\s]+)[^)]*\)/g),
   ].map(m => m[1]);
 
-/** The anchors GitHub makes for a Markdown file's headings: lower case, punctuation dropped, spaces as dashes, repeats numbered. */
+/**
+ * The anchors GitHub makes for a Markdown file's headings: lower case, punctuation dropped, spaces as dashes, repeats
+ * numbered.
+ */
 function anchorsOf(text: string): Set<string> {
   const seen = new Map<string, number>();
   const anchors = new Set<string>();

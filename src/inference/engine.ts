@@ -71,7 +71,9 @@ export interface ServingEngine {
   readonly queueMetric: string;
   /** Whether the published image must run as root. */
   readonly runAsRoot: boolean;
-  /** Process names (comm) of the engine's own processes that are really a known program, e.g. `{ python3: 'sglang' }`. */
+  /**
+   * Process names (comm) of the engine's own processes that are really a known program, e.g. `{ python3: 'sglang' }`.
+   */
   readonly processAliases?: Readonly<Record<string, string>>;
   /** Releases of the published image the construct's output cannot run, by tag. */
   readonly imageFacts: readonly ImageFact[];

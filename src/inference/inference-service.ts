@@ -64,7 +64,10 @@ export enum IpFamily {
 export interface InferenceServiceProps extends GpuWorkloadProps {
   /** The base name, a DNS-1035 label. The client Service is `name`; the StatefulSet `name` or `name-v<version>`. */
   readonly name: string;
-  /** The HuggingFace model id, e.g. `meta-llama/Llama-3.1-8B-Instruct`, or an absolute path on a volume (then nothing is downloaded). */
+  /**
+   * The HuggingFace model id, e.g. `meta-llama/Llama-3.1-8B-Instruct`, or an absolute path on a volume (then nothing is
+   * downloaded).
+   */
   readonly modelId: string;
   /**
    * The model revision (branch, tag or commit). Pin a commit for reproducible deploys.
@@ -101,7 +104,8 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   /**
    * Where downloaded weights live (`/data`, HF_HOME). An init container downloads into it before the
    * server starts; the server reads it offline.
-   * @default ModelCache.persistentClaim({ size: Size.gibibytes(100) }) - per-replica claim, so a restart does not download again; larger when modelSize needs it (modelSize + 20%)
+   * @default ModelCache.persistentClaim({ size: Size.gibibytes(100) }) - per-replica claim, so a restart does not
+   * download again; larger when modelSize needs it (modelSize + 20%)
    */
   readonly modelCache?: ModelCache;
   /**

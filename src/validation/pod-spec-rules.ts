@@ -130,7 +130,10 @@ export function checkSpreadConstraints(
   });
 }
 
-/** Ports, env, mounts, probes, pull policy, identity of an extra container (`validateContainers`, `validateInitContainers`). */
+/**
+ * Ports, env, mounts, probes, pull policy, identity of an extra container (`validateContainers`,
+ * `validateInitContainers`).
+ */
 export function checkContainer(v: Validator, prop: string, c: k8s.Container, init: boolean): void {
   oneOf(v, `${prop}.imagePullPolicy`, c.imagePullPolicy, PULL_POLICIES);
   const portNames = new Set<string>();

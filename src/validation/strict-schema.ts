@@ -199,7 +199,9 @@ const QUANTITY_SUFFIX: Record<string, number> = {
   Ei: 2 ** 60,
 };
 
-/** Whether a quantity (number or string) is a whole number: extended resources cannot be split (IsIntegerResourceName). */
+/**
+ * Whether a quantity (number or string) is a whole number: extended resources cannot be split (IsIntegerResourceName).
+ */
 export function isWholeQuantity(q: unknown): boolean {
   if (typeof q === 'number') return Number.isInteger(q);
   if (typeof q !== 'string' || !QUANTITY.test(q)) return false;

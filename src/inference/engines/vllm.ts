@@ -62,7 +62,8 @@ export const VLLM: ServingEngine = {
     '--gpu-memory-utilization': 'gpuMemoryUtilization',
   },
   contradictingFlags: {
-    // A replica's engine needs tensor x pipeline x data parallel GPUs; the pod has gpusPerReplica (the tensor-parallel size).
+    // A replica's engine needs tensor x pipeline x data parallel GPUs; the pod has gpusPerReplica (the tensor-parallel
+    // size).
     '--pipeline-parallel-size':
       'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
     '-pp':
