@@ -90,14 +90,15 @@ if (section('synth')) {
   out('- **ApiObjects**: `new App()`, the same charts holding plain `cdk8s.ApiObject`s created from exactly the JSON the constructs synthesized (`chart.toJson()`, taken in an untimed run), `app.synth()`. Output checked byte-identical to the constructs\' every round.');
   out('- **YAML floor**: no cdk8s; the `yaml` package cdk8s uses writing the same documents the way cdk8s\'s `Yaml.save` does (`stringify` per object, version 1.1, lineWidth 0, joined by `---`), one file per chart. Also checked byte-identical. No cdk8s app can go below it.');
   out();
-  out('Times are the synth alone: module loading and, for the other sides, reading the JSON happen before the clock starts. CPU is user + system time of the process in that window. Peak RSS is the whole process (node and its modules included: the constructs side loads cdk8s-plus-28 and the library, the others do not); heap is V8\'s committed heap at the end of the synth.');
+  out('Times are the synth alone: module loading and, for the other sides, reading the JSON happen before the clock starts. CPU is user + system time of the process in that window, all threads (V8\'s GC threads included, so it can exceed wall time). Peak RSS is the whole process (node and its modules included: the constructs side loads cdk8s-plus-28 and the library, the others do not); heap is V8\'s committed heap at the end of the synth.');
   out();
 
   type Side = 'constructs' | 'ApiObjects' | 'YAML floor';
   interface Config { n: number; layout: Layout; objects?: number; mib?: number; r?: Record<Side, Sample[]>; skipped?: string }
   const layouts: Layout[] = ['one-chart', 'chart-per-workload'];
   const configs: Config[] = layouts.flatMap(layout => sizes.map(n => ({ n, layout })));
-  const layoutName = (c: Config) => (c.layout === 'one-chart' ? '1 chart' : `${c.n} charts (one per workload)`);
+  const num = (x: number) => x.toLocaleString('en-US');
+  const layoutName = (c: Config) => (c.layout === 'one-chart' ? '1 chart' : `${num(c.n)} charts (one per workload)`);
   for (const c of configs) {
     const dir = fs.mkdtempSync(path.join(scratch, `${c.layout}-${c.n}-`));
     try {
@@ -126,21 +127,21 @@ if (section('synth')) {
     }
   }
 
-  out('### Ratios');
+  out('#### Ratios');
   out();
   const measured = configs.filter(c => c.r);
   out(table(['Workloads', 'Charts', 'Objects', 'YAML', 'constructs / ApiObjects, wall', 'CPU', 'constructs / YAML floor, wall', 'CPU', 'ApiObjects / YAML floor, wall', 'CPU'],
     configs.map(c => {
-      if (!c.r) return [String(c.n), layoutName(c), String(c.objects ?? ''), '', `not measured: ${c.skipped}`, '', '', '', '', ''];
+      if (!c.r) return [num(c.n), layoutName(c), c.objects === undefined ? '' : num(c.objects), '', `not measured: ${c.skipped}`, '', '', '', '', ''];
       const { constructs: a, ApiObjects: b, 'YAML floor': y } = c.r;
-      return [String(c.n), layoutName(c), String(c.objects), `${c.mib!.toFixed(1)} MiB`,
+      return [num(c.n), layoutName(c), num(c.objects!), `${c.mib!.toFixed(1)} MiB`,
         ratioCell(a, b), ratioCell(a, b, 'cpuMs'), ratioCell(a, y), ratioCell(a, y, 'cpuMs'), ratioCell(b, y), ratioCell(b, y, 'cpuMs')];
     }), ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']));
   out();
-  out('### Absolute figures');
+  out('#### Absolute figures');
   out();
   out(table(['Workloads', 'Charts', 'Side', 'Wall ms', 'CPU ms', 'Peak RSS MiB', 'Heap MiB', 'Wall − ApiObjects, ms'],
-    measured.flatMap(c => (['constructs', 'ApiObjects', 'YAML floor'] as Side[]).map(s => [String(c.n), layoutName(c), s,
+    measured.flatMap(c => (['constructs', 'ApiObjects', 'YAML floor'] as Side[]).map(s => [num(c.n), layoutName(c), s,
       msCell(c.r![s]), msCell(c.r![s], 'cpuMs'), mibCell(c.r![s], 'rssMb'), mibCell(c.r![s], 'heapMb'),
       s === 'ApiObjects' ? '' : diffCell(c.r![s], c.r!.ApiObjects)])),
     ['r', 'l', 'l', 'r', 'r', 'r', 'r', 'r']));

@@ -65,14 +65,14 @@ export function ratioCell(a: Sample[], b: Sample[], of: Of = 'ms'): string {
   return rangeCell(ratios(a, b, of), x => x.toFixed(2), '×');
 }
 
-/** "median (min–max)" of round-by-round differences in ms. */
+/** "median (min to max)" of round-by-round differences in ms (a dash would read as a minus). */
 export function diffCell(a: Sample[], b: Sample[], of: Of = 'ms'): string {
-  return rangeCell(differences(a, b, of), int);
+  return rangeCell(differences(a, b, of), int, '', ' to ');
 }
 
-function rangeCell(xs: number[], f: (x: number) => string, unit = ''): string {
+function rangeCell(xs: number[], f: (x: number) => string, unit = '', to = '–'): string {
   if (xs.length === 0 || xs.some(Number.isNaN)) return 'n/a';
-  return `${f(median(xs))}${unit} (${f(Math.min(...xs))}–${f(Math.max(...xs))})`;
+  return `${f(median(xs))}${unit} (${f(Math.min(...xs))}${to}${f(Math.max(...xs))})`;
 }
 
 /** Median of a memory field in MiB, or "n/a". */
