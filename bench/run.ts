@@ -19,6 +19,7 @@ import { Layout, usableKinds } from './workloads';
 
 const only = (process.env.BENCH_ONLY ?? 'synth,cli,guard').split(',').map(s => s.trim());
 const section = (name: string) => only.includes(name);
+for (const s of only) if (!['synth', 'cli', 'guard', 'load'].includes(s)) process.stderr.write(`bench: unknown section ${s} in BENCH_ONLY (synth, cli, guard, load)\n`);
 const sizes = (process.env.BENCH_SIZES ?? '100,1000').split(',').map(Number);
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'cdk8s-gpu-bench-'));
 process.on('exit', () => fs.rmSync(scratch, { recursive: true, force: true }));
@@ -167,8 +168,8 @@ if (section('cli')) {
   const cdk8s = path.join(ROOT, 'node_modules', '.bin', 'cdk8s');
   const dist = path.join(scratch, 'cli-dist');
   const app = (fs.readFileSync(path.join(ROOT, 'cdk8s.yaml'), 'utf8').match(/^app:\s*(.+)$/m)?.[1] ?? '').trim();
-  const runner = app.replace(/\s+\S+\.ts$/, '');
-  const emptyApp = `${runner} ${path.relative(ROOT, path.join(ROOT, 'bench', 'empty-app.ts'))}`;
+  // The same runner as the apps' (`npx ts-node ... apps/main.ts`), on bench/empty-app.ts.
+  const emptyApp = /\S\.ts$/.test(app) ? app.replace(/\S+\.ts$/, 'bench/empty-app.ts') : 'npx ts-node --transpile-only bench/empty-app.ts';
   const notes: string[] = [];
   const synth = (what: string, extra: string[]) => () => {
     const s = wall(cdk8s, ['synth', '--no-check-upgrade', '--output', dist, ...extra]);
