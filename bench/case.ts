@@ -1,12 +1,13 @@
 // One measurement in a fresh process, so that time and peak memory belong to this case alone.
-// Module loading happens before the clock starts (load time is measured on its own).
+// Module loading happens before the clock starts (bench/load-case.ts times loading on its own).
 //   node case.js fixture <kinds> <n> <layout> <fixture.json>   the library's objects, per chart (not timed)
 //   node case.js library <kinds> <n> <layout> <outdir>         constructs + cdk8s synth
 //   node case.js raw <fixture.json> <outdir>                   the same objects as plain ApiObjects + cdk8s synth
-//   node case.js yaml <fixture.json> <outdir>                  the same bytes written by `yaml` alone, as cdk8s calls it
-//   node case.js load <project dir> <module>                   require() of a module, as a user's app does it
+//   node case.js yaml <fixture.json> <outdir>                 the same bytes, written by `yaml` alone
+// Prints one JSON object: ms (wall), cpuMs (user + system), rssMb (peak RSS of the process),
+// rssStartMb (RSS when the clock started: node, the modules, the fixture), heapMb (V8 heap
+// committed when the clock stopped), fromUs/toUs (the timed window, for bench/profile).
 import * as fs from 'fs';
-import { createRequire } from 'module';
 import * as path from 'path';
 import { ApiObject, App, Chart, Names } from 'cdk8s';
 import { cdk8sYaml } from './env';
@@ -17,17 +18,25 @@ export interface Fixture {
   readonly charts: Array<{ id: string; file: string; objects: any[] }>;
 }
 
-const now = () => process.hrtime.bigint();
+const MiB = 2 ** 20;
 const result: Record<string, number> = {};
-/** Milliseconds since t0; also records the window (monotonic µs, the clock of --cpu-prof) for bench/profile. */
+let t0 = 0n;
 let cpu0 = process.cpuUsage();
-const ms = (t0: bigint) => {
-  const t1 = now();
+/** Starts the clock (and the CPU clock). */
+const start = () => {
+  result.rssStartMb = process.memoryUsage().rss / MiB;
+  cpu0 = process.cpuUsage();
+  t0 = process.hrtime.bigint();
+};
+/** Stops it: wall and CPU time since start(), the heap, the window (monotonic µs, the clock of --cpu-prof). */
+const stop = () => {
+  const t1 = process.hrtime.bigint();
   const cpu = process.cpuUsage(cpu0);
+  result.ms = Number(t1 - t0) / 1e6;
   result.cpuMs = (cpu.user + cpu.system) / 1000;
+  result.heapMb = process.memoryUsage().heapTotal / MiB;
   result.fromUs = Number(t0 / 1000n);
   result.toUs = Number(t1 / 1000n);
-  return Number(t1 - t0) / 1e6;
 };
 const [what, ...args] = process.argv.slice(2);
 
@@ -35,7 +44,7 @@ if (what === 'fixture') {
   const [kinds, n, layout, file] = args;
   const app = new App({ outdir: path.dirname(file) });
   buildWithLibrary(app, kindsNamed(kinds.split(',')), Number(n), layout as Layout);
-  // Chart.toJson() is what app.synth() writes for each chart (sanitized, patched, in topological order).
+  // Chart.toJson() is what app.synth() writes for each chart (resolved, sanitized, in dependency order).
   const charts = app.charts.map(c => ({
     id: c.node.id,
     file: `${Names.toDnsLabel(c)}${app.outputFileExtension}`,
@@ -46,30 +55,27 @@ if (what === 'fixture') {
 } else if (what === 'library') {
   const [kinds, n, layout, outdir] = args;
   const mix = kindsNamed(kinds.split(','));
-  const t0 = now();
-  cpu0 = process.cpuUsage();
+  start();
   const app = new App({ outdir });
   buildWithLibrary(app, mix, Number(n), layout as Layout);
   app.synth();
-  result.ms = ms(t0);
+  stop();
 } else if (what === 'raw') {
   const [file, outdir] = args;
   const fixture: Fixture = JSON.parse(fs.readFileSync(file, 'utf8'));
-  const t0 = now();
-  cpu0 = process.cpuUsage();
+  start();
   const app = new App({ outdir });
   for (const c of fixture.charts) {
     const chart = new Chart(app, c.id);
     c.objects.forEach((o, j) => new ApiObject(chart, `o${j}`, o));
   }
   app.synth();
-  result.ms = ms(t0);
+  stop();
 } else if (what === 'yaml') {
   const [file, outdir] = args;
   const fixture: Fixture = JSON.parse(fs.readFileSync(file, 'utf8'));
   const YAML = cdk8sYaml();
-  const t0 = now();
-  cpu0 = process.cpuUsage();
+  start();
   fs.mkdirSync(outdir, { recursive: true });
   // Exactly cdk8s's Yaml.save (node_modules/cdk8s/lib/yaml.js): one stringify per object, joined by '---'.
   for (const c of fixture.charts) {
@@ -78,14 +84,7 @@ if (what === 'fixture') {
       .join('---\n');
     fs.writeFileSync(path.join(outdir, c.file), text, { encoding: 'utf8' });
   }
-  result.ms = ms(t0);
-} else if (what === 'load') {
-  const [project, id] = args;
-  const req = createRequire(path.join(project, 'package.json'));
-  const t0 = now();
-  cpu0 = process.cpuUsage();
-  req(id);
-  result.ms = ms(t0);
+  stop();
 } else {
   throw new Error(`bench/case: unknown case ${what}`);
 }

@@ -33,9 +33,25 @@ export function machine(): string {
   const cpus = os.cpus();
   return (
     `${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ` +
-    `Node ${process.version}, ${os.platform()} ${os.arch()}, load average ${os
-      .loadavg()
-      .map(l => l.toFixed(2))
-      .join(' ')}`
+    `Node ${process.version}, ${os.platform()} ${os.arch()}, load average ${loadavg()}`
   );
+}
+
+/** The 1, 5 and 15 minute load averages (Linux counts runnable and waiting tasks, the bench's own included). */
+export function loadavg(): string {
+  return os
+    .loadavg()
+    .map(l => l.toFixed(2))
+    .join(' / ');
+}
+
+/** The commit measured, with "+ uncommitted changes" when the checkout differs from it. */
+export function revision(): string {
+  const { spawnSync } = require('child_process') as typeof import('child_process');
+  const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
+  const head = git('rev-parse', '--short', 'HEAD');
+  if (head.status !== 0) return 'unknown (no git)';
+  const dirty =
+    git('status', '--porcelain', '--untracked-files=no', '--', 'src', 'bench', 'package.json').stdout.trim() !== '';
+  return `${head.stdout.trim()}${dirty ? ' + uncommitted changes in src/, bench/ or package.json' : ''}`;
 }

@@ -1,8 +1,9 @@
 // The guard as a user runs it: `cdk8s-gpu guard --before <dir> --after <dir> --json` as a fresh
 // process on YAML files, at 1,000, 10,000 and 100,000 objects. Prints wall time and peak RSS (each
 // the median of N fresh processes, with the min-max range) and the scaling exponent between sizes.
-// The guard is compiled from src/ into a temporary folder first, so the figures are plain `node` on
-// compiled JavaScript and never those of a stale lib/.
+// Alone, the guard is compiled from src/ into a temporary folder first, so the figures are plain
+// `node` on compiled JavaScript and never those of a stale lib/; `npm run bench` passes the package's
+// bin from the lib/ it has just built.
 //
 //   npx ts-node --transpile-only bench/guard.ts            (alone)
 //   import { runGuardBench } from './guard'                 (from the bench runner)
@@ -21,6 +22,8 @@ export interface GuardBenchOptions {
   readonly runs?: number;
   /** Where lines go. @default console.log */
   readonly log?: (line: string) => void;
+  /** The CLI to run (e.g. the built lib/guard/cli.js). @default src/guard compiled to a temporary folder */
+  readonly cli?: string;
 }
 
 export interface GuardBenchRow {
@@ -78,7 +81,8 @@ export function compileGuard(outDir: string): string {
 /**
  * Objects shaped like this library's output at scale: per workload a StatefulSet with claim
  * templates and probes, its headless Service, a client Service, a PodDisruptionBudget, four
- * ConfigMaps and two Secrets (10 objects), as a live export (`before`) and as new manifests with every image bumped (`after`).
+ * ConfigMaps and two Secrets (10 objects), as a live export (`before`) and as new manifests with every image
+ * bumped (`after`).
  */
 function workload(image: string, live: boolean): object[] {
   // `@@` is the workload number, `@@H.@@L` its Service IP: filled in per copy by writeSide.
@@ -279,12 +283,16 @@ export function runGuardBench(options: GuardBenchOptions = {}): GuardBenchRow[] 
   const rows: GuardBenchRow[] = [];
   const cleanup = [work];
   try {
-    // Compiled inside the project so that its requires (js-yaml) resolve from node_modules.
-    const jsDir = fs.mkdtempSync(path.join(ROOT, 'node_modules', '.bench-guard-'));
-    cleanup.push(jsDir);
-    const cli = compileGuard(jsDir);
+    // Compiled inside the checkout so that its requires (js-yaml) resolve from node_modules (not
+    // into node_modules/, which worktrees may share).
+    let cli = options.cli;
+    if (!cli) {
+      const jsDir = fs.mkdtempSync(path.join(ROOT, '.bench-guard-'));
+      cleanup.push(jsDir);
+      cli = compileGuard(jsDir);
+    }
     log(
-      `Guard as a process (node ${process.version}, compiled JS): \`cdk8s-gpu guard --before <live export> --after <manifests> --json\`, every image bumped;`,
+      `Guard as a process (node ${process.version}, ${path.relative(ROOT, cli).startsWith('lib') ? 'the built package bin' : 'compiled JS'}): \`cdk8s-gpu guard --before <live export> --after <manifests> --json\`, every image bumped;`,
     );
     log(`median of ${runs} fresh processes [min-max]; wall time includes node start-up and reading the files`);
     // The floor every run pays: node start-up and loading the CLI (`--help` reads no input).

@@ -51,7 +51,7 @@ function owner(url: string): string {
   const m = /node_modules\/((?:@[^/]+\/)?[^/]+)(?:\/node_modules\/((?:@[^/]+\/)?[^/]+))?/.exec(file);
   if (m) return m[2] ? `${m[2]} (under ${m[1]})` : m[1];
   if (file.startsWith('node:')) return 'node internals';
-  return file.includes('cdk8s-gpu-bench') ? 'bench harness' : 'other';
+  return file.includes('.bench-build-') ? 'bench harness' : 'other';
 }
 
 function summarize(title: string, p: { profile: Profile; fromUs: number; toUs: number; ms: number }): void {

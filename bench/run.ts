@@ -1,61 +1,61 @@
 // `npm run bench` (through bench/start.js, which builds lib/ and compiles this folder): prints
-// figures, never a verdict. Every measured case runs in a fresh `node` process on compiled
-// JavaScript; the sides of a comparison are paired round by round. BENCH_ROUNDS (default and
-// minimum 5) sets the rounds; BENCH_ONLY=overhead,load,user,cold,guard runs only those sections;
-// BENCH_LIB=<folder> measures another build of the library than lib/ (e.g. a candidate fix).
+// figures, never a verdict, as Markdown on stdout (progress goes to stderr), ready to paste.
+// Every measured case runs in a fresh `node` process on compiled JavaScript; the sides of a
+// comparison are paired round by round in rotating order. Only the package's public API and
+// cdk8s's public API are used.
+//   BENCH_ROUNDS         rounds per comparison (default and minimum 5)
+//   BENCH_ONLY           sections, comma-separated: synth, cli, guard (the default set) and load
+//   BENCH_SIZES          workload counts of the synth section (default 100,1000)
+//   BENCH_GUARD_SIZES    object counts of the guard section (default 1000,10000,100000)
+//   BENCH_LIB            another build of the library than lib/ (e.g. a candidate fix)
+//   BENCH_CASE_LIMIT_S   longest a single synth case may take before its configuration is skipped (default 60)
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { machine, ROOT } from './env';
-import { both, childrenCpuMs, median, overBoth, paired, rss, ROUNDS, Sample, time } from './stats';
-import { Layout, usableKinds, WorkloadKind } from './workloads';
+import { loadavg, machine, revision, ROOT } from './env';
+import { childrenCpuMs, diffCell, med, mibCell, msCell, paired, ratioCell, ROUNDS, Sample, table } from './stats';
+import { Layout, usableKinds } from './workloads';
 
-const scaffold: {
-  pack(work: string): { status: number | null; out: string; tarball?: string };
-  consumerProject(
-    work: string,
-    tarball: string,
-    files: Record<string, string>,
-    devTools?: boolean,
-  ): { project: string; install: { status: number | null; out: string } };
-  bin(project: string, name: string): string;
-} = require(path.join(ROOT, 'scripts', 'check-package.js'));
-
-const only = process.env.BENCH_ONLY?.split(',');
-const section = (name: string) => !only || only.includes(name);
+const only = (process.env.BENCH_ONLY ?? 'synth,cli,guard').split(',').map(s => s.trim());
+const section = (name: string) => only.includes(name);
+for (const s of only)
+  if (!['synth', 'cli', 'guard', 'load'].includes(s))
+    process.stderr.write(`bench: unknown section ${s} in BENCH_ONLY (synth, cli, guard, load)\n`);
+const sizes = (process.env.BENCH_SIZES ?? '100,1000').split(',').map(Number);
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'cdk8s-gpu-bench-'));
 process.on('exit', () => fs.rmSync(scratch, { recursive: true, force: true }));
-
-/** Longest a single synth case may take before its configuration is reported as too slow. */
 const CASE_LIMIT_MS = Number(process.env.BENCH_CASE_LIMIT_S ?? 60) * 1000;
+const started = Date.now();
+const progress = (line: string) =>
+  process.stderr.write(`bench [${((Date.now() - started) / 1000).toFixed(0)} s]: ${line}\n`);
+const out = (line = '') => console.log(line);
 
 class TooSlow extends Error {}
 
-/** A case of bench/case.ts in a fresh process. */
+/** A case of bench/case.ts (or another case file) in a fresh process. */
 function measure(...args: string[]): Sample & Record<string, number> {
-  const r = spawnSync(process.execPath, [path.join(__dirname, 'case.js'), ...args], {
+  return measureIn('case.js', ...args);
+}
+
+function measureIn(file: string, ...args: string[]): Sample & Record<string, number> {
+  const r = spawnSync(process.execPath, [path.join(__dirname, file), ...args], {
     cwd: ROOT,
     encoding: 'utf8',
     maxBuffer: 1 << 26,
     timeout: CASE_LIMIT_MS,
     killSignal: 'SIGKILL',
   });
-  if (r.signal === 'SIGKILL') throw new TooSlow(`over ${time(CASE_LIMIT_MS)}`);
+  if (r.signal === 'SIGKILL') throw new TooSlow(`a case took over ${CASE_LIMIT_MS / 1000} s`);
   if (r.status !== 0) throw new Error(`bench case ${args.join(' ')} failed:\n${r.stdout}${r.stderr}`);
   return JSON.parse(r.stdout);
 }
 
-/** Wall time of a command, start-up included, as a user waits for it. */
-function wall(
-  cmd: string,
-  args: string[],
-  cwd: string,
-  env: NodeJS.ProcessEnv = {},
-): Sample & { ok: boolean; out: string } {
+/** A command as a process, start-up included, as a user waits for it: wall time and its CPU time. */
+function wall(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Sample & { ok: boolean; out: string } {
   const cpu0 = childrenCpuMs();
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(cmd, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 1 << 26 });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   const cpu1 = childrenCpuMs();
   return {
@@ -64,11 +64,6 @@ function wall(
     ok: r.status === 0,
     out: `${r.stdout}${r.stderr}`,
   };
-}
-
-function mustPass(what: string, s: Sample & { ok: boolean; out: string }): Sample {
-  if (!s.ok) throw new Error(`${what} failed:\n${s.out.split('\n').slice(-20).join('\n')}`);
-  return s;
 }
 
 /** Every file of a synth output folder, by name. */
@@ -83,289 +78,314 @@ function readOutput(dir: string): Map<string, Buffer> {
 
 function assertIdentical(what: string, expected: Map<string, Buffer>, dir: string): void {
   const got = readOutput(dir);
-  const names = [...new Set([...expected.keys(), ...got.keys()])];
-  for (const n of names) {
+  for (const n of new Set([...expected.keys(), ...got.keys()])) {
     const a = expected.get(n);
     const b = got.get(n);
     if (!a || !b || !a.equals(b)) {
-      const at = a && b ? [...a].findIndex((x, i) => x !== b[i]) : -1;
+      const at = a && b ? a.findIndex((x, i) => x !== b[i]) : -1;
+      const near = (x: Buffer) => JSON.stringify(x.subarray(Math.max(0, at - 80), at + 80).toString());
       throw new Error(
         `bench: ${what} is not byte-identical to the library's output in ${n}` +
-          (at >= 0
-            ? ` at byte ${at}:\n  library: ${JSON.stringify(a!.subarray(Math.max(0, at - 80), at + 80).toString())}\n  other:   ${JSON.stringify(b!.subarray(Math.max(0, at - 80), at + 80).toString())}`
+          (a && b
+            ? ` at byte ${at < 0 ? Math.min(a.length, b.length) : at}:\n  library: ${near(a)}\n  other:   ${near(b)}`
             : ' (file missing on one side)'),
       );
     }
   }
 }
 
-console.log(`cdk8s-gpu benchmarks (npm run bench)\nmachine: ${machine()}`);
-console.log(
-  `each figure: median of ${ROUNDS} fresh processes, (min–max); sides paired round by round in rotating order\n`,
+out('# cdk8s-gpu benchmarks (`npm run bench`)');
+out();
+out(
+  `- measured: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}, commit ${revision()}${process.env.BENCH_LIB ? `, library from ${process.env.BENCH_LIB}` : ''}`,
 );
+out(`- machine: ${machine()}`);
+out(`- load average (1 / 5 / 15 min) at the start: ${loadavg()} (the bench itself keeps about one core busy)`);
+out(
+  `- every figure: median of ${ROUNDS} fresh processes (min–max); the sides of a comparison alternate round by round in rotating order, and ratios are medians of the round-by-round ratios`,
+);
+out();
 
 // ---------------------------------------------------------------------------------------------
-if (section('overhead')) {
+if (section('synth')) {
   const { kinds, skipped } = usableKinds();
-  const names = kinds.map(k => k.name);
-  console.log('1. Synth cost of the constructs, against the same manifests written without them');
-  console.log(`   workload mix, cycled: ${names.join(', ')}`);
-  for (const s of skipped) console.log(`   not in the mix: ${s}`);
-  console.log(
-    '   sides: (a) cdk8s-gpu constructs + app.synth(); (b) the objects (a) synthesized, created as plain cdk8s',
+  const mix = kinds.map(k => k.name).join(',');
+  out('## 1. Synth: the constructs against identical plain ApiObjects and the YAML floor');
+  out();
+  out(
+    `Workloads cycle through: ${kinds.map(k => `\`${k.name}\``).join(', ')}.${skipped.length ? ` Not in the mix: ${skipped.join('; ')}.` : ''}`,
   );
-  console.log(
-    '   ApiObjects + app.synth(), byte-identical output (checked every round); (c) the YAML floor: the `yaml`',
+  out();
+  out('- **constructs**: `new App()`, the cdk8s-gpu constructs, `app.synth()` to a folder.');
+  out(
+    "- **ApiObjects**: `new App()`, the same charts holding plain `cdk8s.ApiObject`s created from exactly the JSON the constructs synthesized (`chart.toJson()`, taken in an untimed run), `app.synth()`. Output checked byte-identical to the constructs' every round.",
   );
-  console.log(
-    '   package alone writing the same bytes the way cdk8s does (stringify per object, version 1.1, lineWidth 0).',
+  out(
+    "- **YAML floor**: no cdk8s; the `yaml` package cdk8s uses writing the same documents the way cdk8s's `Yaml.save` does (`stringify` per object, version 1.1, lineWidth 0, joined by `---`), one file per chart. Also checked byte-identical. No cdk8s app can go below it.",
   );
-  console.log('   Times exclude module loading (section 2); the overhead is the round-by-round ratio (a)/(b).\n');
+  out();
+  out(
+    "Times are the synth alone: module loading and, for the other sides, reading the JSON happen before the clock starts. CPU is user + system time of the process in that window, all threads (V8's GC threads included, so it can exceed wall time). Peak RSS is the whole process (node and its modules included: the constructs side loads cdk8s-plus-28 and the library, the others do not); heap is V8's committed heap at the end of the synth.",
+  );
+  out();
 
-  const configs: Array<{ n: number; layout: Layout }> = [
-    { n: 100, layout: 'one-chart' },
-    { n: 1000, layout: 'one-chart' },
-    { n: 2000, layout: 'one-chart' },
-    { n: 100, layout: 'chart-per-workload' },
-    { n: 1000, layout: 'chart-per-workload' },
-  ];
-  const med: Record<string, { library: number; raw: number; yaml: number }> = {}; // CPU-time medians
-  /** One configuration, all rounds; false when a case went over the limit. */
-  const overhead = (mix: WorkloadKind[], n: number, layout: Layout, label: string): boolean => {
-    const mixNames = mix.map(k => k.name).join(',');
-    const dir = fs.mkdtempSync(path.join(scratch, `${layout}-${n}-`));
+  type Side = 'constructs' | 'ApiObjects' | 'YAML floor';
+  interface Config {
+    n: number;
+    layout: Layout;
+    objects?: number;
+    mib?: number;
+    r?: Record<Side, Sample[]>;
+    skipped?: string;
+  }
+  const layouts: Layout[] = ['one-chart', 'chart-per-workload'];
+  const configs: Config[] = layouts.flatMap(layout => sizes.map(n => ({ n, layout })));
+  const num = (x: number) => x.toLocaleString('en-US');
+  const layoutName = (c: Config) => (c.layout === 'one-chart' ? '1 chart' : `${num(c.n)} charts (one per workload)`);
+  for (const c of configs) {
+    const dir = fs.mkdtempSync(path.join(scratch, `${c.layout}-${c.n}-`));
     try {
+      progress(`synth, ${c.n} workloads in ${layoutName(c)}: fixture`);
       const fixture = path.join(dir, 'fixture.json');
-      const fx = measure('fixture', mixNames, String(n), layout, fixture);
+      c.objects = measure('fixture', mix, String(c.n), c.layout, fixture).objects;
       let reference: Map<string, Buffer> | undefined;
       let run = 0;
       const side = (what: 'library' | 'raw' | 'yaml') => () => {
-        const out = path.join(dir, `out-${run++}`);
-        const s =
-          what === 'library' ? measure('library', mixNames, String(n), layout, out) : measure(what, fixture, out);
-        if (what === 'library' && !reference) reference = readOutput(out);
-        else
-          assertIdentical(
-            what === 'raw' ? 'the ApiObject baseline' : 'the YAML floor',
-            reference ?? readOutput(out),
-            out,
-          );
-        fs.rmSync(out, { recursive: true, force: true });
+        const o = path.join(dir, `out-${run++}`);
+        const s = what === 'library' ? measure('library', mix, String(c.n), c.layout, o) : measure(what, fixture, o);
+        if (what === 'library' && !reference) reference = readOutput(o);
+        else assertIdentical(what === 'raw' ? 'the ApiObjects side' : 'the YAML floor', reference ?? readOutput(o), o);
+        fs.rmSync(o, { recursive: true, force: true });
         return s;
       };
-      // The library side runs first in round 0, so its output is the reference for the others.
-      const r = paired({ library: side('library'), raw: side('raw'), yaml: side('yaml') });
-      const bytes = [...reference!.values()].reduce((a, b) => a + b.length, 0);
-      const charts = layout === 'one-chart' ? 'one chart' : `${n} charts, one per workload`;
-      console.log(
-        `   ${n} workloads, ${charts}${label}: ${fx.objects} objects, ${(bytes / 2 ** 20).toFixed(1)} MiB of YAML`,
+      // The constructs go first in round 0, so their output is the reference of the others.
+      c.r = paired({ constructs: side('library'), ApiObjects: side('raw'), 'YAML floor': side('yaml') }, ROUNDS, r =>
+        progress(`synth, ${c.n} workloads in ${layoutName(c)}: round ${r + 1}/${ROUNDS}`),
       );
-      console.log(`     (a) cdk8s-gpu constructs         ${both(r.library)} peak RSS ${rss(r.library)}`);
-      console.log(`     (b) identical plain ApiObjects   ${both(r.raw)} peak RSS ${rss(r.raw)}`);
-      console.log(`     (c) yaml alone, same bytes       ${both(r.yaml)} peak RSS ${rss(r.yaml)}`);
-      console.log(`     overhead of the constructs (a)/(b): ${overBoth(r.library, r.raw)}`);
-      console.log(
-        `     over the YAML floor (a)/(c): ${overBoth(r.library, r.yaml)}; (b)/(c): ${overBoth(r.raw, r.yaml)}\n`,
-      );
-      const cpu = (xs: Sample[]) => median(xs.map(s => s.cpuMs ?? s.ms));
-      med[`${layout}-${n}${label}`] = { library: cpu(r.library), raw: cpu(r.raw), yaml: cpu(r.yaml) };
-      return true;
+      c.mib = [...reference!.values()].reduce((a, b) => a + b.length, 0) / 2 ** 20;
     } catch (e) {
       if (!(e instanceof TooSlow)) throw e;
-      console.log(
-        `   ${n} workloads, ${layout}${label}: a case took ${e.message}; not measured (BENCH_CASE_LIMIT_S raises the limit)\n`,
-      );
-      return false;
+      c.skipped = `${e.message} (BENCH_CASE_LIMIT_S raises the limit)`;
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
-  };
-  // A configuration too slow with the whole mix is measured again without the kind that makes it
-  // slow, so the rest of the construct layer still gets figures; larger sizes of it are skipped.
-  const withoutSecrets = kinds.filter(k => !/RotatingGpuSecret/.test(k.name));
-  const tooSlow = new Set<Layout>();
-  const done: Array<{ n: number; layout: Layout }> = [];
-  for (const { n, layout } of configs) {
-    if (!tooSlow.has(layout) && overhead(kinds, n, layout, '')) {
-      done.push({ n, layout });
-      continue;
-    }
-    if (!tooSlow.has(layout)) {
-      console.log(
-        `   → ${layout} again without the rotating Secret (${withoutSecrets.map(k => k.name).join(', ')}), smaller sizes included:\n`,
-      );
-      tooSlow.add(layout);
-      for (const d of done.filter(x => x.layout === layout))
-        overhead(withoutSecrets, d.n, layout, ' [mix without RotatingGpuSecret]');
-    }
-    overhead(withoutSecrets, n, layout, ' [mix without RotatingGpuSecret]');
   }
 
-  console.log('   Scaling exponents, log(t2/t1)/log(n2/n1) of the CPU-time medians (1.00 is linear):');
-  const exp = (a: number, b: number, n1: number, n2: number) => (Math.log(b / a) / Math.log(n2 / n1)).toFixed(2);
-  const suffix = (layout: Layout) => (tooSlow.has(layout) ? ' [mix without RotatingGpuSecret]' : '');
-  for (const side of ['library', 'raw', 'yaml'] as const) {
-    const label = { library: '(a) constructs', raw: '(b) ApiObjects', yaml: '(c) yaml alone' }[side];
-    const t = (layout: Layout, n: number) => med[`${layout}-${n}${suffix(layout)}`]?.[side] ?? NaN;
-    console.log(
-      `     ${label}: one chart 100→1000 ${exp(t('one-chart', 100), t('one-chart', 1000), 100, 1000)}, 1000→2000 ${exp(t('one-chart', 1000), t('one-chart', 2000), 1000, 2000)}; ` +
-        `chart per workload 100→1000 ${exp(t('chart-per-workload', 100), t('chart-per-workload', 1000), 100, 1000)}`,
+  out('#### Ratios');
+  out();
+  const measured = configs.filter(c => c.r);
+  out(
+    table(
+      [
+        'Workloads',
+        'Charts',
+        'Objects',
+        'YAML',
+        'constructs / ApiObjects, wall',
+        'CPU',
+        'constructs / YAML floor, wall',
+        'CPU',
+        'ApiObjects / YAML floor, wall',
+        'CPU',
+      ],
+      configs.map(c => {
+        if (!c.r)
+          return [
+            num(c.n),
+            layoutName(c),
+            c.objects === undefined ? '' : num(c.objects),
+            '',
+            `not measured: ${c.skipped}`,
+            '',
+            '',
+            '',
+            '',
+            '',
+          ];
+        const { constructs: a, ApiObjects: b, 'YAML floor': y } = c.r;
+        return [
+          num(c.n),
+          layoutName(c),
+          num(c.objects!),
+          `${c.mib!.toFixed(1)} MiB`,
+          ratioCell(a, b),
+          ratioCell(a, b, 'cpuMs'),
+          ratioCell(a, y),
+          ratioCell(a, y, 'cpuMs'),
+          ratioCell(b, y),
+          ratioCell(b, y, 'cpuMs'),
+        ];
+      }),
+      ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    ),
+  );
+  out();
+  out('#### Absolute figures');
+  out();
+  out(
+    table(
+      ['Workloads', 'Charts', 'Side', 'Wall ms', 'CPU ms', 'Peak RSS MiB', 'Heap MiB', 'Wall − ApiObjects, ms'],
+      measured.flatMap(c =>
+        (['constructs', 'ApiObjects', 'YAML floor'] as Side[]).map(s => [
+          num(c.n),
+          layoutName(c),
+          s,
+          msCell(c.r![s]),
+          msCell(c.r![s], 'cpuMs'),
+          mibCell(c.r![s], 'rssMb'),
+          mibCell(c.r![s], 'heapMb'),
+          s === 'ApiObjects' ? '' : diffCell(c.r![s], c.r!.ApiObjects),
+        ]),
+      ),
+      ['r', 'l', 'l', 'r', 'r', 'r', 'r', 'r'],
+    ),
+  );
+  out();
+  // How each side grows from the smallest to the largest size: 1.00 is linear, 2.00 quadratic.
+  const [lo, hi] = [Math.min(...sizes), Math.max(...sizes)];
+  if (lo !== hi) {
+    const exps = layouts.map(layout => {
+      const at = (n: number) => configs.find(c => c.layout === layout && c.n === n && c.r);
+      const [a, b] = [at(lo), at(hi)];
+      const e = (s: Side) =>
+        a && b ? (Math.log(med(b.r![s], 'cpuMs') / med(a.r![s], 'cpuMs')) / Math.log(hi / lo)).toFixed(2) : 'n/a';
+      return `${layout === 'one-chart' ? 'one chart' : 'one chart per workload'}: constructs ${e('constructs')}, ApiObjects ${e('ApiObjects')}, YAML floor ${e('YAML floor')}`;
+    });
+    out(
+      `Growth ${lo} → ${hi} workloads, log(t₂/t₁)/log(n₂/n₁) of the CPU medians (1.00 is linear, 2.00 quadratic): ${exps.join('; ')}.`,
     );
+    out();
   }
-  for (const layout of tooSlow) console.log(`     (${layout}: exponents of the mix without RotatingGpuSecret)`);
-  console.log('   (The 10-workload case is left out: at ~50 ms it measures JIT warm-up, not the constructs.)\n');
 }
 
 // ---------------------------------------------------------------------------------------------
-// A fresh consumer project with the packed library, as in the pack-and-install check.
-let consumer: string | undefined;
-function consumerProject(): string {
-  if (consumer) return consumer;
-  const work = fs.mkdtempSync(path.join(scratch, 'consumer-'));
-  const packed = scaffold.pack(work);
-  if (packed.status !== 0 || !packed.tarball) throw new Error(`npm pack failed:\n${packed.out}`);
-  const { project, install } = scaffold.consumerProject(
-    work,
-    packed.tarball,
-    {
-      'main.ts': USER_APP,
-      'cdk8s.yaml': 'language: typescript\napp: npx ts-node main.ts\noutput: dist\n',
-      'empty.js': "new (require('cdk8s').App)().synth();\n",
-    },
-    true,
-  );
-  if (install.status !== 0) throw new Error(`npm install in the consumer project failed:\n${install.out}`);
-  return (consumer = project);
-}
-
-/** A user's app: one chart with a training job, a TGI service and a rotating Secret mounted into the job. */
-const USER_APP = `import { App, Chart, Duration, Size } from 'cdk8s';
-import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret, TgiInferenceService } from 'cdk8s-gpu';
-
-const app = new App();
-const chart = new Chart(app, 'ml');
-const trainer = new GpuTrainingStatefulSet(chart, 'trainer', {
-  name: 'trainer', image: 'nvcr.io/nvidia/pytorch:24.08-py3', args: ['train.py'], gpusPerPod: 8, replicas: 2, storage: { size: Size.gibibytes(500) },
-});
-new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'meta-llama/Llama-3.1-8B-Instruct', replicas: 2 });
-const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation: { image: 'myorg/rotator:1.0.0', every: Duration.hours(12) } });
-creds.mountInto(trainer, { path: '/etc/gpu', onRotation: Reload.signal('SIGHUP', { process: 'python' }) });
-app.synth();
-`;
-
-if (section('load')) {
-  const project = consumerProject();
-  console.log(
-    '2. Load time: require() of a module in a fresh process, from a consumer project with the packed library',
-  );
-  const modules = {
-    'cdk8s-gpu': 'cdk8s-gpu',
-    'cdk8s-plus-28': 'cdk8s-plus-28',
-    cdk8s: 'cdk8s',
-    'cdk8s-plus-28 k8s imports only': 'cdk8s-plus-28/lib/imports/k8s',
-    yaml: 'yaml',
-  };
-  const r = paired(
-    Object.fromEntries(Object.entries(modules).map(([k, id]) => [k, () => measure('load', project, id)])),
-    Math.max(ROUNDS, 9),
-  );
-  for (const k of Object.keys(modules))
-    console.log(
-      `   require('${modules[k as keyof typeof modules]}')`.padEnd(48) + `${both(r[k])} peak RSS ${rss(r[k])}`,
-    );
-  console.log(
-    `   cdk8s-gpu / cdk8s-plus-28 alone: ${overBoth(r['cdk8s-gpu'], r['cdk8s-plus-28'])} (goal: within 1.10×)`,
-  );
-  console.log(
-    '   (cdk8s-gpu includes cdk8s-plus-28, cdk8s and constructs; each require() is measured cold in its own process.)\n',
-  );
-}
-
-if (section('user')) {
-  const project = consumerProject();
-  console.log(
-    "3. A user's `cdk8s synth` in a fresh consumer project (app: one chart, training job + TGI + rotating Secret)",
-  );
-  const cdk8s = scaffold.bin(project, 'cdk8s');
-  const tsc = scaffold.bin(project, 'tsc');
-  mustPass('tsc in the consumer project', wall(tsc, ['-p', '.'], project)); // main.js for the precompiled side
-  const synth = (app: string) => () =>
-    mustPass(`cdk8s synth --app "${app}"`, wall(cdk8s, ['synth', '--no-check-upgrade', '--app', app], project));
-  const sides = {
-    'app: npx ts-node main.ts (cdk8s init default)': synth('npx ts-node main.ts'),
-    'app: npx ts-node --transpile-only main.ts': synth('npx ts-node --transpile-only main.ts'),
-    'app: node main.js (precompiled with tsc)': synth('node main.js'),
-    'the CLI with an empty cdk8s app (floor)': synth('node empty.js'),
-    'tsc --noEmit (the type-check, e.g. in CI)': () =>
-      mustPass('tsc --noEmit', wall(tsc, ['--noEmit', '-p', '.'], project)),
-  };
-  const r = paired(sides);
-  for (const k of Object.keys(sides)) console.log(`   ${k.padEnd(48)} ${both(r[k as keyof typeof sides])}`);
-  const [typeChecked, transpiled, precompiled] = Object.keys(sides).map(k => r[k as keyof typeof sides]);
-  console.log(`   type-checked / transpile-only: ${overBoth(typeChecked, transpiled)}`);
-  console.log(`   transpile-only / precompiled:  ${overBoth(transpiled, precompiled)}`);
-  console.log(
-    '   (cdk8s synth runs with --no-check-upgrade, which skips a registry request the CLI makes by default.)\n',
-  );
-}
-
-if (section('cold')) {
-  console.log('4. Cold start of `npm run synth` in this repository (the example apps in apps/, warm install)');
-  const out = path.join(scratch, 'cold-dist');
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+if (section('cli')) {
+  out('## 2. `cdk8s synth` of the example apps against an empty app');
+  out();
   const cdk8s = path.join(ROOT, 'node_modules', '.bin', 'cdk8s');
-  let guardFailure: string | undefined;
-  const sides = {
-    'npm run build (tsc of src/ + copy of the assets)': () =>
-      mustPass('npm run build', wall(npm, ['run', 'build'], ROOT)),
-    'cdk8s synth --no-validate (app under ts-node --transpile-only)': () =>
-      mustPass(
-        'cdk8s synth --no-validate',
-        wall(cdk8s, ['synth', '--no-check-upgrade', '--no-validate', '--output', out], ROOT),
-      ),
-    'cdk8s synth with the guard plugin (against snapshots/)': () => {
-      const s = wall(cdk8s, ['synth', '--no-check-upgrade', '--output', out], ROOT);
-      if (!s.ok)
-        guardFailure = s.out
-          .split('\n')
-          .filter(l => l.trim())
-          .slice(-3)
-          .join(' / ');
-      return s;
-    },
+  const dist = path.join(scratch, 'cli-dist');
+  const app = (fs.readFileSync(path.join(ROOT, 'cdk8s.yaml'), 'utf8').match(/^app:\s*(.+)$/m)?.[1] ?? '').trim();
+  // The same runner as the apps' (`npx ts-node ... apps/main.ts`), on bench/empty-app.ts.
+  const emptyApp = /\S\.ts$/.test(app)
+    ? app.replace(/\S+\.ts$/, 'bench/empty-app.ts')
+    : 'npx ts-node --transpile-only bench/empty-app.ts';
+  const notes: string[] = [];
+  const synth = (what: string, extra: string[]) => () => {
+    const s = wall(cdk8s, ['synth', '--no-check-upgrade', '--output', dist, ...extra]);
+    fs.rmSync(dist, { recursive: true, force: true });
+    if (!s.ok) {
+      const note = `${what} failed: ${s.out
+        .split('\n')
+        .filter(l => l.trim())
+        .slice(-3)
+        .join(' / ')}`;
+      if (!notes.includes(note)) notes.push(note);
+    }
+    return s;
   };
-  const r = paired(sides);
-  for (const k of Object.keys(sides)) console.log(`   ${k.padEnd(62)} ${both(r[k as keyof typeof sides])}`);
-  const [build, , guarded] = Object.keys(sides).map(k => r[k as keyof typeof sides]);
-  const total = build.map((b, i) => ({
-    ms: b.ms + guarded[i].ms,
-    cpuMs: (b.cpuMs ?? NaN) + (guarded[i].cpuMs ?? NaN),
-  }));
-  console.log(`   ${'npm run synth = build + synth with the guard'.padEnd(62)} ${both(total)}`);
-  if (guardFailure)
-    console.log(
-      `   note: the guard plugin failed the synth (the apps changed an immutable field of snapshots/): ${guardFailure}`,
-    );
-  console.log('');
+  const sides = {
+    'apps/main.ts, repo cdk8s.yaml as is (guard validation plugin included)': synth(
+      'the apps with the guard plugin',
+      [],
+    ),
+    'apps/main.ts, `--no-validate`': synth('the apps', ['--no-validate']),
+    'empty app (`new App().synth()`), `--no-validate`': synth('the empty app', ['--no-validate', '--app', emptyApp]),
+  };
+  type K = keyof typeof sides;
+  const r = paired(sides, ROUNDS, i => progress(`cdk8s synth: round ${i + 1}/${ROUNDS}`));
+  const empty = r['empty app (`new App().synth()`), `--no-validate`'];
+  out(
+    `The cdk8s CLI in node_modules/.bin (cdk8s-cli ${version('cdk8s-cli')}, cdk8s ${version('cdk8s')}) run from the repository with its cdk8s.yaml (\`app: ${app}\`), \`--no-check-upgrade\` (skips a registry request) and \`--output\` to a scratch folder; the empty app (bench/empty-app.ts) runs with the same runner through \`--app "${emptyApp}"\`. Process wall time, start-up and the TypeScript runner included; CPU is all its processes.`,
+  );
+  out();
+  out(
+    table(
+      ['Run', 'Wall ms', 'CPU ms', 'Wall − empty app, ms', 'Wall / empty app'],
+      (Object.keys(sides) as K[]).map(k => [
+        k,
+        msCell(r[k]),
+        msCell(r[k], 'cpuMs'),
+        r[k] === empty ? '' : diffCell(r[k], empty),
+        r[k] === empty ? '' : ratioCell(r[k], empty),
+      ]),
+      ['l', 'r', 'r', 'r', 'r'],
+    ),
+  );
+  out();
+  out(
+    "The empty app cannot run with the guard plugin: the guard refuses output with no objects. The apps' runs without and with the plugin differ by the guard's cost (reading snapshots/ and comparing).",
+  );
+  for (const n of notes) out(`\n**Note:** ${n}`);
+  out();
 }
 
-if (section('guard')) {
-  console.log('5. The guard as a user runs it: the CLI as a process on folders of YAML');
-  const file = path.join(__dirname, 'guard.js');
-  // bench/guard.ts (its own owner) exports runGuardBench({ runs, log }), which measures and logs its rows.
-
-  const mod = fs.existsSync(file) ? (require(file) as Record<string, unknown>) : {};
-  const fn = (mod.runGuardBench ?? Object.values(mod).find(v => typeof v === 'function')) as
-    ((o: object) => unknown) | undefined;
-  if (!fn) {
-    console.log('   (bench/guard.ts is not there, or exports no function)\n');
-  } else {
-    try {
-      fn({ runs: ROUNDS, log: (line: string) => console.log(`   ${line}`) });
-    } catch (e) {
-      console.log(`   the guard benchmark failed: ${(e as Error).message.split('\n').slice(0, 5).join(' / ')}`);
-      process.exitCode = 1;
-    }
-    console.log('');
+function version(pkg: string): string {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+  } catch {
+    return '?';
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+if (section('load')) {
+  out('## Load time: `require()` in a fresh process');
+  out();
+  const modules = ['cdk8s-gpu', 'cdk8s-plus-28', 'cdk8s', 'yaml'];
+  const r = paired(Object.fromEntries(modules.map(id => [id, () => measureIn('load-case.js', id)])), ROUNDS, i =>
+    progress(`load: round ${i + 1}/${ROUNDS}`),
+  );
+  out(
+    table(
+      ['Module', 'Wall ms', 'CPU ms', 'Peak RSS MiB', 'Wall / cdk8s-plus-28'],
+      modules.map(k => [
+        `\`${k}\``,
+        msCell(r[k]),
+        msCell(r[k], 'cpuMs'),
+        mibCell(r[k], 'rssMb'),
+        k === 'cdk8s-plus-28' ? '' : ratioCell(r[k], r['cdk8s-plus-28']),
+      ]),
+      ['l', 'r', 'r', 'r', 'r'],
+    ),
+  );
+  out();
+  out(
+    'cdk8s-gpu is lib/ (what the package ships) and loads cdk8s-plus-28, cdk8s and constructs with it; each module is measured cold, alone in its process.',
+  );
+  out();
+}
+
+// ---------------------------------------------------------------------------------------------
+if (section('guard')) {
+  out('## 3. The guard as a user runs it: the CLI as a process on folders of YAML');
+  out();
+  progress('guard');
+  // bench/guard.ts (its own owner) exports runGuardBench({ runs, log, cli }), which measures and logs its rows.
+
+  const { runGuardBench } = require('./guard') as typeof import('./guard');
+  // The package's own bin (package.json "bin"), as built by start.js, instead of a second compile of src/.
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+  const bin = process.env.BENCH_LIB
+    ? undefined
+    : path.join(ROOT, typeof pkg.bin === 'string' ? pkg.bin : Object.values(pkg.bin as Record<string, string>)[0]);
+  const lines: string[] = [];
+  try {
+    runGuardBench({
+      sizes: process.env.BENCH_GUARD_SIZES?.split(',').map(Number),
+      runs: ROUNDS,
+      log: line => lines.push(line),
+      cli: bin && fs.existsSync(bin) ? bin : undefined,
+    });
+  } catch (e) {
+    lines.push(`the guard benchmark failed: ${(e as Error).message.split('\n').slice(0, 5).join(' / ')}`);
+    process.exitCode = 1;
+  }
+  out('```');
+  for (const l of lines) out(l);
+  out('```');
+  out();
+}
+
+out(
+  `Load average (1 / 5 / 15 min) at the end: ${loadavg()}; the bench took ${((Date.now() - started) / 1000).toFixed(0)} s after the build.`,
+);

@@ -1,0 +1,3 @@
+import { App } from 'cdk8s';
+
+new App().synth();
