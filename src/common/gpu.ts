@@ -32,6 +32,16 @@ export function defaultHostResources(gpus: number): { cpu: number; memory: Size 
   return { cpu: DEFAULT_CPU_PER_GPU * gpus, memory: Size.gibibytes(DEFAULT_MEMORY_GIB_PER_GPU * gpus) };
 }
 
+/**
+ * Whether an extended resource is a MIG instance of the NVIDIA device plugin's mixed strategy
+ * (`nvidia.com/mig-<profile>`). A CUDA process enumerates one MIG instance, and NCCL does not
+ * connect instances (NVIDIA MIG user guide, "CUDA Device Enumeration" and "Application
+ * Considerations"), so a process never uses two of them together.
+ */
+export function isMigResource(resource: string): boolean {
+  return /^nvidia\.com\/mig-/.test(resource);
+}
+
 /** What a GPU container asks for. */
 export interface GpuResourceOptions {
   /** GPUs (or MIG instances) of `gpuResource`. */

@@ -5,6 +5,13 @@ export const LABEL_NAME = 'app.kubernetes.io/name';
 export const LABEL_INSTANCE = 'app.kubernetes.io/instance';
 export const LABEL_COMPONENT = 'app.kubernetes.io/component';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+/**
+ * The versioned workload an object belongs to, on objects that other objects select (a headless
+ * Service a ServiceMonitor finds). The library owns it: Argo CD's label tracking (its default
+ * before 3.0) rewrites `app.kubernetes.io/instance` on every object it syncs, so a selector on
+ * that label would find nothing once Argo CD applied the manifests.
+ */
+export const LABEL_WORKLOAD = 'cdk8s-gpu.io/workload';
 
 /** What a workload's labels are made of. */
 export interface WorkloadIdentity {

@@ -3,8 +3,9 @@ import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
+import { isMigResource } from '../common/gpu';
 import { headlessService } from '../common/headless-service';
-import { LABEL_COMPONENT, LABEL_NAME, labelSet, workloadLabels } from '../common/labels';
+import { LABEL_COMPONENT, LABEL_NAME, LABEL_WORKLOAD, labelSet, workloadLabels } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
 import { statefulSetName } from '../common/names';
 import { GpuWorkloadProps } from '../common/pod-options';
@@ -307,7 +308,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
 
     this.headlessService = headlessService(this, 'Headless', {
       name: this.headlessServiceName,
-      labels: { ...r.labels, [PER_POD_ENDPOINTS_LABEL]: 'true' },
+      labels: { ...r.labels, [PER_POD_ENDPOINTS_LABEL]: 'true', [LABEL_WORKLOAD]: r.name },
       selector: r.selector,
       ports: [{ name: PORT_NAME, port: r.engine.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
     });
@@ -349,7 +350,6 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       autoscaled: r.autoscaling !== undefined,
       name: r.name,
       labels: r.labels,
-      selector: r.selector,
       portName: PORT_NAME,
       metricsPath: r.engine.metricsPath,
     });
@@ -392,6 +392,7 @@ interface ResolvedServing {
   readonly selector: Record<string, string>;
   readonly token: k8s.EnvVar[];
   readonly guaranteedQos: boolean;
+  readonly serviceMonitor: boolean;
 }
 
 function resolveServing(v: Validator, props: InferenceServiceProps, binding: EngineBinding): ResolvedServing {
@@ -405,6 +406,13 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   const modelId = modelIdOf(v, props.modelId);
   const revision = revisionOf(v, props.revision);
   const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
+  if (gpus > 1 && props.gpuResource !== undefined && isMigResource(props.gpuResource)) {
+    v.fail(
+      'gpusPerReplica',
+      `must be 1 with a MIG resource (${props.gpuResource}): a CUDA process sees one MIG instance and NCCL does not connect instances, so tensor parallel across MIG slices cannot run (use a larger MIG profile, or whole GPUs)`,
+      gpus,
+    );
+  }
   const image = v.image('image', props.image ?? engine.defaultImage);
   const termination = resolveTermination(v, props);
 
@@ -482,6 +490,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     selector,
     token,
     guaranteedQos: v.boolean('guaranteedQos', props.guaranteedQos, false),
+    serviceMonitor: v.boolean('serviceMonitor', props.serviceMonitor, false),
   };
 }
 
@@ -523,7 +532,6 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
     ownedEnv: [...launch.env, offline],
     defaultEnv: [
       ...engine.cacheEnv(MODEL_CACHE_PATH),
-      ...r.token,
       ...scratch.env,
       ...(r.identity.runAsRoot ? [] : [nonRootUserEnv(engine.containerName)]),
       ...engine.extraEnv(engine.home),
@@ -546,10 +554,18 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
       ],
     },
   });
-  if (!r.modelId.startsWith('/')) addDownload(v, template, engine.download(r.modelId, r.revision), offline.env.name);
-  template.annotate('prometheus.io/scrape', 'true');
-  template.annotate('prometheus.io/port', String(engine.port));
-  template.annotate('prometheus.io/path', engine.metricsPath);
+  if (!r.modelId.startsWith('/')) {
+    addDownload(v, template, engine.download(r.modelId, r.revision), offline.env.name, r.token);
+  } else if (r.token.length > 0) {
+    v.fail('hfTokenSecret', 'needs a hub model: with a local path nothing is downloaded', props.hfTokenSecret);
+  }
+  // One scrape path per pod: a Prometheus that honours these annotations and a ServiceMonitor
+  // would both scrape it, and every sum() over the engine's metrics would count it twice.
+  if (!r.serviceMonitor) {
+    template.annotate('prometheus.io/scrape', 'true');
+    template.annotate('prometheus.io/port', String(engine.port));
+    template.annotate('prometheus.io/path', engine.metricsPath);
+  }
   return template;
 }
 

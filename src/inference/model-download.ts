@@ -7,9 +7,16 @@ export const DOWNLOAD_CONTAINER = 'model-download';
 
 /**
  * The download init container: the engine's image and command, with the server's env (minus
- * offline mode), envFrom, mounts (minus /dev/shm) and CPU/memory, but no GPU. It runs first.
+ * offline mode) and the hub credentials, envFrom, mounts (minus /dev/shm) and CPU/memory, but no
+ * GPU. It runs first.
  */
-export function addDownload(v: Validator, template: PodTemplate, command: string[], offlineVar: string): void {
+export function addDownload(
+  v: Validator,
+  template: PodTemplate,
+  command: string[],
+  offlineVar: string,
+  credentials: k8s.EnvVar[],
+): void {
   const main = template.main;
   const init = template.spec.initContainers ?? [];
   if (init.some(c => c.name === DOWNLOAD_CONTAINER))
@@ -25,7 +32,8 @@ export function addDownload(v: Validator, template: PodTemplate, command: string
     image: main.image,
     imagePullPolicy: main.imagePullPolicy,
     command,
-    env: main.env.filter(e => e.name !== offlineVar),
+    // The hub credentials live here only: the server runs offline and never needs them.
+    env: [...main.env.filter(e => e.name !== offlineVar), ...credentials],
     ...(main.envFrom ? { envFrom: main.envFrom } : {}),
     resources: { requests: pick(main.resources?.requests), limits: pick(main.resources?.limits) },
     volumeMounts: main.volumeMounts.filter(m => m.mountPath !== '/dev/shm'),

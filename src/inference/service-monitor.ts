@@ -1,6 +1,6 @@
 import { ApiObject, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
-import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME } from '../common/labels';
+import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, LABEL_WORKLOAD } from '../common/labels';
 import { customKind, ManifestObject } from '../common/manifest-object';
 import { Validator } from '../validation/validate';
 
@@ -21,7 +21,6 @@ export interface ServiceMonitorOptions {
   readonly autoscaled: boolean;
   readonly name: string;
   readonly labels: Record<string, string>;
-  readonly selector: Record<string, string>;
   readonly portName: string;
   readonly metricsPath: string;
 }
@@ -31,7 +30,7 @@ export function serviceMonitor(scope: Construct, v: Validator, o: ServiceMonitor
   const enabled = v.boolean('serviceMonitor', o.serviceMonitor, false);
   const extra = v.labels('serviceMonitorLabels', o.serviceMonitorLabels);
   for (const key of Object.keys(extra)) {
-    if ([LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY].includes(key))
+    if ([LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_WORKLOAD].includes(key))
       v.fail(`serviceMonitorLabels.${key}`, 'is set by the construct', extra[key]);
   }
   const interval =
@@ -57,7 +56,8 @@ export function serviceMonitor(scope: Construct, v: Validator, o: ServiceMonitor
   return new ManifestObject(scope, 'ServiceMonitor', SERVICE_MONITOR, {
     metadata: { name: o.name, labels: { ...o.labels, ...extra } },
     spec: {
-      selector: { matchLabels: { ...o.selector, [PER_POD_ENDPOINTS_LABEL]: 'true' } },
+      // Labels the library owns: GitOps tools rewrite app.kubernetes.io/instance (see LABEL_WORKLOAD).
+      selector: { matchLabels: { [PER_POD_ENDPOINTS_LABEL]: 'true', [LABEL_WORKLOAD]: o.name } },
       endpoints: [{ port: o.portName, path: o.metricsPath, interval: `${interval}s` }],
     },
   } as any);

@@ -266,6 +266,42 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
         `${e.construct} 'svc': serviceMonitorLabels needs serviceMonitor: true (got {"release":"x"})`,
       );
     });
+
+    test('one scrape path per pod: with a ServiceMonitor the pods carry no scrape annotations', () => {
+      const { sts } = synthEngine(e, { serviceMonitor: true });
+      expect(
+        Object.keys(sts.spec.template.metadata.annotations ?? {}).filter(k => k.startsWith('prometheus.io/')),
+      ).toEqual([]);
+    });
+
+    test("the ServiceMonitor selects by labels the library owns, still matching after Argo CD's label tracking", () => {
+      const { objects } = synthEngine(e, { serviceMonitor: true, version: 2 });
+      const sm = findOne(objects, 'ServiceMonitor');
+      expect(sm.spec.selector.matchLabels).toEqual({
+        'cdk8s-gpu.io/per-pod-endpoints': 'true',
+        'cdk8s-gpu.io/workload': 'llm-v2',
+      });
+      // Argo CD's label tracking rewrites app.kubernetes.io/instance on every object it syncs.
+      const tracked = objects
+        .filter(o => o.kind === 'Service')
+        .map(o => ({
+          ...o,
+          metadata: { ...o.metadata, labels: { ...o.metadata.labels, 'app.kubernetes.io/instance': 'argo-app' } },
+        }));
+      const matches = (svc: any) =>
+        Object.entries(sm.spec.selector.matchLabels).every(([k, val]) => svc.metadata.labels[k] === val);
+      expect(tracked.filter(matches).map(o => o.metadata.name)).toEqual(['llm-v2-headless']);
+    });
+  });
+
+  describe('the GPU contract', () => {
+    test('tensor parallel across MIG instances is refused; one MIG instance per replica is fine', () => {
+      expect(() => make({ gpuResource: 'nvidia.com/mig-3g.40gb', gpusPerReplica: 2 })).toThrow(
+        new RegExp(`^${e.construct} 'svc': gpusPerReplica must be 1 with a MIG resource \\(nvidia.com/mig-3g.40gb\\)`),
+      );
+      const { main } = synthEngine(e, { gpuResource: 'nvidia.com/mig-3g.40gb' });
+      expect(main.resources.limits['nvidia.com/mig-3g.40gb']).toBe(1);
+    });
   });
 
   describe('security', () => {

@@ -91,7 +91,8 @@ export const ENGINES: EngineCase[] = [
     port: 30000,
     image: SGLANG_DEFAULT_IMAGE,
     rootByDefault: true,
-    nonRoot: { runAsRoot: false },
+    // The upstream image runs only as root; a non-root pod needs an image built for it.
+    nonRoot: { runAsRoot: false, image: 'registry.example.com/ml/sglang-nonroot:v0.5.20' },
     queueMetric: 'sglang:num_queue_reqs',
     shmGibPerGpu: 2,
     setting: (main, key) =>

@@ -262,10 +262,16 @@ describe('TgiInferenceService', () => {
       expect(main.args).toEqual(['--json-output']);
     });
 
-    test('the token comes from a Secret as HF_TOKEN', () => {
-      expect(synth({ hfTokenSecret: { name: 'hf-token', key: 'token' } }).env.HF_TOKEN).toEqual({
-        secretKeyRef: { name: 'hf-token', key: 'token' },
-      });
+    test('the token comes from a Secret as HF_TOKEN, in the download only: the server runs offline', () => {
+      const { env, pod } = synth({ hfTokenSecret: { name: 'hf-token', key: 'token' } });
+      expect(envOf(pod.initContainers[0]).HF_TOKEN).toEqual({ secretKeyRef: { name: 'hf-token', key: 'token' } });
+      expect(env.HF_TOKEN).toBeUndefined();
+    });
+
+    test('a token with a local model path is refused: nothing would use it', () => {
+      expect(() => synth({ modelId: '/models/llama', hfTokenSecret: { name: 'hf-token', key: 'token' } })).toThrow(
+        /^TgiInferenceService 'tgi': hfTokenSecret needs a hub model: with a local path nothing is downloaded/,
+      );
     });
 
     test('maxInputTokens must be below maxTotalTokens', () => {

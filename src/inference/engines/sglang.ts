@@ -27,7 +27,13 @@ export const SGLANG: ServingEngine = {
   metricsPath: '/metrics',
   queueMetric: 'sglang:num_queue_reqs',
   runAsRoot: true,
-  imageFacts: [],
+  imageFacts: [
+    {
+      repository: 'docker.io/lmsysorg/sglang',
+      rootOnlyFrom: [0, 0, 0],
+      why: 'the image is built and run as root (docker/Dockerfile: SGLang installed editable under /sgl-workspace, no USER), and its JIT kernel builds write where a non-root user cannot',
+    },
+  ],
   // The server and its scheduler processes run as python3 (command below).
   processAliases: { python3: 'sglang', python: 'sglang' },
   // Tensor-parallel ranks exchange through NCCL and shared-memory queues.
@@ -53,6 +59,21 @@ export const SGLANG: ServingEngine = {
     // Pipeline parallel ranks multiply the GPUs a replica's engine needs (server_args.py --pp-size).
     '--pp-size':
       'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
+    // server_args.py: --dp-size runs that many engine copies, each of tp-size GPUs.
+    ...Object.fromEntries(
+      ['--dp-size', '--dp', '--data-parallel-size'].map(f => [
+        f,
+        'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
+      ]),
+    ),
+    // server_args.py: --nnodes/--node-rank/--dist-init-addr spread one engine over several nodes; a
+    // replica here is one pod (multi-node serving needs a group of pods that restart together).
+    ...Object.fromEntries(
+      ['--nnodes', '--node-rank', '--dist-init-addr'].map(f => [
+        f,
+        'spreads the engine across nodes, but a replica is one pod of gpusPerReplica GPUs (run more replicas instead)',
+      ]),
+    ),
   },
   // server_args.py builds a plain argparse.ArgumentParser (allow_abbrev on).
   argsWordSplit: false,

@@ -72,6 +72,32 @@ export const VLLM: ServingEngine = {
       'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
     '-dp':
       'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
+    // Multi-node and data-parallel placement (vllm/engine/arg_utils.py, ParallelConfig): one pod of
+    // gpusPerReplica GPUs is one whole engine here; more engines are more replicas (multi-node
+    // serving needs a group of pods that start and restart together).
+    ...Object.fromEntries(
+      [
+        '--data-parallel-size-local',
+        '-dpl',
+        '--data-parallel-start-rank',
+        '-dpr',
+        '--data-parallel-rank',
+        '-dpn',
+        '--data-parallel-address',
+        '-dpa',
+        '--data-parallel-rpc-port',
+        '-dpp',
+        '--data-parallel-hybrid-lb',
+        '--nnodes',
+        '--node-rank',
+        '--headless',
+      ].map(f => [
+        f,
+        'places engine ranks across pods or nodes, but a replica is one pod of gpusPerReplica GPUs (run more replicas instead)',
+      ]),
+    ),
+    // cli_args.py: with --uds the API server binds a Unix socket and ignores --host/--port.
+    '--uds': 'moves the API to a Unix socket, but the probes, Services and metrics scrape use the TCP port',
     // The probes, the Services and the ServiceMonitor speak HTTP to the port.
     '--ssl-keyfile':
       'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
