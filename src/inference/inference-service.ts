@@ -24,7 +24,7 @@ import { configKey } from '../common/env';
 import { show, Validator } from '../validation/validate';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
-import { EngineTuning, ImageFact, ServingEngine } from './engine';
+import { EngineMetrics, EngineTuning, ImageFact, ServingEngine } from './engine';
 import { ModelCache } from './model-cache';
 
 /** Time for endpoints, kube-proxy and load balancers to stop sending new requests to a terminating pod. */
@@ -282,6 +282,19 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
   readonly modelCacheClaimName?: string;
   /** The engine's queue gauge, the autoscaling signal (e.g. `vllm:num_requests_waiting`). */
   readonly queueMetric: string;
+  /** The engine's other metrics, for alerts and dashboards. */
+  readonly engineMetrics: EngineMetrics;
+  /** Seconds until a new replica is capacity: its download (per-replica cache, with modelSize) plus the startup budget. */
+  readonly capacitySeconds: number;
+  /** The scrape interval in seconds: the ServiceMonitor's, or the 30 s it would have. */
+  readonly scrapeIntervalSeconds: number;
+  /** The resolved autoscaling bounds and target, when autoscaled. */
+  readonly autoscalingLimits?: {
+    readonly minReplicas: number;
+    readonly maxReplicas: number;
+    readonly targetQueueDepth: number;
+    readonly scaleDownStabilizationSeconds: number;
+  };
   /** @internal */
   readonly _podTemplate: PodTemplate;
 
@@ -378,8 +391,17 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
           ? `download at ${ASSUMED_DOWNLOAD_MB_PER_SECOND} MB/s (${downloadSeconds}s) + startup budget (${this.startupBudgetSeconds}s)`
           : `startup budget (${this.startupBudgetSeconds}s)`,
     };
+    this.capacitySeconds = capacity.seconds;
     const autoscaling =
       props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity);
+    if (autoscaling) {
+      this.autoscalingLimits = {
+        minReplicas: autoscaling.minReplicas,
+        maxReplicas: autoscaling.maxReplicas,
+        targetQueueDepth: autoscaling.targetQueueDepth,
+        scaleDownStabilizationSeconds: autoscaling.scaleDownSeconds,
+      };
+    }
     if (autoscaling && props.replicas !== undefined) {
       v.fail(
         'replicas',
@@ -431,6 +453,7 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
     });
 
     this.queueMetric = engine.queueMetric;
+    this.engineMetrics = engine.metrics;
 
     const { identity, uid } = resolveProcessIdentity(v, {
       // A runAsUser asks for a non-root pod: it sets the default, not a silent root.
@@ -617,7 +640,9 @@ export abstract class InferenceService extends Construct implements IGpuWorkload
       budget: DisruptionBudget.maxUnavailable(1),
     })!;
 
-    this.serviceMonitor = serviceMonitor(this, v, props, { name, labels, selector });
+    const monitor = serviceMonitor(this, v, props, { name, labels, selector });
+    this.serviceMonitor = monitor.object;
+    this.scrapeIntervalSeconds = monitor.interval;
     if (autoscaling) {
       const made = autoscaling.autoscaler._create(this, {
         v,
@@ -706,7 +731,7 @@ function serviceMonitor(
   v: Validator,
   props: InferenceServiceProps,
   o: { name: string; labels: Record<string, string>; selector: Record<string, string> },
-): ApiObject | undefined {
+): { object: ApiObject | undefined; interval: number } {
   const enabled = v.boolean('serviceMonitor', props.serviceMonitor, false);
   const extra = v.labels('serviceMonitorLabels', props.serviceMonitorLabels);
   for (const key of Object.keys(extra)) {
@@ -731,9 +756,9 @@ function serviceMonitor(
       v.fail('serviceMonitorLabels', 'needs serviceMonitor: true', props.serviceMonitorLabels);
     if (props.serviceMonitorInterval !== undefined)
       v.fail('serviceMonitorInterval', 'needs serviceMonitor: true', props.serviceMonitorInterval);
-    return undefined;
+    return { object: undefined, interval };
   }
-  return new ApiObject(scope, 'ServiceMonitor', {
+  const object = new ApiObject(scope, 'ServiceMonitor', {
     apiVersion: 'monitoring.coreos.com/v1',
     kind: 'ServiceMonitor',
     metadata: { name: o.name, labels: { ...o.labels, ...extra } },
@@ -742,6 +767,7 @@ function serviceMonitor(
       endpoints: [{ port: PORT_NAME, path: '/metrics', interval: `${interval}s` }],
     },
   });
+  return { object, interval };
 }
 
 /** The engine's facts about releases of its published image, against the tag of `image`. */
