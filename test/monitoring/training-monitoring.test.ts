@@ -1,0 +1,194 @@
+import { Chart, Duration, Size, Testing } from 'cdk8s';
+import { GpuTrainingStatefulSet, TrainingMonitoring } from '../../src';
+import { dashboardQueries } from '../../src/monitoring/rules';
+import { expectCrdValid } from '../support/crd-schema';
+import {
+  alertOf,
+  checkRules,
+  constant,
+  describePromtool,
+  evaluationAfter,
+  fires,
+  queriesAsRecordingRules,
+  ruleSpec,
+  silent,
+  testRules,
+} from './promtool';
+
+const NS = 'ml';
+const app = Testing.app();
+const chart = new Chart(app, 'training', { namespace: NS });
+const job = new GpuTrainingStatefulSet(chart, 'trainer', {
+  name: 'tr',
+  image: 'nvcr.io/nvidia/pytorch:24.08-py3',
+  gpusPerPod: 8,
+  replicas: 3,
+  maxRestarts: 2,
+  args: ['train.py'],
+  storage: { size: Size.gibibytes(100) },
+});
+const monitoring = new TrainingMonitoring(chart, 'monitoring', job, { deadline: Duration.hours(2) });
+const spec = ruleSpec(monitoring);
+const objects = Testing.synth(chart);
+const trainer = (pod: string, extra = '') => `{namespace="${NS}",pod="${pod}",container="trainer"${extra}}`;
+
+describe('TrainingMonitoring', () => {
+  test('emits a PrometheusRule valid against the pinned CRD, and a dashboard for the sidecar', () => {
+    expectCrdValid(objects.filter((o: any) => o.kind === 'PrometheusRule'));
+    const cm = objects.find((o: any) => o.metadata.name === 'tr-dashboard');
+    expect(cm.metadata.labels.grafana_dashboard).toBe('1');
+  });
+
+  test('thresholds are the job numbers: its ranks, its gang restarts, its deadline', () => {
+    expect(alertOf(monitoring.alerts, 'GpuTrainingRendezvousStuck').expr).toMatch(/ < 3$/);
+    expect(alertOf(monitoring.alerts, 'GpuTrainingGangRestartsExhausted').summary).toContain(
+      "torchrun's 2 gang restarts",
+    );
+    expect(alertOf(monitoring.alerts, 'GpuTrainingPastDeadline').expr).toContain('> 7200 ');
+    expect(alertOf(monitoring.alerts, 'GpuTrainingFinishedHoldingGpus').forSeconds).toBe(1800);
+    const plain = new TrainingMonitoring(chart, 'plain', job, {
+      dashboard: false,
+      finishedRunGrace: Duration.minutes(5),
+    });
+    expect(plain.alerts.map(a => a.alert)).not.toContain('GpuTrainingPastDeadline');
+    expect(alertOf(plain.alerts, 'GpuTrainingFinishedHoldingGpus').forSeconds).toBe(300);
+    expect(plain.dashboard).toBeUndefined();
+    expect(() => new TrainingMonitoring(chart, 'bad', job, { deadline: Duration.seconds(5) })).toThrow(
+      /TrainingMonitoring 'bad': deadline/,
+    );
+  });
+});
+
+describePromtool('training alerts under promtool', () => {
+  test('promtool check rules accepts the rule group, and every dashboard query parses', () => {
+    expect(checkRules(spec).ok).toBe(true);
+    const cm = objects.find((o: any) => o.metadata.name === 'tr-dashboard');
+    const r = checkRules(
+      queriesAsRecordingRules('dashboard', dashboardQueries(JSON.parse(cm.data['tr-dashboard.json']))),
+    );
+    expect(r.output).toContain('SUCCESS');
+  });
+
+  test('each alert fires just past its threshold and stays silent before it and for healthy ranks', () => {
+    const minutes = 40;
+    const ready = (v: number) =>
+      constant(`kube_statefulset_status_replicas_ready{namespace="${NS}",statefulset="tr"}`, v, minutes);
+    const r = testRules(spec, [
+      {
+        name: 'tr-1 exits with an error at minute 3 (gang restarts used up); tr-0 finished (Completed)',
+        interval: '1m',
+        input_series: [
+          { series: `kube_pod_container_status_restarts_total${trainer('tr-1')}`, values: `0 0 0 1x${minutes}` },
+          {
+            series: `kube_pod_container_status_last_terminated_reason${trainer('tr-1', ',reason="Error"')}`,
+            values: `_ _ _ 1x${minutes}`,
+          },
+          { series: `kube_pod_container_status_restarts_total${trainer('tr-0')}`, values: `0 0 0 1x${minutes}` },
+          {
+            series: `kube_pod_container_status_last_terminated_reason${trainer('tr-0', ',reason="Completed"')}`,
+            values: `_ _ _ 1x${minutes}`,
+          },
+        ],
+        alert_rule_test: [
+          silent('GpuTrainingGangRestartsExhausted', 120),
+          fires(spec, 'GpuTrainingGangRestartsExhausted', 180, { namespace: NS, pod: 'tr-1', container: 'trainer' }),
+          // The restart leaves the window of two longest back-offs.
+          silent('GpuTrainingGangRestartsExhausted', 180 + 600 + 60),
+        ],
+      },
+      {
+        name: 'tr-2 in CrashLoopBackOff for the longest back-off; tr-0 merely creating',
+        interval: '1m',
+        input_series: [
+          constant(
+            `kube_pod_container_status_waiting_reason${trainer('tr-2', ',reason="CrashLoopBackOff"')}`,
+            1,
+            minutes,
+          ),
+          constant(
+            `kube_pod_container_status_waiting_reason${trainer('tr-0', ',reason="ContainerCreating"')}`,
+            1,
+            minutes,
+          ),
+        ],
+        alert_rule_test: [
+          silent('GpuTrainingRankCrashLooping', 240),
+          fires(spec, 'GpuTrainingRankCrashLooping', 300, {
+            namespace: NS,
+            pod: 'tr-2',
+            container: 'trainer',
+            reason: 'CrashLoopBackOff',
+          }),
+        ],
+      },
+      {
+        name: 'two of three ranks Ready past the rendezvous join timeout',
+        interval: '1m',
+        input_series: [ready(2)],
+        alert_rule_test: [
+          silent('GpuTrainingRendezvousStuck', 540),
+          fires(spec, 'GpuTrainingRendezvousStuck', 600, { namespace: NS }),
+        ],
+      },
+      {
+        name: 'all three ranks Ready: silent',
+        interval: '1m',
+        input_series: [ready(3)],
+        alert_rule_test: [silent('GpuTrainingRendezvousStuck', 1200)],
+      },
+      {
+        name: 'tr-0 finished and idles on its GPUs; tr-1 finished and is not running',
+        interval: '1m',
+        input_series: [
+          constant(
+            `kube_pod_container_status_last_terminated_reason${trainer('tr-0', ',reason="Completed"')}`,
+            1,
+            minutes,
+          ),
+          constant(`kube_pod_container_status_running${trainer('tr-0')}`, 1, minutes),
+          constant(
+            `kube_pod_container_status_last_terminated_reason${trainer('tr-1', ',reason="Completed"')}`,
+            1,
+            minutes,
+          ),
+          constant(`kube_pod_container_status_running${trainer('tr-1')}`, 0, minutes),
+        ],
+        alert_rule_test: [
+          silent('GpuTrainingFinishedHoldingGpus', 1740),
+          fires(spec, 'GpuTrainingFinishedHoldingGpus', 1800, {
+            namespace: NS,
+            pod: 'tr-0',
+            container: 'trainer',
+            reason: 'Completed',
+          }),
+        ],
+      },
+    ]);
+    if (!r.ok) throw new Error(r.output);
+  });
+
+  test('the deadline: past it unfinished fires; all ranks finished stays silent', () => {
+    const minutes = 130;
+    const created = constant(`kube_statefulset_created{namespace="${NS}",statefulset="tr"}`, 0, minutes);
+    const done = (pod: string) =>
+      constant(`kube_pod_container_status_last_terminated_reason${trainer(pod, ',reason="Completed"')}`, 1, minutes);
+    const r = testRules(spec, [
+      {
+        name: 'two of three ranks finished',
+        interval: '1m',
+        input_series: [created, done('tr-0'), done('tr-1')],
+        alert_rule_test: [
+          silent('GpuTrainingPastDeadline', 7200),
+          fires(spec, 'GpuTrainingPastDeadline', evaluationAfter(7200), { namespace: NS, statefulset: 'tr' }),
+        ],
+      },
+      {
+        name: 'every rank finished',
+        interval: '1m',
+        input_series: [created, done('tr-0'), done('tr-1'), done('tr-2')],
+        alert_rule_test: [silent('GpuTrainingPastDeadline', 7800)],
+      },
+    ]);
+    if (!r.ok) throw new Error(r.output);
+  });
+});
