@@ -1,3 +1,5 @@
+import * as fs from 'fs';
+import * as path from 'path';
 import { parseAllDocuments } from 'yaml';
 import { buildApps } from '../../apps/apps';
 import { expectCrdValid } from '../support/crd-schema';
@@ -5,6 +7,8 @@ import { synthApps } from '../support/snapshots';
 import { checkRules, describePromtool, queriesAsRecordingRules, silent, testRules } from './promtool';
 
 const synthesized = synthApps(buildApps);
+/** Alerts the example apps do not switch on (opt-in objectives), emitted by the constructs all the same. */
+const ALL_ALERTS = ['GpuServingQueueTimeHigh', 'GpuServingTimeToFirstTokenHigh', 'GpuServingKvCacheSaturated'];
 const objectsOf = (file: string): any[] =>
   parseAllDocuments(synthesized.files[file])
     .map(d => d.toJS())
@@ -59,4 +63,17 @@ describePromtool('example apps: promtool', () => {
       }
     },
   );
+});
+
+describe('docs/monitoring.md', () => {
+  test('has a runbook section for every alert the constructs can emit', () => {
+    const doc = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'monitoring.md'), 'utf8');
+    const headings = new Set([...doc.matchAll(/^### (\w+)$/gm)].map(m => m[1]));
+    const alerts = new Set(
+      files.flatMap(f => rulesOf(f).flatMap(r => r.spec.groups.flatMap((g: any) => g.rules.map((x: any) => x.alert)))),
+    );
+    for (const name of ALL_ALERTS) alerts.add(name);
+    expect([...alerts].filter(a => !headings.has(a))).toEqual([]);
+    expect([...headings].filter(h => !alerts.has(h))).toEqual([]);
+  });
 });
