@@ -49,14 +49,16 @@ export const DCGM = {
 } as const;
 
 /**
- * The kubelet's longest crash-loop back-off (pkg/kubelet/kubelet.go `MaxContainerBackOff`, 300 s):
- * a container that keeps failing is restarted at least this often.
+ * The kubelet's longest crash-loop back-off (`MaxContainerBackOff`, 300 s, "the max backoff period
+ * for container restarts"; 10 s doubling up to it): a container that keeps failing is restarted at
+ * least this often, unless the cluster changes it (KEP-4603's kubelet setting).
  */
 export const KUBELET_MAX_BACKOFF_SECONDS = 300;
 
 /**
  * torchrun's rendezvous join timeout (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py,
- * `join_timeout` default 600 s): ranks that wait longer for the rest of the gang give up.
+ * `RendezvousTimeout` join default 600 s, the `join_timeout` key of `--rdzv-conf`): ranks that wait
+ * longer for the rest of the gang give up with RendezvousTimeoutError.
  */
 export const RENDEZVOUS_JOIN_TIMEOUT_SECONDS = 600;
 
