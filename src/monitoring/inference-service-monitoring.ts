@@ -76,7 +76,7 @@ const OWN_KEYS: ReadonlyArray<keyof InferenceServiceMonitoringProps> = [
 export class InferenceServiceMonitoring extends Construct {
   /** The alerts, as data (what each watches, its threshold and its source). */
   readonly alerts: readonly AlertRule[];
-  /** The dashboard's queries, as data. */
+  /** The dashboard's panels and queries, as data. */
   readonly panels: readonly DashboardPanel[];
   /** The PrometheusRule. */
   readonly prometheusRule: ApiObject;

@@ -29,8 +29,11 @@ import {
  * when the app is synthesized, so mounts made after this construct count).
  */
 export class SecretRotationMonitoring extends Construct {
+  /** The PrometheusRule. */
   readonly prometheusRule: ApiObject;
+  /** The dashboard ConfigMap, unless `dashboard: false`. */
   readonly dashboard?: ApiObject;
+  /** The dashboard's panels and queries, as data. */
   readonly panels: readonly DashboardPanel[];
   private readonly secret: RotatingGpuSecret;
   private readonly cronJob: string;

@@ -46,9 +46,13 @@ export interface TrainingMonitoringProps extends MonitoringProps {
  * completion its launch wrapper records (a finished rank's trainer last terminated `Completed`).
  */
 export class TrainingMonitoring extends Construct {
+  /** The alerts, as data (what each watches, its threshold and its source). */
   readonly alerts: readonly AlertRule[];
+  /** The dashboard's panels and queries, as data. */
   readonly panels: readonly DashboardPanel[];
+  /** The PrometheusRule. */
   readonly prometheusRule: ApiObject;
+  /** The dashboard ConfigMap, unless `dashboard: false`. */
   readonly dashboard?: ApiObject;
 
   constructor(scope: Construct, id: string, job: GpuTrainingStatefulSet, props: TrainingMonitoringProps = {}) {

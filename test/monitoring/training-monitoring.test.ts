@@ -59,6 +59,32 @@ describe('TrainingMonitoring', () => {
   });
 });
 
+describe('monitoring props every construct shares', () => {
+  test('rule and dashboard labels, and the runbook page, are props; unknown props are refused', () => {
+    const c = new Chart(Testing.app(), 'c', { namespace: NS });
+    const j = new GpuTrainingStatefulSet(c, 'j', { name: 'j', image: 'a/b:1', gpusPerPod: 1, args: ['t.py'] });
+    new TrainingMonitoring(c, 'm', j, {
+      ruleLabels: { prometheus: 'gpu' },
+      dashboardLabels: { dashboards: 'gpu' },
+      runbookBaseUrl: 'https://wiki.example.com/runbooks/gpu',
+    });
+    const out = Testing.synth(c);
+    const rule = out.find((o: any) => o.kind === 'PrometheusRule');
+    expect(rule.metadata.labels.prometheus).toBe('gpu');
+    expect(rule.metadata.labels.release).toBeUndefined();
+    expect(rule.spec.groups[0].rules[0].annotations.runbook_url).toBe(
+      'https://wiki.example.com/runbooks/gpu#gputraininggangrestartsexhausted',
+    );
+    const cm = out.find((o: any) => o.kind === 'ConfigMap' && o.metadata.name === 'j-dashboard');
+    expect(cm.metadata.labels).toMatchObject({ dashboards: 'gpu' });
+    expect(cm.metadata.labels.grafana_dashboard).toBeUndefined();
+    expect(() => new TrainingMonitoring(c, 'x', j, { runbookBaseUrl: 'wiki#here' })).toThrow(
+      /TrainingMonitoring 'x': runbookBaseUrl must be an http\(s\) URL without a fragment/,
+    );
+    expect(() => new TrainingMonitoring(c, 'y', j, { rulesLabels: {} } as any)).toThrow(/TrainingMonitoring 'y'/);
+  });
+});
+
 describePromtool('training alerts under promtool', () => {
   test('promtool check rules accepts the rule group, and every dashboard query parses', () => {
     expect(checkRules(spec).ok).toBe(true);
