@@ -129,13 +129,14 @@ export class InferenceServiceMonitoring extends Construct {
     const alerts: AlertRule[] = [
       {
         alert: 'GpuServingPodNotReady',
+        // A terminating pod is not Ready while it drains: it is not starting.
         expr:
-          `(time() - ${selector(KSM.podStartTime, ns, pods)}) > ${capacity} and on (namespace, pod) ` +
-          `(${selector(KSM.podReady, ns, pods, 'condition="true"')} == 0)`,
-        forSeconds: 0,
+          `(${selector(KSM.podReady, ns, pods, 'condition="true"')} == 0) unless on (namespace, pod) ` +
+          selector(KSM.podDeletionTimestamp, ns, pods),
+        forSeconds: capacity,
         severity: 'warning',
-        summary: `A replica of ${name} is not Ready ${capacity}s after it started.`,
-        description: `Threshold ${capacity}s: the time a new replica takes to be capacity (startup budget ${service.startupBudgetSeconds}s for model load and warm-up, plus the download when the cache is per replica and modelSize is declared). Past it the startup probe has restarted the server, or the download or scheduling is stuck.`,
+        summary: `A replica of ${name} has not been Ready for ${capacity}s.`,
+        description: `Threshold ${capacity}s: the time a new (or restarted) replica takes to be capacity (startup budget ${service.startupBudgetSeconds}s for model load and warm-up, plus the download when the cache is per replica and modelSize is declared). Past it the startup probe has restarted the server, or the download or scheduling is stuck.`,
       },
       {
         alert: 'GpuServingQueueAboveTarget',

@@ -11,8 +11,8 @@
 export const KSM = {
   /** Gauge per `condition` (true, false, unknown): 1 for the pod's Ready condition status (pod-metrics.md). */
   podReady: 'kube_pod_status_ready',
-  /** Gauge: the pod's start time, unix seconds (pod-metrics.md). */
-  podStartTime: 'kube_pod_start_time',
+  /** Gauge: the pod's deletion timestamp, unix seconds, present while it terminates (pod-metrics.md). */
+  podDeletionTimestamp: 'kube_pod_deletion_timestamp',
   /** Counter: restarts of a container (pod-metrics.md). */
   containerRestarts: 'kube_pod_container_status_restarts_total',
   /** Gauge per `reason`: 1 while the container waits for that reason, e.g. CrashLoopBackOff (pod-metrics.md). */

@@ -13,7 +13,6 @@ import {
   checkRules,
   constant,
   describePromtool,
-  evaluationAfter,
   evaluationAtOrAfter,
   fires,
   queriesAsRecordingRules,
@@ -66,7 +65,7 @@ describe('InferenceServiceMonitoring', () => {
   test('thresholds are the service budgets: capacity, autoscaling target and window, scrape interval', () => {
     // Shared cache: a new replica is capacity once loaded (the startup budget from modelSize).
     expect(svc.capacitySeconds).toBe(svc.startupBudgetSeconds);
-    expect(alertOf(monitoring.alerts, 'GpuServingPodNotReady').expr).toContain(`> ${svc.capacitySeconds} `);
+    expect(alertOf(monitoring.alerts, 'GpuServingPodNotReady').forSeconds).toBe(svc.capacitySeconds);
     const queue = alertOf(monitoring.alerts, 'GpuServingQueueAboveTarget');
     expect(queue.expr).toMatch(/vllm:num_requests_waiting\{.*\}\)\) > 5$/);
     expect(queue.forSeconds).toBe(svc.capacitySeconds);
@@ -132,22 +131,22 @@ describePromtool('serving alerts under promtool', () => {
         series: `${metric}_bucket{namespace="${NS}",pod="llm-0",le="${le}"}`,
         values: `0+${perMinute}x${lastMinute}`,
       }));
-    const podNotReadyAt = evaluationAfter(capacity);
+    const podNotReadyAt = evaluationAtOrAfter(capacity);
     const r = testRules(spec, [
       {
-        name: 'a replica not Ready past the startup budget (llm-1 is Ready: silent)',
+        name: 'a replica not Ready past the startup budget; llm-1 is Ready, llm-2 terminates (drains)',
         interval: '1m',
         input_series: [
-          constant(`kube_pod_start_time${at('llm-0')}`, 0, lastMinute),
-          constant(`kube_pod_start_time${at('llm-1')}`, 0, lastMinute),
           ready('llm-0', 0),
           ready('llm-1', 1),
+          ready('llm-2', 0),
+          constant(`kube_pod_deletion_timestamp${at('llm-2')}`, 0, lastMinute),
           queue('llm-0', 0),
           queue('llm-1', 0),
         ],
         alert_rule_test: [
           silent('GpuServingPodNotReady', podNotReadyAt - 60),
-          fires(spec, 'GpuServingPodNotReady', podNotReadyAt, { namespace: NS, pod: 'llm-0' }),
+          fires(spec, 'GpuServingPodNotReady', podNotReadyAt, { namespace: NS, pod: 'llm-0', condition: 'true' }),
         ],
       },
       {
@@ -286,16 +285,19 @@ describePromtool('serving alerts under promtool', () => {
 
     const late = JSON.parse(JSON.stringify(spec));
     const notReady = late.groups[0].rules.find((x: any) => x.alert === 'GpuServingPodNotReady');
-    notReady.expr = notReady.expr.replace(`> ${svc.capacitySeconds} `, `> ${svc.capacitySeconds + 600} `);
-    const at0 = evaluationAfter(svc.capacitySeconds);
+    expect(notReady.for).toBe(`${svc.capacitySeconds}s`);
+    notReady.for = `${svc.capacitySeconds + 600}s`;
     const r = testRules(late, [
       {
         interval: '1m',
-        input_series: [
-          constant(`kube_pod_start_time${at('llm-0')}`, 0, 40),
-          constant(`kube_pod_status_ready${at('llm-0', ',condition="true"')}`, 0, 40),
+        input_series: [constant(`kube_pod_status_ready${at('llm-0', ',condition="true"')}`, 0, 40)],
+        alert_rule_test: [
+          fires(late, 'GpuServingPodNotReady', evaluationAtOrAfter(svc.capacitySeconds), {
+            namespace: NS,
+            pod: 'llm-0',
+            condition: 'true',
+          }),
         ],
-        alert_rule_test: [fires(late, 'GpuServingPodNotReady', at0, { namespace: NS, pod: 'llm-0' })],
       },
     ]);
     expect(r.ok).toBe(false);
