@@ -109,7 +109,7 @@ export class InferenceServiceMonitoring extends Construct {
       v.fail('timeToFirstTokenTarget', 'needs an engine that exports time to first token (vLLM, SGLang)', ttftTarget);
 
     const name = service.statefulSetName;
-    const ns = namespaceMatcher(this);
+    const ns = namespaceMatcher(service);
     const pods = podMatcher(name);
     const window = rateWindowSeconds(service.scrapeIntervalSeconds);
     const w = `[${window}s]`;
@@ -324,8 +324,8 @@ export class InferenceServiceMonitoring extends Construct {
         name: `${name}-dashboard`,
         labels: { ...labels, ...shared.dashboardLabels },
         dashboard: dashboardJson({
-          uid: `cdk8s-gpu-${Chart.of(this).namespace ?? 'default'}-${name}`.slice(0, 40),
-          title: `Serving: ${name}${Chart.of(this).namespace ? ` (${Chart.of(this).namespace})` : ''}`,
+          uid: `cdk8s-gpu-${Chart.of(service).namespace ?? 'default'}-${name}`.slice(0, 40),
+          title: `Serving: ${name}${Chart.of(service).namespace ? ` (${Chart.of(service).namespace})` : ''}`,
           tags: ['cdk8s-gpu', 'serving'],
           panels,
         }),

@@ -87,7 +87,10 @@ export function quote(value: string): string {
   return JSON.stringify(value);
 }
 
-/** The namespace matcher of a construct's chart, or none when the chart has no namespace. */
+/**
+ * The namespace matcher of the watched construct's chart, or none when the chart has no namespace.
+ * The rules may live elsewhere (a monitoring chart): they select the workload's namespace.
+ */
 export function namespaceMatcher(scope: Construct): string | undefined {
   const ns = Chart.of(scope).namespace;
   return ns ? `namespace=${quote(ns)}` : undefined;

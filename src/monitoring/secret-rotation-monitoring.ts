@@ -55,7 +55,7 @@ export class SecretRotationMonitoring extends Construct {
     this.secret = secret;
     this.cronJob = secret.rotator!.cronJob.name;
     this.initialJob = secret.rotator!.initialJob.name;
-    const ns = (this.ns = namespaceMatcher(this));
+    const ns = (this.ns = namespaceMatcher(secret));
 
     const name = secret.secretName;
     const labels = {
@@ -91,7 +91,7 @@ export class SecretRotationMonitoring extends Construct {
       },
     ];
     if (shared.dashboard) {
-      const namespace = Chart.of(this).namespace;
+      const namespace = Chart.of(secret).namespace;
       this.dashboard = dashboardConfigMap(this, {
         name: `${name}-dashboard`,
         labels: { ...labels, ...shared.dashboardLabels },

@@ -68,7 +68,7 @@ export class TrainingMonitoring extends Construct {
         : v.seconds('finishedRunGrace', props.finishedRunGrace, 0);
 
     const name = job.statefulSetName;
-    const ns = namespaceMatcher(this);
+    const ns = namespaceMatcher(job);
     const pods = podMatcher(name);
     const trainer = `container=${quote(TRAINER)}`;
     const sts = `statefulset=${quote(name)}`;
@@ -186,7 +186,7 @@ export class TrainingMonitoring extends Construct {
       },
     ];
     if (shared.dashboard) {
-      const namespace = Chart.of(this).namespace;
+      const namespace = Chart.of(job).namespace;
       this.dashboard = dashboardConfigMap(this, {
         name: `${name}-dashboard`,
         labels: { ...labels, ...shared.dashboardLabels },

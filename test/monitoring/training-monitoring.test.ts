@@ -82,6 +82,13 @@ describe('monitoring props every construct shares', () => {
       /TrainingMonitoring 'x': runbookBaseUrl must be an http\(s\) URL without a fragment/,
     );
     expect(() => new TrainingMonitoring(c, 'y', j, { rulesLabels: {} } as any)).toThrow(/TrainingMonitoring 'y'/);
+    // Rules kept in a monitoring chart of their own select the workload's namespace.
+    const elsewhere = new Chart(c.node.root, 'monitoring', { namespace: 'monitoring' });
+    const m = new TrainingMonitoring(elsewhere, 'm', j);
+    expect(m.alerts[0].expr).toContain(`namespace="${NS}"`);
+    expect(Testing.synth(elsewhere).find((o: any) => o.kind === 'PrometheusRule').metadata.namespace).toBe(
+      'monitoring',
+    );
   });
 });
 
