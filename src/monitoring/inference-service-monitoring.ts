@@ -11,6 +11,7 @@ import {
   dashboardConfigMap,
   dashboardJson,
   DashboardPanel,
+  dcgmPerPod,
   MONITORING_PROP_KEYS,
   MonitoringProps,
   namespaceMatcher,
@@ -251,6 +252,7 @@ export class InferenceServiceMonitoring extends Construct {
         queries: [
           { expr: perPod(service.queueMetric), legend: '{{pod}}' },
           { expr: `${queuePerReplica}`, legend: 'average {{namespace}}' },
+          { expr: `vector(${target})`, legend: 'target' },
         ],
       },
       {
@@ -315,7 +317,7 @@ export class InferenceServiceMonitoring extends Construct {
         title: 'GPU utilization',
         description: `${DCGM.gpuUtil} from the DCGM exporter, per pod.`,
         unit: 'percent',
-        queries: [{ expr: `avg by (pod) (${selector(DCGM.gpuUtil, ns, pods)})`, legend: '{{pod}}' }],
+        queries: [{ expr: dcgmPerPod('avg', DCGM.gpuUtil, service, name), legend: '{{pod}}' }],
       },
     ];
     this.panels = panels;

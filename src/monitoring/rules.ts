@@ -96,6 +96,22 @@ export function namespaceMatcher(scope: Construct): string | undefined {
   return ns ? `namespace=${quote(ns)}` : undefined;
 }
 
+/**
+ * A DCGM exporter gauge aggregated per pod, whichever way Prometheus labels the pod: the exporter
+ * attaches `namespace` and `pod`, which stay so with `honorLabels: true` and become
+ * `exported_namespace` and `exported_pod` otherwise (they clash with the target's own labels).
+ */
+export function dcgmPerPod(aggregation: 'avg' | 'sum', metric: string, scope: Construct, statefulSetName: string) {
+  const ns = Chart.of(scope).namespace;
+  const pods = `${statefulSetName}-[0-9]+`;
+  const honored = selector(metric, ns ? `namespace=${quote(ns)}` : undefined, `pod=~${quote(pods)}`);
+  const exported = selector(metric, ns ? `exported_namespace=${quote(ns)}` : undefined, `exported_pod=~${quote(pods)}`);
+  return (
+    `${aggregation} by (pod) (${honored}) or ` +
+    `${aggregation} by (pod) (label_replace(${exported}, "pod", "$1", "exported_pod", "(.+)"))`
+  );
+}
+
 /** The pods of a StatefulSet: `<name>-<ordinal>`. */
 export function podMatcher(statefulSetName: string): string {
   return `pod=~${quote(`${statefulSetName}-[0-9]+`)}`;

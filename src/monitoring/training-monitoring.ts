@@ -9,6 +9,7 @@ import {
   dashboardConfigMap,
   dashboardJson,
   DashboardPanel,
+  dcgmPerPod,
   MONITORING_PROP_KEYS,
   MonitoringProps,
   namespaceMatcher,
@@ -145,7 +146,10 @@ export class TrainingMonitoring extends Construct {
       {
         title: 'Ranks Ready',
         description: `Ready ranks of ${job.replicas}: fewer, and the others wait in the rendezvous.`,
-        queries: [{ expr: selector(KSM.statefulSetReplicasReady, ns, sts), legend: 'ready' }],
+        queries: [
+          { expr: selector(KSM.statefulSetReplicasReady, ns, sts), legend: 'ready' },
+          { expr: `vector(${job.replicas})`, legend: 'needed' },
+        ],
       },
       {
         title: 'Trainer restarts',
@@ -176,13 +180,13 @@ export class TrainingMonitoring extends Construct {
         title: 'GPU utilization',
         description: `${DCGM.gpuUtil} from the DCGM exporter: 0 on every rank while Ready means a stuck rendezvous or a finished run.`,
         unit: 'percent',
-        queries: [{ expr: `avg by (pod) (${selector(DCGM.gpuUtil, ns, pods)})`, legend: '{{pod}}' }],
+        queries: [{ expr: dcgmPerPod('avg', DCGM.gpuUtil, job, name), legend: '{{pod}}' }],
       },
       {
         title: 'GPU memory used',
         description: `${DCGM.framebufferUsed} (MiB) from the DCGM exporter.`,
         unit: 'decmbytes',
-        queries: [{ expr: `sum by (pod) (${selector(DCGM.framebufferUsed, ns, pods)})`, legend: '{{pod}}' }],
+        queries: [{ expr: dcgmPerPod('sum', DCGM.framebufferUsed, job, name), legend: '{{pod}}' }],
       },
     ];
     if (shared.dashboard) {

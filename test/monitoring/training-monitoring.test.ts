@@ -200,6 +200,37 @@ describePromtool('training alerts under promtool', () => {
     if (!r.ok) throw new Error(r.output);
   });
 
+  test("the GPU panel reads the DCGM exporter's pod label either way Prometheus keeps it", () => {
+    const expr = monitoring.panels.find(p => p.title === 'GPU utilization')!.queries[0].expr;
+    const rules = { groups: [{ name: 'gpu', rules: [{ record: 'gpu:util', expr }] }] };
+    const r = testRules(rules, [
+      {
+        interval: '1m',
+        input_series: [
+          // honorLabels: false (the exporter's own labels renamed), two GPUs of tr-0.
+          constant(`DCGM_FI_DEV_GPU_UTIL{exported_namespace="${NS}",exported_pod="tr-0",gpu="0"}`, 50, 10),
+          constant(`DCGM_FI_DEV_GPU_UTIL{exported_namespace="${NS}",exported_pod="tr-0",gpu="1"}`, 70, 10),
+          // honorLabels: true.
+          constant(`DCGM_FI_DEV_GPU_UTIL{namespace="${NS}",pod="tr-1",gpu="0"}`, 30, 10),
+          // Another job's pod and another namespace's.
+          constant(`DCGM_FI_DEV_GPU_UTIL{namespace="${NS}",pod="other-0",gpu="0"}`, 99, 10),
+          constant(`DCGM_FI_DEV_GPU_UTIL{exported_namespace="dev",exported_pod="tr-2",gpu="0"}`, 99, 10),
+        ],
+        promql_expr_test: [
+          {
+            expr: 'gpu:util',
+            eval_time: '5m',
+            exp_samples: [
+              { labels: 'gpu:util{pod="tr-0"}', value: 60 },
+              { labels: 'gpu:util{pod="tr-1"}', value: 30 },
+            ],
+          },
+        ],
+      },
+    ]);
+    if (!r.ok) throw new Error(r.output);
+  });
+
   test('the deadline: past it unfinished fires; all ranks finished stays silent', () => {
     const minutes = 130;
     const created = constant(`kube_statefulset_created{namespace="${NS}",statefulset="tr"}`, 0, minutes);
