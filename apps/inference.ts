@@ -1,6 +1,6 @@
 import { App, Chart, ChartProps, Size } from 'cdk8s';
 import { Construct } from 'constructs';
-import { ModelCache, TgiInferenceService } from '../src';
+import { InferenceServiceMonitoring, ModelCache, TgiInferenceService } from '../src';
 
 /**
  * Seed 001 after the fix: three TGI replicas serving EleutherAI/gpt-neox-20b (20.6 B parameters,
@@ -27,6 +27,9 @@ export class InferenceChart extends Chart {
       modelSize: Size.gibibytes(39),
       modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(100) }),
     });
+    // Alerts and a dashboard whose thresholds are this service's budgets (a replica still not
+    // Ready past its download and startup budget is the stalled rollout of the seed).
+    new InferenceServiceMonitoring(this, 'monitoring', this.tgi);
   }
 }
 

@@ -1,6 +1,6 @@
-import { App, Chart, ChartProps, Size } from 'cdk8s';
+import { App, Chart, ChartProps, Duration, Size } from 'cdk8s';
 import { Construct } from 'constructs';
-import { Autoscaler, ModelCache, VllmInferenceService } from '../src';
+import { Autoscaler, InferenceServiceMonitoring, ModelCache, VllmInferenceService } from '../src';
 
 /**
  * vLLM serving Llama 3.1 8B, autoscaled by KEDA on `vllm:num_requests_waiting` between 2 and 8
@@ -32,6 +32,7 @@ export class LlmChart extends Chart {
       serviceMonitor: true,
       serviceMonitorLabels: { release: 'kube-prometheus-stack' },
     });
+    new InferenceServiceMonitoring(this, 'monitoring', this.llm, { timeToFirstTokenTarget: Duration.seconds(2) });
   }
 }
 

@@ -1,7 +1,14 @@
-import { App, Chart, ChartProps, Size } from 'cdk8s';
+import { App, Chart, ChartProps, Duration, Size } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { EnvValue, GpuTrainingStatefulSet, Rdma, TgiInferenceService } from '../src';
+import {
+  EnvValue,
+  GpuTrainingStatefulSet,
+  InferenceServiceMonitoring,
+  Rdma,
+  TgiInferenceService,
+  TrainingMonitoring,
+} from '../src';
 
 /**
  * A production cluster, with no JSON patch: GPU nodes in a pool tainted `sku=gpu:NoSchedule` and
@@ -64,6 +71,9 @@ export class ProductionChart extends Chart {
       env: { HF_HUB_ENABLE_HF_TRANSFER: '1' },
       pod: { ...gpuPool, priorityClassName: 'serving-critical' },
     });
+
+    new TrainingMonitoring(this, 'trainer-monitoring', this.trainer, { deadline: Duration.days(14) });
+    new InferenceServiceMonitoring(this, 'chat-monitoring', this.tgi, { queueTimeTarget: Duration.seconds(1) });
   }
 }
 

@@ -1,6 +1,6 @@
 import { App, Chart, ChartProps, Duration, Size } from 'cdk8s';
 import { Construct } from 'constructs';
-import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret } from '../src';
+import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret, SecretRotationMonitoring } from '../src';
 
 /**
  * Seed 004 after the fix: GPU-provider credentials (48 h lifetime) rotate every 12 h into a Secret
@@ -34,6 +34,8 @@ export class SecretsChart extends Chart {
         image: 'myorg/gpu-driver:2.1.0',
       }),
     });
+    // The seed's stale credentials: alerts when the credential nears its 48 h lifetime.
+    new SecretRotationMonitoring(this, 'monitoring', creds);
   }
 }
 

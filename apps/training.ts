@@ -1,6 +1,6 @@
 import { App, Chart, ChartProps, Size } from 'cdk8s';
 import { Construct } from 'constructs';
-import { GpuTrainingStatefulSet } from '../src';
+import { GpuTrainingStatefulSet, TrainingMonitoring } from '../src';
 
 /**
  * Seed 000 after the fix: the multi-GPU ONNX Runtime upgrade ships as version 2, a new
@@ -28,6 +28,8 @@ export class TrainingChart extends Chart {
       // deprecated one): a hung collective aborts the process, so torchrun can restart the gang.
       gpuConfig: { NCCL_DEBUG: 'WARN', TORCH_NCCL_ASYNC_ERROR_HANDLING: '1' },
     });
+    // The seed's job that could not start: alerts when a rank is missing from the rendezvous.
+    new TrainingMonitoring(this, 'monitoring', this.trainer);
   }
 }
 

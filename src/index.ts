@@ -51,3 +51,11 @@ export { GuardCheck, IMMUTABLE_FIELDS } from './guard/rules';
 export type { FieldRule, KindRules, KueueVersionRange } from './guard/rules';
 export { GuardValidation } from './plugins/guard-plugin';
 export type { GuardValidationProps, GuardValidationContext } from './plugins/guard-plugin';
+
+export { InferenceServiceMonitoring } from './monitoring/inference-service-monitoring';
+export type { InferenceServiceMonitoringProps } from './monitoring/inference-service-monitoring';
+export { TrainingMonitoring } from './monitoring/training-monitoring';
+export type { TrainingMonitoringProps } from './monitoring/training-monitoring';
+export { SecretRotationMonitoring } from './monitoring/secret-rotation-monitoring';
+export type { MonitoringProps, AlertRule, DashboardPanel } from './monitoring/rules';
+export type { EngineMetrics, CounterSelector } from './inference/engine';

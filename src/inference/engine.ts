@@ -35,6 +35,29 @@ export interface ImageFact {
   readonly why: string;
 }
 
+/** A counter, with the label matchers that pick some of its series (e.g. `finished_reason="error"`). */
+export interface CounterSelector {
+  readonly name: string;
+  readonly matchers?: string;
+}
+
+/**
+ * What an engine exports beyond its queue gauge, for alerts and dashboards. A metric the engine
+ * does not export is left out, and so are the alerts built on it.
+ */
+export interface EngineMetrics {
+  /** The gauge of requests in the running batch. */
+  readonly running: string;
+  /** The gauge of the KV cache in use, from 0 to 1. */
+  readonly kvCacheUsage?: string;
+  /** The histogram (base name) of time to first token, in seconds. */
+  readonly timeToFirstToken?: string;
+  /** The histogram (base name) of the time a request waits in the queue, in seconds. */
+  readonly queueTime?: string;
+  /** Counters of finished requests and of those that failed on the server's side. */
+  readonly requests?: { readonly total: CounterSelector; readonly failed: CounterSelector };
+}
+
 /** Engine-specific props turned into flags or variables by the construct. */
 export interface EngineTuning {
   readonly args: string[];
@@ -69,6 +92,8 @@ export interface ServingEngine {
   readonly metricsPath: string;
   /** The gauge of requests waiting for a batch slot, the autoscaling signal. */
   readonly queueMetric: string;
+  /** The other metrics alerts and dashboards read, each from the engine's source. */
+  readonly metrics: EngineMetrics;
   /** Whether the published image must run as root. */
   readonly runAsRoot: boolean;
   /**

@@ -16,7 +16,7 @@ import { STATEFUL_SET } from '../common/stateful-set';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
 import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
-import { EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
+import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
 import { addDownload } from './model-download';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
@@ -268,6 +268,22 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly modelCacheClaimName?: string;
   /** The engine's queue-depth metric (waiting requests), as Prometheus names it. */
   readonly queueMetric: string;
+  /** The engine's other metrics, for alerts and dashboards. */
+  readonly engineMetrics: EngineMetrics;
+  /**
+   * Seconds until a new replica is capacity: its download (per-replica cache, with modelSize) plus the
+   * startup budget.
+   */
+  readonly capacitySeconds: number;
+  /** The scrape interval in seconds: the ServiceMonitor's, or the 30 s it would have. */
+  readonly scrapeIntervalSeconds: number;
+  /** The resolved autoscaling bounds and target, when autoscaled. */
+  readonly autoscalingLimits?: {
+    readonly minReplicas: number;
+    readonly maxReplicas: number;
+    readonly targetQueueDepth: number;
+    readonly scaleDownStabilizationSeconds: number;
+  };
   /** @internal */
   readonly _podTemplate: PodTemplate;
   /** The strictest Pod Security Standard the pods meet, including what was added after construction. */
@@ -296,6 +312,16 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       ? r.cache.volumeName
       : r.cache.volume?.persistentVolumeClaim?.claimName;
     this.queueMetric = r.engine.queueMetric;
+    this.engineMetrics = r.engine.metrics;
+    this.capacitySeconds = r.capacity.seconds;
+    if (r.autoscaling) {
+      this.autoscalingLimits = {
+        minReplicas: r.autoscaling.minReplicas,
+        maxReplicas: r.autoscaling.maxReplicas,
+        targetQueueDepth: r.autoscaling.targetQueueDepth,
+        scaleDownStabilizationSeconds: r.autoscaling.scaleDownSeconds,
+      };
+    }
     this._securityUid = r.uid;
     this._processAliases = r.engine.processAliases ?? {};
     const namespace = Chart.of(this).namespace;
@@ -345,7 +371,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       selector: r.selector,
       budget: DisruptionBudget.maxUnavailable(1),
     })!;
-    this.serviceMonitor = serviceMonitor(this, v, {
+    const monitor = serviceMonitor(this, v, {
       ...props,
       autoscaled: r.autoscaling !== undefined,
       name: r.name,
@@ -353,6 +379,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       portName: PORT_NAME,
       metricsPath: r.engine.metricsPath,
     });
+    this.serviceMonitor = monitor.object;
+    this.scrapeIntervalSeconds = monitor.interval;
     if (r.autoscaling) {
       const made = r.autoscaling.autoscaler._create(this, {
         v,
@@ -383,6 +411,7 @@ interface ResolvedServing {
   readonly startupBudgetSeconds: number;
   readonly cache: BoundModelCache;
   readonly autoscaling?: ReturnType<typeof resolveAutoscaling>;
+  readonly capacity: { seconds: number; what: string };
   readonly replicas?: number;
   readonly launch: EngineLaunch;
   readonly extraArgs: string[];
@@ -481,6 +510,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     startupBudgetSeconds,
     cache,
     autoscaling,
+    capacity,
     replicas,
     launch,
     extraArgs,

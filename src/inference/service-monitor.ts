@@ -25,8 +25,12 @@ export interface ServiceMonitorOptions {
   readonly metricsPath: string;
 }
 
-/** The prometheus-operator ServiceMonitor of a serving workload, when asked for. */
-export function serviceMonitor(scope: Construct, v: Validator, o: ServiceMonitorOptions): ApiObject | undefined {
+/** The prometheus-operator ServiceMonitor of a serving workload, when asked for, and the scrape interval either way. */
+export function serviceMonitor(
+  scope: Construct,
+  v: Validator,
+  o: ServiceMonitorOptions,
+): { object: ApiObject | undefined; interval: number } {
   const enabled = v.boolean('serviceMonitor', o.serviceMonitor, false);
   const extra = v.labels('serviceMonitorLabels', o.serviceMonitorLabels);
   for (const key of Object.keys(extra)) {
@@ -51,9 +55,9 @@ export function serviceMonitor(scope: Construct, v: Validator, o: ServiceMonitor
       v.fail('serviceMonitorLabels', 'needs serviceMonitor: true', o.serviceMonitorLabels);
     if (o.serviceMonitorInterval !== undefined)
       v.fail('serviceMonitorInterval', 'needs serviceMonitor: true', o.serviceMonitorInterval);
-    return undefined;
+    return { object: undefined, interval };
   }
-  return new ManifestObject(scope, 'ServiceMonitor', SERVICE_MONITOR, {
+  const object = new ManifestObject(scope, 'ServiceMonitor', SERVICE_MONITOR, {
     metadata: { name: o.name, labels: { ...o.labels, ...extra } },
     spec: {
       // Labels the library owns: GitOps tools rewrite app.kubernetes.io/instance (see LABEL_WORKLOAD).
@@ -61,4 +65,5 @@ export function serviceMonitor(scope: Construct, v: Validator, o: ServiceMonitor
       endpoints: [{ port: o.portName, path: o.metricsPath, interval: `${interval}s` }],
     },
   } as any);
+  return { object, interval };
 }

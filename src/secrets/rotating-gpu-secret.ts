@@ -303,6 +303,16 @@ export class RotatingGpuSecret extends Construct {
     registerRotatingSecret(this, { who: `RotatingGpuSecret '${id}'`, name, namespace: this.secret.metadata.namespace });
   }
 
+  /** The rotation period in seconds, when `rotation` is set. */
+  get rotationPeriodSeconds(): number | undefined {
+    return this.rotation?.every;
+  }
+
+  /** The credential's lifetime in seconds, when `rotation.credentialTtl` is set. */
+  get credentialTtlSeconds(): number | undefined {
+    return this.rotation?.ttl;
+  }
+
   /** The worst case from a scheduled rotation to the new credential in every pod, in seconds. */
   get worstCasePropagationSeconds(): number {
     return this.delays().reduce((sum, d) => sum + d.seconds, 0);

@@ -60,6 +60,7 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const KNOWN_CUSTOM_KINDS = new Set([
   'monitoring.coreos.com/v1/ServiceMonitor',
   'monitoring.coreos.com/v1/PodMonitor',
+  'monitoring.coreos.com/v1/PrometheusRule',
   'keda.sh/v1alpha1/ScaledObject',
   'keda.sh/v1alpha1/TriggerAuthentication',
   'scheduling.x-k8s.io/v1alpha1/PodGroup',

@@ -26,6 +26,16 @@ export const SGLANG: ServingEngine = {
   // Only with --enable-metrics, on the API port: `sglang:num_queue_reqs`, `sglang:num_running_reqs`, ...
   metricsPath: '/metrics',
   queueMetric: 'sglang:num_queue_reqs',
+  // python/sglang/srt/metrics/collector.py and docs/references/production_metrics.md: the token
+  // (KV pool) usage gauge, and the TTFT and queue-time histograms. SGLang counts aborted requests
+  // (`sglang:num_aborted_requests_total`, client disconnects included) but no server-side errors:
+  // no error alert.
+  metrics: {
+    running: 'sglang:num_running_reqs',
+    kvCacheUsage: 'sglang:token_usage',
+    timeToFirstToken: 'sglang:time_to_first_token_seconds',
+    queueTime: 'sglang:queue_time_seconds',
+  },
   runAsRoot: true,
   imageFacts: [
     {

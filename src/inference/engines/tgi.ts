@@ -35,6 +35,18 @@ export const TGI: ServingEngine = {
   // server.rs routes /metrics on the API port (and the same registry on --prometheus-port 9000).
   metricsPath: '/metrics',
   queueMetric: 'tgi_queue_size',
+  // docs/source/reference/metrics.md and router/src (v3.3.7): `tgi_request_queue_duration` is a
+  // histogram in seconds (server.rs gives every `*duration` metric buckets); `tgi_request_failure`
+  // counts failures by `err` (validation errors are the client's). TGI exports no KV-cache usage
+  // and no time-to-first-token histogram: those alerts are left out.
+  metrics: {
+    running: 'tgi_batch_current_size',
+    queueTime: 'tgi_request_queue_duration',
+    requests: {
+      total: { name: 'tgi_request_count' },
+      failed: { name: 'tgi_request_failure', matchers: 'err!="validation"' },
+    },
+  },
   // Python lives under /root/.local/share/uv (mode 0700 /root) from 3.1 on: root only (#3082).
   runAsRoot: true,
   imageFacts: [

@@ -33,6 +33,20 @@ export const VLLM: ServingEngine = {
   // `vllm:*` Prometheus metrics on the API port.
   metricsPath: '/metrics',
   queueMetric: 'vllm:num_requests_waiting',
+  // vllm/v1/metrics/loggers.py (PrometheusStatLogger); `vllm:gpu_cache_usage_perc` is the v0 name,
+  // gone from the v1 engine. Every finished request counts in `vllm:request_success_total` by
+  // `finished_reason` (vllm/v1/engine/__init__.py: stop, length, abort, error, repetition); `error`
+  // is a request-level internal error.
+  metrics: {
+    running: 'vllm:num_requests_running',
+    kvCacheUsage: 'vllm:kv_cache_usage_perc',
+    timeToFirstToken: 'vllm:time_to_first_token_seconds',
+    queueTime: 'vllm:request_queue_time_seconds',
+    requests: {
+      total: { name: 'vllm:request_success_total' },
+      failed: { name: 'vllm:request_success_total', matchers: 'finished_reason="error"' },
+    },
+  },
   runAsRoot: false,
   imageFacts: [
     {

@@ -1,0 +1,72 @@
+/**
+ * The metrics alerts and dashboards read from exporters other than the engines (whose metrics are
+ * engine facts, src/inference/engines/*.ts), each with the exporter that provides it.
+ */
+
+/**
+ * kube-state-metrics (v2, docs/metrics/workload/*.md): every series carries `namespace`, pods
+ * `pod`, containers `container`, StatefulSets `statefulset`, HPAs `horizontalpodautoscaler`,
+ * CronJobs `cronjob`, Jobs `job_name`.
+ */
+export const KSM = {
+  /** Gauge per `condition` (true, false, unknown): 1 for the pod's Ready condition status (pod-metrics.md). */
+  podReady: 'kube_pod_status_ready',
+  /** Gauge: the pod's deletion timestamp, unix seconds, present while it terminates (pod-metrics.md). */
+  podDeletionTimestamp: 'kube_pod_deletion_timestamp',
+  /** Counter: restarts of a container (pod-metrics.md). */
+  containerRestarts: 'kube_pod_container_status_restarts_total',
+  /** Gauge per `reason`: 1 while the container waits for that reason, e.g. CrashLoopBackOff (pod-metrics.md). */
+  containerWaitingReason: 'kube_pod_container_status_waiting_reason',
+  /**
+   * Gauge per `reason`: 1 for the reason of the container's last termination, e.g. Completed, Error
+   * (pod-metrics.md).
+   */
+  containerLastTerminatedReason: 'kube_pod_container_status_last_terminated_reason',
+  /** Gauge: 1 while the container runs (pod-metrics.md). */
+  containerRunning: 'kube_pod_container_status_running',
+  /** Gauge: Ready replicas of a StatefulSet (statefulset-metrics.md). */
+  statefulSetReplicasReady: 'kube_statefulset_status_replicas_ready',
+  /** Gauge: the StatefulSet's creation time, unix seconds (statefulset-metrics.md). */
+  statefulSetCreated: 'kube_statefulset_created',
+  /** Gauge: the HPA's current replicas (horizontalpodautoscaler-metrics.md). */
+  hpaCurrentReplicas: 'kube_horizontalpodautoscaler_status_current_replicas',
+  /** Gauge: the HPA's maxReplicas (horizontalpodautoscaler-metrics.md). */
+  hpaMaxReplicas: 'kube_horizontalpodautoscaler_spec_max_replicas',
+  /** Gauge: when the CronJob last completed a Job successfully, unix seconds (cronjob-metrics.md). */
+  cronJobLastSuccess: 'kube_cronjob_status_last_successful_time',
+  /** Gauge: pods of the Job that reached phase Succeeded (job-metrics.md). */
+  jobSucceeded: 'kube_job_status_succeeded',
+  /** Gauge: pods of the Job that reached phase Failed (job-metrics.md). */
+  jobFailed: 'kube_job_status_failed',
+} as const;
+
+/**
+ * NVIDIA DCGM exporter (etc/default-counters.csv): per GPU, with the `pod`, `namespace` and
+ * `container` of the pod using it when the exporter maps devices to pods (its Kubernetes mode).
+ */
+export const DCGM = {
+  /** Gauge: GPU utilization in percent (DCGM_FI_DEV_GPU_UTIL). */
+  gpuUtil: 'DCGM_FI_DEV_GPU_UTIL',
+  /** Gauge: framebuffer memory used, MiB (DCGM_FI_DEV_FB_USED). */
+  framebufferUsed: 'DCGM_FI_DEV_FB_USED',
+} as const;
+
+/**
+ * The kubelet's longest crash-loop back-off (`MaxContainerBackOff`, 300 s, "the max backoff period
+ * for container restarts"; 10 s doubling up to it): a container that keeps failing is restarted at
+ * least this often, unless the cluster changes it (KEP-4603's kubelet setting).
+ */
+export const KUBELET_MAX_BACKOFF_SECONDS = 300;
+
+/**
+ * torchrun's rendezvous join timeout (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py,
+ * `RendezvousTimeout` join default 600 s, the `join_timeout` key of `--rdzv-conf`): ranks that wait
+ * longer for the rest of the gang give up with RendezvousTimeoutError.
+ */
+export const RENDEZVOUS_JOIN_TIMEOUT_SECONDS = 600;
+
+/**
+ * KEDA names the HPA it creates for a ScaledObject `keda-hpa-<scaledobject>`
+ * (pkg/scaling/resolver: getHPAName / keda.sh docs "ScaledObject specification").
+ */
+export const KEDA_HPA_PREFIX = 'keda-hpa-';
