@@ -1,15 +1,17 @@
 import { App } from 'cdk8s';
 import { addInference } from './inference';
 import { addLlm } from './llm';
+import { addPretraining } from './pretraining';
 import { addProduction } from './production';
 import { addSecrets } from './secrets';
 import { addTraining } from './training';
 
-/** Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a production cluster. */
+/** Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a production cluster, a JobSet pre-training run. */
 export function buildApps(app: App): void {
   addTraining(app);
   addInference(app);
   addLlm(app);
   addSecrets(app);
   addProduction(app);
+  addPretraining(app);
 }
