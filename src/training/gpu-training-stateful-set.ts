@@ -355,6 +355,15 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     if (props.adoptVolumes !== undefined && !props.storage) {
       v.fail('adoptVolumes', 'needs storage: adopted volumes are bound to the checkpoint claims');
     }
+    if (props.adoptVolumes !== undefined && props.storage && props.storage.storageClassName === undefined) {
+      // A claim without a class gets the cluster's default class when it is created (the
+      // DefaultStorageClass admission plugin), and a volume binds only to a claim of its own class:
+      // after a default-class change the adopted claims would stay Pending for ever.
+      v.fail(
+        'storage.storageClassName',
+        "must name the adopted volumes' StorageClass with adoptVolumes: a claim without one takes the cluster's current default class, and a volume of another class never binds to it",
+      );
+    }
     this.adoptedClaims =
       props.adoptVolumes !== undefined && props.storage
         ? adoptVolumes(this, v, {

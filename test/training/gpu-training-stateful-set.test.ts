@@ -1005,7 +1005,7 @@ describe('GpuTrainingStatefulSet', () => {
   test('every object is a public handle', () => {
     const { trainer } = synth({
       gpuConfig: { A: 'b' },
-      storage: { size: Size.gibibytes(1) },
+      storage: { size: Size.gibibytes(1), storageClassName: 'gp3' },
       replicas: 2,
       adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] },
     });
@@ -1086,6 +1086,12 @@ describe('GpuTrainingStatefulSet', () => {
 
 describe('adopting existing volumes across a version bump', () => {
   const storage = { claimName: 'gpu-pvc', size: Size.gibibytes(100), storageClassName: 'fast-ssd' };
+
+  test("adopted claims name the volumes' class: a claim without one takes the cluster's current default class", () => {
+    expect(() =>
+      construct({ replicas: 1, storage: { size: Size.gibibytes(1) }, adoptVolumes: { persistentVolumes: ['pv-a'] } }),
+    ).toThrow("storage.storageClassName must name the adopted volumes' StorageClass with adoptVolumes");
+  });
 
   test('emits one bound claim per ordinal, named as the claim template will look for it', () => {
     const { objects, sts } = synth({
