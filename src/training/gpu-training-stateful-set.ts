@@ -181,7 +181,10 @@ const SHARED_KEYS: ReadonlyArray<keyof SharedCheckpoints> = ['claimName', 'mount
  * Multi-GPU distributed training as a StatefulSet that behaves as one job: admitted whole (Kueue),
  * restarted whole (torchrun's c10d rendezvous on rank 0's stable address), finished once (a launch
  * wrapper that records completion and idles instead of retraining), with stable rank identities,
- * GPUs, shared memory, RDMA and checkpoint claims that outlive the StatefulSet.
+ * GPUs, shared memory, RDMA and checkpoint claims that outlive the StatefulSet. For a finite run,
+ * `GpuTrainingJob` (a JobSet) finishes, fails and frees its GPUs by itself; this construct is for
+ * per-rank durable disks and long-lived trainers. The image needs `sh`, `date`, `mkdir`, `mv` and
+ * `sleep` for the launch wrapper.
  */
 export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   /** The StatefulSet's name: `name` or `name-v<version>`. */
