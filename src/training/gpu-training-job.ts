@@ -10,14 +10,13 @@ import { Validator } from '../validation/validate';
 import { JOB_SET, JobSetFailureAction, JobSetSuccessOperator, TypedJobSet } from './job-set';
 import {
   buildTrainingPod,
-  checkpointMountPath,
   checkTorchrunOptions,
   KUEUE_PRIORITY_LABEL,
   KUEUE_QUEUE_LABEL,
   KUEUE_TAS_ANNOTATIONS,
   resolveTraining,
+  sharedClaim,
   TRAINER_CONTAINER,
-  trainingHomeVolumes,
   TrainingPracticeProps,
   TRAINING_COMPONENT,
   TRAINING_PRACTICE_PROP_KEYS,
@@ -192,7 +191,6 @@ const OWN_PROP_KEYS: ReadonlyArray<keyof GpuTrainingJobProps> = [
 const PROP_KEYS = [...TRAINING_PRACTICE_PROP_KEYS, ...OWN_PROP_KEYS];
 const RULE_KEYS: ReadonlyArray<keyof TrainingFailureRule> = ['exitCodes', 'podCondition', 'action'];
 const TOPOLOGY_KEYS: ReadonlyArray<keyof TrainingTopology> = ['required', 'preferred', 'exclusive'];
-const CHECKPOINT_KEYS: ReadonlyArray<keyof JobCheckpoints> = ['claimName', 'mountPath'];
 
 /**
  * Finite multi-GPU distributed training as a JobSet (jobset.x-k8s.io/v1alpha2, pinned v0.12.0):
@@ -290,19 +288,13 @@ export class GpuTrainingJob extends Construct {
     const volumes: k8s.Volume[] = [];
     const mounts: k8s.VolumeMount[] = [];
     if (props.checkpoints !== undefined) {
-      const c = props.checkpoints;
-      v.knownProps('checkpoints', c, CHECKPOINT_KEYS);
-      const claimName = v.dnsSubdomain('checkpoints.claimName', c.claimName);
-      const mountPath = checkpointMountPath(v, 'checkpoints.mountPath', c.mountPath ?? '/checkpoints');
-      const taken = ['/dev/shm', ...trainingHomeVolumes(basics.runAsRoot).mountPaths];
-      if (taken.includes(mountPath))
-        v.fail(
-          'checkpoints.mountPath',
-          `must not be a path container '${TRAINER_CONTAINER}' already mounts (${taken.join(', ')})`,
-          mountPath,
-        );
-      volumes.push({ name: SHARED_CHECKPOINT_VOLUME, persistentVolumeClaim: { claimName } });
-      mounts.push({ name: SHARED_CHECKPOINT_VOLUME, mountPath });
+      const shared = sharedClaim(v, 'checkpoints', props.checkpoints, {
+        defaultMountPath: '/checkpoints',
+        volumeName: SHARED_CHECKPOINT_VOLUME,
+        runAsRoot: basics.runAsRoot,
+      });
+      volumes.push(shared.volume);
+      mounts.push(shared.mount);
     }
 
     // The JobSet's headless Service is named after the JobSet (network.subdomain defaults to the

@@ -30,6 +30,7 @@ import {
   KUEUE_QUEUE_LABEL,
   RENDEZVOUS_PORT_NAME,
   resolveTraining,
+  sharedClaim,
   topologyAnnotationsOf,
   TRAINER_CONTAINER,
   trainingHomeVolumes,
@@ -175,7 +176,6 @@ const OWN_PROP_KEYS: ReadonlyArray<keyof GpuTrainingStatefulSetProps> = [
 ];
 const PROP_KEYS = [...TRAINING_PRACTICE_PROP_KEYS, ...OWN_PROP_KEYS];
 const STORAGE_KEYS: ReadonlyArray<keyof CheckpointStorage> = ['claimName', 'size', 'mountPath', 'storageClassName'];
-const SHARED_KEYS: ReadonlyArray<keyof SharedCheckpoints> = ['claimName', 'mountPath'];
 
 /**
  * Multi-GPU distributed training as a StatefulSet that behaves as one job: admitted whole (Kueue),
@@ -337,19 +337,16 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     }
     let sharedMount: string | undefined;
     if (props.sharedCheckpoints !== undefined) {
-      const shared = props.sharedCheckpoints;
-      v.knownProps('sharedCheckpoints', shared, SHARED_KEYS);
-      this.sharedClaimName = v.dnsSubdomain('sharedCheckpoints.claimName', shared.claimName);
-      sharedMount = checkpointMountPath(v, 'sharedCheckpoints.mountPath', shared.mountPath ?? '/shared-checkpoints');
-      const taken = ['/dev/shm', POD_STATE_DIR, ...trainingHomeVolumes(runAsRoot).mountPaths];
-      if (taken.includes(sharedMount))
-        v.fail(
-          'sharedCheckpoints.mountPath',
-          `must not be a path container '${TRAINER_CONTAINER}' already mounts (${taken.join(', ')})`,
-          sharedMount,
-        );
-      volumes.push({ name: SHARED_CHECKPOINT_VOLUME, persistentVolumeClaim: { claimName: this.sharedClaimName } });
-      mounts.push({ name: SHARED_CHECKPOINT_VOLUME, mountPath: sharedMount });
+      const shared = sharedClaim(v, 'sharedCheckpoints', props.sharedCheckpoints, {
+        defaultMountPath: '/shared-checkpoints',
+        volumeName: SHARED_CHECKPOINT_VOLUME,
+        runAsRoot,
+        podPaths: [POD_STATE_DIR],
+      });
+      this.sharedClaimName = shared.claimName;
+      sharedMount = shared.mountPath;
+      volumes.push(shared.volume);
+      mounts.push(shared.mount);
     }
     const durable = sharedMount ?? storageMount;
     this.completionIsDurable = durable !== undefined;

@@ -431,6 +431,31 @@ export function checkpointMountPath(v: Validator, prop: string, value: string): 
   return value;
 }
 
+/** A ReadWriteMany claim every pod mounts, validated: its volume and the trainer's mount of it. */
+export function sharedClaim(
+  v: Validator,
+  prop: string,
+  claim: { readonly claimName: string; readonly mountPath?: string },
+  o: { defaultMountPath: string; volumeName: string; runAsRoot: boolean; podPaths?: string[] },
+): { claimName: string; mountPath: string; volume: k8s.Volume; mount: k8s.VolumeMount } {
+  v.knownProps(prop, claim, ['claimName', 'mountPath']);
+  const claimName = v.dnsSubdomain(`${prop}.claimName`, claim.claimName);
+  const mountPath = checkpointMountPath(v, `${prop}.mountPath`, claim.mountPath ?? o.defaultMountPath);
+  const taken = ['/dev/shm', ...(o.podPaths ?? []), ...trainingHomeVolumes(o.runAsRoot).mountPaths];
+  if (taken.includes(mountPath))
+    v.fail(
+      `${prop}.mountPath`,
+      `must not be a path container '${TRAINER_CONTAINER}' already mounts (${taken.join(', ')})`,
+      mountPath,
+    );
+  return {
+    claimName,
+    mountPath,
+    volume: { name: o.volumeName, persistentVolumeClaim: { claimName } },
+    mount: { name: o.volumeName, mountPath },
+  };
+}
+
 /** The Kueue TAS annotations a user set on the pods (`pod.annotations`). */
 export function topologyAnnotationsOf(props: TrainingPracticeProps): string[] {
   return KUEUE_TAS_ANNOTATIONS.filter(a => hasKey(props.pod?.annotations, a));
