@@ -6,7 +6,10 @@ import { addProduction } from './production';
 import { addSecrets } from './secrets';
 import { addTraining } from './training';
 
-/** Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a production cluster, a JobSet pre-training run. */
+/**
+ * Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a
+ * production cluster, a JobSet pre-training run.
+ */
 export function buildApps(app: App): void {
   addTraining(app);
   addInference(app);

@@ -23,7 +23,10 @@ import {
 } from './practice';
 import { staticRankWiring } from './rendezvous';
 
-/** JobSet's annotation for exclusive placement of each Job in one topology domain (jobset_types.go ExclusiveKey, v0.12.0). */
+/**
+ * JobSet's annotation for exclusive placement of each Job in one topology domain (jobset_types.go
+ * ExclusiveKey, v0.12.0).
+ */
 export const JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION = 'alpha.jobset.sigs.k8s.io/exclusive-topology';
 /** The replicated Job's name: pods are `<jobSet>-node-0-<index>`. */
 export const TRAINING_REPLICATED_JOB = 'node';
@@ -34,7 +37,10 @@ export const DEFAULT_JOB_MAX_RESTARTS = 3;
  * is a DNS-1035 label (pkg/webhooks/jobset_webhook.go ValidateCreate, v0.12.0: `+ "-abcde"`).
  */
 const POD_NAME_SUFFIX = 6;
-/** The Job condition the kubelet or the scheduler sets on a pod it evicts or preempts (pod disruption conditions, GA in 1.31, beta and on from 1.26). */
+/**
+ * The pod condition set on a pod that is preempted, evicted or drained (pod disruption conditions:
+ * beta and on from 1.26, GA in 1.31).
+ */
 const DISRUPTION_TARGET = 'DisruptionTarget';
 const SHARED_CHECKPOINT_VOLUME = 'checkpoints';
 

@@ -22,7 +22,10 @@ const base: GpuTrainingJobProps = {
   args: ['train.py'],
 };
 
-/** Synthesizes a GpuTrainingJob and checks the whole output: built-ins strictly, the JobSet against the vendored v0.12.0 CRD. */
+/**
+ * Synthesizes a GpuTrainingJob and checks the whole output: built-ins strictly, the JobSet against the
+ * vendored v0.12.0 CRD.
+ */
 function synth(props: Partial<GpuTrainingJobProps> = {}, namespace?: string) {
   const chart = testChart(namespace);
   const job = new GpuTrainingJob(chart, 'job', { ...base, ...props });
