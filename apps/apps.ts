@@ -7,8 +7,7 @@ import { addSecrets } from './secrets';
 import { addTraining } from './training';
 
 /**
- * Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a
- * production cluster, a JobSet pre-training run.
+ * Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a production cluster.
  */
 export function buildApps(app: App): void {
   addTraining(app);
