@@ -245,7 +245,10 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   /** @internal */
   readonly _podTemplate: PodTemplate;
 
-  /** The strictest Pod Security Standard the pod template meets, with everything added to it so far (e.g. by `mountInto`). */
+  /**
+   * The strictest Pod Security Standard the pod template meets, with everything added to it so far
+   * (e.g. by `mountInto`).
+   */
   get podSecurityLevel(): PodSecurityLevel {
     return this._podTemplate.securityLevel();
   }
