@@ -1,6 +1,7 @@
 import { App } from 'cdk8s';
 import { addInference } from './inference';
 import { addLlm } from './llm';
+import { addPretraining } from './pretraining';
 import { addProduction } from './production';
 import { addSecrets } from './secrets';
 import { addTraining } from './training';
@@ -14,4 +15,5 @@ export function buildApps(app: App): void {
   addLlm(app);
   addSecrets(app);
   addProduction(app);
+  addPretraining(app);
 }

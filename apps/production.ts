@@ -48,7 +48,8 @@ export class ProductionChart extends Chart {
       memory: Size.gibibytes(640),
       cpu: 88,
       guaranteedQos: true,
-      rdma: Rdma.efa(4),
+      // p5.48xlarge: 8 H100 and 32 EFA interfaces; the pod takes the whole node, so all 32.
+      rdma: Rdma.efa(32),
       nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' },
       env: { WANDB_API_KEY: EnvValue.fromSecretKey('wandb', 'api-key'), AWS_REGION: 'us-east-1' },
       volumes: [

@@ -15,6 +15,14 @@ export type {
   CheckpointStorage,
   SharedCheckpoints,
 } from './training/gpu-training-stateful-set';
+export { DEFAULT_FAILURE_RULES, GpuTrainingJob, TrainingFailureAction } from './training/gpu-training-job';
+export type {
+  GpuTrainingJobProps,
+  JobCheckpoints,
+  TrainingFailureRule,
+  TrainingTopology,
+} from './training/gpu-training-job';
+export type { TrainingPracticeProps } from './training/practice';
 export { Rdma } from './training/rdma';
 export type { InfinibandOptions, SharedRdmaOptions, SriovRdmaOptions } from './training/rdma';
 export type { AdoptedVolumes } from './training/adopt-volumes';

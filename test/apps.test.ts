@@ -5,7 +5,7 @@ import { buildApps } from '../apps/apps';
 import { formatReport, guard } from '../src';
 import { podSecurityLevel, podSpecsOf } from './support/pod-security';
 import { lineDiff, readDir, synthApps } from './support/snapshots';
-import { expectStrictlyValid } from './support/strict-schema';
+import { embeddedJobs, expectValidOutput } from './support/valid-output';
 
 const SNAPSHOTS = path.join(__dirname, '..', 'snapshots');
 const synthesized = synthApps(buildApps);
@@ -41,15 +41,15 @@ describe('example apps', () => {
       throw new Error(`a change to an immutable field would be rejected by the API server:\n\n${formatReport(result)}`);
   });
 
-  test.each(Object.keys(synthesized.files))('%s is strictly valid for Kubernetes 1.28 and 1.36', file => {
+  test.each(Object.keys(synthesized.files))('%s is strictly valid for Kubernetes 1.28 and 1.36 and its CRDs', file => {
     const objects = objectsOf(synthesized.files[file]);
     expect(objects.length).toBeGreaterThan(0);
-    expectStrictlyValid(objects);
+    expectValidOutput(objects);
   });
 
   test('every pod template outside inference meets the restricted profile', () => {
     for (const [file, yaml] of Object.entries(synthesized.files)) {
-      for (const { where, spec } of podSpecsOf(objectsOf(yaml))) {
+      for (const { where, spec } of podSpecsOf([...objectsOf(yaml), ...embeddedJobs(objectsOf(yaml))])) {
         const expected =
           where.startsWith('StatefulSet/') && spec.containers.some((c: any) => c.name === 'tgi')
             ? 'baseline'

@@ -8,11 +8,12 @@ import * as path from 'path';
  */
 const ALLOWED: Record<string, readonly string[]> = {
   validation: [],
+  imports: [],
   checks: ['validation'],
   common: ['checks', 'validation'],
   guard: ['validation', 'common'],
   plugins: ['guard', 'validation', 'checks'],
-  training: ['common', 'checks', 'validation'],
+  training: ['common', 'checks', 'validation', 'imports'],
   inference: ['common', 'checks', 'validation'],
   secrets: ['common', 'checks', 'validation', 'workloads.ts'],
   monitoring: ['common', 'checks', 'validation', 'training', 'inference', 'secrets'],

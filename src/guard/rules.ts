@@ -732,6 +732,8 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
       },
     ],
   },
+  // Loaded here, after GuardCheck exists: jobset-rules.ts reads it.
+  (require('./jobset-rules') as typeof import('./jobset-rules')).JOBSET_RULES,
 ];
 
 /** `1.NN` as NN, or undefined when not a Kubernetes minor version. @internal */

@@ -9,8 +9,10 @@ import type { CheckpointStorage } from './gpu-training-stateful-set';
 export interface AdoptedVolumes {
   /**
    * One PersistentVolume per ordinal, in ordinal order: `persistentVolumes[i]` becomes the
-   * checkpoint volume of pod `<statefulSet>-<i>`. Their reclaim policy must be Retain and their
-   * `claimRef` cleared before you apply (README, "Adoption runbook").
+   * checkpoint volume of pod `<statefulSet>-<i>`. Their reclaim policy must be Retain, and their
+   * `claimRef` pre-bound to the new claim (`claimNames[i]`) before you apply, so that no other claim
+   * can take a volume in between (docs/runbooks.md, "Adoption"). `storage.storageClassName` must
+   * name their class.
    */
   readonly persistentVolumes: string[];
 }

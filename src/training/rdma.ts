@@ -97,9 +97,11 @@ export class Rdma {
   }
 
   /**
-   * AWS Elastic Fabric Adapter: `count` EFA interfaces per pod (4 on p4d, 32 on p5), through the
+   * AWS Elastic Fabric Adapter: `count` EFA interfaces per pod (4 on p4d.24xlarge, 32 on
+   * p5.48xlarge: request all of a node's interfaces for a pod that takes all its GPUs), through the
    * AWS EFA device plugin. The image needs libfabric and the aws-ofi-nccl plugin (AWS Deep
-   * Learning Containers and NGC images with EFA support have them). No extra capability (the
+   * Learning Containers and NGC images with EFA support have them): `NCCL_NET=AWS Libfabric`
+   * makes NCCL fail at init without them, instead of falling back to TCP sockets silently. No extra capability (the
    * node's container runtime must allow unlimited locked memory, as EKS GPU AMIs do), so the pod
    * keeps its Pod Security level. GPUDirect RDMA is libfabric's choice per device: it is used on
    * p4d and p5 and not on g5, g6 or p3dn.
@@ -129,7 +131,13 @@ export class Rdma {
         // FI_EFA_USE_HUGE_PAGE=0: the pod requests no hugepages (its hugetlb limit is 0), and
         // huge-page bounce buffers also make fork() fail with ENOMEM in PyTorch data loaders
         // (aws-ofi-nccl doc/efa-env-var.md); the cost is a small bandwidth loss.
+        // NCCL_NET names the network NCCL must use: "AWS Libfabric" is the aws-ofi-nccl plugin's
+        // own name (aws/aws-ofi-nccl, the `.name` of its ncclNet structs). Without it, an image
+        // lacking the plugin (or a plugin that cannot open EFA) makes NCCL fall back to TCP
+        // sockets silently; with it NCCL fails at init instead (NCCL environment variables,
+        // NCCL_NET: "make sure NCCL uses an external plugin and doesn't automatically fall back").
         env: [
+          { name: 'NCCL_NET', value: 'AWS Libfabric' },
           { name: 'FI_PROVIDER', value: 'efa' },
           { name: 'FI_EFA_USE_HUGE_PAGE', value: '0' },
         ],

@@ -57,7 +57,7 @@ describe("guard on this library's own output", () => {
           replicas: 2,
           args: ['train.py'],
           version: 2,
-          storage: { size: Size.gibibytes(100) },
+          storage: { size: Size.gibibytes(100), storageClassName: 'gp3' },
           adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] },
         }),
     ],
@@ -224,7 +224,7 @@ describe('what actually happens: warnings and remedies', () => {
       replicas: 2,
       version,
       args: ['train.py'],
-      storage: { claimName: 'gpu-pvc', size: Size.gibibytes(100) },
+      storage: { claimName: 'gpu-pvc', size: Size.gibibytes(100), storageClassName: 'gp3' },
       ...extra,
     });
     return Testing.synth(chart);

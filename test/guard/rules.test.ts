@@ -619,10 +619,10 @@ describe('CRDs: x-kubernetes-validations self == oldSelf (apiextensions CEL tran
   const crd = {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: 'jobsets.jobset.x-k8s.io' },
+    metadata: { name: 'trainjobs.example.com' },
     spec: {
-      group: 'jobset.x-k8s.io',
-      names: { kind: 'JobSet', plural: 'jobsets' },
+      group: 'example.com',
+      names: { kind: 'TrainJob', plural: 'trainjobs' },
       scope: 'Namespaced',
       versions: [
         {
@@ -651,8 +651,8 @@ describe('CRDs: x-kubernetes-validations self == oldSelf (apiextensions CEL tran
     },
   };
   const js = (replicas: number, suspend = false) => ({
-    apiVersion: 'jobset.x-k8s.io/v1alpha2',
-    kind: 'JobSet',
+    apiVersion: 'example.com/v1alpha2',
+    kind: 'TrainJob',
     metadata: { name: 'train' },
     spec: { suspend, replicatedJobs: [{ name: 'w', replicas }] },
   });

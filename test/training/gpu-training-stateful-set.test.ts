@@ -264,12 +264,31 @@ describe('GpuTrainingStatefulSet', () => {
         { command: ['python3', '-m', 'torch.distributed.run'], args: ['--nnodes', '2', 'train.py'] },
         "args[0] must not pass torchrun's --nnodes",
       ],
+      [
+        'bash -c',
+        { command: ['bash', '-c', 'torchrun --standalone --nproc-per-node=2 train.py'], args: [] },
+        "command[2] must not pass torchrun's --standalone (in its shell string, at '--standalone')",
+      ],
+      [
+        'sh -c after cd and an assignment, quoted',
+        { command: ['/bin/sh', '-ec', 'cd /w && OMP_NUM_THREADS=4 exec "torchrun" \'--nnodes=2\' train.py'], args: [] },
+        "command[2] must not pass torchrun's --nnodes (in its shell string, at '--nnodes=2')",
+      ],
+      [
+        'a nested shell in args',
+        { command: ['sh'], args: ['-c', "bash -xc 'python3 -m torch.distributed.run --master_addr=$MASTER train.py'"] },
+        "args[1] must not pass torchrun's --master-addr (in its shell string, at '--master_addr=$MASTER')",
+      ],
     ])('torchrun option %s, which would silently undo a prop, is refused', (_label, props, message) => {
       expect(() => construct(props)).toThrow(`GpuTrainingStatefulSet 'trainer': ${message}`);
     });
 
     test.each<[string, Partial<GpuTrainingStatefulSetProps>]>([
       ["the script's own options", { args: ['train.py', '--nnodes', '2', '--max-restarts', '1'] }],
+      [
+        "a shell string's script options",
+        { command: ['bash', '-c', 'torchrun train.py --standalone; echo --nnodes=2'] },
+      ],
       [
         'options torchrun leaves to the user',
         { args: ['--rdzv-conf', 'read_timeout=300', '--log-dir', '/tmp/logs', '-r', '3', '--tee=3', 'train.py'] },
@@ -592,6 +611,18 @@ describe('GpuTrainingStatefulSet', () => {
   });
 
   describe('storage', () => {
+    test.each(['kueue.x-k8s.io/podset-required-topology', 'kueue.x-k8s.io/podset-preferred-topology'])(
+      'per-rank disks with Kueue topology-aware scheduling (%s) are refused: Kueue ignores where a bound volume lives (kueue#14708)',
+      annotation => {
+        const props = { queueName: 'q', pod: { annotations: { [annotation]: 'cloud.provider.com/topology-block' } } };
+        expect(() => construct({ ...props, storage: { size: Size.gibibytes(10) } })).toThrow(
+          `pod.annotations.${annotation} must not be set with storage: Kueue's topology-aware scheduling ignores where a rank's bound volume lives (kueue#14708)`,
+        );
+        // A shared ReadWriteMany claim follows the pod anywhere.
+        expect(() => construct({ ...props, sharedCheckpoints: { claimName: 'shared' } })).not.toThrow();
+      },
+    );
+
     test('claim templates with retention Retain/Retain', () => {
       const { sts, main, trainer } = synth({
         replicas: 2,
@@ -974,7 +1005,7 @@ describe('GpuTrainingStatefulSet', () => {
   test('every object is a public handle', () => {
     const { trainer } = synth({
       gpuConfig: { A: 'b' },
-      storage: { size: Size.gibibytes(1) },
+      storage: { size: Size.gibibytes(1), storageClassName: 'gp3' },
       replicas: 2,
       adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] },
     });
@@ -1055,6 +1086,12 @@ describe('GpuTrainingStatefulSet', () => {
 
 describe('adopting existing volumes across a version bump', () => {
   const storage = { claimName: 'gpu-pvc', size: Size.gibibytes(100), storageClassName: 'fast-ssd' };
+
+  test("adopted claims name the volumes' class: a claim without one takes the cluster's current default class", () => {
+    expect(() =>
+      construct({ replicas: 1, storage: { size: Size.gibibytes(1) }, adoptVolumes: { persistentVolumes: ['pv-a'] } }),
+    ).toThrow("storage.storageClassName must name the adopted volumes' StorageClass with adoptVolumes");
+  });
 
   test('emits one bound claim per ordinal, named as the claim template will look for it', () => {
     const { objects, sts } = synth({

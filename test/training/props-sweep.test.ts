@@ -232,10 +232,10 @@ describe('GpuTrainingStatefulSet props sweep', () => {
     );
   });
 
-  test('adoptVolumes is accepted with storage and one volume per replica', () => {
+  test('adoptVolumes is accepted with storage (naming its class) and one volume per replica', () => {
     const result = attempt({
       replicas: 2,
-      storage: { size: gib(1) },
+      storage: { size: gib(1), storageClassName: 'gp3' },
       adoptVolumes: { persistentVolumes: ['pv-a', 'pv-b'] },
     });
     if (result.error) throw result.error as Error;

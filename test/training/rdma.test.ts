@@ -43,10 +43,11 @@ describe('Rdma', () => {
     });
   });
 
-  test('efa: the EFA resource and libfabric settings, no capability', () => {
+  test('efa: the EFA resource, NCCL bound to the aws-ofi-nccl plugin (no silent TCP fallback), libfabric settings, no capability', () => {
     expect(resolve(Rdma.efa(32))).toEqual({
       resources: { 'vpc.amazonaws.com/efa': 32 },
       env: [
+        { name: 'NCCL_NET', value: 'AWS Libfabric' },
         { name: 'FI_PROVIDER', value: 'efa' },
         { name: 'FI_EFA_USE_HUGE_PAGE', value: '0' },
       ],

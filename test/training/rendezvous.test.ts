@@ -1,5 +1,8 @@
 import {
+  findTorchrunConflict,
   rankWiring,
+  shellCommands,
+  staticRankWiring,
   rendezvousIdFor,
   shutdownTimeoutSeconds,
   SHUTDOWN_MARGIN_SECONDS,
@@ -50,7 +53,8 @@ describe('rank wiring', () => {
       'PET_SHUTDOWN_TIMEOUT',
       'PET_STANDALONE',
     ]);
-    // Every value is a literal torchrun's argparse converts (NODE_RANK alone comes from a label, for the wrapper and other launchers).
+    // Every value is a literal torchrun's argparse converts (NODE_RANK alone comes from a label, for the
+    // wrapper and other launchers).
     expect(wiring.env.filter(o => o.env.name.startsWith('PET_') && o.env.valueFrom !== undefined)).toEqual([]);
   });
 
@@ -97,5 +101,76 @@ describe('rendezvous id', () => {
     expect(rendezvousIdFor('run', 2, main, rdzv)).toBe(id);
     expect(rendezvousIdFor('run', 3, main, rdzv)).not.toBe(id);
     expect(rendezvousIdFor('run', 2, { ...main, args: ['torchrun', 'train.py', '--lr', '1'] }, rdzv)).not.toBe(id);
+  });
+});
+
+describe('shell command lines', () => {
+  test.each<[string, string[][]]>([
+    ['torchrun --nnodes=2 train.py', [['torchrun', '--nnodes=2', 'train.py']]],
+    [
+      "cd /w && exec 'torch''run' \"--a b\" x\\ y",
+      [
+        ['cd', '/w'],
+        ['exec', 'torchrun', '--a b', 'x y'],
+      ],
+    ],
+    ['a; b | c || d & e\nf', [['a'], ['b'], ['c'], ['d'], ['e'], ['f']]],
+    ['echo "$X \\"q\\"" # comment --standalone\nrun', [['echo', '$X "q"'], ['run']]],
+    [
+      '(cd /w; torchrun t.py)',
+      [
+        ['cd', '/w'],
+        ['torchrun', 't.py'],
+      ],
+    ],
+  ])('%j', (script, commands) => {
+    expect(shellCommands(script)).toEqual(commands);
+  });
+
+  test('a rendezvous option is found through sh -c, env assignments and nested shells', () => {
+    expect(findTorchrunConflict(['sh', '-c', 'X=1 torchrun --standalone t.py'])).toMatchObject({
+      index: 2,
+      option: '--standalone',
+      inShell: true,
+    });
+    expect(findTorchrunConflict(['bash', '-lc', "sh -c 'torchrun --rdzv_endpoint=h:1 t.py'"])).toMatchObject({
+      option: '--rdzv-endpoint',
+    });
+    expect(findTorchrunConflict(['busybox', 'sh', '-c', 'torchrun --nnodes 2 t.py'])).toMatchObject({
+      option: '--nnodes',
+    });
+    // Options of the training script, and of other programs, are not torchrun's.
+    expect(
+      findTorchrunConflict(['bash', '-c', 'torchrun t.py --standalone && python eval.py --nnodes=3']),
+    ).toBeUndefined();
+    expect(findTorchrunConflict(['bash', 'run.sh', '--standalone'])).toBeUndefined();
+  });
+
+  test('the prop named in the error comes from the wiring that owns the variable', () => {
+    const owned = [{ env: { name: 'PET_NNODES', value: '4' }, via: 'nodes' }];
+    expect(findTorchrunConflict(['torchrun', '--nnodes=2', 't.py'], owned)).toMatchObject({ via: 'nodes' });
+    expect(findTorchrunConflict(['torchrun', '--node-rank=2', 't.py'], owned)).toMatchObject({ via: undefined });
+  });
+});
+
+describe('static rank wiring (GpuTrainingJob)', () => {
+  const env = staticRankWiring({
+    masterAddress: 'j-node-0-0.j.$(POD_NAMESPACE).svc.cluster.local',
+    masterPort: 29500,
+    nodes: 2,
+    gpusPerPod: 4,
+    shutdownTimeoutSeconds: 285,
+  });
+  test('torchrun static rendezvous on the index-0 pod, no restarts of its own', () => {
+    const byName = Object.fromEntries(env.map(o => [o.env.name, o.env.value ?? o.env.valueFrom]));
+    expect(byName).toMatchObject({
+      PET_RDZV_BACKEND: 'static',
+      PET_MASTER_ADDR: 'j-node-0-0.j.$(POD_NAMESPACE).svc.cluster.local',
+      PET_MAX_RESTARTS: '0',
+      PET_NNODES: '2',
+      WORLD_SIZE: '8',
+    });
+    expect(env[0].env.name).toBe('POD_NAMESPACE');
+    expect(env.map(o => o.env.name)).not.toContain('PET_RDZV_ID');
   });
 });
