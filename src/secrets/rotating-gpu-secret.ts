@@ -35,6 +35,8 @@ export const ROTATION_RUN_DEADLINE_SECONDS = 600;
 export const DEFAULT_RELOAD_POLL_SECONDS = 10;
 /** Where a sync sidecar mounts the Secret itself; user mounts may not go there. */
 const SIDECAR_DIR = '/var/run/cdk8s-gpu';
+/** Where the sidecar keeps the record of the last reload and its health mark. */
+const STATE_DIR = `${SIDECAR_DIR}/state`;
 
 /** The CronJob name limit: its Jobs are named `<cronjob>-<11 characters>` and copied into a 63-character label. */
 const CRONJOB_NAME_MAX = 52;
@@ -342,10 +344,12 @@ export class RotatingGpuSecret extends Construct {
 
     const volume = fitName(this.secretName, `-${this.mounts}`, LABEL_MAX);
     const copies = fitName(volume, '-copies', LABEL_MAX);
+    const stateVolume = fitName(volume, '-state', LABEL_MAX);
     const sidecar = fitName(`reload-${volume}`, '', LABEL_MAX);
     const initSidecar = fitName(`reload-${volume}`, '-init', LABEL_MAX);
     const volumes = pod.volumeNames();
-    for (const name of action.kind === 'sync' ? [volume, copies] : [volume]) {
+    const newVolumes = action.kind === 'restart' ? [volume] : [volume, stateVolume];
+    for (const name of action.kind === 'sync' ? [...newVolumes, copies] : newVolumes) {
       if (volumes.has(name))
         v.fail('name', `must not derive a volume name the pod already has (${[...volumes].join(', ')})`, name);
     }
@@ -382,6 +386,7 @@ export class RotatingGpuSecret extends Construct {
 
     const env: k8s.EnvVar[] = [
       { name: 'KEYS', value: this.keys.join(' ') },
+      { name: 'STATE_DIR', value: STATE_DIR },
       { name: 'POLL_SECONDS', value: String(this.pollSeconds) },
       { name: 'ACTION', value: action.script },
       ...(action.timeoutSeconds > 0 ? [{ name: 'ACTION_TIMEOUT_SECONDS', value: String(action.timeoutSeconds) }] : []),
@@ -405,6 +410,10 @@ export class RotatingGpuSecret extends Construct {
     }
     if (action.kind === 'signal') pod.shareProcessNamespace();
     sidecarMounts.unshift({ name: volume, mountPath: watchDir, readOnly: true });
+    // The record of the last reload outlives a restart of the sidecar (not the pod: a new pod's
+    // application starts on the current content).
+    pod.addVolume({ name: stateVolume, emptyDir: { sizeLimit: k8s.Quantity.fromString('1Mi') } }, v, 'name');
+    sidecarMounts.push({ name: stateVolume, mountPath: STATE_DIR });
     env.unshift({ name: 'WATCH_DIR', value: watchDir });
 
     const identity = { runAsRoot: false, uid: sidecarUid, addCapabilities: [], readOnlyRootFilesystem: true };
@@ -430,7 +439,21 @@ export class RotatingGpuSecret extends Construct {
           },
       securityContext: { ...containerSecurityContext(identity), runAsUser: sidecarUid, runAsGroup: sidecarUid },
     });
-    pod.addContainer(container(sidecar), v, 'name');
+    pod.addContainer(
+      {
+        ...container(sidecar),
+        // Readiness-neutral: a failing reload restarts the sidecar (which retries) and shows as its
+        // restart count and Unhealthy events, without taking the pod out of its Service.
+        livenessProbe: {
+          exec: { command: ['sh', '-c', `! [ -e ${STATE_DIR}/unhealthy ]`] },
+          periodSeconds: 10,
+          timeoutSeconds: 5,
+          failureThreshold: 3,
+        },
+      },
+      v,
+      'name',
+    );
     if (action.kind === 'sync')
       pod.addInitContainer(container(initSidecar, [{ name: 'RUN_ONCE', value: '1' }]), v, 'name');
   }
