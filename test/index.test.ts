@@ -25,6 +25,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'Reload',
     'RotatingGpuSecret',
     'SGLANG_DEFAULT_IMAGE',
+    'SecretType',
     'SglangInferenceService',
     'SglangQuantization',
     'StrictSchemaValidation',

@@ -414,7 +414,7 @@ function suite(shell: Shell): void {
     test('signals only the process of the named target, never another', async () => {
       const target = uniqueProcess('rlt');
       const decoy = uniqueProcess('rld');
-      const s = synthesized(Reload.signal('SIGHUP', { process: 'trainer' }));
+      const s = synthesized(Reload.signal('SIGHUP', { process: 'trainer', exposeWorkloadToSidecar: true }));
       expect(s.env).toMatchObject({ ACTION: 'signal', SIGNAL: 'HUP', PROCESS_NAME: 'trainer' });
       const once = run(s, { PROCESS_NAME: target.name, RUN_ONCE: '1' });
       expect((await once.exited).code).toBe(0);
@@ -425,7 +425,7 @@ function suite(shell: Shell): void {
     });
 
     test('fails, and retries, when no process has the name', async () => {
-      const s = synthesized(Reload.signal('HUP', { process: 'trainer' }));
+      const s = synthesized(Reload.signal('HUP', { process: 'trainer', exposeWorkloadToSidecar: true }));
       const none = run(s, { PROCESS_NAME: `rln${process.pid}`.slice(0, 15), RUN_ONCE: '1' });
       expect((await none.exited).code).toBe(1);
       expect(none.output).toMatch(/no process named 'rln\d+' to signal/);
@@ -433,7 +433,7 @@ function suite(shell: Shell): void {
 
     test("takes SIGHUP as well as HUP, in the form dash's kill -s needs", async () => {
       const target = uniqueProcess('rls');
-      const once = run(synthesized(Reload.signal('HUP', { process: 'trainer' })), {
+      const once = run(synthesized(Reload.signal('HUP', { process: 'trainer', exposeWorkloadToSidecar: true })), {
         PROCESS_NAME: target.name,
         SIGNAL: 'SIGHUP',
         RUN_ONCE: '1',
