@@ -9,7 +9,7 @@ import { COMM_MAX, endingRule, normalizeSignal, RELOAD_SIGNALS, RESERVED_COMMS }
 
 /** A checked onRotation: what the reload sidecar runs, as its settings. */
 export interface ReloadAction {
-  readonly kind: ReloadSpec['kind'];
+  readonly kind: 'exec' | 'signal' | 'http' | 'sync' | 'restart';
   /** The script's ACTION. */
   readonly script: string;
   readonly image: string;

@@ -5,7 +5,7 @@ import { Duration } from 'cdk8s';
  * small, and its default build (docker-library/busybox runs `make defconfig`) has every applet the
  * script uses: sh, sleep with fractions (FEATURE_FANCY_SLEEP, FLOAT_DURATION), setsid, sha256sum,
  * md5sum, cksum, wget, cp, ln, mkdir, mv, rm (busybox 1_36_1: coreutils/sleep.c,
- * util-linux/setsid.c, coreutils/md5_sha1_sum.c). Every mode takes an `image` option: pin it by
+ * miscutils/setsid.c, coreutils/md5_sha1_sum.c). Every mode takes an `image` option: pin it by
  * digest (`busybox:1.36.1@sha256:<digest>`) or point it at a mirror (docs/secrets.md, "Images").
  */
 export const DEFAULT_RELOAD_IMAGE = 'busybox:1.36.1';

@@ -308,9 +308,19 @@ function suite(shell: Shell): void {
       expect(await waitFor(() => fs.existsSync(pgid) && fs.readFileSync(pgid, 'utf8').trim() !== '')).toBe(true);
       first.proc.kill('SIGKILL');
       await first.exited;
-      // The container's end takes all of its processes with it.
+      // The container's end takes all of its processes with it: the reload's group and its deadline's.
       const group = Number(fs.readFileSync(pgid, 'utf8'));
       process.kill(-group, 'SIGKILL');
+      for (const pid of fs.readdirSync('/proc').filter(p => /^\d+$/.test(p))) {
+        let cmdline = '';
+        try {
+          cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        } catch {
+          continue;
+        }
+        if (cmdline.endsWith(['', 'deadline', '30', String(group), ''].join('\0')))
+          process.kill(-Number(pid), 'SIGKILL');
+      }
       const second = run(s, {});
       expect(await waitFor(() => lines(reloads).length === 1)).toBe(true);
       expect(second.output).toContain('changed since the last reload');
