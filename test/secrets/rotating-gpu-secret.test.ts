@@ -1314,6 +1314,16 @@ describe('RotatingGpuSecret: pinned images, health, isolation and Secret types (
       expect(env.SECRET_TYPE).toBe(type.type);
     });
 
+    test.each([SecretType.OPAQUE, SecretType.DOCKER_CONFIG_JSON, SecretType.TLS, SecretType.BASIC_AUTH])(
+      '%s works with every reload mode and synthesizes strictly valid objects',
+      type => {
+        for (const reload of [Reload.exec(['/reload']), Reload.httpPost('http://localhost:1/r'), Reload.sync()]) {
+          expect(() => setup({ type }, reload)).not.toThrow();
+          expect(() => setup({ type, rotation: undefined }, reload)).not.toThrow();
+        }
+      },
+    );
+
     test('the keys must include what the type requires', () => {
       expect(() => setup({ type: SecretType.TLS, keys: ['tls.crt'] })).toThrow(
         /keys must include "tls.key": the API server refuses a kubernetes.io\/tls Secret without it/,

@@ -361,6 +361,35 @@ function suite(shell: Shell): void {
       expect(sidecar.livenessProbe.exec.command).toEqual(['sh', '-c', `! [ -e ${stateDir}/unhealthy ]`]);
     });
 
+    test("the liveness probe's command, under this shell, fails exactly while the health mark exists", () => {
+      const chart = new Chart(Testing.app(), 'p');
+      const trainer = new GpuTrainingStatefulSet(chart, 't', { name: 't', image: 'i', gpusPerPod: 1, args: ['x'] });
+      new RotatingGpuSecret(chart, 's', { name: 'creds' }).mountInto(trainer, {
+        path: '/etc/gpu',
+        onRotation: Reload.exec(['true']),
+      });
+      const sts = Testing.synth(chart).find(o => o.kind === 'StatefulSet');
+      const sidecar = sts.spec.template.spec.containers.find((c: any) => c.name.startsWith('reload-'));
+      const stateDir = sidecar.env.find((e: any) => e.name === 'STATE_DIR').value;
+      const [sh, flag, script] = sidecar.livenessProbe.exec.command;
+      expect([sh, flag]).toEqual(['sh', '-c']);
+      const probe = () => {
+        const args =
+          shell === 'busybox'
+            ? ['sh', '-c', script.split(stateDir).join(state)]
+            : ['-c', script.split(stateDir).join(state)];
+        try {
+          execFileSync(SHELLS[shell]!, args, { stdio: 'ignore' });
+          return 0;
+        } catch (e) {
+          return (e as { status: number }).status;
+        }
+      };
+      expect(probe()).toBe(0);
+      fs.writeFileSync(path.join(state, 'unhealthy'), '3 failed reloads in a row\n');
+      expect(probe()).toBe(1);
+    });
+
     test('sync with a full copy folder keeps the old pair whole, then swaps both keys at once', async () => {
       atomicWrite(watch, { 'tls.crt': 'crt1', 'tls.key': 'key1' });
       const s = synthesized(Reload.sync(), ['tls.crt', 'tls.key']);
