@@ -47,8 +47,15 @@ export type {
   SecretRotator,
   MountOptions,
 } from './secrets/rotating-gpu-secret';
+export { SecretType } from './secrets/secret-type';
 export { Reload, DEFAULT_RELOAD_IMAGE } from './secrets/reload';
-export type { ReloadExecOptions, ReloadHttpOptions, ReloadSignalOptions } from './secrets/reload';
+export type {
+  ReloadExecOptions,
+  ReloadHttpOptions,
+  ReloadImageOptions,
+  ReloadSignalOptions,
+  ReloadSyncOptions,
+} from './secrets/reload';
 
 export { guard } from './guard/diff';
 export type { Finding, GuardObjectCounts, GuardOptions, GuardResult, Severity } from './guard/diff';

@@ -28,6 +28,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'RotatingGpuSecret',
     'SGLANG_DEFAULT_IMAGE',
     'SecretRotationMonitoring',
+    'SecretType',
     'SglangInferenceService',
     'SglangQuantization',
     'StrictSchemaValidation',

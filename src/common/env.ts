@@ -66,6 +66,7 @@ export class EnvValue {
     switch (s.kind) {
       case 'value':
         if (typeof s.value !== 'string') v.fail(prop, 'must be a string', s.value);
+        literalEnvValue(v, prop, name, s.value);
         return { name, value: s.value };
       case 'secret':
         v.dnsSubdomain(`${prop} secret name`, s.name);
@@ -98,6 +99,94 @@ export class EnvValue {
   /** @internal The Secret this value reads, if any (a rotating Secret may not be read as env). */
   get _secretName(): string | undefined {
     return this.spec.kind === 'secret' ? this.spec.name : undefined;
+  }
+}
+
+/**
+ * Names whose value is a credential: a literal would put the secret in the pod spec, readable by
+ * anyone who can read the workload (and in Git). Rules as data: a name matches when it is listed or
+ * ends with one of the suffixes; `notCredentials` are flags that merely end like one.
+ */
+export const CREDENTIAL_ENV = {
+  names: ['HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'],
+  suffixes: ['_TOKEN', '_API_KEY', '_APIKEY', '_PASSWORD', '_PASSWD', '_SECRET', '_SECRET_KEY', '_PRIVATE_KEY'],
+  // huggingface_hub's flag (a boolean) that only names the token.
+  notCredentials: ['HF_HUB_DISABLE_IMPLICIT_TOKEN'],
+} as const;
+
+/**
+ * Variables whose URL receives the Hugging Face token with every Hub request (huggingface_hub
+ * `constants.ENDPOINT` reads HF_ENDPOINT): over plain http it travels in clear.
+ */
+export const TOKEN_ENDPOINT_ENV: readonly string[] = ['HF_ENDPOINT'];
+
+/** Whether a variable of this name holds a credential (see CREDENTIAL_ENV). */
+export function isCredentialEnvName(name: string): boolean {
+  const upper = name.toUpperCase();
+  if ((CREDENTIAL_ENV.notCredentials as readonly string[]).includes(upper)) return false;
+  return (
+    (CREDENTIAL_ENV.names as readonly string[]).includes(upper) || CREDENTIAL_ENV.suffixes.some(s => upper.endsWith(s))
+  );
+}
+
+/** Hosts that stay inside the pod: plain http to them never crosses a network. */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || /^127\.\d+\.\d+\.\d+$/.test(hostname) || hostname === '[::1]';
+}
+
+/**
+ * Why a URL's host must not be a target, if it must not: link-local addresses (169.254.0.0/16,
+ * fe80::/10), where clouds serve instance metadata and credentials (169.254.169.254 on AWS, GCP,
+ * Azure, OCI), and the metadata names and addresses clouds use besides. `hostname` is WHATWG URL's,
+ * which already turns decimal, hex and octal IPv4 forms into dotted quads.
+ */
+export function metadataTargetReason(hostname: string): string | undefined {
+  const host = hostname.toLowerCase();
+  if (/^169\.254\.\d+\.\d+$/.test(host))
+    return 'a link-local address (169.254.0.0/16), where clouds serve instance metadata';
+  if (/^\[fe[89ab][0-9a-f]?:/.test(host)) return 'a link-local address (fe80::/10)';
+  // IPv4-mapped IPv6 as WHATWG URL writes it: ::ffff:a9fe:xxxx is ::ffff:169.254.x.x.
+  if (/^\[::ffff:a9fe:[0-9a-f]{1,4}\]$/.test(host)) return 'a link-local address (169.254.0.0/16, IPv4-mapped)';
+  if (METADATA_HOSTS.includes(host)) return 'a cloud metadata endpoint';
+  return undefined;
+}
+
+/** Cloud metadata endpoints outside the link-local ranges. */
+const METADATA_HOSTS = [
+  'metadata.google.internal', // GCP
+  'metadata', // GCP's short name
+  '100.100.100.200', // Alibaba Cloud
+  '[fd00:ec2::254]', // AWS IMDS over IPv6
+];
+
+/**
+ * A literal env value, refused when it carries a credential (those come from a Secret, through
+ * `EnvValue.fromSecretKey`) or sends the Hub token in clear. A `$(VAR)` reference or an empty value
+ * is not a literal secret.
+ */
+export function literalEnvValue(v: Validator, prop: string, name: string, value: string): void {
+  if (isCredentialEnvName(name) && value !== '' && !/^\$\([A-Za-z_][A-Za-z0-9_]*\)$/.test(value)) {
+    v.failDescribed(
+      prop,
+      'must not be a literal: a credential in the pod spec is readable by anyone who can read the workload; ' +
+        'use EnvValue.fromSecretKey(secretName, key)',
+      `a literal value of ${value.length} characters`,
+    );
+  }
+  if (TOKEN_ENDPOINT_ENV.includes(name)) {
+    let url: URL | undefined;
+    try {
+      url = new URL(value);
+    } catch {
+      v.fail(prop, 'must be an absolute https:// URL', value);
+    }
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
+      v.fail(
+        prop,
+        'must be an https:// URL (or http:// to a loopback address): the Hugging Face token is sent to it with every request',
+        value,
+      );
+    }
   }
 }
 

@@ -232,7 +232,7 @@ function mergeEnv(
         value instanceof EnvValue ? name : value,
       );
     }
-    if (typeof value === 'string') userVars.push({ name, value });
+    if (typeof value === 'string') userVars.push(EnvValue.fromValue(value)._toEnvVar(v, prop, name));
     else if (value instanceof EnvValue) userVars.push(value._toEnvVar(v, prop, name));
     else v.fail(prop, 'must be a string or an EnvValue', value);
   }

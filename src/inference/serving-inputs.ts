@@ -125,7 +125,7 @@ export function checkImageFacts(
       const [prop, value] = nonRootBy;
       v.fail(
         prop,
-        `asks for a non-root pod, which ${image} (release ${release(f.rootOnlyFrom)} or later) cannot run: ${f.why}; leave runAsRoot unset (true)`,
+        `asks for a non-root pod, which ${image} (${f.rootOnlyFrom.every(n => n === 0) ? 'every release' : `release ${release(f.rootOnlyFrom)} or later`}) cannot run: ${f.why}; leave runAsRoot unset (true)`,
         value,
       );
     }

@@ -209,30 +209,39 @@ const single: Array<[string, Case]> = [
   // Reload factories.
   ...['SIGHUP', 'hup', 'USR1', 'sigusr2', 'SIGTERM', 'QUIT'].map((s): [string, Case] => [
     `Reload.signal ${s}`,
-    { onRotation: () => Reload.signal(s, { process: 'trainer' }) },
+    { onRotation: () => Reload.signal(s, { process: 'trainer', exposeWorkloadToSidecar: true }) },
   ]),
   ...['SIGKILL', 'STOP', '1', '', 'SIG'].map((s): [string, Case] => [
     `Reload.signal ${JSON.stringify(s)}`,
-    { onRotation: () => Reload.signal(s, { process: 'trainer' }), refused: 'onRotation signal' },
+    {
+      onRotation: () => Reload.signal(s, { process: 'trainer', exposeWorkloadToSidecar: true }),
+      refused: 'onRotation signal',
+    },
   ]),
   ...['t', 'a'.repeat(15), 'python3'].map((p): [string, Case] => [
     `Reload.signal process ${p}`,
-    { onRotation: () => Reload.signal('HUP', { process: p }) },
+    { onRotation: () => Reload.signal('HUP', { process: p, exposeWorkloadToSidecar: true }) },
   ]),
   ...['a'.repeat(16), 'text-generation-launcher'].map((p): [string, Case] => [
     `Reload.signal process ${p}`,
     {
-      onRotation: () => Reload.signal('HUP', { process: p }),
+      onRotation: () => Reload.signal('HUP', { process: p, exposeWorkloadToSidecar: true }),
       refused: p === 'a'.repeat(16) ? 'onRotation process' : 'onRotation',
     },
   ]),
   ...['', 'sh', 'sleep', 'pause', '/bin/x', 'a b'].map((p): [string, Case] => [
     `Reload.signal process ${JSON.stringify(p)}`,
-    { onRotation: () => Reload.signal('HUP', { process: p }), refused: 'onRotation process' },
+    {
+      onRotation: () => Reload.signal('HUP', { process: p, exposeWorkloadToSidecar: true }),
+      refused: 'onRotation process',
+    },
   ]),
   [
     'Reload.signal torchrun',
-    { onRotation: () => Reload.signal('USR2', { process: 'torchrun' }), refused: 'onRotation' },
+    {
+      onRotation: () => Reload.signal('USR2', { process: 'torchrun', exposeWorkloadToSidecar: true }),
+      refused: 'onRotation',
+    },
   ],
   ...[
     [['/r']],
@@ -277,7 +286,11 @@ const single: Array<[string, Case]> = [
   ['Reload.restart on RollingUpdate', { onRotation: () => Reload.restart(), workload: 'training-rolling' }],
   [
     'Reload.signal on root TGI',
-    { onRotation: () => Reload.signal('HUP', { process: 'x' }), workload: 'tgi', refused: 'onRotation' },
+    {
+      onRotation: () => Reload.signal('HUP', { process: 'x', exposeWorkloadToSidecar: true }),
+      workload: 'tgi',
+      refused: 'onRotation',
+    },
   ],
 ];
 
@@ -287,7 +300,7 @@ describe('RotatingGpuSecret props sweep', () => {
   // Accepted values of the dimensions that shape derived names and pods, crossed.
   const reloads: Array<[string, () => Reload]> = [
     ['exec', () => Reload.exec(['/r'])],
-    ['signal', () => Reload.signal('SIGHUP', { process: 'trainer' })],
+    ['signal', () => Reload.signal('SIGHUP', { process: 'trainer', exposeWorkloadToSidecar: true })],
     ['http', () => Reload.httpPost('http://localhost:8080/r')],
     ['sync', () => Reload.sync()],
     ['restart', () => Reload.restart()],

@@ -9,6 +9,7 @@ import {
   Reload,
   RotatingGpuSecret,
   RotatingGpuSecretProps,
+  SecretType,
   SglangInferenceService,
   TgiInferenceService,
   TrainingUpdateStrategy,
@@ -17,6 +18,7 @@ import { podSecurityLevel, podSpecsOf } from '../support/pod-security';
 import { envOf, findOne, outputErrorsOf, synthValid } from '../support/synth';
 import { SecretsChart } from '../../apps/secrets';
 import { apiServerNameErrors } from './names';
+import { applyResult } from '../../src/guard/engine';
 
 const rotation = { image: 'myorg/gpu-cred-rotator:1.4.2', command: ['/rotate'] };
 const TRAINER: GpuTrainingStatefulSetProps = { name: 'trainer', image: 'i', gpusPerPod: 1, args: ['train.py'] };
@@ -319,7 +321,7 @@ describe('RotatingGpuSecret', () => {
     test('in a Guaranteed pod (guaranteedQos) it requests what it limits, so the pod stays Guaranteed', () => {
       for (const onRotation of [
         Reload.exec(['/reload']),
-        Reload.signal('SIGHUP', { process: 'python' }),
+        Reload.signal('SIGHUP', { process: 'python', exposeWorkloadToSidecar: true }),
         Reload.sync(),
       ]) {
         const { pod, sidecar } = setup({}, onRotation, { guaranteedQos: true, cpu: 8 });
@@ -372,7 +374,10 @@ describe('RotatingGpuSecret', () => {
     test.each(['SIGHUP', 'HUP', 'sighup', 'hup', 'SigHup'])(
       'Reload.signal(%j) sends HUP, shares the process namespace, runs as the workload UID',
       signal => {
-        const { pod, sidecar } = setup({}, Reload.signal(signal, { process: 'trainer' }));
+        const { pod, sidecar } = setup(
+          {},
+          Reload.signal(signal, { process: 'trainer', exposeWorkloadToSidecar: true }),
+        );
         expect(pod.shareProcessNamespace).toBe(true);
         expect(envOf(sidecar)).toMatchObject({ ACTION: 'signal', SIGNAL: 'HUP', PROCESS_NAME: 'trainer' });
         expect(sidecar.securityContext.runAsUser).toBe(pod.securityContext.runAsUser);
@@ -469,7 +474,7 @@ describe('RotatingGpuSecret', () => {
     test('every object is a public handle, and escape hatches on them are checked (pull secrets, workload identity)', () => {
       const chart = new Chart(Testing.app(), 'c');
       const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials', rotation });
-      expect(creds.secret.name).toBe('gpu-credentials');
+      expect(creds.secret!.name).toBe('gpu-credentials');
       const r = creds.rotator!;
       expect([r.serviceAccount.kind, r.role.kind, r.roleBinding.kind, r.cronJob.kind, r.initialJob.kind]).toEqual([
         'ServiceAccount',
@@ -798,18 +803,22 @@ describe('RotatingGpuSecret', () => {
     const refused: Array<[string, () => Reload, RegExp]> = [
       [
         'an unknown signal',
-        () => Reload.signal('SIGKILL', { process: 'trainer' }),
+        () => Reload.signal('SIGKILL', { process: 'trainer', exposeWorkloadToSidecar: true }),
         /onRotation signal must be one of SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGTERM, SIGQUIT .*\(got "SIGKILL"\)/,
       ],
-      ['a signal number', () => Reload.signal('1', { process: 'trainer' }), /onRotation signal must be one of/],
+      [
+        'a signal number',
+        () => Reload.signal('1', { process: 'trainer', exposeWorkloadToSidecar: true }),
+        /onRotation signal must be one of/,
+      ],
       [
         'no signal',
-        () => Reload.signal(undefined as any, { process: 'trainer' }),
+        () => Reload.signal(undefined as any, { process: 'trainer', exposeWorkloadToSidecar: true }),
         /onRotation signal must be one of .*\(got undefined\)/,
       ],
       [
         'no process',
-        () => Reload.signal('SIGHUP', { process: '' }),
+        () => Reload.signal('SIGHUP', { process: '', exposeWorkloadToSidecar: true }),
         /onRotation process must be the name of the process to signal/,
       ],
       [
@@ -819,45 +828,49 @@ describe('RotatingGpuSecret', () => {
       ],
       [
         'a path',
-        () => Reload.signal('SIGHUP', { process: '/usr/bin/python' }),
+        () => Reload.signal('SIGHUP', { process: '/usr/bin/python', exposeWorkloadToSidecar: true }),
         /onRotation process must be a process name \(the file name\), not a path/,
       ],
       [
         'a name Linux truncates',
-        () => Reload.signal('SIGHUP', { process: 'my-training-entrypoint' }),
+        () => Reload.signal('SIGHUP', { process: 'my-training-entrypoint', exposeWorkloadToSidecar: true }),
         /^RotatingGpuSecret 'creds': onRotation process must be at most 15 characters, because Linux truncates process names in \/proc\/<pid>\/comm and the sidecar would never find it; use "my-training-ent" \(got "my-training-entrypoint"\)$/,
       ],
       [
         "the sidecar's own shell",
-        () => Reload.signal('SIGHUP', { process: 'sh' }),
+        () => Reload.signal('SIGHUP', { process: 'sh', exposeWorkloadToSidecar: true }),
         /onRotation process must not be a name the reload sidecar's own processes/,
       ],
       [
         'the pause process',
-        () => Reload.signal('SIGHUP', { process: 'pause' }),
+        () => Reload.signal('SIGHUP', { process: 'pause', exposeWorkloadToSidecar: true }),
         /onRotation process must not be a name the reload sidecar's own processes/,
       ],
       ...['SIGHUP', 'SIGTERM', 'SIGINT', 'SIGUSR1', 'SIGQUIT'].map((s): [string, () => Reload, RegExp] => [
         `torchrun with ${s}`,
-        () => Reload.signal(s, { process: 'torchrun' }),
+        () => Reload.signal(s, { process: 'torchrun', exposeWorkloadToSidecar: true }),
         new RegExp(
           `onRotation must not send ${s} to torchrun: its elastic agent handles TERM, INT, HUP and QUIT by shutting down every worker`,
         ),
       ]),
       [
         "TGI's launcher by its full name",
-        () => Reload.signal('SIGHUP', { process: 'text-generation-launcher' }),
+        () => Reload.signal('SIGHUP', { process: 'text-generation-launcher', exposeWorkloadToSidecar: true }),
         /onRotation must not send SIGHUP to TGI .*ctrlc/,
       ],
       [
         'TGI by its comm',
-        () => Reload.signal('SIGUSR1', { process: 'text-generation' }),
+        () => Reload.signal('SIGUSR1', { process: 'text-generation', exposeWorkloadToSidecar: true }),
         /onRotation must not send SIGUSR1 to TGI/,
       ],
-      ['vLLM', () => Reload.signal('SIGHUP', { process: 'vllm' }), /onRotation must not send SIGHUP to vLLM/],
+      [
+        'vLLM',
+        () => Reload.signal('SIGHUP', { process: 'vllm', exposeWorkloadToSidecar: true }),
+        /onRotation must not send SIGHUP to vLLM/,
+      ],
       [
         'INT to Python',
-        () => Reload.signal('SIGINT', { process: 'python3.11' }),
+        () => Reload.signal('SIGINT', { process: 'python3.11', exposeWorkloadToSidecar: true }),
         /onRotation must not send SIGINT to a Python program: CPython turns INT into KeyboardInterrupt/,
       ],
     ];
@@ -874,26 +887,36 @@ describe('RotatingGpuSecret', () => {
       ['exactly15charss', 'SIGHUP'],
       ['nginx', 'SIGHUP'],
     ])('accepted: %s with %s', (process, signal) => {
-      expect(envOf(setup({}, Reload.signal(signal, { process })).sidecar).PROCESS_NAME).toBe(process);
+      expect(
+        envOf(setup({}, Reload.signal(signal, { process, exposeWorkloadToSidecar: true })).sidecar).PROCESS_NAME,
+      ).toBe(process);
     });
 
     test('python3 running torchrun, or the SGLang server, is judged as that program', () => {
       // The training job's launcher is python3 -m torch.distributed.run: its comm is python3.
       expect(
         errorOf(() =>
-          setup({}, Reload.signal('SIGUSR1', { process: 'python3' }), {
+          setup({}, Reload.signal('SIGUSR1', { process: 'python3', exposeWorkloadToSidecar: true }), {
             command: ['python3', '-m', 'torch.distributed.run'],
           }),
         ).message,
       ).toMatch(/onRotation must not send SIGUSR1 to torchrun: its elastic agent/);
       // With torchrun itself as the launcher, python3 is the trainer: HUP may reach its handler.
-      expect(envOf(setup({}, Reload.signal('SIGHUP', { process: 'python3' })).sidecar).PROCESS_NAME).toBe('python3');
+      expect(
+        envOf(setup({}, Reload.signal('SIGHUP', { process: 'python3', exposeWorkloadToSidecar: true })).sidecar)
+          .PROCESS_NAME,
+      ).toBe('python3');
       const chart = new Chart(Testing.app(), 'c');
-      const sgl = new SglangInferenceService(chart, 'sgl', { name: 'sgl', modelId: 'org/m', runAsRoot: false });
+      const sgl = new SglangInferenceService(chart, 'sgl', {
+        name: 'sgl',
+        modelId: 'org/m',
+        runAsRoot: false,
+        image: 'registry.example.com/ml/sglang-nonroot:v0.5.20',
+      });
       expect(() =>
         new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(sgl, {
           path: '/etc/x',
-          onRotation: Reload.signal('SIGHUP', { process: 'python3' }),
+          onRotation: Reload.signal('SIGHUP', { process: 'python3', exposeWorkloadToSidecar: true }),
         }),
       ).toThrow(
         /onRotation must not send SIGHUP to the SGLang server \(python3 -m sglang\.launch_server\): .*launch_phase_sigquit_handler/,
@@ -906,7 +929,7 @@ describe('RotatingGpuSecret', () => {
       expect(() =>
         new RotatingGpuSecret(chart, 'creds', { name: 'x' }).mountInto(tgi, {
           path: '/etc/x',
-          onRotation: Reload.signal('SIGHUP', { process: 'my-server' }),
+          onRotation: Reload.signal('SIGHUP', { process: 'my-server', exposeWorkloadToSidecar: true }),
         }),
       ).toThrow(/Reload.signal needs a workload that runs as a non-root UID/);
     });
@@ -1189,5 +1212,156 @@ describe('the env check covers the shared workload props and escape hatches', ()
     new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
     trainer(chart, { env: { TOKEN: EnvValue.fromSecretKey('wandb', 'key') } });
     expect(() => synthValid(chart)).not.toThrow();
+  });
+});
+
+describe('RotatingGpuSecret: pinned images, health, isolation and Secret types (#21)', () => {
+  const DIGEST = `sha256:${'a'.repeat(64)}`;
+
+  test.each([
+    ['exec', (image: string) => Reload.exec(['/reload'], { image })],
+    ['httpPost', (image: string) => Reload.httpPost('http://localhost:8080/reload', { image })],
+    ['sync', (image: string) => Reload.sync({ image })],
+    ['signal', (image: string) => Reload.signal('HUP', { process: 'trainer', exposeWorkloadToSidecar: true, image })],
+  ])('Reload.%s runs the image it is given, by digest, in the sidecar and its init container', (_mode, reload) => {
+    for (const image of [`registry.internal/mirror/busybox@${DIGEST}`, `registry.internal/busybox:1.36.1@${DIGEST}`]) {
+      const { pod } = setup({}, reload(image));
+      const ours = [...(pod.initContainers ?? []), ...pod.containers].filter((c: any) => c.name.startsWith('reload-'));
+      expect(ours.length).toBeGreaterThan(0);
+      for (const c of ours) expect(c.image).toBe(image);
+    }
+    expect(() => setup({}, reload('Busybox latest'))).toThrow(/onRotation image must be an image reference/);
+  });
+
+  test('the default sidecar image is documented and used when no image is given', () => {
+    expect(setup({}, Reload.httpPost('http://localhost:1/r')).sidecar.image).toBe('busybox:1.36.1');
+  });
+
+  test('the rotator image accepts a digest', () => {
+    const { objects } = setup({ rotation: { ...rotation, image: `registry.internal/rotator@${DIGEST}` } });
+    expect(findOne(objects, 'CronJob').spec.jobTemplate.spec.template.spec.containers[0].image).toBe(
+      `registry.internal/rotator@${DIGEST}`,
+    );
+  });
+
+  test('every watcher keeps its record in an emptyDir and has a readiness-neutral liveness probe on its health mark', () => {
+    for (const reload of [Reload.exec(['/reload']), Reload.sync()]) {
+      const { pod, sidecar } = setup({}, reload);
+      const state = sidecar.volumeMounts.find((m: any) => m.mountPath === envOf(sidecar).STATE_DIR);
+      expect(pod.volumes.find((v: any) => v.name === state.name).emptyDir).toEqual({ sizeLimit: '1Mi' });
+      expect(sidecar.livenessProbe.exec.command).toEqual([
+        'sh',
+        '-c',
+        `! [ -e ${envOf(sidecar).STATE_DIR}/unhealthy ]`,
+      ]);
+      expect(sidecar.readinessProbe).toBeUndefined();
+      for (const init of pod.initContainers ?? []) expect(init.livenessProbe).toBeUndefined();
+    }
+  });
+
+  test('Reload.signal needs exposeWorkloadToSidecar: true, by name', () => {
+    for (const value of [undefined, false, 'yes']) {
+      expect(() =>
+        setup({}, Reload.signal('HUP', { process: 'trainer', exposeWorkloadToSidecar: value as any })),
+      ).toThrow(/onRotation exposeWorkloadToSidecar must be true for Reload\.signal: .*\/proc\/<pid>\/environ/);
+    }
+  });
+
+  test('exec, http and sync sidecars share no process namespace with the workload', () => {
+    for (const reload of [Reload.exec(['/reload']), Reload.httpPost('http://localhost:1/r'), Reload.sync()]) {
+      expect(setup({}, reload).pod.shareProcessNamespace).toBeUndefined();
+    }
+  });
+
+  test.each([
+    'http://169.254.169.254/latest/meta-data/',
+    'http://169.254.170.2/v2/credentials',
+    'http://2852039166/',
+    'http://0xa9fea9fe/',
+    'http://[fe80::1]/reload',
+    'http://[::ffff:169.254.169.254]/',
+    'http://metadata.google.internal/computeMetadata/v1/',
+    'http://metadata/computeMetadata/v1/',
+    'http://100.100.100.200/latest/meta-data/',
+    'http://[fd00:ec2::254]/latest/',
+  ])('an HTTP reload aimed at a metadata endpoint is refused: %s', url => {
+    expect(() => setup({}, Reload.httpPost(url))).toThrow(/onRotation url must not target/);
+  });
+
+  test('an HTTP reload to the workload itself is fine', () => {
+    for (const url of ['http://localhost:8080/reload', 'http://127.0.0.1:9/-/reload', 'https://[::1]:8443/r']) {
+      expect(() => setup({}, Reload.httpPost(url))).not.toThrow();
+    }
+  });
+
+  describe('Secret types', () => {
+    test('Opaque (the default) is created empty by the manifests; the rotator cannot create Secrets', () => {
+      const { objects } = setup();
+      expect(findOne(objects, 'Secret')).toMatchObject({ type: 'Opaque' });
+      expect(findOne(objects, 'Secret').data).toBeUndefined();
+      const role = findOne(objects, 'Role');
+      expect(role.rules.flatMap((r: any) => r.verbs)).not.toContain('create');
+    });
+
+    test.each([
+      [SecretType.DOCKER_CONFIG_JSON, ['.dockerconfigjson']],
+      [SecretType.TLS, ['tls.crt', 'tls.key']],
+      [SecretType.BASIC_AUTH, ['username', 'password']],
+    ])('%s: no Secret in the manifests, the rotator creates it; keys default to the type', (type, keys) => {
+      const { objects, creds, sidecar } = setup({ type });
+      expect(objects.filter((o: any) => o.kind === 'Secret')).toEqual([]);
+      expect(creds.secret).toBeUndefined();
+      expect(creds.keys).toEqual(keys);
+      expect(envOf(sidecar).KEYS).toBe(keys.join(' '));
+      const role = findOne(objects, 'Role');
+      expect(role.rules).toContainEqual({ apiGroups: [''], resources: ['secrets'], verbs: ['create'] });
+      const env = envOf(findOne(objects, 'CronJob').spec.jobTemplate.spec.template.spec.containers[0]);
+      expect(env.SECRET_TYPE).toBe(type.type);
+    });
+
+    test.each([SecretType.OPAQUE, SecretType.DOCKER_CONFIG_JSON, SecretType.TLS, SecretType.BASIC_AUTH])(
+      '%s works with every reload mode and synthesizes strictly valid objects',
+      type => {
+        for (const reload of [Reload.exec(['/reload']), Reload.httpPost('http://localhost:1/r'), Reload.sync()]) {
+          expect(() => setup({ type }, reload)).not.toThrow();
+          expect(() => setup({ type, rotation: undefined }, reload)).not.toThrow();
+        }
+      },
+    );
+
+    test('the keys must include what the type requires', () => {
+      expect(() => setup({ type: SecretType.TLS, keys: ['tls.crt'] })).toThrow(
+        /keys must include "tls.key": the API server refuses a kubernetes.io\/tls Secret without it/,
+      );
+      expect(() => setup({ type: SecretType.DOCKER_CONFIG_JSON, keys: ['config.json'] })).toThrow(
+        /keys must include ".dockerconfigjson"/,
+      );
+      expect(() => setup({ type: SecretType.BASIC_AUTH, keys: ['token'] })).toThrow(
+        /keys must include "username" or "password"/,
+      );
+      expect(() => setup({ type: SecretType.BASIC_AUTH, keys: ['password'] })).not.toThrow();
+      expect(() => setup({ type: 'kubernetes.io/tls' as any })).toThrow(/type must be a SecretType/);
+    });
+
+    test("why the manifests never hold a typed Secret's data: kubectl apply would undo each rotation", () => {
+      const rotated = { '.dockerconfigjson': 'cm90YXRlZA==' };
+      const placeholder = { '.dockerconfigjson': 'eyJhdXRocyI6e319' };
+      // A placeholder in the manifest: the three-way merge sets the manifest's value again.
+      const withPlaceholder = applyResult(
+        { type: 'kubernetes.io/dockerconfigjson', data: rotated },
+        { type: 'kubernetes.io/dockerconfigjson', data: placeholder },
+        { type: 'kubernetes.io/dockerconfigjson', data: placeholder },
+        true,
+      ) as any;
+      expect(withPlaceholder.data).toEqual(placeholder);
+      // No data in the manifest (the Opaque Secret): the rotated data stays.
+      const withoutData = applyResult(
+        { type: 'Opaque', data: rotated },
+        { type: 'Opaque' },
+        { type: 'Opaque' },
+        true,
+      ) as any;
+      expect(withoutData.data).toEqual(rotated);
+    });
   });
 });

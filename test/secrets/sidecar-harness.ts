@@ -12,7 +12,21 @@ import { onPath, Shell, SHELLS } from '../support/shells';
  */
 
 /** Host tools a Debian image with coreutils has, for the dash runs. */
-const DEBIAN_TOOLS = ['sleep', 'timeout', 'sha256sum', 'md5sum', 'cksum', 'cp', 'mv', 'cat', 'wget', 'rm'];
+const DEBIAN_TOOLS = [
+  'sleep',
+  'timeout',
+  'setsid',
+  'sha256sum',
+  'md5sum',
+  'cksum',
+  'cp',
+  'mv',
+  'ln',
+  'mkdir',
+  'cat',
+  'wget',
+  'rm',
+];
 
 let applets: string[] | undefined;
 

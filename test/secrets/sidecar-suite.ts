@@ -69,6 +69,7 @@ function suite(shell: Shell): void {
   let watch: string;
   let reloads: string;
   let polls: string;
+  let state: string;
   const started: Sidecar[] = [];
   const helpers: Array<{ kill: () => void }> = [];
 
@@ -77,6 +78,8 @@ function suite(shell: Shell): void {
     watch = path.join(work, 'etc-gpu');
     reloads = path.join(work, 'reloads.log');
     polls = path.join(work, 'polls.log');
+    state = path.join(work, 'state');
+    fs.mkdirSync(state);
     atomicWrite(watch, { 'credentials.json': '{"token":"v1"}' });
   });
 
@@ -105,7 +108,7 @@ function suite(shell: Shell): void {
       s.script,
       s.argv0,
       s.args,
-      { ...s.env, WATCH_DIR: watch, ...FAST, ...env },
+      { ...s.env, WATCH_DIR: watch, STATE_DIR: state, ...FAST, ...env },
       bin(options),
       launcher,
     );
@@ -173,7 +176,7 @@ function suite(shell: Shell): void {
     atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
     expect(await waitFor(() => lines(reloads).length === 1)).toBe(true);
     expect(lines(reloads)).toEqual(['{"token":"v2"}']);
-    expect(s.output.match(/reload failed; retrying in 0\.\d+s/g)).toHaveLength(2);
+    expect(s.output.match(/reload failed \(\d in a row\); retrying in 0\.\d+s/g)).toHaveLength(2);
   });
 
   test('a reload that hangs is killed at its timeout and retried', async () => {
@@ -183,7 +186,8 @@ function suite(shell: Shell): void {
     expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
     atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
     expect(await waitFor(() => lines(reloads).length === 1, 8000)).toBe(true);
-    expect(s.output).toMatch(/reload failed; retrying/);
+    expect(s.output).toMatch(/reload timed out after [\d.]+s; TERM to its process group/);
+    expect(s.output).toMatch(/reload failed \(1 in a row\); retrying/);
   });
 
   test('quick successive rotations coalesce and end on the latest content', async () => {
@@ -228,7 +232,7 @@ function suite(shell: Shell): void {
     expect(requests.length).toBeGreaterThanOrEqual(2);
   });
 
-  test('sync mode copies every key, dot-files included, as plain files, atomically', async () => {
+  test('sync mode swaps every key at once, dot-files included, as links into one directory of plain files', async () => {
     atomicWrite(watch, { 'credentials.json': '{"token":"v1"}', '.hidden': 'h1' });
     const s = synthesized(Reload.sync(), ['credentials.json', '.hidden']);
     const plain = path.join(work, 'plain');
@@ -237,13 +241,201 @@ function suite(shell: Shell): void {
     expect((await once.exited).code).toBe(0);
     expect(fs.readFileSync(path.join(plain, 'credentials.json'), 'utf8')).toBe('{"token":"v1"}');
     expect(fs.readFileSync(path.join(plain, '.hidden'), 'utf8')).toBe('h1');
-    expect(fs.lstatSync(path.join(plain, 'credentials.json')).isSymbolicLink()).toBe(false);
+    // The atomic writer's layout: <key> -> ..data/<key>, ..data -> a directory of regular files.
+    expect(fs.readlinkSync(path.join(plain, 'credentials.json'))).toBe('..data/credentials.json');
+    expect(fs.lstatSync(fs.realpathSync(path.join(plain, 'credentials.json'))).isFile()).toBe(true);
+    const first = fs.readlinkSync(path.join(plain, '..data'));
     const watcher = run(s, { SYNC_DIR: plain });
     expect(await waitFor(() => watcher.output.includes('watching'))).toBe(true);
     atomicWrite(watch, { 'credentials.json': '{"token":"v2"}', '.hidden': 'h2' });
-    expect(await waitFor(() => fs.readFileSync(path.join(plain, '.hidden'), 'utf8') === 'h2')).toBe(true);
+    const synced = await waitFor(() => fs.readFileSync(path.join(plain, '.hidden'), 'utf8') === 'h2');
+    expect(synced).toBe(true);
     expect(fs.readFileSync(path.join(plain, 'credentials.json'), 'utf8')).toBe('{"token":"v2"}');
-    expect(fs.readdirSync(plain).sort()).toEqual(['.hidden', 'credentials.json']);
+    expect(fs.readlinkSync(path.join(plain, '..data'))).not.toBe(first);
+    // The previous set is gone once nothing links to it.
+    const current = fs.readlinkSync(path.join(plain, '..data'));
+    expect(await waitFor(() => fs.readdirSync(plain).length === 4)).toBe(true);
+    expect(fs.readdirSync(plain).sort()).toEqual(['.hidden', '..data', current, 'credentials.json'].sort());
+  });
+
+  /** Whether a process is gone (or a zombie waiting for its reaper, which holds no resources). */
+  function gone(pid: number): boolean {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+    } catch {
+      return true;
+    }
+  }
+
+  describe('never loses a rotation', () => {
+    const record = () => fs.readFileSync(path.join(state, 'reloaded'), 'utf8');
+
+    test('a new pod takes the current content as reloaded, without a reload', async () => {
+      await startRecorder();
+      await morePolls(3);
+      expect(lines(reloads)).toEqual([]);
+      expect(record()).toContain('./credentials.json');
+    });
+
+    for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+      test(`a rotation while the sidecar is down (${signal}) is reloaded when it is back`, async () => {
+        const first = await startRecorder();
+        first.proc.kill(signal);
+        await first.exited;
+        atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+        const second = await startRecorder();
+        expect(second.output).toContain('changed since the last reload');
+        expect(lines(reloads)).toEqual(['{"token":"v2"}']);
+        // Recorded: a third start reloads nothing.
+        await second.stop();
+        await startRecorder();
+        await morePolls(3);
+        expect(lines(reloads)).toEqual(['{"token":"v2"}']);
+      });
+    }
+
+    test('a sidecar killed during a reload reloads again when it is back', async () => {
+      // The first reload hangs (and records its process group); later ones record the credential.
+      const pgid = path.join(work, 'pgid');
+      const cmd =
+        `if [ ! -f ${pgid} ]; then echo $$ > ${pgid}; exec sleep 30; fi; ` +
+        `cat ${watch}/credentials.json >> ${reloads}; echo >> ${reloads}`;
+      const s = synthesized(Reload.exec(['sh', '-c', cmd]));
+      const first = run(s, {});
+      expect(await waitFor(() => first.output.includes('watching'))).toBe(true);
+      atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+      expect(await waitFor(() => fs.existsSync(pgid) && fs.readFileSync(pgid, 'utf8').trim() !== '')).toBe(true);
+      first.proc.kill('SIGKILL');
+      await first.exited;
+      // The container's end takes all of its processes with it: the reload's group and its deadline's.
+      const group = Number(fs.readFileSync(pgid, 'utf8'));
+      process.kill(-group, 'SIGKILL');
+      for (const pid of fs.readdirSync('/proc').filter(p => /^\d+$/.test(p))) {
+        let cmdline = '';
+        try {
+          cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        } catch {
+          continue;
+        }
+        if (cmdline.endsWith(['', 'deadline', '30', String(group), ''].join('\0')))
+          process.kill(-Number(pid), 'SIGKILL');
+      }
+      const second = run(s, {});
+      expect(await waitFor(() => lines(reloads).length === 1)).toBe(true);
+      expect(second.output).toContain('changed since the last reload');
+      expect(lines(reloads)).toEqual(['{"token":"v2"}']);
+    });
+
+    test('a dangling ..data stops the sidecar; once repaired, the rotation is reloaded', async () => {
+      const first = await startRecorder();
+      // The kubelet removed the timestamped directory: ..data points nowhere.
+      fs.rmSync(path.join(watch, fs.readlinkSync(path.join(watch, '..data'))), { recursive: true });
+      expect((await first.exited).code).toBe(1);
+      expect(first.output).toMatch(/cannot fingerprint .* three times in a row/);
+      const early = run(recorder(), {});
+      expect((await early.exited).code).toBe(1);
+      atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+      const back = await startRecorder();
+      expect(back.output).toContain('changed since the last reload');
+      expect(lines(reloads)).toEqual(['{"token":"v2"}']);
+    });
+
+    test('reloads that keep failing mark the sidecar unhealthy until one succeeds', async () => {
+      fs.writeFileSync(path.join(work, 'fail'), '3');
+      const s = await startRecorder({ UNHEALTHY_AFTER: '2', BACKOFF_SECONDS: '0.2', BACKOFF_MAX_SECONDS: '0.2' });
+      const unhealthy = path.join(state, 'unhealthy');
+      atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+      expect(await waitFor(() => fs.existsSync(unhealthy))).toBe(true);
+      expect(s.output).toMatch(/unhealthy: 2 reloads failed in a row/);
+      expect(await waitFor(() => lines(reloads).length === 1)).toBe(true);
+      expect(await waitFor(() => !fs.existsSync(unhealthy))).toBe(true);
+      // The probe the construct sets reads the same file.
+      const chart = new Chart(Testing.app(), 'p');
+      const trainer = new GpuTrainingStatefulSet(chart, 't', { name: 't', image: 'i', gpusPerPod: 1, args: ['x'] });
+      const secret = new RotatingGpuSecret(chart, 's', { name: 'creds' });
+      secret.mountInto(trainer, { path: '/etc/gpu', onRotation: Reload.exec(['true']) });
+      const sts = Testing.synth(chart).find(o => o.kind === 'StatefulSet');
+      const sidecar = sts.spec.template.spec.containers.find((c: any) => c.name.startsWith('reload-'));
+      const stateDir = sidecar.env.find((e: any) => e.name === 'STATE_DIR').value;
+      expect(sidecar.livenessProbe.exec.command).toEqual(['sh', '-c', `! [ -e ${stateDir}/unhealthy ]`]);
+    });
+
+    test("the liveness probe's command, under this shell, fails exactly while the health mark exists", () => {
+      const chart = new Chart(Testing.app(), 'p');
+      const trainer = new GpuTrainingStatefulSet(chart, 't', { name: 't', image: 'i', gpusPerPod: 1, args: ['x'] });
+      new RotatingGpuSecret(chart, 's', { name: 'creds' }).mountInto(trainer, {
+        path: '/etc/gpu',
+        onRotation: Reload.exec(['true']),
+      });
+      const sts = Testing.synth(chart).find(o => o.kind === 'StatefulSet');
+      const sidecar = sts.spec.template.spec.containers.find((c: any) => c.name.startsWith('reload-'));
+      const stateDir = sidecar.env.find((e: any) => e.name === 'STATE_DIR').value;
+      const [sh, flag, script] = sidecar.livenessProbe.exec.command;
+      expect([sh, flag]).toEqual(['sh', '-c']);
+      const probe = () => {
+        const args =
+          shell === 'busybox'
+            ? ['sh', '-c', script.split(stateDir).join(state)]
+            : ['-c', script.split(stateDir).join(state)];
+        try {
+          execFileSync(SHELLS[shell]!, args, { stdio: 'ignore' });
+          return 0;
+        } catch (e) {
+          return (e as { status: number }).status;
+        }
+      };
+      expect(probe()).toBe(0);
+      fs.writeFileSync(path.join(state, 'unhealthy'), '3 failed reloads in a row\n');
+      expect(probe()).toBe(1);
+    });
+
+    test('sync with a full copy folder keeps the old pair whole, then swaps both keys at once', async () => {
+      atomicWrite(watch, { 'tls.crt': 'crt1', 'tls.key': 'key1' });
+      const s = synthesized(Reload.sync(), ['tls.crt', 'tls.key']);
+      const plain = path.join(work, 'plain');
+      fs.mkdirSync(plain);
+      const full = path.join(work, 'full');
+      // cp fails on the second key while the folder is "full" (ENOSPC), as a tmpfs at its size would.
+      const options = { replace: { cp: `case "$2" in */tls.key) [ -f ${full} ] && exit 1 ;; esac; exec $REAL "$@"` } };
+      expect((await run(s, { SYNC_DIR: plain, RUN_ONCE: '1' }, options).exited).code).toBe(0);
+      const watcher = run(s, { SYNC_DIR: plain }, options);
+      expect(await waitFor(() => watcher.output.includes('watching'))).toBe(true);
+      fs.writeFileSync(full, '');
+      atomicWrite(watch, { 'tls.crt': 'crt2', 'tls.key': 'key2' });
+      expect(await waitFor(() => watcher.output.includes('reload failed (2 in a row)'))).toBe(true);
+      const pair = () => ['tls.crt', 'tls.key'].map(k => fs.readFileSync(path.join(plain, k), 'utf8'));
+      expect(pair()).toEqual(['crt1', 'key1']);
+      fs.rmSync(full);
+      expect(await waitFor(() => pair()[0] === 'crt2')).toBe(true);
+      expect(pair()).toEqual(['crt2', 'key2']);
+    });
+
+    test('a timed-out reload leaves none of its children behind', async () => {
+      const pids = path.join(work, 'pids');
+      // A reload script whose background children hang as well.
+      const cmd = `echo $$ >> ${pids}; sleep 300 & echo $! >> ${pids}; sleep 301 & echo $! >> ${pids}; wait`;
+      const s = run(synthesized(Reload.exec(['sh', '-c', cmd])), { ACTION_TIMEOUT_SECONDS: SHORT_TIMEOUT[shell] });
+      expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
+      atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+      expect(await waitFor(() => s.output.includes('reload failed (2 in a row)'), 10000)).toBe(true);
+      await s.stop();
+      const started = lines(pids).map(Number);
+      expect(started.length).toBeGreaterThanOrEqual(6);
+      expect(await waitFor(() => started.every(gone), 2000)).toBe(true);
+    });
+
+    test('TERM during a reload stops the reload and its children too', async () => {
+      const pids = path.join(work, 'pids');
+      const cmd = `echo $$ >> ${pids}; sleep 300 & echo $! >> ${pids}; wait`;
+      const s = run(synthesized(Reload.exec(['sh', '-c', cmd])), { ACTION_TIMEOUT_SECONDS: '30' });
+      expect(await waitFor(() => s.output.includes('watching'))).toBe(true);
+      atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
+      expect(await waitFor(() => lines(pids).length === 2)).toBe(true);
+      await s.stop();
+      expect(s.output).toContain('stopping on SIGTERM');
+      expect(await waitFor(() => lines(pids).map(Number).every(gone), 2000)).toBe(true);
+    });
   });
 
   describe('signal mode', () => {
@@ -261,7 +453,7 @@ function suite(shell: Shell): void {
     test('signals only the process of the named target, never another', async () => {
       const target = uniqueProcess('rlt');
       const decoy = uniqueProcess('rld');
-      const s = synthesized(Reload.signal('SIGHUP', { process: 'trainer' }));
+      const s = synthesized(Reload.signal('SIGHUP', { process: 'trainer', exposeWorkloadToSidecar: true }));
       expect(s.env).toMatchObject({ ACTION: 'signal', SIGNAL: 'HUP', PROCESS_NAME: 'trainer' });
       const once = run(s, { PROCESS_NAME: target.name, RUN_ONCE: '1' });
       expect((await once.exited).code).toBe(0);
@@ -272,7 +464,7 @@ function suite(shell: Shell): void {
     });
 
     test('fails, and retries, when no process has the name', async () => {
-      const s = synthesized(Reload.signal('HUP', { process: 'trainer' }));
+      const s = synthesized(Reload.signal('HUP', { process: 'trainer', exposeWorkloadToSidecar: true }));
       const none = run(s, { PROCESS_NAME: `rln${process.pid}`.slice(0, 15), RUN_ONCE: '1' });
       expect((await none.exited).code).toBe(1);
       expect(none.output).toMatch(/no process named 'rln\d+' to signal/);
@@ -280,7 +472,7 @@ function suite(shell: Shell): void {
 
     test("takes SIGHUP as well as HUP, in the form dash's kill -s needs", async () => {
       const target = uniqueProcess('rls');
-      const once = run(synthesized(Reload.signal('HUP', { process: 'trainer' })), {
+      const once = run(synthesized(Reload.signal('HUP', { process: 'trainer', exposeWorkloadToSidecar: true })), {
         PROCESS_NAME: target.name,
         SIGNAL: 'SIGHUP',
         RUN_ONCE: '1',
@@ -307,8 +499,8 @@ function suite(shell: Shell): void {
       expect(out).toMatch(/fatal: this image has none of sha256sum, md5sum or cksum/);
     });
 
-    test('no timeout for exec', async () => {
-      expect(await fatal(recorder(), {}, { omit: ['timeout'] })).toMatch(/fatal: this image has no 'timeout'/);
+    test('no setsid, which bounds a reload with its children', async () => {
+      expect(await fatal(recorder(), {}, { omit: ['setsid'] })).toMatch(/fatal: this image has no 'setsid'/);
     });
 
     test('no wget for http', async () => {
@@ -326,6 +518,27 @@ function suite(shell: Shell): void {
     test('a fingerprint that comes back empty', async () => {
       const out = await fatal(recorder(), {}, { replace: { sha256sum: 'exit 0' } });
       expect(out).toMatch(/fatal: the fingerprint of .* came back empty/);
+    });
+
+    test('a backoff of 0, which would retry in a busy loop', async () => {
+      expect(await fatal(recorder(), { BACKOFF_SECONDS: '0' }, {})).toMatch(
+        /fatal: BACKOFF_SECONDS must be more than 0/,
+      );
+    });
+
+    test('KEYS with a pattern, which the shell would expand', async () => {
+      fs.writeFileSync(path.join(work, 'x'), '');
+      for (const keys of ['*', 'credentials.*', '[a]']) {
+        expect(await fatal(recorder(), { KEYS: keys }, {})).toMatch(
+          /fatal: KEYS holds '.*', which is not a Secret key/,
+        );
+      }
+    });
+
+    test('no state directory', async () => {
+      expect(await fatal(recorder(), { STATE_DIR: path.join(work, 'none') }, {})).toMatch(
+        /fatal: STATE_DIR .* is not a directory/,
+      );
     });
 
     test('a setting that is not a number', async () => {
