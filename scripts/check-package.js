@@ -141,7 +141,7 @@ new TgiInferenceService(chart, 'tgi', { name: 'tgi', modelId: 'meta-llama/Llama-
 const creds = new RotatingGpuSecret(chart, 'creds', {
   name: 'gpu-credentials', rotation: { image: 'myorg/rotator:1.0.0', every: Duration.hours(12) },
 });
-creds.mountInto(trainer, { path: '/etc/gpu', onRotation: Reload.signal('SIGHUP', { process: 'python' }) });
+creds.mountInto(trainer, { path: '/etc/gpu', onRotation: Reload.exec(['/usr/local/bin/reload-credentials']) });
 
 // The guard as a library: the app against itself is clean.
 const objects = parseObjects(app.synthYaml(), 'app');
@@ -237,7 +237,8 @@ async function main() {
     for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (!e.name.endsWith('.ts')) assets.push(path.relative(ROOT, p).replace(/^src\//, 'lib/'));
+      else if (!e.name.endsWith('.ts') && !e.name.endsWith('.md'))
+        assets.push(path.relative(ROOT, p).replace(/^src\//, 'lib/'));
     }
   })(path.join(ROOT, 'src'));
   const missingAssets = assets.filter(f => !files.includes(f));
