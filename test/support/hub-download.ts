@@ -113,11 +113,14 @@ export function runDownload(
     ...opts.env,
   };
   return new Promise(resolve => {
-    const child = spawn(venvPython(version), argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group, killed whole as the kubelet kills a container's processes.
+    const child = spawn(venvPython(version), argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let output = '';
     child.stdout.on('data', d => (output += d));
     child.stderr.on('data', d => (output += d));
-    const timer = opts.killAfterMs ? setTimeout(() => child.kill('SIGKILL'), opts.killAfterMs) : undefined;
+    const timer = opts.killAfterMs
+      ? setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), opts.killAfterMs)
+      : undefined;
     child.on('close', status => {
       if (timer) clearTimeout(timer);
       resolve({ status, output });
