@@ -129,7 +129,8 @@ export type HubEngine = 'tgi' | 'vllm' | 'sglang';
  *
  * Variables it reads (the init container has the server's env): DOWNLOAD_DEADLINE_SECONDS
  * (default 21600), DOWNLOAD_STALL_SECONDS (120) and DOWNLOAD_STALL_BYTES (1 MiB),
- * DOWNLOAD_LOCK_STALE_SECONDS (60), DOWNLOAD_ATTEMPTS (6), HF_TOKEN, HF_ENDPOINT.
+ * DOWNLOAD_LOCK_STALE_SECONDS (60), DOWNLOAD_ATTEMPTS (6), DOWNLOAD_BACKOFF_SECONDS (1), HF_TOKEN,
+ * HF_ENDPOINT.
  */
 export function hubDownload(engine: HubEngine): ServingEngine['download'] {
   return (modelId, revision) => {

@@ -62,6 +62,8 @@ STALL_BYTES = env_num("DOWNLOAD_STALL_BYTES", 1 << 20)
 # A download lock whose holder stopped refreshing it this long ago is broken (its holder died).
 LOCK_STALE = env_num("DOWNLOAD_LOCK_STALE_SECONDS", 60)
 ATTEMPTS = int(env_num("DOWNLOAD_ATTEMPTS", 6))
+# Back-off between attempts: BACKOFF x 2^n seconds, at most 30.
+BACKOFF = env_num("DOWNLOAD_BACKOFF_SECONDS", 1)
 # huggingface_hub's per-request timeouts (constants.py: HF_HUB_ETAG_TIMEOUT, HF_HUB_DOWNLOAD_TIMEOUT,
 # 10 s by default in 1.x and 2.0), read when it is imported.
 os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "30")
@@ -158,7 +160,7 @@ def resolve():
             if code in PERMANENT:
                 fail(f"{repo}@{REVISION or 'main'}: the hub answered {code} ({type(e).__name__}); check the model id, revision and HF_TOKEN")
             log(f"resolving {repo}@{REVISION or 'main'} failed ({code or type(e).__name__}), attempt {attempt + 1} of {ATTEMPTS}")
-            time.sleep(min(2 ** attempt, 30))
+            time.sleep(min(BACKOFF * 2**attempt, 30))
     fail(f"could not resolve {repo}@{REVISION or 'main'} after {ATTEMPTS} attempts")
 
 
@@ -230,16 +232,21 @@ if not quant and INDEX in meta and any(w.endswith(".safetensors") for w in weigh
 
 PRIVATE = os.path.join(OWN, "tmp", FILLER)
 LOCKS = os.path.join(OWN, "locks", os.path.basename(REPO_DIR))
+# One process fetches a batch of files in turn (one import of huggingface_hub), writing each
+# finished name to a file the parent watches; the parent can kill it when it stalls.
 CHILD = r"""
 import sys
 from huggingface_hub import hf_hub_download
-repo, name, sha, cache = sys.argv[1:5]
-try:
-    hf_hub_download(repo, name, revision=sha, cache_dir=cache)
-except Exception as e:
-    code = getattr(getattr(e, "response", None), "status_code", None)
-    print(f"model-download: {name}: {code or ''} {type(e).__name__}: {(str(e).splitlines() or [''])[0]}", flush=True)
-    sys.exit(3 if code in (401, 403, 404) else 1)
+repo, sha, cache, done = sys.argv[1:5]
+for name in sys.argv[5:]:
+    try:
+        hf_hub_download(repo, name, revision=sha, cache_dir=cache)
+    except Exception as e:
+        code = getattr(getattr(e, "response", None), "status_code", None)
+        print(f"model-download: {name}: {code or ''} {type(e).__name__}: {(str(e).splitlines() or [''])[0]}", flush=True)
+        sys.exit(3 if code in (401, 403, 404) else 1)
+    with open(done, "a") as f:
+        f.write(name + "\n")
 """
 
 
@@ -282,49 +289,66 @@ def heartbeat(lock):
         pass
 
 
-def fetch(name, lock):
-    """The verified file in this filler's private cache, or exit."""
-    size = meta[name][0] or 0
-    snap = os.path.join(PRIVATE, os.path.basename(REPO_DIR), "snapshots", sha, name)
-    for attempt in range(ATTEMPTS):
-        child = subprocess.Popen([sys.executable, "-c", CHILD, repo, name, sha, PRIVATE])
-        start, mark, last_beat = time.monotonic(), private_bytes(), time.monotonic()
-        window = start
+def fetch(locks):
+    """Fetches the locked files in one child process, placing each verified file as it finishes.
+    Returns the names placed and whether the child failed (stalled, errored or wrong bytes)."""
+    names = list(locks)
+    done_file = os.path.join(PRIVATE, f"done-{os.getpid()}")
+    if os.path.exists(done_file):
+        os.unlink(done_file)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, repo, sha, PRIVATE, done_file, *names])
+    placed, bad = set(), False
+    mark, window, last_beat = private_bytes(), time.monotonic(), time.monotonic()
+
+    def collect():
+        nonlocal bad
         try:
-            while child.poll() is None:
-                time.sleep(0.2)
-                now = time.monotonic()
-                if now - last_beat > LOCK_STALE / 4:
+            with open(done_file) as f:
+                finished = [n for n in f.read().split("\n") if n and n not in placed]
+        except FileNotFoundError:
+            return 0
+        for name in finished:
+            snap = os.path.realpath(os.path.join(PRIVATE, os.path.basename(REPO_DIR), "snapshots", sha, name))
+            placed.add(name)
+            if verified(snap, name):
+                place(snap, name)
+                log(f"{name}: verified")
+            else:
+                log(f"{name}: checksum or size differs from the hub's, discarding it")
+                placed.discard(name)
+                bad = True
+                for p in (snap, os.path.join(PRIVATE, os.path.basename(REPO_DIR), "snapshots", sha, name)):
+                    if os.path.lexists(p):
+                        os.unlink(p)
+        return len(finished)
+
+    try:
+        while child.poll() is None:
+            time.sleep(0.2)
+            now = time.monotonic()
+            if now - last_beat > LOCK_STALE / 4:
+                for lock in locks.values():
                     heartbeat(lock)
-                    last_beat = now
-                if now - window >= STALL_SECONDS:
-                    grown = private_bytes() - mark
-                    if grown < min(STALL_BYTES, max(size - mark, 1)):
-                        log(f"{name}: {grown} bytes in {STALL_SECONDS:g} s, stalled: retrying")
-                        child.kill()
-                        child.wait()
-                        break
-                    window, mark = now, private_bytes()
-        except BaseException:
-            child.kill()
-            child.wait()
-            raise
-        code = child.returncode
-        if code == 3:
-            fail(f"{name}: the hub refused the file (see above); check the model id, revision and HF_TOKEN")
-        if code == 0:
-            if verified(os.path.realpath(snap), name):
-                return os.path.realpath(snap)
-            log(f"{name}: checksum or size differs from the hub's, discarding it")
-            drop_partials()
-        elif attempt >= 1:
-            # A partial file that failed twice may be what fails (a proxy ignoring Range answers a
-            # resume with 416 forever; a corrupted partial is resumed): start that file afresh.
-            drop_partials()
-        if time.monotonic() > DEADLINE:
-            break
-        time.sleep(min(2 ** attempt, 30))
-    fail(f"{name}: no verified copy after {ATTEMPTS} attempts")
+                last_beat = now
+            finished = collect()
+            if finished:
+                window, mark = now, private_bytes()
+            elif now - window >= STALL_SECONDS:
+                grown = private_bytes() - mark
+                if grown < STALL_BYTES:
+                    log(f"{grown} bytes in {STALL_SECONDS:g} s, stalled: retrying")
+                    child.kill()
+                    child.wait()
+                    break
+                window, mark = now, private_bytes()
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+    collect()
+    if child.returncode == 3:
+        fail("the hub refused a file (see above); check the model id, revision and HF_TOKEN")
+    return placed, bad or child.returncode != 0
 
 
 def place(src, name):
@@ -396,32 +420,38 @@ def unlock(lock):
 
 
 def fill(names):
-    pending = list(names)
-    waiting_since = None
-    while pending:
-        progressed = False
-        for name in list(pending):
-            if shared_verified(name):
-                pending.remove(name)
-                progressed = True
-                continue
+    pending, failures = list(names), 0
+    while True:
+        pending = [n for n in pending if not shared_verified(n)]
+        if not pending:
+            return
+        locks = {}
+        for name in pending:
             lock = try_lock(name)
-            if lock is None:
-                continue
-            try:
-                if not shared_verified(name):
-                    place(fetch(name, lock), name)
-                    log(f"{name}: verified")
-            finally:
-                unlock(lock)
-            pending.remove(name)
-            progressed = True
-        if pending and not progressed:
+            if lock:
+                locks[name] = lock
+        if not locks:
             # Every remaining file is being fetched by another filler: wait for it.
-            waiting_since = waiting_since or time.monotonic()
             time.sleep(0.5)
-        else:
-            waiting_since = None
+            continue
+        try:
+            # Another filler may have finished one between the check and the lock.
+            for name in [n for n in locks if shared_verified(n)]:
+                unlock(locks.pop(name))
+            placed, failed = fetch(locks) if locks else (set(), False)
+        finally:
+            for lock in locks.values():
+                unlock(lock)
+        pending = [n for n in pending if n not in placed]
+        if failed:
+            failures += 1
+            if failures >= ATTEMPTS or time.monotonic() > DEADLINE:
+                fail(f"{' '.join(pending)}: no verified copy after {failures} attempts")
+            if failures >= 2:
+                # A partial file that failed twice may be what fails (a proxy ignoring Range answers
+                # a resume with 416 forever; a corrupted partial is resumed): start afresh.
+                drop_partials()
+            time.sleep(min(BACKOFF * 2**failures, 30))
 
 
 def clean_private():

@@ -110,6 +110,7 @@ export function runDownload(
     DOWNLOAD_STALL_BYTES: '4096',
     DOWNLOAD_LOCK_STALE_SECONDS: '3',
     DOWNLOAD_ATTEMPTS: '3',
+    DOWNLOAD_BACKOFF_SECONDS: '0.1',
     ...opts.env,
   };
   return new Promise(resolve => {
