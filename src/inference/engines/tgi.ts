@@ -101,8 +101,9 @@ export const TGI: ServingEngine = {
   // router (tokenizer.json, tokenizer_config.json, chat template from HUGGINGFACE_HUB_CACHE,
   // router/src/server.rs) then fail offline on a fresh cache. The launcher runs download-weights
   // again at start; with HF_HUB_OFFLINE=1 it globs the cached *.safetensors (utils/hub.py
-  // `_cached_weight_files`). The image's PATH holds the venv whose `text-generation-server` this
-  // replaced, and its python3 has huggingface_hub.
+  // `_cached_weight_files`). `text-generation-server` (the former download command) runs from the
+  // image's PATH, so PATH holds its environment, whose python3 has huggingface_hub (a dependency of
+  // the server): inferred, not checked against a pulled image.
   download: hubDownload('tgi'),
 };
 
