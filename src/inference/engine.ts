@@ -1,6 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { OwnedEnv } from '../common/workload-pod';
 
 /** What the shared serving practice hands an engine to start it. */
@@ -140,14 +141,27 @@ export interface ServingEngine {
 
 let hubDownloadScript: string | undefined;
 
+/** The engines hub-download.py knows: what each one's server and router open offline differs. */
+export type HubEngine = 'tgi' | 'vllm' | 'sglang';
+
 /**
- * The download for engines without a command of their own (vLLM, SGLang): hub-download.py under
- * the image's `python3`, with huggingface_hub (a dependency of both), fetching only the weight
- * format the engine loads, plus config and tokenizer files.
+ * The download of every engine: hub-download.py under the image's `python3`, with its
+ * huggingface_hub (a dependency of all three), fetching what the engine's server and router open
+ * offline (weights in the loaded format, config, tokenizer, chat template, generation config, the
+ * GGUF file of a `repo:QUANT` model), each checked against the hub's checksums, and a completion
+ * marker after them; a warm, complete cache makes no network call. The model and revision are
+ * user strings in `command`: escaped, so the kubelet does not expand `$(VAR)` in them.
+ *
+ * Variables it reads (the init container has the server's env): DOWNLOAD_DEADLINE_SECONDS
+ * (default 21600), DOWNLOAD_STALL_SECONDS (120) and DOWNLOAD_STALL_BYTES (1 MiB),
+ * DOWNLOAD_LOCK_STALE_SECONDS (60), DOWNLOAD_ATTEMPTS (6), DOWNLOAD_BACKOFF_SECONDS (1), HF_TOKEN,
+ * HF_ENDPOINT.
  */
-export function hubDownload(modelId: string, revision: string | undefined): string[] {
-  hubDownloadScript ??= fs.readFileSync(path.join(__dirname, 'hub-download.py'), 'utf8');
-  return ['python3', '-c', hubDownloadScript, modelId, revision ?? ''];
+export function hubDownload(engine: HubEngine): ServingEngine['download'] {
+  return (modelId, revision) => {
+    hubDownloadScript ??= fs.readFileSync(path.join(__dirname, 'hub-download.py'), 'utf8');
+    return ['python3', '-c', hubDownloadScript, engine, modelId, revision ?? ''].map(escapeKubeletExpansion);
+  };
 }
 
 /** The cross-tool opt-out of usage reporting, set when `usageStats` is off. */

@@ -71,9 +71,9 @@ describe('SglangInferenceService', () => {
     expect(envOf(main).DO_NOT_TRACK).toBe('1');
   });
 
-  test('the download uses the hub CLI', () => {
+  test("the download is the shared hub script under the image's python3, told the engine, model and revision", () => {
     expect(synth().init.command.slice(0, 2)).toEqual(['python3', '-c']);
-    expect(synth().init.command.slice(3)).toEqual([base.modelId, '']);
+    expect(synth().init.command.slice(3)).toEqual(['sglang', base.modelId, '']);
   });
 
   test.each([

@@ -167,17 +167,11 @@ describe('TgiInferenceService', () => {
       });
     });
 
-    test("the launcher's own download step runs in an init container; the launcher then finds the files offline", () => {
+    test('the shared hub download (not download-weights, which leaves out the tokenizer) runs in an init container; the launcher then finds the files offline', () => {
       const { pod, env } = synth({ revision: 'abc' });
-      expect(pod.initContainers[0].command).toEqual([
-        'text-generation-server',
-        'download-weights',
-        'EleutherAI/gpt-neox-20b',
-        '--extension',
-        '.safetensors',
-        '--revision',
-        'abc',
-      ]);
+      const command = pod.initContainers[0].command;
+      expect(command.slice(0, 2)).toEqual(['python3', '-c']);
+      expect(command.slice(3)).toEqual(['tgi', 'EleutherAI/gpt-neox-20b', 'abc']);
       expect(env.HF_HUB_OFFLINE).toBe('1');
       // The router reads the tokenizer from HUGGINGFACE_HUB_CACHE in offline mode (router/src/server.rs).
       expect(env.HUGGINGFACE_HUB_CACHE).toBe('/data/hub');

@@ -48,8 +48,8 @@ describe('VllmInferenceService', () => {
     expect(main.volumeMounts).toContainEqual({ name: 'home', mountPath: '/home/vllm' });
   });
 
-  test("the download uses the hub CLI of the image and skips Meta's duplicate original/ checkpoints", () => {
-    expect(synth({ revision: 'abc' }).init.command.slice(3)).toEqual([base.modelId, 'abc']);
+  test("the download is the shared hub script under the image's python3, told the engine, model and revision", () => {
+    expect(synth({ revision: 'abc' }).init.command.slice(3)).toEqual(['vllm', base.modelId, 'abc']);
   });
 
   test('modelled props become flags; usage stats off', () => {

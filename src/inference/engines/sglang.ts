@@ -111,5 +111,5 @@ export const SGLANG: ServingEngine = {
       env: [...o.tuning.env, ...(o.usageStats ? [] : [DO_NOT_TRACK])],
     };
   },
-  download: hubDownload,
+  download: hubDownload('sglang'),
 };

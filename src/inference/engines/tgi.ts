@@ -1,5 +1,5 @@
 import { OwnedEnv } from '../../common/workload-pod';
-import { Launch, LaunchOptions, ServingEngine } from '../engine';
+import { hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
  * HuggingFace text-generation-inference, in maintenance mode since 2025-12-11 (README banner,
@@ -108,19 +108,15 @@ export const TGI: ServingEngine = {
       ],
     };
   },
-  // server/text_generation_server/cli.py download_weights: the launcher's own download step, run
-  // alone (it skips files already present, so a warm cache costs a few metadata requests). The
-  // launcher runs it again at start; with HF_HUB_OFFLINE=1 it lists the cached files instead of
-  // asking the hub (utils/hub.py `_cached_weight_files`), and the router reads the tokenizer from
-  // HUGGINGFACE_HUB_CACHE (router/src/server.rs).
-  download: (modelId, revision) => [
-    'text-generation-server',
-    'download-weights',
-    modelId,
-    '--extension',
-    '.safetensors',
-    ...(revision !== undefined ? ['--revision', revision] : []),
-  ],
+  // Not TGI's own `download-weights`: it fetches config.json and the weights only
+  // (server/text_generation_server/cli.py, utils/hub.py), and the server (tokenizer first) and the
+  // router (tokenizer.json, tokenizer_config.json, chat template from HUGGINGFACE_HUB_CACHE,
+  // router/src/server.rs) then fail offline on a fresh cache. The launcher runs download-weights
+  // again at start; with HF_HUB_OFFLINE=1 it globs the cached *.safetensors (utils/hub.py
+  // `_cached_weight_files`). `text-generation-server` (the former download command) runs from the
+  // image's PATH, so PATH holds its environment, whose python3 has huggingface_hub (a dependency of
+  // the server): inferred, not checked against a pulled image.
+  download: hubDownload('tgi'),
 };
 
 /** Variables that make a tuning prop: TGI reads every launcher flag from its variable. */

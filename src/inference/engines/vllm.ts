@@ -152,5 +152,5 @@ export const VLLM: ServingEngine = {
     };
   },
   // vLLM needs transformers >= 4.56, which needs huggingface_hub >= 0.34: `hf` is there.
-  download: hubDownload,
+  download: hubDownload('vllm'),
 };
