@@ -95,7 +95,9 @@ describe.each(available)('the launch wrapper under %s', shell => {
   test('a run that exits 0 is recorded, announced as Completed, and never trains again in that pod', async () => {
     const first = start();
     expect(await first.exited).toBe(0);
-    expect(fs.readFileSync(marker(), 'utf8')).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$/);
+    // When, which pod and which rank spec (rendezvous id) finished the run: one line.
+    const rdzv = trainer.env.find((e: any) => e.name === 'PET_RDZV_ID').value;
+    expect(fs.readFileSync(marker(), 'utf8')).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ host=\\S+ rdzv=${rdzv}\\n$`));
     expect(termination()).toMatch(/^run job completed on rank 1 \(\d{4}-/);
 
     // The kubelet restarts the container (restartPolicy Always): it idles instead of retraining.
@@ -137,7 +139,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
     const failed = start();
     expect(await failed.exited).toBe(3);
     expect(fs.existsSync(marker())).toBe(false);
-    expect(termination()).toMatch(/'sh' exited 3 on rank 1 \(start 1 in this pod\)/);
+    expect(termination()).toMatch(/'sh' exited 3 on rank 1 \(start 1 in this pod, failed start 1 of 10\)/);
     // The kubelet's restart trains again (torchrun has a fresh --max-restarts budget), counting starts.
     fs.writeFileSync(path.join(work, 'rc'), '0\n');
     const retry = start();
@@ -202,6 +204,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
     expect(runs()).toHaveLength(1);
     // A new pod of the same rank: make the durable marker unwritable after training has begun.
     fs.rmSync(marker());
+    fs.rmSync(marker('job', 1).replace(/\.done$/, '.ok'));
     fs.writeFileSync(path.join(work, 'block'), '');
     const second = start({ pod: 'pod-b', env: { CDK8S_GPU_RUN_ID: 'job' } });
     expect(await waitFor(() => runs().length === 2, 5000)).toBe(true);
@@ -209,7 +212,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
     fs.writeFileSync(path.join(state, 'runs', 'job'), 'not a directory');
     fs.rmSync(path.join(work, 'block'));
     expect(await second.exited).toBe(2);
-    expect(termination()).toMatch(/finished on rank 1 but the completion marker .* could not be written; this rank will not train again in this pod/);
+    expect(termination()).toMatch(/exited 0 on rank 1 but the success marker .* cannot be written; this rank will not train again in this pod/);
     // The kubelet restarts the container: still unwritable, so it fails again, without training.
     const third = start({ pod: 'pod-b' });
     expect(await third.exited).toBe(2);
