@@ -39,7 +39,7 @@ trap 'exit 143' TERM; trap 'exit 130' INT
 #   (not symlinks) and at most a few hundred bytes.
 #
 # State, under $CDK8S_GPU_STATE_DIR/runs/<run id>/ (N is the rank):
-#   rank-N.start     written before each launch; its age tells waiting ranks that N started again
+#   rank-N.start     written before each launch; its age tells finished ranks that N started again
 #   rank-N.ok        the launcher exited 0 on rank N in this run (never removed: markers only grow)
 #   rank-N.done      rank N saw the run complete
 #   rank-N.failures  failed starts of rank N in this run
@@ -263,14 +263,24 @@ shared_state() {
   done
 }
 
-# A rank other than this one that started (again) after this rank finished.
+# A rank other than this one that needs this rank in a new gang: it started after this rank
+# finished, or it started after this rank's last launch and has not finished since, for longer
+# than a gang's ranks take to finish together (three polls: torchrun's exit barrier releases the
+# agents of one gang at once). The second case is a rank that failed and restarted while this
+# rank's torchrun still sat in its exit barrier (torchrun waits there up to 300 s for the
+# others): that rank now waits for this one in a new rendezvous.
 restarted_rank=
+settled=0
 peer_restarted() {
   k=0
   while [ "$k" -lt "$nnodes" ]; do
-    if [ "$k" -ne "$rank" ] && present "$run_dir/rank-$k.start" && [ "$run_dir/rank-$k.start" -nt "$ok_marker" ]; then
-      restarted_rank=$k
-      return 0
+    peer=$run_dir/rank-$k
+    if [ "$k" -ne "$rank" ] && present "$peer.start"; then
+      if [ "$peer.start" -nt "$ok_marker" ]; then restarted_rank=$k; return 0; fi
+      if [ "$settled" -ge 3 ] && [ "$peer.start" -nt "$start_marker" ] && ! { present "$peer.ok" && [ "$peer.ok" -nt "$peer.start" ]; }; then
+        restarted_rank=$k
+        return 0
+      fi
     fi
     k=$((k + 1))
   done
@@ -351,6 +361,31 @@ count_failure() {
   fi
 }
 
+# While the launcher runs (a background subshell): stops it when the run ended elsewhere. When
+# another rank ends the run FAILED, this rank's torchrun would otherwise wait in the rendezvous
+# for it (--rdzv-conf join_timeout, 600 s by default) and fail, start after start; and a rank that
+# rejoined a run that then completed without it would wait there as long.
+watch_run() {
+  nap_pid=
+  trap 'if [ -n "$nap_pid" ]; then kill "$nap_pid" 2>/dev/null; fi; exit 0' TERM
+  while :; do
+    sleep "$poll" &
+    nap_pid=$!
+    wait "$nap_pid"
+    nap_pid=
+    if any_failed; then
+      log "run $run_id FAILED on rank $failed_rank: stopping '$1' on rank $rank"
+      kill -TERM "$child" 2>/dev/null
+      exit 0
+    fi
+    if all_ok; then
+      log "run $run_id completed on every rank: stopping '$1' on rank $rank, which rejoined it"
+      kill -TERM "$child" 2>/dev/null
+      exit 0
+    fi
+  done
+}
+
 # One launch of the command. Returns when it exited 0; exits otherwise.
 launch() {
   mkdir -p "$run_dir" || fail "cannot create $run_dir (is the checkpoint volume writable by this user?)"
@@ -379,6 +414,11 @@ launch() {
   "$@" &
   child=$!
   if [ -n "$terminating" ]; then kill -TERM "$child" 2>/dev/null; fi
+  watcher=
+  if [ "$nnodes" -gt 1 ]; then
+    watch_run "$1" &
+    watcher=$!
+  fi
   while :; do
     interrupted=
     wait "$child"
@@ -399,6 +439,10 @@ launch() {
   # The command has exited: a signal now is noted (never ignored) and ends the wrapper once the
   # outcome is recorded.
   trap 'terminating=1' TERM INT
+  if [ -n "$watcher" ]; then
+    kill "$watcher" 2>/dev/null
+    wait "$watcher" 2>/dev/null
+  fi
 
   if [ -n "$terminating" ]; then
     log "stopped by a signal; '$1' exited $rc; run $run_id is not complete (not counted as a failed start)"
@@ -410,6 +454,8 @@ launch() {
   fi
   # A rank that rejoined a run that then completed without it fails to rendezvous: not a failure.
   if [ "$nnodes" -gt 1 ] && shared_state && all_ok; then return 0; fi
+  # Nor is one whose gang failed because another rank ended the run FAILED.
+  if any_failed; then failed "$rc"; fi
   count_failure "$1" "$rc"
   [ -z "$terminating" ] || exit "$rc"
   msg="run $run_id: '$1' exited $rc on rank $rank (start $attempt in this pod, failed start $failures of $max_failed); the kubelet restarts it with back-off"
@@ -448,6 +494,7 @@ while :; do
     if peer_restarted; then
       log "rank $restarted_rank started again after rank $rank finished: run $run_id is not complete, rejoining it"
       waiting=
+      settled=0
       launch "$@"
       continue
     fi
@@ -459,6 +506,7 @@ while :; do
       log "$msg"
     fi
     nap 143 "$poll"
+    settled=$((settled + 1))
     continue
   fi
   launch "$@"

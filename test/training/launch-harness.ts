@@ -106,6 +106,11 @@ export function synthesizedTrainer(props: Partial<GpuTrainingStatefulSetProps>):
 export interface LaunchOptions {
   /** Run it as PID 1 of a new PID namespace, as in a container (needs PID_NAMESPACES). */
   readonly pid1?: boolean;
+  /**
+   * Without pid1: run it in a process group of its own, so that `kill()` ends everything it
+   * started (torchrun and its workers), as the end of a container does.
+   */
+  readonly group?: boolean;
 }
 
 /** A run of the wrapper the test started. */
@@ -115,6 +120,8 @@ export class Launch {
   private code: number | null | undefined;
   private readonly proc: ChildProcess;
   private readonly pid1: boolean;
+  private readonly group: boolean;
+  private killed = false;
 
   constructor(shell: Shell, container: any, env: Record<string, string>, options: LaunchOptions = {}) {
     const [sh, dashC, script, argv0] = container.command;
@@ -125,9 +132,10 @@ export class Launch {
     // What the container runs: command and args after the kubelet's $(VAR) expansion.
     const argv = [...(shell === 'busybox' ? ['sh'] : []), '-c', kubeletExpand(script, fullEnv), argv0, ...container.args.map((a: string) => kubeletExpand(a, fullEnv))];
     this.pid1 = options.pid1 === true;
+    this.group = !this.pid1 && options.group === true;
     this.proc = this.pid1
       ? spawn(onPath('unshare')!, [...UNSHARE_ARGS, SHELLS[shell]!, ...argv], { env: fullEnv })
-      : spawn(SHELLS[shell]!, argv, { env: fullEnv });
+      : spawn(SHELLS[shell]!, argv, { env: fullEnv, detached: this.group });
     this.proc.stdout!.on('data', d => { this.output += d; });
     this.proc.stderr!.on('data', d => { this.output += d; });
     this.exited = exitWithOutput(this.proc).then(({ code }) => {
@@ -138,6 +146,11 @@ export class Launch {
 
   get running(): boolean {
     return this.code === undefined;
+  }
+
+  /** Whether it has exited, and not because the test killed it. */
+  get exitedOnItsOwn(): boolean {
+    return !this.running && !this.killed;
   }
 
   /** The wrapper's process: the shell itself, or under pid1 the child unshare forked. */
@@ -162,6 +175,21 @@ export class Launch {
   }
 
   /**
+   * SIGKILL for the wrapper and everything it started, as when its node is lost: under pid1 the
+   * wrapper's PID namespace goes (unshare's --kill-child), with group the process group.
+   */
+  kill(): void {
+    if (!this.running) return;
+    this.killed = true;
+    try {
+      if (this.group) process.kill(-this.proc.pid!, 'SIGKILL');
+      else this.proc.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+
+  /**
    * Ends the run if the test left it running: SIGTERM first, so the wrapper ends its own child
    * (an idle sleep, the fake launcher), then SIGKILL for a wrapper that did not exit (under pid1,
    * unshare's --kill-child then kills the wrapper and with it its whole PID namespace).
@@ -170,8 +198,16 @@ export class Launch {
     if (!this.running) return;
     if (!this.pid1) this.proc.kill('SIGTERM');
     await Promise.race([this.exited, deadline(this.pid1 ? 0 : 2000, null)]);
-    if (this.running) this.proc.kill('SIGKILL');
+    if (this.running) this.kill();
     await Promise.race([this.exited, deadline(2000, null)]);
+    // A process group outlives its leader: what the wrapper started goes with the test.
+    if (this.group) {
+      try {
+        process.kill(-this.proc.pid!, 'SIGKILL');
+      } catch {
+        // the group is gone
+      }
+    }
   }
 }
 
