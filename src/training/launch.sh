@@ -492,7 +492,7 @@ while :; do
       complete
     fi
     if peer_restarted; then
-      log "rank $restarted_rank started again after rank $rank finished: run $run_id is not complete, rejoining it"
+      log "rank $restarted_rank started again and waits for rank $rank: run $run_id is not complete, rejoining it"
       waiting=
       settled=0
       launch "$@"

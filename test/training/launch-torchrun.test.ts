@@ -218,7 +218,7 @@ describe('the launch wrapper with a real torchrun, two ranks on 127.0.0.1', () =
   afterEach(async () => {
     // LAUNCH_LOGS=dir keeps each scenario's logs (both pods and the training events) there.
     if (gang && process.env.LAUNCH_LOGS) {
-      fs.writeFileSync(path.join(process.env.LAUNCH_LOGS, `${expect.getState().currentTestName!.slice(0, 60).replace(/\W+/g, '-')}.log`), gang.logs());
+      fs.writeFileSync(path.join(process.env.LAUNCH_LOGS, `${expect.getState().currentTestName!.slice(63, 160).replace(/\W+/g, '-')}.log`), gang.logs());
     }
     await gang?.stop();
     gang = undefined;
@@ -273,27 +273,32 @@ describe('the launch wrapper with a real torchrun, two ranks on 127.0.0.1', () =
     // The kubelet restarts rank 0; rank 1 sees it and rejoins; the gang trains again and completes.
     await until(g, 'both ranks to complete', () => r0.exits.length > 1 && r1.exits.length > 0, 45000);
     expect({ exits: [r0.exits[1], r1.exits[0]] }).toEqual({ exits: [0, 0] });
-    expect(r1.output).toContain('rank 0 started again after rank 1 finished: run job is not complete, rejoining it');
+    expect(r1.output).toContain('rank 0 started again and waits for rank 1: run job is not complete, rejoining it');
     expect([g.count('start 0'), g.count('start 1'), g.count('fail-late 0')]).toEqual([2, 2, 1]);
     expect([g.has(0, 'done'), g.has(1, 'done')]).toEqual([true, true]);
   }, 60000);
 
   scenario('exhausted restarts end in the terminal FAILED state on every rank, which idles and says how to free the GPUs', async () => {
     const g = await newGang({ maxRestarts: 1, maxFailedStarts: 1, shells: ['dash', 'busybox'] });
-    // Rank 1's worker crashes at every start: the gang restarts once in place, then torchrun gives up.
+    // Rank 1's worker crashes at every start: the gang restarts in place (each rank's budget is
+    // one restart), then torchrun gives up, on rank 1 or on rank 0 (whose workers fail with it).
     g.fault('crash', 1);
     const [r0, r1] = [g.start(0), g.start(1)];
     await until(g, 'both ranks to end', () => r0.exits.length > 0 && r1.exits.length > 0, 45000);
-    expect(g.count('crash 1')).toBe(2);
-    expect(r1.exits[0]).not.toBe(0);
-    expect(r1.termination()).toMatch(/^run job FAILED on rank 1: 1 failed starts \(the cap, CDK8S_GPU_MAX_FAILED_STARTS=1\), the last: '.*torchrun' exited \d+ .*; free the GPUs with: kubectl -n ml scale statefulset job --replicas=0/);
-    // Rank 0's torchrun would wait in its rendezvous for rank 1: the wrapper stops it and ends FAILED too.
-    expect(r0.exits[0]).not.toBe(0);
-    expect(r0.termination()).toMatch(/^run job FAILED on rank 1: /);
-    expect(g.has(1, 'failed')).toBe(true);
+    expect(g.count('crash 1')).toBeGreaterThanOrEqual(1);
+    expect(g.count('start 1')).toBeGreaterThanOrEqual(2);
+    // The rank that used up its failed starts (the cap is 1 here) ends the run FAILED; the other
+    // one's torchrun, waiting in its rendezvous, is stopped by the wrapper, which ends FAILED too.
+    expect([r0.exits[0], r1.exits[0]]).not.toContain(0);
+    const failedOn = [0, 1].filter(r => g.has(r, 'failed'));
+    expect(failedOn.length).toBeGreaterThan(0);
+    expect(fs.readFileSync(g.marker(failedOn[0], 'failed'), 'utf8')).toMatch(/^1 failed starts \(the cap, CDK8S_GPU_MAX_FAILED_STARTS=1\), the last: '.*torchrun' exited \d+ at \S+ on job-[01]\n$/);
+    for (const pod of [r0, r1]) {
+      expect(pod.termination()).toMatch(/^run job FAILED on rank [01]: 1 failed starts .*; free the GPUs with: kubectl -n ml scale statefulset job --replicas=0 \(or delete the StatefulSet\); a new runId starts a new run\n$/);
+    }
     // Later starts idle instead of crash-looping, saying what to do.
     await until(g, 'both ranks to idle', () => r0.output.includes('idling') && r1.output.includes('idling'), 5000);
-    expect(r1.output).toMatch(/run job FAILED \(on rank 1\): idling instead of training again \(free the GPUs with: kubectl -n ml scale statefulset job --replicas=0/);
+    expect(r1.output).toMatch(/run job FAILED \(on rank [01]\): idling instead of training again \(free the GPUs with: kubectl -n ml scale statefulset job --replicas=0/);
     await sleep(500);
     expect([r0.exits.length, r1.exits.length]).toEqual([1, 1]);
     expect([g.has(0, 'done'), g.has(1, 'done'), g.has(0, 'ok'), g.has(1, 'ok')]).toEqual([false, false, false, false]);
