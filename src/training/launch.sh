@@ -187,9 +187,28 @@ stamp() {
   date -u +%Y-%m-%dT%H:%M:%SZ
 }
 
-# A marker line: when, which pod, and which rendezvous (the rank spec) wrote it.
+# A marker line: when, which pod, which launch of a rank (start=, a token) and which rendezvous
+# (the rank spec) wrote it.
 marker_line() {
-  printf '%s host=%s rdzv=%s' "$(stamp)" "$host" "${PET_RDZV_ID:-none}"
+  printf '%s host=%s start=%s rdzv=%s' "$(stamp)" "$host" "${1:-none}" "${PET_RDZV_ID:-none}"
+}
+
+# The start token in a marker (into tok; empty when there is none).
+token_of() {
+  tok=
+  read_marker "$1" || return 1
+  case $marker_text in *" start="*) ;; *) return 1 ;; esac
+  tok=${marker_text#* start=}
+  tok=${tok%% *}
+}
+
+# A new start token: unique per launch, without a clock (mtimes have a resolution of a second in
+# busybox's test, so marker ages are not compared).
+new_token() {
+  seq=$((seq + 1))
+  nonce=
+  read -r nonce 2>/dev/null < /proc/sys/kernel/random/uuid || nonce=
+  tok=$host.${$}.$seq.${nonce:-$(stamp)}
 }
 
 # Interruptible sleep: TERM/INT end the wrapper (with $1) at once, also while sleeping.
@@ -263,28 +282,35 @@ shared_state() {
   done
 }
 
-# A rank other than this one that needs this rank in a new gang: it started after this rank
-# finished, or it started after this rank's last launch and has not finished since, for longer
-# than a gang's ranks take to finish together (three polls: torchrun's exit barrier releases the
-# agents of one gang at once). The second case is a rank that failed and restarted while this
-# rank's torchrun still sat in its exit barrier (torchrun waits there up to 300 s for the
-# others): that rank now waits for this one in a new rendezvous.
+# A rank other than this one that needs this rank in a new gang: its latest launch (its start
+# token) has no success marker of its own, and that has lasted longer than a gang's ranks take to
+# finish together (three polls: torchrun's exit barrier releases the agents of one gang at once),
+# or its launch is newer than the one this rank saw when it began to wait. That rank failed and
+# started again, or will (the kubelet's back-off): its torchrun waits for this rank in a new
+# rendezvous. It may have started while this rank's torchrun still sat in its exit barrier
+# (torchrun waits there up to 300 s for the others), so it is not enough to look for launches
+# newer than this rank's success.
 restarted_rank=
 settled=0
+seen_starts=
 peer_restarted() {
   k=0
+  starts=
+  pending=
   while [ "$k" -lt "$nnodes" ]; do
-    peer=$run_dir/rank-$k
-    if [ "$k" -ne "$rank" ] && present "$peer.start"; then
-      if [ "$peer.start" -nt "$ok_marker" ]; then restarted_rank=$k; return 0; fi
-      if [ "$settled" -ge 3 ] && [ "$peer.start" -nt "$start_marker" ] && ! { present "$peer.ok" && [ "$peer.ok" -nt "$peer.start" ]; }; then
-        restarted_rank=$k
-        return 0
-      fi
+    if [ "$k" -ne "$rank" ]; then
+      token_of "$run_dir/rank-$k.start"
+      started=$tok
+      starts="$starts $k=$started"
+      token_of "$run_dir/rank-$k.ok"
+      if [ -n "$started" ] && [ "$started" != "$tok" ] && [ -z "$pending" ]; then pending=$k; fi
     fi
     k=$((k + 1))
   done
-  return 1
+  [ -n "$seen_starts" ] || seen_starts=$starts
+  [ -n "$pending" ] || return 1
+  restarted_rank=$pending
+  [ "$settled" -ge 3 ] || [ "$starts" != "$seen_starts" ]
 }
 
 idle() {
@@ -336,11 +362,13 @@ failed() {
 
 # Records this rank's success: pod scratch first, then the state volume.
 record_ok() {
+  # The launch that succeeded: this rank's latest start marker.
+  token_of "$start_marker"
   if ! present "$pod_ok"; then
-    write_marker "$pod_ok" "$(marker_line)" || log "cannot write $pod_ok"
+    write_marker "$pod_ok" "$(marker_line "$tok")" || log "cannot write $pod_ok"
   fi
   mkdir -p "$run_dir" 2>/dev/null
-  write_marker "$ok_marker" "$(marker_line)" \
+  write_marker "$ok_marker" "$(marker_line "$tok")" \
     || fail "the launcher exited 0 on rank $rank but the success marker $ok_marker cannot be written; this rank will not train again in this pod"
 }
 
@@ -402,7 +430,8 @@ launch() {
     case $marker_text in '' | *[!0-9]*) ;; *) failures=$marker_text ;; esac
   fi
   # Before the rendezvous: finished ranks waiting for the run see it and rejoin.
-  write_marker "$start_marker" "$(marker_line)" || fail "cannot write $start_marker (is the checkpoint volume writable?)"
+  new_token
+  write_marker "$start_marker" "$(marker_line "$tok")" || fail "cannot write $start_marker (is the checkpoint volume writable?)"
 
   log "run $run_id, rank $rank of $nnodes, start $attempt in this pod, failed starts $failures of $max_failed, rendezvous ${PET_RDZV_ID:-none}: $*"
 
@@ -495,6 +524,7 @@ while :; do
       log "rank $restarted_rank started again and waits for rank $rank: run $run_id is not complete, rejoining it"
       waiting=
       settled=0
+      seen_starts=
       launch "$@"
       continue
     fi

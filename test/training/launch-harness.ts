@@ -169,6 +169,23 @@ export class Launch {
     return pid;
   }
 
+  /**
+   * Resolves once the wrapper's shell has a handler for `sig` (SigCgt in /proc/<pid>/status): the
+   * moment from which a signal to PID 1 can no longer be dropped by the kernel.
+   */
+  async catches(sig: 'SIGTERM' | 'SIGINT', ms = 5000): Promise<boolean> {
+    const pid = await this.wrapperPid();
+    const bit = 1n << BigInt((sig === 'SIGTERM' ? 15 : 2) - 1);
+    return waitFor(() => {
+      try {
+        const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+        return m !== null && (BigInt(`0x${m[1]}`) & bit) !== 0n;
+      } catch {
+        return false;
+      }
+    }, ms);
+  }
+
   /** Sends a signal to the wrapper, as the container runtime does at pod deletion. */
   async signal(sig: NodeJS.Signals): Promise<void> {
     process.kill(await this.wrapperPid(), sig);
