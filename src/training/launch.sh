@@ -1,6 +1,9 @@
 trap 'exit 143' TERM; trap 'exit 130' INT
-# ^ First, before anything else: the wrapper is PID 1, and PID 1 drops a signal it has no handler
-# for, so a TERM (pod deleted while starting) that came before this line would be lost.
+# ^ First, before anything else: the wrapper is PID 1, and the kernel drops a signal to PID 1 that
+# has no handler (kernel/signal.c, sig_task_ignored: SIGNAL_UNKILLABLE), so a TERM (pod deleted
+# while starting) that came before this line would be lost. The shell's own start (exec, loading,
+# its init) comes before any line of a script: a TERM in that window is lost whatever the script
+# says, and the kubelet's SIGKILL at the end of the grace period ends the pod.
 #
 # cdk8s-gpu training launch wrapper: gives the StatefulSet's ranks together the behaviour of a job.
 #
@@ -18,8 +21,9 @@ trap 'exit 143' TERM; trap 'exit 130' INT
 #   state directory every rank mounts (sharedCheckpoints); with per-rank or pod-local state the
 #   wrapper cannot see the other ranks and falls back to per-rank completion, saying so.
 # - A rank that finished but whose run is not complete does not idle as complete: when another
-#   rank starts again (its start marker is newer than this rank's success), it runs the launcher
-#   again to rejoin the gang's rendezvous (the training script resumes from its checkpoint).
+#   rank's latest launch has no success of its own (it failed, and starts again or has), this rank
+#   runs the launcher again to rejoin the gang's rendezvous (the training script resumes from its
+#   checkpoint).
 # - Finished once. A StatefulSet only allows restartPolicy Always, so when the run is complete the
 #   kubelet would start the command again and retrain over the checkpoints. Instead this wrapper
 #   writes a completion marker (rank-N.done), writes the container's termination message and exits
@@ -29,21 +33,30 @@ trap 'exit 143' TERM; trap 'exit 130' INT
 #   volume (rank-N.failures); at CDK8S_GPU_MAX_FAILED_STARTS the rank writes rank-N.failed and
 #   ends FAILED: the start that hits the cap exits non-zero once per pod (reason Error, with the
 #   message), later starts idle and log how to free the GPUs. Every rank that sees a FAILED marker
-#   of its run (shared state) ends FAILED too.
+#   of its run (shared state) ends FAILED too, stopping its launcher if it runs.
+# - Losing rank 0. Its torchrun agent hosts the c10d store of the rendezvous (the agent whose
+#   address is the endpoint's host; torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py,
+#   _create_tcp_store). When it goes, the other ranks' torchrun fails within seconds (their
+#   workers lose their peers, the re-rendezvous cannot reach the store): each such exit is a failed
+#   start, the kubelet restarts them with back-off, and their torchrun waits for the store until
+#   its read_timeout (60 s by default). When rank 0's pod is back, the gang forms again and
+#   resumes from the checkpoints; when it does not come back before the other ranks have used
+#   their failed starts, they end FAILED.
 # - Signals. The wrapper is PID 1: it forwards SIGTERM/SIGINT to the command as SIGTERM (a
 #   background job of a non-interactive shell ignores SIGINT) and exits with the command's
 #   status. A run stopped by a signal is never marked complete and is not a failed start. A
 #   signal is never ignored: where exiting at once would lose state, it is noted and acted on.
 # - Markers are written to a temp name unique to the pod and process, then renamed in the same
 #   directory (two pods of one rank may finish together). They are read only as regular files
-#   (not symlinks) and at most a few hundred bytes.
+#   (not symlinks), and at most MARKER_BYTES of them.
 #
-# State, under $CDK8S_GPU_STATE_DIR/runs/<run id>/ (N is the rank):
-#   rank-N.start     written before each launch; its age tells finished ranks that N started again
-#   rank-N.ok        the launcher exited 0 on rank N in this run (never removed: markers only grow)
+# State, under $CDK8S_GPU_STATE_DIR/runs/<run id>/ (N is the rank), one line each:
+#   rank-N.start     written before each launch, with a token of the launch (start=)
+#   rank-N.ok        the launcher exited 0 on rank N in this run, and the token of that launch
 #   rank-N.done      rank N saw the run complete
 #   rank-N.failures  failed starts of rank N in this run
 #   rank-N.failed    rank N reached the cap: the run is FAILED
+# Markers only grow within a run: a new run id is a new run.
 #
 # Environment (set by GpuTrainingStatefulSet unless marked optional):
 #   CDK8S_GPU_RUN_ID         the run whose completion is recorded (runId prop)
@@ -52,11 +65,12 @@ trap 'exit 143' TERM; trap 'exit 130' INT
 #   NODE_RANK                this pod's ordinal (falls back to the suffix of HOSTNAME)
 #   NNODES                   ranks in the run (default 1)
 #   PET_RDZV_ID              torchrun's rendezvous id, logged and kept in markers (it carries the spec hash)
+#   POD_NAMESPACE, HOSTNAME  named in the hint that frees the GPUs of a FAILED run
 #   CDK8S_GPU_STATE_SHARED   optional: 1 when CDK8S_GPU_STATE_DIR is on a volume every rank mounts,
-#                            0 when not; unset, the wrapper sees it: every rank's start marker is
-#                            visible once the gang's rendezvous has formed only on a shared volume
+#                            0 when not; unset, the wrapper looks: once the gang's rendezvous has
+#                            formed, every rank's start marker is visible on a shared volume only
 #   CDK8S_GPU_MAX_FAILED_STARTS  optional: failed starts of a rank before the run is FAILED (default 10)
-#   CDK8S_GPU_POLL_SECONDS   optional: how often a finished rank looks at the others (default 5)
+#   CDK8S_GPU_POLL_SECONDS   optional: how often a waiting rank looks at the others (default 5)
 #   CDK8S_GPU_TERMINATION_LOG  optional: the termination message file (default /dev/termination-log)
 
 PROG=cdk8s-gpu-launch
@@ -85,6 +99,13 @@ for tool in date head mkdir mv rm sleep; do
   fi
 done
 
+# A whole number without leading zeros (which sh arithmetic would read as octal), or empty.
+decimal() {
+  n=$1
+  case $n in '' | *[!0-9]*) n=; return 1 ;; esac
+  while :; do case $n in 0?*) n=${n#0} ;; *) break ;; esac; done
+}
+
 [ "$#" -gt 0 ] || fail "no command to run"
 run_id=${CDK8S_GPU_RUN_ID:-}
 state_dir=${CDK8S_GPU_STATE_DIR:-}
@@ -95,22 +116,18 @@ case $run_id in
   */* | .*) fail "CDK8S_GPU_RUN_ID must not contain '/' or start with '.' (got $run_id)" ;;
 esac
 
-rank=${NODE_RANK:-}
-case $rank in '' | *[!0-9]*) rank=${HOSTNAME##*-} ;; esac
-case $rank in '' | *[!0-9]*) fail "cannot tell this pod's rank from NODE_RANK or HOSTNAME" ;; esac
-rank=$((rank + 0))
+decimal "${NODE_RANK:-}" || decimal "${HOSTNAME##*-}" || fail "cannot tell this pod's rank from NODE_RANK or HOSTNAME"
+rank=$n
 
-nnodes=${NNODES:-1}
-case $nnodes in '' | *[!0-9]*) fail "NNODES must be a whole number of ranks (got $nnodes)" ;; esac
-nnodes=$((nnodes + 0))
+decimal "${NNODES:-1}" || fail "NNODES must be a whole number of ranks (got $NNODES)"
+nnodes=$n
 [ "$nnodes" -ge 1 ] || fail "NNODES must be at least 1 (got $nnodes)"
 if [ "$nnodes" -gt 1 ] && [ "$rank" -ge "$nnodes" ]; then
   fail "rank $rank is outside the run's $nnodes ranks (0 to $((nnodes - 1))): is the StatefulSet scaled past replicas?"
 fi
 
-max_failed=${CDK8S_GPU_MAX_FAILED_STARTS:-10}
-case $max_failed in '' | *[!0-9]*) fail "CDK8S_GPU_MAX_FAILED_STARTS must be a whole number (got $max_failed)" ;; esac
-max_failed=$((max_failed + 0))
+decimal "${CDK8S_GPU_MAX_FAILED_STARTS:-10}" || fail "CDK8S_GPU_MAX_FAILED_STARTS must be a whole number (got $CDK8S_GPU_MAX_FAILED_STARTS)"
+max_failed=$n
 [ "$max_failed" -ge 1 ] || fail "CDK8S_GPU_MAX_FAILED_STARTS must be at least 1"
 poll=${CDK8S_GPU_POLL_SECONDS:-5}
 case $poll in '' | *[!0-9.]* | *.*.* | .) fail "CDK8S_GPU_POLL_SECONDS must be a number of seconds (got $poll)" ;; esac
@@ -375,9 +392,7 @@ record_ok() {
 # Counts a failed start on the state volume; at the cap the run is FAILED.
 count_failure() {
   failures=0
-  if read_marker "$failures_file"; then
-    case $marker_text in '' | *[!0-9]*) failures=0 ;; *) failures=$marker_text ;; esac
-  fi
+  if read_marker "$failures_file" && decimal "$marker_text"; then failures=$n; fi
   failures=$((failures + 1))
   write_marker "$failures_file" "$failures" || log "cannot write $failures_file: this failed start is not counted"
   if [ "$failures" -ge "$max_failed" ]; then
@@ -420,15 +435,11 @@ launch() {
   [ -w "$run_dir" ] || fail "$run_dir is not writable by this user (uid and fsGroup of the pod, or the volume's permissions)"
 
   attempt=0
-  if read_marker "$attempts_file"; then
-    case $marker_text in '' | *[!0-9]*) attempt=0 ;; *) attempt=$marker_text ;; esac
-  fi
+  if read_marker "$attempts_file" && decimal "$marker_text"; then attempt=$n; fi
   attempt=$((attempt + 1))
   write_marker "$attempts_file" "$attempt" || log "cannot write $attempts_file"
   failures=0
-  if read_marker "$failures_file"; then
-    case $marker_text in '' | *[!0-9]*) ;; *) failures=$marker_text ;; esac
-  fi
+  if read_marker "$failures_file" && decimal "$marker_text"; then failures=$n; fi
   # Before the rendezvous: finished ranks waiting for the run see it and rejoin.
   new_token
   write_marker "$start_marker" "$(marker_line "$tok")" || fail "cannot write $start_marker (is the checkpoint volume writable?)"

@@ -6,12 +6,12 @@ files in $WORK, each named for the pod ordinal (NODE_RANK, set by the StatefulSe
   fail-late-<node>    exit 1 after the last collective, while the other ranks finish
 each holding how many more times (empty: every time)
   hang                keep stepping until stopped (for SIGTERM tests)
-  ignore-term         ignore SIGTERM (torchrun then SIGKILLs the worker after its shutdown timeout)
 """
 import os
 import signal
 import sys
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -46,10 +46,17 @@ def fault(name):
     return True
 
 
-if os.path.exists(os.path.join(work, "ignore-term")):
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+def on_term(signum, frame):
+    # torchrun forwards the pod's SIGTERM to its workers: a real script would checkpoint here.
+    event("term")
+    sys.exit(143)
+
+
+signal.signal(signal.SIGTERM, on_term)
 event("start")
-dist.init_process_group("gloo")
+# A bound on the gang's re-rendezvous after an in-place restart: a round whose workers cannot
+# connect fails (and torchrun restarts it) instead of hanging for gloo's default 30 minutes.
+dist.init_process_group("gloo", timeout=timedelta(seconds=30))
 steps = int(os.environ.get("STEPS", "3"))
 step = 0
 while step < steps or os.path.exists(os.path.join(work, "hang")):
