@@ -416,6 +416,8 @@ watch_run() {
     nap_pid=$!
     wait "$nap_pid"
     nap_pid=
+    # ${$} is the wrapper's pid in this subshell too: a wrapper killed outright leaves no watcher.
+    kill -0 "${$}" 2>/dev/null || exit 0
     if any_failed; then
       log "run $run_id FAILED on rank $failed_rank: stopping '$1' on rank $rank"
       kill -TERM "$child" 2>/dev/null
