@@ -72,6 +72,7 @@ trap 'exit 143' TERM; trap 'exit 130' INT
 #   CDK8S_GPU_MAX_FAILED_STARTS  optional: failed starts of a rank before the run is FAILED (default 10)
 #   CDK8S_GPU_POLL_SECONDS   optional: how often a waiting rank looks at the others (default 5)
 #   CDK8S_GPU_TERMINATION_LOG  optional: the termination message file (default /dev/termination-log)
+#   TORCH_DISABLE_SHARE_RDZV_TCP_STORE  optional: passed to torchrun, 1 unless set (see below)
 
 PROG=cdk8s-gpu-launch
 # Markers are a line of text; anything longer is not ours and is not read further.
@@ -131,6 +132,17 @@ max_failed=$n
 [ "$max_failed" -ge 1 ] || fail "CDK8S_GPU_MAX_FAILED_STARTS must be at least 1"
 poll=${CDK8S_GPU_POLL_SECONDS:-5}
 case $poll in '' | *[!0-9.]* | *.*.* | .) fail "CDK8S_GPU_POLL_SECONDS must be a number of seconds (got $poll)" ;; esac
+
+# torchrun shares one TCPStore server for the workers' bootstrap across rendezvous rounds: it is
+# made at the first rendezvous and kept (DynamicRendezvousHandler.next_rendezvous in
+# torch/distributed/elastic/rendezvous/dynamic_rendezvous.py), and the workers' store clients add
+# no per-attempt prefix (_create_c10d_store in torch/distributed/rendezvous.py). After an
+# in-place gang restart the new workers can read the previous round's keys (gloo connects to the
+# dead workers' ports: "Connection refused"), or, when the agents' ranks changed between rounds,
+# use different servers and hang. A store per round (the opt-out) makes restarts in place work.
+# A value set in the pod wins.
+: "${TORCH_DISABLE_SHARE_RDZV_TCP_STORE:=1}"
+export TORCH_DISABLE_SHARE_RDZV_TCP_STORE
 
 # Who writes a temp file: two pods of one rank (an old one terminating, a new one starting) can
 # write the same marker at once, so temp names carry the pod, the process and a random part.
