@@ -115,6 +115,11 @@ export function synthesizedTrainer(props: Partial<GpuTrainingStatefulSetProps>):
 export interface LaunchOptions {
   /** Run it as PID 1 of a new PID namespace, as in a container (needs PID_NAMESPACES). */
   readonly pid1?: boolean;
+  /**
+   * Without pid1: run it in a process group of its own, so that `kill()` ends everything it
+   * started (torchrun and its workers), as the end of a container does.
+   */
+  readonly group?: boolean;
 }
 
 /** A run of the wrapper the test started. */
@@ -124,6 +129,8 @@ export class Launch {
   private code: number | null | undefined;
   private readonly proc: ChildProcess;
   private readonly pid1: boolean;
+  private readonly group: boolean;
+  private killed = false;
 
   constructor(shell: Shell, container: any, env: Record<string, string>, options: LaunchOptions = {}) {
     const [sh, dashC, script, argv0] = container.command;
@@ -140,9 +147,10 @@ export class Launch {
       ...container.args.map((a: string) => kubeletExpand(a, fullEnv)),
     ];
     this.pid1 = options.pid1 === true;
+    this.group = !this.pid1 && options.group === true;
     this.proc = this.pid1
       ? spawn(onPath('unshare')!, [...UNSHARE_ARGS, SHELLS[shell]!, ...argv], { env: fullEnv })
-      : spawn(SHELLS[shell]!, argv, { env: fullEnv });
+      : spawn(SHELLS[shell]!, argv, { env: fullEnv, detached: this.group });
     this.proc.stdout!.on('data', d => {
       this.output += d;
     });
@@ -157,6 +165,11 @@ export class Launch {
 
   get running(): boolean {
     return this.code === undefined;
+  }
+
+  /** Whether it has exited, and not because the test killed it. */
+  get exitedOnItsOwn(): boolean {
+    return !this.running && !this.killed;
   }
 
   /** The wrapper's process: the shell itself, or under pid1 the child unshare forked. */
@@ -178,9 +191,41 @@ export class Launch {
     return pid;
   }
 
+  /**
+   * Resolves once the wrapper's shell has a handler for `sig` (SigCgt in /proc/<pid>/status): the
+   * moment from which a signal to PID 1 can no longer be dropped by the kernel.
+   */
+  async catches(sig: 'SIGTERM' | 'SIGINT', ms = 5000): Promise<boolean> {
+    const pid = await this.wrapperPid();
+    const bit = 1n << BigInt((sig === 'SIGTERM' ? 15 : 2) - 1);
+    return waitFor(() => {
+      try {
+        const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+        return m !== null && (BigInt(`0x${m[1]}`) & bit) !== 0n;
+      } catch {
+        return false;
+      }
+    }, ms);
+  }
+
   /** Sends a signal to the wrapper, as the container runtime does at pod deletion. */
   async signal(sig: NodeJS.Signals): Promise<void> {
     process.kill(await this.wrapperPid(), sig);
+  }
+
+  /**
+   * SIGKILL for the wrapper and everything it started, as when its node is lost: under pid1 the
+   * wrapper's PID namespace goes (unshare's --kill-child), with group the process group.
+   */
+  kill(): void {
+    if (!this.running) return;
+    this.killed = true;
+    try {
+      if (this.group) process.kill(-this.proc.pid!, 'SIGKILL');
+      else this.proc.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
   }
 
   /**
@@ -192,8 +237,16 @@ export class Launch {
     if (!this.running) return;
     if (!this.pid1) this.proc.kill('SIGTERM');
     await Promise.race([this.exited, deadline(this.pid1 ? 0 : 2000, null)]);
-    if (this.running) this.proc.kill('SIGKILL');
+    if (this.running) this.kill();
     await Promise.race([this.exited, deadline(2000, null)]);
+    // A process group outlives its leader: what the wrapper started goes with the test.
+    if (this.group) {
+      try {
+        process.kill(-this.proc.pid!, 'SIGKILL');
+      } catch {
+        // the group is gone
+      }
+    }
   }
 }
 

@@ -1,3 +1,4 @@
+import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -129,7 +130,11 @@ describe.each(available)('the launch wrapper under %s', shell => {
   test('a run that exits 0 is recorded, announced as Completed, and never trains again in that pod', async () => {
     const first = start();
     expect(await first.exited).toBe(0);
-    expect(fs.readFileSync(marker(), 'utf8')).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$/);
+    // When, which pod and which rank spec (rendezvous id) finished the run: one line.
+    const rdzv = trainer.env.find((e: any) => e.name === 'PET_RDZV_ID').value;
+    expect(fs.readFileSync(marker(), 'utf8')).toMatch(
+      new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ host=\\S+ start=\\S+ rdzv=${rdzv}\\n$`),
+    );
     expect(termination()).toMatch(/^run job completed on rank 1 \(\d{4}-/);
 
     // The kubelet restarts the container (restartPolicy Always): it idles instead of retraining.
@@ -171,7 +176,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
     const failed = start();
     expect(await failed.exited).toBe(3);
     expect(fs.existsSync(marker())).toBe(false);
-    expect(termination()).toMatch(/'sh' exited 3 on rank 1 \(start 1 in this pod\)/);
+    expect(termination()).toMatch(/'sh' exited 3 on rank 1 \(start 1 in this pod, failed start 1 of 10\)/);
     // The kubelet's restart trains again (torchrun has a fresh --max-restarts budget), counting starts.
     fs.writeFileSync(path.join(work, 'rc'), '0\n');
     const retry = start();
@@ -236,6 +241,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
     expect(runs()).toHaveLength(1);
     // A new pod of the same rank: make the durable marker unwritable after training has begun.
     fs.rmSync(marker());
+    fs.rmSync(marker('job', 1).replace(/\.done$/, '.ok'));
     fs.writeFileSync(path.join(work, 'block'), '');
     const second = start({ pod: 'pod-b', env: { CDK8S_GPU_RUN_ID: 'job' } });
     expect(await waitFor(() => runs().length === 2, 5000)).toBe(true);
@@ -244,7 +250,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
     fs.rmSync(path.join(work, 'block'));
     expect(await second.exited).toBe(2);
     expect(termination()).toMatch(
-      /finished on rank 1 but the completion marker .* could not be written; this rank will not train again in this pod/,
+      /exited 0 on rank 1 but the success marker .* cannot be written; this rank will not train again in this pod/,
     );
     // The kubelet restarts the container: still unwritable, so it fails again, without training.
     const third = start({ pod: 'pod-b' });
@@ -257,6 +263,205 @@ describe.each(available)('the launch wrapper under %s', shell => {
     expect(fs.existsSync(marker())).toBe(true);
     expect(termination()).toMatch(/^run job completed on rank 1/);
     expect(runs()).toHaveLength(2);
+  });
+
+  describe('markers', () => {
+    const runDir = (run = 'job') => path.join(work, 'state', 'runs', run);
+    const rdzv = () => trainer.env.find((e: any) => e.name === 'PET_RDZV_ID').value;
+
+    test('a symlinked marker is refused with a log line, not followed (here: a FIFO that would block a read)', async () => {
+      fs.mkdirSync(runDir(), { recursive: true });
+      execFileSync('mkfifo', [path.join(work, 'fifo')]);
+      fs.symlinkSync(path.join(work, 'fifo'), marker());
+      fs.symlinkSync(path.join(work, 'fifo'), path.join(runDir(), 'rank-1.failures'));
+      const launch = start();
+      expect(await Promise.race([launch.exited, deadline(5000, 'blocked')])).toBe(0);
+      expect(launch.output).toContain(`ignoring ${marker()}: it is a symlink`);
+      expect(runs()).toHaveLength(1);
+    });
+
+    test('a 64 MiB marker is read at most 512 bytes deep, fast', async () => {
+      fs.mkdirSync(runDir(), { recursive: true });
+      const big = Buffer.alloc(64 * 1024 * 1024, 'x');
+      fs.writeFileSync(marker(), big);
+      const t = Date.now();
+      const first = start();
+      expect(await first.exited).toBe(0);
+      expect(Date.now() - t).toBeLessThan(3000);
+      expect(runs()).toEqual([]);
+      // The termination message quotes the marker's first word, cut at 512 bytes.
+      expect(termination()).toBe(`run job completed on rank 1 (${'x'.repeat(512)})\n`);
+      // A 64 MiB failure count: not a number, so 0; a 511-byte one is read whole.
+      fs.rmSync(marker());
+      fs.writeFileSync(path.join(runDir(), 'rank-1.failures'), big);
+      fs.writeFileSync(path.join(work, 'rc'), '3\n');
+      const failing = start({ pod: 'pod-b', env: { CDK8S_GPU_MAX_FAILED_STARTS: '5' } });
+      expect(await failing.exited).toBe(3);
+      expect(termination()).toContain('failed start 1 of 5');
+      fs.writeFileSync(path.join(runDir(), 'rank-1.failures'), `${'0'.repeat(510)}3\n`);
+      expect(await start({ pod: 'pod-b', env: { CDK8S_GPU_MAX_FAILED_STARTS: '5' } }).exited).toBe(3);
+      expect(termination()).toContain('failed start 4 of 5');
+    });
+
+    test('two pods of one rank finishing together both record it (temp names unique per pod and process, renamed in place)', async () => {
+      for (let round = 0; round < 5; round++) {
+        fs.writeFileSync(path.join(work, 'block'), '');
+        const run = `job-${round}`;
+        const pair = [
+          start({ pod: `a-${round}`, env: { CDK8S_GPU_RUN_ID: run, HOSTNAME: 'job-1' } }),
+          start({ pod: `b-${round}`, env: { CDK8S_GPU_RUN_ID: run, HOSTNAME: 'job-1' } }),
+        ];
+        expect(await waitFor(() => runs().length === 2 * (round + 1), 5000)).toBe(true);
+        fs.rmSync(path.join(work, 'block'));
+        expect(await Promise.all(pair.map(l => l.exited))).toEqual([0, 0]);
+        expect(fs.readdirSync(runDir(run)).sort()).toEqual(['rank-1.done', 'rank-1.ok', 'rank-1.start']);
+      }
+    });
+
+    test('a marker of the same run id from another rank spec is said loudly, and what to do', async () => {
+      fs.mkdirSync(runDir(), { recursive: true });
+      fs.writeFileSync(marker(), '2025-01-01T00:00:00Z host=job-1 rdzv=job-0000000000\n');
+      const launch = start();
+      expect(await launch.exited).toBe(0);
+      expect(runs()).toEqual([]);
+      expect(launch.output).toContain(
+        `found the completion marker ${marker()} (2025-01-01T00:00:00Z host=job-1 rdzv=job-0000000000) of run job: the run completed, it does not train again; set a new runId to train again`,
+      );
+      expect(launch.output).toContain(
+        `that marker was written by another rank spec (this pod's rendezvous id is ${rdzv()}): the spec changed but the runId did not`,
+      );
+      // Written by this spec: said, without the spec line.
+      fs.writeFileSync(marker(), `2025-01-01T00:00:00Z host=job-1 rdzv=${rdzv()}\n`);
+      const again = start({ pod: 'pod-b' });
+      expect(await again.exited).toBe(0);
+      expect(again.output).toContain('found the completion marker');
+      expect(again.output).not.toContain('another rank spec');
+    });
+  });
+
+  describe('the cap on failed starts', () => {
+    test('counts failed starts durably per rank and run, across pods; at the cap the run is FAILED, once with an error, then idle', async () => {
+      fs.writeFileSync(path.join(work, 'rc'), '3\n');
+      const env = { CDK8S_GPU_MAX_FAILED_STARTS: '3', HOSTNAME: 'job-1', POD_NAMESPACE: 'ml' };
+      expect(await start({ env }).exited).toBe(3);
+      expect(termination()).toMatch(/failed start 1 of 3\); the kubelet restarts it with back-off\n$/);
+      // A new pod of the rank continues the count (it lives on the state volume).
+      expect(await start({ pod: 'pod-b', env }).exited).toBe(3);
+      expect(termination()).toMatch(/failed start 2 of 3\)/);
+      const last = start({ pod: 'pod-b', env });
+      expect(await last.exited).toBe(3);
+      expect(runs()).toHaveLength(3);
+      const failed = path.join(work, 'state', 'runs', 'job', 'rank-1.failed');
+      expect(fs.readFileSync(failed, 'utf8')).toMatch(
+        /^3 failed starts \(the cap, CDK8S_GPU_MAX_FAILED_STARTS=3\), the last: 'sh' exited 3 at \S+ on job-1\n$/,
+      );
+      expect(termination()).toBe(
+        `run job FAILED on rank 1: ${fs.readFileSync(failed, 'utf8').trim()}; free the GPUs with: kubectl -n ml scale statefulset job --replicas=0 (or delete the StatefulSet); a new runId starts a new run\n`,
+      );
+      // The kubelet's next start idles, saying how to free the GPUs; nothing trains again.
+      const idle = start({ pod: 'pod-b', env });
+      expect(await waitFor(() => idle.output.includes('idling'), 5000)).toBe(true);
+      expect(idle.output).toContain(
+        'run job FAILED (on rank 1): idling instead of training again (free the GPUs with: kubectl -n ml scale statefulset job --replicas=0',
+      );
+      // A re-created pod shows the failure once (reason Error, with the message), then idles.
+      const recreated = start({ pod: 'pod-c', env });
+      expect(await recreated.exited).toBe(1);
+      expect(termination()).toMatch(/^run job FAILED on rank 1: 3 failed starts/);
+      expect(runs()).toHaveLength(3);
+      // A stop during training is not a failed start; a new run id has its own count.
+      fs.writeFileSync(path.join(work, 'rc'), '0\n');
+      expect(await start({ pod: 'pod-d', env: { ...env, CDK8S_GPU_RUN_ID: 'job-2' } }).exited).toBe(0);
+    });
+
+    test('a start stopped by SIGTERM is not a failed start', async () => {
+      fs.writeFileSync(path.join(work, 'block'), '');
+      fs.writeFileSync(path.join(work, 'rc'), '3\n');
+      const running = start({ env: { CDK8S_GPU_MAX_FAILED_STARTS: '1' } });
+      expect(await waitFor(() => runs().length === 1, 5000)).toBe(true);
+      await running.signal('SIGTERM');
+      await running.exited;
+      expect(fs.existsSync(path.join(work, 'state', 'runs', 'job', 'rank-1.failures'))).toBe(false);
+      expect(fs.existsSync(path.join(work, 'state', 'runs', 'job', 'rank-1.failed'))).toBe(false);
+    });
+  });
+
+  describe('run-wide completion (two ranks sharing the state directory)', () => {
+    const two = (rank: number, o: { pod?: string; env?: Record<string, string> } = {}) =>
+      start({
+        pod: o.pod ?? `pod-${rank}`,
+        env: { NNODES: '2', NODE_RANK: String(rank), HOSTNAME: `job-${rank}`, CDK8S_GPU_POLL_SECONDS: '0.1', ...o.env },
+      });
+    const file = (rank: number, kind: string) => path.join(work, 'state', 'runs', 'job', `rank-${rank}.${kind}`);
+
+    test('a rank whose launcher exited 0 waits, not complete, until every rank has; then completes', async () => {
+      // Rank 0 has started (its start marker is visible: the state is shared) and is still at it.
+      fs.mkdirSync(path.join(work, 'state', 'runs', 'job'), { recursive: true });
+      fs.writeFileSync(file(0, 'start'), 'T host=job-0 start=a rdzv=r\n');
+      const r1 = two(1, { env: { CDK8S_GPU_POLL_SECONDS: '1' } });
+      expect(
+        await waitFor(() => r1.output.includes('rank 1 finished; run job is not complete until ranks 0 finish'), 5000),
+      ).toBe(true);
+      await sleep(300);
+      expect(r1.running).toBe(true);
+      expect(fs.existsSync(file(1, 'ok'))).toBe(true);
+      expect(fs.existsSync(file(1, 'done'))).toBe(false);
+      // Rank 0 finishes: rank 1 completes.
+      fs.writeFileSync(file(0, 'ok'), 'T host=job-0 start=a rdzv=r\n');
+      expect(await r1.exited).toBe(0);
+      expect(termination()).toMatch(/^run job completed on rank 1/);
+      expect(runs()).toHaveLength(1);
+    });
+
+    test('a finished rank rejoins when another rank starts again, and ends FAILED when another rank does', async () => {
+      fs.mkdirSync(path.join(work, 'state', 'runs', 'job'), { recursive: true });
+      fs.writeFileSync(file(0, 'start'), 'T host=job-0 start=a rdzv=r\n');
+      const r1 = two(1, { env: { CDK8S_GPU_POLL_SECONDS: '1' } });
+      expect(await waitFor(() => r1.output.includes('not complete until ranks 0 finish'), 5000)).toBe(true);
+      // Rank 0 failed and the kubelet started it again: it waits for rank 1 in a new rendezvous.
+      fs.writeFileSync(path.join(work, 'block'), '');
+      fs.writeFileSync(file(0, 'start'), 'T host=job-0 start=b rdzv=r\n');
+      expect(await waitFor(() => runs().length === 2, 5000)).toBe(true);
+      expect(r1.output).toContain('rank 0 started again and waits for rank 1: run job is not complete, rejoining it');
+      // While rank 1 trains again, rank 0 reaches the cap: the wrapper stops rank 1's launcher.
+      fs.writeFileSync(file(0, 'failed'), '10 failed starts (the cap)\n');
+      expect(await r1.exited).toBe(1);
+      expect(runs()).toContain('term');
+      expect(termination()).toMatch(/^run job FAILED on rank 0: 10 failed starts \(the cap\); free the GPUs/);
+      expect(fs.existsSync(file(1, 'failures'))).toBe(false);
+      // Its next start idles.
+      fs.rmSync(path.join(work, 'block'));
+      const idle = two(1);
+      expect(await waitFor(() => idle.output.includes('idling'), 5000)).toBe(true);
+    });
+
+    test('SIGTERM while waiting for the other ranks ends the wrapper at once, the run not complete', async () => {
+      fs.mkdirSync(path.join(work, 'state', 'runs', 'job'), { recursive: true });
+      fs.writeFileSync(file(0, 'start'), 'T host=job-0 start=a rdzv=r\n');
+      const r1 = two(1, { env: { CDK8S_GPU_POLL_SECONDS: '30' } });
+      expect(await waitFor(() => r1.output.includes('not complete until ranks 0 finish'), 5000)).toBe(true);
+      const t = Date.now();
+      await r1.signal('SIGTERM');
+      expect(await r1.exited).toBe(143);
+      expect(Date.now() - t).toBeLessThan(2000);
+      expect(fs.existsSync(file(1, 'done'))).toBe(false);
+    });
+
+    test("without shared state (the other ranks' markers are not visible) completion is per rank, said in the log", async () => {
+      const r1 = two(1);
+      expect(await r1.exited).toBe(0);
+      expect(r1.output).toContain('is not shared by the ranks): completion is per rank');
+      // CDK8S_GPU_STATE_SHARED=1 says it is shared: then rank 1 waits for rank 0.
+      const shared = two(1, { pod: 'pod-x', env: { CDK8S_GPU_RUN_ID: 'job-2', CDK8S_GPU_STATE_SHARED: '1' } });
+      expect(await waitFor(() => shared.output.includes('not complete until ranks 0 finish'), 5000)).toBe(true);
+    });
+
+    test("a rank outside the run's ranks fails loudly", async () => {
+      const launch = two(2);
+      expect(await launch.exited).toBe(2);
+      expect(launch.output).toContain("rank 2 is outside the run's 2 ranks (0 to 1)");
+      expect(runs()).toEqual([]);
+    });
   });
 
   // Root writes anywhere, so this runs only as another user (CI); the marker test above covers root.
@@ -291,6 +496,24 @@ describe.each(available)('the launch wrapper under %s', shell => {
       expect(await waitFor(() => idle.output.includes('idling'), 5000)).toBe(true);
       await idle.signal('SIGTERM');
       expect(await Promise.race([idle.exited, deadline(3000, 'still running')])).toBe(0);
+    });
+
+    pid1Test('fault injection: a TERM at any moment once the shell runs its first line is never lost', async () => {
+      // PID 1 drops a signal it has no handler for; the script's first line installs them. What
+      // comes before it (exec, the shell's own start) is the runtime's, and no script can close it.
+      expect(LAUNCH_SCRIPT.split('\n')[0]).toBe("trap 'exit 143' TERM; trap 'exit 130' INT");
+      fs.writeFileSync(path.join(work, 'block'), '');
+      const lost: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        const delay = i * 10;
+        const launch = start({ pid1: true, pod: `pod-${i}`, env: { CDK8S_GPU_RUN_ID: `run-${i}` } });
+        expect(await launch.catches('SIGTERM')).toBe(true);
+        await sleep(delay);
+        await launch.signal('SIGTERM');
+        if ((await Promise.race([launch.exited, deadline(3000, 'lost')])) === 'lost') lost.push(delay);
+        await launch.stop();
+      }
+      expect(lost).toEqual([]);
     });
 
     pid1Test('SIGTERM before the launcher starts ends the wrapper instead of being ignored', async () => {
