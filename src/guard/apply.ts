@@ -1,0 +1,130 @@
+// What `kubectl apply` stores: its three-way merge of the manifest over the live object, with the
+// last-applied annotation deciding what is deleted (kubectl's CreateThreeWayMergePatch).
+import { semanticEqual } from './equal';
+import { clone, isBuiltInGroup, KubeObject } from './normalize';
+import { groupOf, isObject } from './object';
+
+/** The parsed `kubectl.kubernetes.io/last-applied-configuration` of a live object, if any. */
+export function lastAppliedOf(o: KubeObject): any {
+  const raw = (o.metadata.annotations as Record<string, string> | undefined)?.[
+    'kubectl.kubernetes.io/last-applied-configuration'
+  ];
+  if (!raw) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * patchMergeKey of the built-in types' lists (k8s.io/api core/v1 types.go `patchStrategy:"merge"`):
+ * strategic merge patch merges these lists item by item; every other list is replaced whole.
+ */
+const MERGE_KEYS: Record<string, (items: any[]) => string> = {
+  containers: () => 'name',
+  initContainers: () => 'name',
+  ephemeralContainers: () => 'name',
+  volumes: () => 'name',
+  env: () => 'name',
+  imagePullSecrets: () => 'name',
+  resourceClaims: () => 'name',
+  schedulingGates: () => 'name',
+  volumeMounts: () => 'mountPath',
+  volumeDevices: () => 'devicePath',
+  hostAliases: () => 'ip',
+  topologySpreadConstraints: () => 'topologyKey',
+  // ContainerPort merges on containerPort, ServicePort on port.
+  ports: items => (items.some(i => isObject(i) && i.containerPort !== undefined) ? 'containerPort' : 'port'),
+};
+
+/**
+ * What `kubectl apply` of `manifest` over `live` stores (its three-way merge, kubectl's
+ * CreateThreeWayMergePatch): the manifest's values, and every live field the manifest leaves out
+ * unless the last apply set it (only fields in last-applied are deleted). Without a
+ * last-applied annotation nothing is deleted. Built-in kinds merge the lists that have a patch
+ * merge key item by item (strategic merge patch); custom resources get a JSON merge patch, whose
+ * lists are replaced whole.
+ */
+export function applyResult(
+  live: unknown,
+  manifest: unknown,
+  lastApplied: unknown,
+  strategic: boolean,
+  key = '',
+): unknown {
+  if (manifest === undefined) return lastApplied !== undefined ? undefined : clone(live);
+  if (isObject(live) && isObject(manifest)) {
+    const out: Record<string, unknown> = {};
+    const la = isObject(lastApplied) ? lastApplied : undefined;
+    for (const k of Object.keys(live)) {
+      if (manifest[k] !== undefined) continue;
+      // A field the last apply set and the manifest no longer has is deleted; a field nobody applied stays.
+      if (la === undefined && lastApplied !== undefined) continue;
+      if (la?.[k] !== undefined) continue;
+      out[k] = clone(live[k]);
+    }
+    for (const k of Object.keys(manifest)) {
+      out[k] = manifest[k] === null ? null : applyResult(live[k], manifest[k], la?.[k], strategic, k);
+    }
+    return out;
+  }
+  if (strategic && Array.isArray(live) && Array.isArray(manifest) && MERGE_KEYS[key]) {
+    const mk = MERGE_KEYS[key]([...manifest, ...live]);
+    const byKey = (list: unknown, v: unknown) =>
+      Array.isArray(list) ? list.find(i => isObject(i) && i[mk] === v) : undefined;
+    if (manifest.every(i => isObject(i) && i[mk] !== undefined)) {
+      const merged = manifest.map(m => applyResult(byKey(live, m[mk]), m, byKey(lastApplied, m[mk]), strategic, ''));
+      // Live items the manifest does not name stay unless the last apply had them, where they
+      // were among the manifest's items, which keep the manifest's order ($setElementOrder).
+      const out: unknown[] = [];
+      let next = 0;
+      for (const l of live) {
+        const at = isObject(l) ? manifest.findIndex(m => m[mk] === l[mk]) : -1;
+        if (at >= 0) {
+          while (next <= at) out.push(merged[next++]);
+        } else if (isObject(l) && byKey(lastApplied, l[mk]) === undefined) {
+          out.push(clone(l));
+        }
+      }
+      while (next < merged.length) out.push(merged[next++]);
+      return out;
+    }
+  }
+  return clone(manifest);
+}
+
+function dropUndefined<T extends Record<string, unknown>>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Built-in groups get strategic merge patch from kubectl apply; custom resources JSON merge patch. */
+const builtIn = isBuiltInGroup;
+
+/** The object `kubectl apply` of `after` over the live `before` sends to the server's update. */
+export function applied(kindKey: string, before: KubeObject, after: KubeObject): KubeObject {
+  const last = lastAppliedOf(before);
+  // Labels and annotations merge as any map: a live one that the last apply did not set (Kueue's
+  // default queue name, a `kubectl label`) stays.
+  const metaMap = (k: 'labels' | 'annotations') =>
+    applyResult(before.metadata[k], after.metadata[k], last?.metadata?.[k], false) as
+      Record<string, string> | undefined;
+  const metadata = {
+    ...after.metadata,
+    ...dropUndefined({ labels: metaMap('labels'), annotations: metaMap('annotations') }),
+  };
+  const o: KubeObject = { ...(applyResult(before, after, last, builtIn(groupOf(after))) as KubeObject), metadata };
+  // normalizeClusterIPs (pkg/registry/core/service/strategy.go): a changed clusterIP with the old
+  // clusterIPs left in place (the apply kept them) becomes clusterIPs [clusterIP].
+  if (kindKey === '/Service' && isObject(o.spec) && isObject(before.spec)) {
+    const ip = o.spec.clusterIP;
+    if (
+      typeof ip === 'string' &&
+      ip !== '' &&
+      ip !== before.spec.clusterIP &&
+      semanticEqual(o.spec.clusterIPs, before.spec.clusterIPs)
+    )
+      o.spec.clusterIPs = [ip];
+  }
+  return o;
+}
