@@ -1,0 +1,211 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { Size, Testing } from 'cdk8s';
+import { ModelCache, VllmInferenceService } from '../../src';
+import { main } from '../../src/guard/cli';
+import { parseObjects } from '../../src/guard/load';
+import type { KubeObject } from '../../src/guard/normalize';
+import { plan } from '../../src/guard/plan';
+import { formatPlan, formatPlanMarkdown, planToJson } from '../../src/guard/plan-report';
+import { testChart } from '../support/synth';
+
+const SNAPSHOTS = path.join(__dirname, '..', '..', 'snapshots');
+const snapshotText = (f: string) => fs.readFileSync(path.join(SNAPSHOTS, f), 'utf8');
+const read = (text: string, name = 'x.yaml') => parseObjects(text, name);
+const EXAMPLES = fs.readdirSync(SNAPSHOTS).filter(f => f.endsWith('.k8s.yaml'));
+
+/** The first line of the training launch wrapper, embedded in every training pod's command. */
+const WRAPPER = '# cdk8s-gpu training launch wrapper: gives a StatefulSet rank the behaviour of a job.';
+
+describe('plan: an embedded script change (a library upgrade edits the training launch wrapper)', () => {
+  const beforeText = EXAMPLES.map(snapshotText).join('\n---\n');
+  const afterText = beforeText.split(WRAPPER).join(`${WRAPPER}\n              # wrapper 0.2`);
+  const p = plan(read(beforeText), read(afterText));
+  const withScript = read(beforeText).filter(o => o.kind === 'StatefulSet' && JSON.stringify(o).includes(WRAPPER));
+
+  test('every workload that embeds the script is listed as restarting, naming the script', () => {
+    expect(withScript.length).toBeGreaterThanOrEqual(3);
+    const restarting = p.workloads.filter(w => w.restarts).map(w => w.object);
+    expect(restarting.sort()).toEqual(
+      withScript
+        .map(o => `StatefulSet/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`)
+        .sort(),
+    );
+    for (const w of p.workloads.filter(x => x.restarts)) {
+      expect(w.changes).toEqual([
+        expect.stringMatching(/^spec\.containers\[[a-z-]+\]\.command\[2\] \(embedded script: 1 line/),
+      ]);
+    }
+  });
+
+  test('with the time (drain + startup, all pods of an OnDelete job at once) and the GPUs', () => {
+    const trainer = p.workloads.find(w => w.name === 'onnx-trainer-v2')!;
+    expect(trainer).toMatchObject({
+      mode: 'on-delete',
+      pods: { min: 3, max: 3 },
+      drainSeconds: 300,
+      gpusPerPod: 2,
+      gpus: { min: 6, max: 6 },
+      gpusDuringRollout: { min: 6, max: 6 },
+    });
+    expect(trainer.seconds.max).toBe(300 + trainer.startupSeconds);
+    expect(trainer.note).toMatch(/no pod restarts until its pods are deleted/);
+    const pretrain = p.workloads.find(w => w.name === 'llm-pretrain')!;
+    expect(pretrain.gpus.max).toBe(pretrain.pods.max * 8);
+  });
+
+  test('the serving workloads, whose template is unchanged, restart nothing', () => {
+    for (const name of ['llm', 'tgi', 'chat']) {
+      expect(p.workloads.find(w => w.name === name)).toMatchObject({ restarts: false, mode: 'none' });
+    }
+    expect(p.pruned).toEqual([]);
+    expect(formatPlan(p)).toMatch(/plan: [1-9]\d* workload\(s\) restart/);
+  });
+});
+
+describe('plan: a serving fleet rolled by a template change', () => {
+  const before = snapshotText('llm.k8s.yaml');
+  const after = before.replace('vllm/vllm-openai:v0.31.0', 'vllm/vllm-openai:v0.32.0');
+  const p = plan(read(before), read(after));
+  const llm = p.workloads.find(w => w.name === 'llm')!;
+
+  test('an autoscaled StatefulSet restarts its 2-8 replicas one ordinal at a time, with the startup budget', () => {
+    // startupProbe: periodSeconds 10 x failureThreshold 47; terminationGracePeriodSeconds 120.
+    expect(llm).toMatchObject({
+      restarts: true,
+      mode: 'rolling',
+      changes: ['spec.containers[vllm].image'],
+      pods: { min: 2, max: 8 },
+      perStep: 1,
+      drainSeconds: 120,
+      startupSeconds: 470,
+      seconds: { min: 2 * 590, max: 8 * 590 },
+      gpus: { min: 2, max: 8 },
+      gpusDuringRollout: { min: 2, max: 8 },
+    });
+    expect(formatPlan(p)).toMatch(/gpus: {3}2–8 GPU\(s\) \(1 per pod\)/);
+  });
+
+  test('a live export gives the replicas the autoscaler chose', () => {
+    const live = read(before).map(o =>
+      o.kind === 'StatefulSet'
+        ? { ...o, spec: { ...o.spec, replicas: 5 }, status: { replicas: 5, readyReplicas: 5 } }
+        : o,
+    );
+    const q = plan(live, read(after));
+    expect(q.workloads.find(w => w.name === 'llm')!.pods).toEqual({ min: 5, max: 5 });
+  });
+
+  test('Markdown and JSON carry the same facts', () => {
+    const md = formatPlanMarkdown(p);
+    expect(md).toMatch(/^### cdk8s-gpu plan/);
+    expect(md).toContain(
+      '| `StatefulSet/serving/llm` | rolling | 2–8 | 19.7 min–78.7 min | 2–8 (2–8) | spec.containers[vllm].image |',
+    );
+    const json = planToJson(p) as any;
+    expect(json.workloads.find((w: any) => w.name === 'llm').seconds).toEqual({ min: 1180, max: 4720 });
+    expect(json.guard.schemaVersion).toBe(1);
+  });
+});
+
+function llmService(version: number): KubeObject[] {
+  const chart = testChart('serving');
+  new VllmInferenceService(chart, 'llm', {
+    name: 'llm',
+    version,
+    modelId: 'meta-llama/Llama-3.1-8B-Instruct',
+    gpusPerReplica: 2,
+    replicas: 3,
+    hfTokenSecret: { name: 'hf-token', key: 'token' },
+    modelSize: Size.gibibytes(15),
+    modelCache: ModelCache.sharedClaim({ claimName: 'model-cache' }),
+  });
+  return Testing.synth(chart) as KubeObject[];
+}
+
+describe('plan: a one-step version bump under a pruning sync', () => {
+  const p = plan(llmService(1), llmService(2));
+
+  test('names the deleted objects and the outage window (the new pods startup budget)', () => {
+    const sts = p.pruned.find(o => o.kind === 'StatefulSet')!;
+    const created = p.workloads.find(w => w.mode === 'new' && w.kind === 'StatefulSet')!;
+    expect(sts.replacedBy).toBe(created.object);
+    expect(sts.gpus).toEqual({ min: 6, max: 6 });
+    expect(sts.outageSeconds).toBe(created.startupSeconds);
+    expect(created.startupSeconds).toBeGreaterThan(0);
+    expect(sts.note).toMatch(/nothing serves for up to \d+(\.\d)? (s|min)/);
+    expect(sts.note).toMatch(/PruneLast=true/);
+    // The old version's other objects go too.
+    expect(p.pruned.length).toBeGreaterThan(1);
+    expect(created.gpusDuringRollout).toEqual({ min: 6, max: 6 });
+  });
+
+  test('the Markdown comment lists them under a pruning heading', () => {
+    expect(formatPlanMarkdown(p)).toMatch(
+      /#### Deleted by a pruning sync\n\n(- .*\n)*- `StatefulSet\/serving\/llm-v1`: replaced by StatefulSet\/serving\/llm-v2/,
+    );
+  });
+});
+
+describe('plan: an allowed change that restarts nothing', () => {
+  test('replicas and a Service label change restart no pod; exit 0', () => {
+    const before = snapshotText('production.k8s.yaml');
+    const after = before.replace(/^ {2}replicas: 4$/m, '  replicas: 6');
+    expect(after).not.toBe(before);
+    const p = plan(read(before), read(after));
+    expect(p.restarting).toBe(0);
+    expect(p.workloads.every(w => !w.restarts)).toBe(true);
+    expect(formatPlan(p)).toMatch(/plan: 0 workload\(s\) restart, 0 new, 0 object\(s\) deleted/);
+    expect(formatPlanMarkdown(p)).toContain('No pod restarts.');
+  });
+});
+
+describe('cdk8s-gpu plan CLI', () => {
+  const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'plan-'));
+  const b = path.join(dir, 'before.yaml');
+  const a = path.join(dir, 'after.yaml');
+  fs.writeFileSync(b, snapshotText('llm.k8s.yaml'));
+  fs.writeFileSync(a, snapshotText('llm.k8s.yaml').replace('vllm/vllm-openai:v0.31.0', 'vllm/vllm-openai:v0.32.0'));
+  const run = (...args: string[]) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = main(
+      args,
+      s => out.push(s),
+      s => err.push(s),
+    );
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  };
+
+  test('text, json and markdown; exit 0 without forbidden changes', () => {
+    expect(run('plan', '--before', b, '--after', a)).toMatchObject({
+      code: 0,
+      out: expect.stringMatching(/^RESTARTS StatefulSet\/serving\/llm/),
+    });
+    expect(JSON.parse(run('plan', '--before', b, '--after', a, '--format', 'json').out).restarting).toBe(1);
+    expect(JSON.parse(run('plan', '--before', b, '--after', a, '--json').out).restarting).toBe(1);
+    expect(run('plan', '--before', b, '--after', a, '--format', 'markdown').out).toMatch(/^### cdk8s-gpu plan/);
+  });
+
+  test('exit 1 when the guard refuses a change, with its remedy in the plan', () => {
+    const refused = path.join(dir, 'refused.yaml');
+    fs.writeFileSync(refused, snapshotText('llm.k8s.yaml').replace('serviceName: llm-headless', 'serviceName: other'));
+    const r = run('plan', '--before', b, '--after', refused);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/FORBIDDEN StatefulSet\/serving\/llm spec\.serviceName/);
+    expect(r.out).toMatch(/remedy: /);
+  });
+
+  test('exit 2 for bad input or usage, naming the plan', () => {
+    expect(run('plan', '--before', b)).toMatchObject({
+      code: 2,
+      err: expect.stringMatching(/^cdk8s-gpu plan: --before and --after are required\. usage: cdk8s-gpu plan/),
+    });
+    expect(run('plan', '--before', b, '--after', a, '--format', 'html')).toMatchObject({ code: 2 });
+    expect(run('guard', '--before', b, '--after', a, '--format', 'json')).toMatchObject({ code: 2 });
+    expect(run('plan', '--before', path.join(dir, 'none'), '--after', a)).toMatchObject({
+      code: 2,
+      err: expect.stringMatching(/no such file/),
+    });
+  });
+});
