@@ -1,6 +1,5 @@
 // What `kubectl apply` stores: its three-way merge of the manifest over the live object, with the
 // last-applied annotation deciding what is deleted (kubectl's CreateThreeWayMergePatch).
-import { semanticEqual } from './equal';
 import { clone, isBuiltInGroup, KubeObject } from './normalize';
 import { groupOf, isObject } from './object';
 
@@ -98,11 +97,8 @@ function dropUndefined<T extends Record<string, unknown>>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** Built-in groups get strategic merge patch from kubectl apply; custom resources JSON merge patch. */
-const builtIn = isBuiltInGroup;
-
 /** The object `kubectl apply` of `after` over the live `before` sends to the server's update. */
-export function applied(kindKey: string, before: KubeObject, after: KubeObject): KubeObject {
+export function applied(before: KubeObject, after: KubeObject, minor?: number): KubeObject {
   const last = lastAppliedOf(before);
   // Labels and annotations merge as any map: a live one that the last apply did not set (Kueue's
   // default queue name, a `kubectl label`) stays.
@@ -113,18 +109,40 @@ export function applied(kindKey: string, before: KubeObject, after: KubeObject):
     ...after.metadata,
     ...dropUndefined({ labels: metaMap('labels'), annotations: metaMap('annotations') }),
   };
-  const o: KubeObject = { ...(applyResult(before, after, last, builtIn(groupOf(after))) as KubeObject), metadata };
-  // normalizeClusterIPs (pkg/registry/core/service/strategy.go): a changed clusterIP with the old
-  // clusterIPs left in place (the apply kept them) becomes clusterIPs [clusterIP].
-  if (kindKey === '/Service' && isObject(o.spec) && isObject(before.spec)) {
-    const ip = o.spec.clusterIP;
-    if (
-      typeof ip === 'string' &&
-      ip !== '' &&
-      ip !== before.spec.clusterIP &&
-      semanticEqual(o.spec.clusterIPs, before.spec.clusterIPs)
-    )
-      o.spec.clusterIPs = [ip];
-  }
+  const o: KubeObject = {
+    ...(applyResult(before, after, last, isBuiltInGroup(groupOf(after), minor)) as KubeObject),
+    metadata,
+  };
   return o;
+}
+
+const sameIPs = (a: unknown, b: unknown) =>
+  (Array.isArray(a) ? a : []).length === (Array.isArray(b) ? b : []).length &&
+  (Array.isArray(a) ? a : []).every((x, i) => x === (b as unknown[])[i]);
+
+/**
+ * What the Service REST storage does to an update before validating it (beginUpdate in
+ * pkg/registry/core/service/storage/storage.go): patchAllocatedValues keeps the allocated
+ * clusterIP and clusterIPs a manifest leaves out (while neither side is ExternalName), then
+ * normalizeClusterIPs makes clusterIPs follow a changed clusterIP when clusterIPs were left as
+ * they were. So a manifest that sets only `clusterIP` to a new address changes clusterIPs[0] (and
+ * is refused), and one that drops `clusterIP: None` from a headless Service keeps it headless.
+ * `oldSpec` is the stored spec (clusterIPs filled in, as defaultOnRead does); `spec` is changed in place.
+ */
+export function serviceUpdate(oldSpec: Record<string, any>, spec: Record<string, any>): void {
+  const needsClusterIP = (s: Record<string, any>) => s.type !== 'ExternalName';
+  const len = (x: unknown) => (Array.isArray(x) ? x.length : 0);
+  if (needsClusterIP(oldSpec) && needsClusterIP(spec)) {
+    if (spec.clusterIP === undefined || spec.clusterIP === '' || spec.clusterIP === null)
+      spec.clusterIP = oldSpec.clusterIP;
+    if (len(spec.clusterIPs) === 0 && len(oldSpec.clusterIPs) > 0) spec.clusterIPs = oldSpec.clusterIPs;
+  }
+  // normalizeClusterIPs, the update branch.
+  if (len(oldSpec.clusterIPs) > 0 && len(spec.clusterIPs) === 0 && oldSpec.clusterIP === spec.clusterIP)
+    spec.clusterIPs = oldSpec.clusterIPs;
+  if ((oldSpec.clusterIP ?? '') !== (spec.clusterIP ?? '') && sameIPs(oldSpec.clusterIPs, spec.clusterIPs)) {
+    if (oldSpec.clusterIP && !spec.clusterIP) delete spec.clusterIPs;
+    else spec.clusterIPs = [spec.clusterIP];
+  }
+  for (const k of ['clusterIP', 'clusterIPs']) if (spec[k] === undefined) delete spec[k];
 }

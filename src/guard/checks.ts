@@ -391,6 +391,23 @@ const CHECKS: Partial<Record<GuardCheck, CheckFn>> = {
     }
     return;
   },
+  [GuardCheck.SERVICE_HEADLESS_TYPE]: ({ rule, b, a, bv, av, emit }) => {
+    const type = a.spec?.type;
+    if ((type !== 'NodePort' && type !== 'LoadBalancer') || !Array.isArray(av) || av[0] !== 'None') return;
+    emit(rule, 'spec.type', b.spec?.type ?? 'ClusterIP', type, { detail: type, value: 'None', old: bv });
+  },
+  [GuardCheck.CRD_STORED_VERSIONS]: ({ rule, p, av, emit }) => {
+    const old = p.before;
+    const stored: unknown[] = isObject(old.status)
+      ? arr(old.status.storedVersions)
+      : arr(old.spec?.versions)
+          .filter((v: any) => v?.storage === true)
+          .map((v: any) => v.name);
+    const names = new Set(arr(av).map((v: any) => v?.name));
+    stored.forEach((v, i) => {
+      if (typeof v === 'string' && !names.has(v)) emit(rule, 'spec.versions', v, [...names], { detail: i, value: v });
+    });
+  },
   [GuardCheck.SERVICE_LOAD_BALANCER_CLASS]: ({ rule, b, a, bv, av, emit }) => {
     if (b.spec?.type === 'LoadBalancer' && a.spec?.type === 'LoadBalancer' && !semanticEqual(bv, av))
       emit(rule, rule.path, bv, av, { value: av ?? null });

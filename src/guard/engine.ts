@@ -1,7 +1,7 @@
 // The guard's comparison: one pass over the objects, linear in their number. Required lazily by
 // diff.ts so that importing the library costs nothing until the guard runs. What apply stores is
 // in apply.ts and carry-forward.ts, how each rule compares in checks.ts, the warnings in warnings.ts.
-import { applied, applyResult } from './apply';
+import { applied, applyResult, serviceUpdate } from './apply';
 import { carryForward } from './carry-forward';
 import { checkRule, Emit, fill, Pair, queued } from './checks';
 import { celRules, type CelRule } from './crd';
@@ -60,17 +60,22 @@ function indexByName(objects: readonly KubeObject[], side: string): Map<string, 
 export function storedPair(
   before: KubeObject,
   after: KubeObject,
+  minor?: number,
 ): { b: KubeObject; a: KubeObject; merged: KubeObject } {
   const kindKey = `${groupOf(after)}/${after.kind}`;
-  const b = normalize(before);
+  const b = normalize(before, minor);
   // A live baseline: compare with what the apply stores, not with the bare manifest (fields that
   // controllers and webhooks wrote, such as Kueue's nodeSelector on an admitted Job, stay).
   // A manifest baseline: the stored object is that manifest with the server's defaults, and the
   // manifest is its last-applied configuration; a default the next manifest omits stays.
   const merged = isLiveExport(before)
-    ? applied(kindKey, before, after)
-    : { ...(applyResult(b, after, before, isBuiltInGroup(groupOf(after))) as KubeObject), metadata: after.metadata };
-  const a = normalize(merged);
+    ? applied(before, after, minor)
+    : {
+        ...(applyResult(b, after, before, isBuiltInGroup(groupOf(after), minor)) as KubeObject),
+        metadata: after.metadata,
+      };
+  if (kindKey === '/Service' && isObject(b.spec) && isObject(merged.spec)) serviceUpdate(b.spec, merged.spec);
+  const a = normalize(merged, minor);
   carryForward(kindKey, before, b, a);
   return { b, a, merged };
 }
@@ -137,7 +142,7 @@ export function runGuard(
       before.immutable !== true
     )
       continue;
-    const { b, a, merged } = storedPair(before, after);
+    const { b, a, merged } = storedPair(before, after, minor);
     const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
     let remedy: string | undefined;
     // The object as the manifest names it; its namespace is the one it matched in, if it names none.
@@ -153,7 +158,7 @@ export function runGuard(
         before: bv,
         after: av,
         message: fill(rule.message, { value: av ?? null, path, ...vars }),
-        remedy,
+        remedy: rule.remedy ?? remedy,
         source: rule.source,
       });
     };

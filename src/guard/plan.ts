@@ -8,6 +8,7 @@ import { semanticEqual } from './equal';
 import { arr, isLiveExport, KubeObject } from './normalize';
 import { describe, groupOf, isObject } from './object';
 import { appName } from './remedy';
+import { minorOf } from './rules';
 import { serverOwned } from './warnings';
 
 /** A count that an autoscaler may move: equal ends when it is fixed. */
@@ -233,10 +234,15 @@ export const rangeText = (r: Range, f: (n: number) => string = String) =>
   r.min === r.max ? f(r.min) : `${f(r.min)}–${f(r.max)}`;
 
 /** The plan of one workload that is in both sets. */
-function planWorkload(before: KubeObject, after: KubeObject, scalers: Map<string, Range>): WorkloadPlan | undefined {
+function planWorkload(
+  before: KubeObject,
+  after: KubeObject,
+  scalers: Map<string, Range>,
+  minor: number | undefined,
+): WorkloadPlan | undefined {
   const k = kindKey(after);
   if (templateOf(after) === undefined) return undefined;
-  const { b, a } = storedPair(before, after);
+  const { b, a } = storedPair(before, after, minor);
   const changes: string[] = [];
   changedPaths(templateOf(b), templateOf(a), '', changes);
   const specs = podSpecs(a);
@@ -438,7 +444,7 @@ export function plan(
       });
       continue;
     }
-    const p = planWorkload(old, o, scalers);
+    const p = planWorkload(old, o, scalers, minorOf(guard.serverVersion));
     if (p) workloads.push(p);
   }
   // Claims a StatefulSet made from its templates (`<template>-<sts>-<ordinal>`) are in no manifest.

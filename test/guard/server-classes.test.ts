@@ -1,0 +1,205 @@
+// Classes where the guard once disagreed with the API server (issue #22), each tested at its
+// boundaries. Each case cites the Kubernetes function whose behaviour it checks.
+import { guard } from '../../src';
+import { BUILT_IN_GROUPS, isBuiltInGroup } from '../../src/guard/normalize';
+import { liveExport } from './live-export';
+
+const errorsOf = (before: any[], after: any[], serverVersion?: string) =>
+  guard(before, after, { serverVersion }).findings.filter(f => f.severity === 'error');
+const paths = (before: any[], after: any[], serverVersion?: string) =>
+  errorsOf(before, after, serverVersion).map(f => f.path);
+
+const svc = (spec: object = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name: 's', namespace: 'ml' },
+  spec: { selector: { app: 'a' }, ports: [{ port: 80 }], ...spec },
+});
+
+describe('Service: patchAllocatedValues then normalizeClusterIPs (pkg/registry/core/service/storage/storage.go beginUpdate), then validateUpgradeDowngradeClusterIPs', () => {
+  test('a manifest that sets clusterIP only, changed to another address, is refused from a manifest baseline too', () => {
+    const [f] = errorsOf([svc({ clusterIP: '10.0.0.1' })], [svc({ clusterIP: '10.0.0.2' })]);
+    expect(f).toMatchObject({
+      path: 'spec.clusterIP',
+      message: 'spec.clusterIPs[0]: Invalid value: ["10.0.0.2"]: may not change once set',
+    });
+    // The boundary: the same address, or leaving it out (the allocated one is kept), is allowed.
+    expect(paths([svc({ clusterIP: '10.0.0.1' })], [svc({ clusterIP: '10.0.0.1' })])).toEqual([]);
+    expect(paths([svc({ clusterIP: '10.0.0.1' })], [svc()])).toEqual([]);
+    expect(paths([svc({ clusterIP: '10.0.0.1' })], [svc({ clusterIP: '' })])).toEqual([]);
+    expect(paths([liveExport(svc({ clusterIP: '10.0.0.1' }))], [svc({ clusterIP: '10.0.0.2' })])).toEqual([
+      'spec.clusterIP',
+    ]);
+  });
+
+  test('headless to an address (None -> 10.0.0.2) is refused; headless to headless is not', () => {
+    for (const before of [svc({ clusterIP: 'None' }), liveExport(svc({ clusterIP: 'None' }))]) {
+      expect(paths([before], [svc({ clusterIP: '10.0.0.2' })])).toEqual(['spec.clusterIP']);
+      expect(paths([before], [svc({ clusterIP: 'None' })])).toEqual([]);
+    }
+  });
+
+  test('headless to NodePort or LoadBalancer keeps clusterIPs [None], which ValidateService refuses', () => {
+    for (const type of ['NodePort', 'LoadBalancer']) {
+      for (const before of [svc({ clusterIP: 'None' }), liveExport(svc({ clusterIP: 'None' }))]) {
+        const [f] = errorsOf([before], [svc({ type })]);
+        expect(f).toMatchObject({
+          path: 'spec.type',
+          before: 'ClusterIP',
+          after: type,
+          message: `spec.clusterIPs[0]: Invalid value: "None": may not be set to 'None' for ${type} services`,
+        });
+      }
+    }
+    // The boundary: a Service with an address may become NodePort.
+    expect(paths([liveExport(svc())], [svc({ type: 'NodePort' })])).toEqual([]);
+    expect(paths([svc({ clusterIP: 'None' })], [svc({ type: 'ClusterIP' })])).toEqual([]);
+  });
+
+  test('ExternalName keeps no cluster IP: a change to or from it is not a clusterIPs change', () => {
+    expect(paths([svc({ type: 'ExternalName', externalName: 'a.example.com' })], [svc()])).toEqual([]);
+  });
+});
+
+const crd = (versions: Array<{ name: string; storage: boolean; served?: boolean }>, status?: object) => ({
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'widgets.example.com' },
+  spec: {
+    group: 'example.com',
+    scope: 'Namespaced',
+    names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+    versions: versions.map(v => ({ served: true, ...v, schema: { openAPIV3Schema: { type: 'object' } } })),
+  },
+  ...(status ? { status } : {}),
+});
+
+describe('CustomResourceDefinition: ValidateCustomResourceDefinitionStoredVersions on update', () => {
+  test('dropping a version still in status.storedVersions is refused, with the index the server names', () => {
+    const live = crd(
+      [
+        { name: 'v1alpha1', storage: false },
+        { name: 'v1', storage: true },
+      ],
+      {
+        storedVersions: ['v1alpha1', 'v1'],
+        conditions: [{ type: 'Established', status: 'True' }],
+      },
+    );
+    const [f] = errorsOf([live], [crd([{ name: 'v1', storage: true }])]);
+    expect(f).toMatchObject({
+      path: 'spec.versions',
+      message: 'status.storedVersions[0]: Invalid value: "v1alpha1": must appear in spec.versions',
+      remedy: expect.stringMatching(/served: false.*--subresource=status/),
+    });
+    // The boundary: kept but no longer served is allowed; so is dropping a version never stored.
+    expect(
+      paths(
+        [live],
+        [
+          crd([
+            { name: 'v1alpha1', storage: false, served: false },
+            { name: 'v1', storage: true },
+          ]),
+        ],
+      ),
+    ).toEqual([]);
+    const migrated = { ...live, status: { ...live.status, storedVersions: ['v1'] } };
+    expect(paths([migrated], [crd([{ name: 'v1', storage: true }])])).toEqual([]);
+  });
+
+  test('a manifest baseline: its storage version is stored, so dropping it is refused', () => {
+    const before = crd([{ name: 'v1beta1', storage: true }]);
+    expect(paths([before], [crd([{ name: 'v1', storage: true }])])).toEqual(['spec.versions']);
+    expect(
+      paths(
+        [before],
+        [
+          crd([
+            { name: 'v1beta1', storage: false },
+            { name: 'v1', storage: true },
+          ]),
+        ],
+      ),
+    ).toEqual([]);
+  });
+});
+
+describe('CSIDriver: ValidateCSIDriverUpdate (1.28+: attachRequired and volumeLifecycleModes)', () => {
+  const driver = (spec: object = {}) => ({
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'CSIDriver',
+    metadata: { name: 'csi.example.com' },
+    spec,
+  });
+  test('attachRequired and volumeLifecycleModes are immutable, against their defaults too', () => {
+    expect(errorsOf([driver({ attachRequired: true })], [driver({ attachRequired: false })])[0].message).toBe(
+      'spec.attachedRequired: Invalid value: false: field is immutable',
+    );
+    expect(paths([driver()], [driver({ attachRequired: false })])).toEqual(['spec.attachedRequired']);
+    expect(paths([driver()], [driver({ volumeLifecycleModes: ['Ephemeral'] })])).toEqual(['spec.volumeLifecycleModes']);
+    expect(paths([driver()], [driver({ attachRequired: true, volumeLifecycleModes: ['Persistent'] })])).toEqual([]);
+  });
+  test('podInfoOnMount and fsGroupPolicy may change (kubernetes#116209, in 1.28)', () => {
+    for (const v of ['1.28', '1.35'])
+      expect(paths([driver()], [driver({ podInfoOnMount: true, fsGroupPolicy: 'File' })], v)).toEqual([]);
+  });
+});
+
+describe('Job spec.managedBy (ValidateJobSpecUpdate; JobManagedBy alpha in 1.30, beta from 1.32)', () => {
+  const job = (managedBy?: string) => ({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'j' },
+    spec: {
+      ...(managedBy ? { managedBy } : {}),
+      template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'i:1' }] } },
+    },
+  });
+  test('1.29: no such field; 1.30-1.31: a stored value may not change; 1.32+: no change at all', () => {
+    expect(paths([job('a.example.com/x')], [job('b.example.com/y')], '1.29')).toEqual([]);
+    for (const v of ['1.30', '1.31']) {
+      expect(paths([job('a.example.com/x')], [job('b.example.com/y')], v)).toEqual(['spec.managedBy']);
+      // Gate off: a value set on a Job that has none is dropped, not refused.
+      expect(paths([job()], [job('b.example.com/y')], v)).toEqual([]);
+    }
+    for (const v of ['1.32', '1.35']) {
+      expect(paths([job('a.example.com/x')], [job('b.example.com/y')], v)).toEqual(['spec.managedBy']);
+      expect(paths([job()], [job('b.example.com/y')], v)).toEqual(['spec.managedBy']);
+    }
+  });
+});
+
+describe('built-in API groups: an exact list per server version, not a .k8s.io suffix', () => {
+  test('groups served by CRDs or aggregated servers are custom resources, whatever their suffix', () => {
+    for (const g of ['snapshot.storage.k8s.io', 'autoscaling.k8s.io', 'gateway.networking.k8s.io', 'metrics.k8s.io'])
+      expect(isBuiltInGroup(g)).toBe(false);
+    for (const g of ['', 'apps', 'batch', 'policy', 'storage.k8s.io', 'rbac.authorization.k8s.io'])
+      expect(isBuiltInGroup(g)).toBe(true);
+    expect(isBuiltInGroup('storagemigration.k8s.io', 29)).toBe(false);
+    expect(isBuiltInGroup('storagemigration.k8s.io', 30)).toBe(true);
+  });
+
+  test('the list is the groups of the vendored 1.28 and 1.36 API definitions (resources they serve)', () => {
+    const groups = (v: string) => {
+      const defs = require(`../../src/validation/schemas/k8s-v${v}.json`).definitions as Record<string, any>;
+      const out = new Set<string>();
+      for (const d of Object.values(defs))
+        for (const gvk of d['x-kubernetes-group-version-kind'] ?? []) if (gvk.group.includes('.')) out.add(gvk.group);
+      // Meta types (WatchEvent, DeleteOptions) carry groups that serve no resource.
+      for (const g of ['admission.k8s.io', 'imagepolicy.k8s.io']) out.delete(g);
+      return [...out].sort();
+    };
+    expect(
+      [...BUILT_IN_GROUPS]
+        .filter(([, since]) => since <= 28)
+        .map(([g]) => g)
+        .sort(),
+    ).toEqual(groups('1.28.0'));
+    expect([...BUILT_IN_GROUPS.keys()].sort()).toEqual(groups('1.36.0'));
+  });
+    expect(guard([snap({ persistentVolumeClaimName: 'a' })], [snap({ persistentVolumeClaimName: 'b' })]).errors).toBe(
+      0,
+    );
+  });
+});
