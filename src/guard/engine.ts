@@ -11,7 +11,7 @@ import { isBuiltInGroup, isLiveExport, KubeObject, normalize, statusFacts } from
 import { describe, groupOf, identity, isObject, versionOf } from './object';
 import { remedyFor } from './remedy';
 import { kueueVersionOf, MIN_KUEUE_VERSION, MIN_SERVER_VERSION, minorOf, rulesFor } from './rules';
-import { onDeleteReplicas, removedWarnings, serverSideApplyWarnings } from './warnings';
+import { duplicateKeyWarnings, onDeleteReplicas, removedWarnings, serverSideApplyWarnings } from './warnings';
 
 function duplicateError(side: string, o: KubeObject, first: KubeObject): GuardInputError {
   const where = (x: KubeObject) => {
@@ -189,6 +189,7 @@ export function runGuard(
 
   removedWarnings(beforeObjects, afterObjects, matched, created, warnings);
   serverSideApplyWarnings(beforeObjects, matched, warnings);
+  duplicateKeyWarnings(afterObjects, warnings);
   const findings = [...errors, ...warnings];
   const result = { findings, errors: errors.length, warnings: warnings.length } as GuardResult;
   // Read like any field, but kept out of the enumerable shape so that code written against the

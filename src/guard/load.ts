@@ -20,6 +20,12 @@ export interface ObjectSource {
 }
 
 const SOURCES = new WeakMap<object, ObjectSource>();
+const DUPLICATES = new WeakMap<object, ReadonlyArray<{ key: string; line: number }>>();
+
+/** Keys repeated in the document an object was read from (kubectl keeps the last value). @internal */
+export function duplicateKeysOf(o: object): ReadonlyArray<{ key: string; line: number }> {
+  return DUPLICATES.get(o) ?? [];
+}
 
 /** The file and line an object was read from, if the guard read it. @internal */
 export function sourceOf(o: object): ObjectSource | undefined {
@@ -82,11 +88,22 @@ function checkStrings(o: KubeObject, where: string): void {
       });
     }
   }
-  // Every other string field of a built-in kind, from its schema: a selector's `v: 1.10`, a
-  // Service's `app: on`, a claim template's labels, `serviceName: no`.
-  const { nonStringScalars } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
-  const wrong = nonStringScalars(o)[0];
-  if (wrong) fail(wrong.path, wrong.value);
+  // Every other field of a built-in kind, from its schema: a selector's `v: 1.10`, a Service's
+  // `app: on`, `serviceName: no`, and a quoted number in an integer field (`replicas: "3"`).
+  const { firstDecodeError } = require('./decode') as typeof import('./decode');
+  const wrong = firstDecodeError(o);
+  if (!wrong) return;
+  if (wrong.expected === 'string') fail(wrong.path, wrong.value);
+  const article = wrong.expected === 'integer' ? 'an' : 'a';
+  const hint =
+    typeof wrong.value === 'string'
+      ? 'written in quotes; unquote it'
+      : typeof wrong.value === 'boolean'
+        ? 'YAML 1.1 reads yes/no/on/off so'
+        : 'not a whole number';
+  throw new GuardInputError(
+    `${where}: ${o.kind}/${o.metadata.name}: ${wrong.path} must be ${article} ${wrong.expected}, got ${typeName(wrong.value)} ${JSON.stringify(wrong.value)} (${hint}); the API server cannot decode it, so kubectl applies nothing from this file`,
+  );
 }
 
 /**
@@ -104,7 +121,7 @@ export function parseObjects(text: string, source: string): KubeObject[] {
     throw e;
   }
   const out: KubeObject[] = [];
-  for (const { value, line } of docs) {
+  for (const { value, line, duplicates } of docs) {
     if (value === null || value === undefined) continue;
     const where = `${source}:${line}`;
     const isList =
@@ -134,6 +151,7 @@ export function parseObjects(text: string, source: string): KubeObject[] {
       }
       checkStrings(item as KubeObject, where);
       SOURCES.set(item, { file: source, line });
+      if (duplicates.length > 0) DUPLICATES.set(item, duplicates);
       out.push(item as KubeObject);
     }
   }

@@ -1,6 +1,7 @@
 // The guard's warnings: objects a change leaves behind or replaces, OnDelete world-size changes,
 // and objects last written by server-side apply.
 import { lastAppliedOf } from './apply';
+import { duplicateKeysOf, sourceOf } from './load';
 import type { Finding } from './diff';
 import { arr, KubeObject } from './normalize';
 import { describe, groupOf, identity, isObject } from './object';
@@ -233,4 +234,28 @@ export function gpuCount(o: KubeObject): number {
           : 1
         : 1;
   return perPod * replicas;
+}
+
+/**
+ * A key written twice in one mapping of a new manifest: kubectl keeps the last value without a
+ * word (sigs.k8s.io/yaml reads without go-yaml's strict mode; kubernetes#14791), so the first is
+ * silently lost (a second `image:`, a label overridden).
+ */
+export function duplicateKeyWarnings(after: readonly KubeObject[], out: Finding[]): void {
+  for (const o of after) {
+    const dups = duplicateKeysOf(o);
+    if (dups.length === 0) continue;
+    const file = sourceOf(o)?.file ?? 'the manifest';
+    out.push({
+      severity: 'warning',
+      code: 'duplicate-key',
+      ...identity(o),
+      path: dups.map(d => d.key).join(', '),
+      before: null,
+      after: dups.map(d => `${file}:${d.line}`),
+      message: `${dups.map(d => `"${d.key}" (${file}:${d.line})`).join(', ')} appear${dups.length === 1 ? 's' : ''} twice in one mapping: kubectl keeps the last value and drops the earlier one without a word`,
+      remedy: 'remove the earlier key, or merge the two values into one, so the manifest says what is applied',
+      source: undefined,
+    });
+  }
 }
