@@ -25,7 +25,7 @@ Compares the objects in --before (a live export or the last applied manifests) w
   --kueue-version     the cluster's Kueue release (default ${MIN_KUEUE_VERSION}); its StatefulSet webhook rules apply
                       to StatefulSets labelled kueue.x-k8s.io/queue-name
   --crds              CustomResourceDefinitions whose self == oldSelf rules apply (repeatable)
-  --json              machine-readable output (a stable shape, see the README)
+  --json              machine-readable output (a stable shape, see docs/guard.md)
 exit codes: 0 no forbidden change (warnings allowed), 1 forbidden changes, 2 bad input or usage
 
 usage: cdk8s-gpu plan --before <file|dir|-> --after <file|dir|-> [the guard's options] [--format text|json|markdown]

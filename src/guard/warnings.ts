@@ -4,8 +4,9 @@ import { lastAppliedOf } from './apply';
 import { duplicateKeysOf, sourceOf } from './load';
 import type { Finding } from './diff';
 import { arr, KubeObject } from './normalize';
-import { describe, groupOf, identity, isObject } from './object';
+import { describe, groupOf, identity } from './object';
 import { appName, claimNames, claimsAreCaches, claimTemplateNames, isTraining } from './remedy';
+import { autoscaled, gpuRange, rangeText } from './workload';
 
 /** Objects the server or a controller creates: their absence from a manifest means nothing. */
 export function serverOwned(o: KubeObject): boolean {
@@ -103,6 +104,8 @@ export function removedWarnings(
   out: Finding[],
 ): void {
   const isSts = (o: KubeObject) => groupOf(o) === 'apps' && o.kind === 'StatefulSet';
+  // An autoscaled StatefulSet has no replicas in its manifest: its HPA or ScaledObject gives the range.
+  const scalers = autoscaled(before);
   const newByApp = new Map<string, KubeObject[]>();
   for (const c of created) {
     const app = appName(c);
@@ -151,8 +154,8 @@ export function removedWarnings(
     const replacement = replacements.get(old);
     const key = instanceKey(old);
     if (!replacement && key && companions.get(key)?.includes(old)) continue;
-    const gpus = gpuCount(old);
-    const running = gpus > 0 ? ` with its pods and their ${gpus} GPU(s)` : '';
+    const gpus = gpuRange(old, scalers);
+    const running = gpus.max > 0 ? ` with its pods and their ${rangeText(gpus)} GPU(s)` : '';
     const claims = isSts(old) ? claimNames(old) : [];
     const ns = old.metadata.namespace ? ` -n ${old.metadata.namespace}` : '';
     if (replacement) {
@@ -186,7 +189,7 @@ export function removedWarnings(
         remedy:
           caches || claimTemplateNames(old).length === 0 || adopted
             ? `once ${replacement.metadata.name} is ready, delete the old version: ${deleteOld}`
-            : `to start from the old data, set adoptVolumes on the new version and follow the README's adoption runbook; otherwise delete the old version once the new one is ready (${deleteOld}) and the old claims when their data is no longer needed`,
+            : `to start from the old data, set adoptVolumes on the new version and follow the adoption runbook in docs/runbooks.md; otherwise delete the old version once the new one is ready (${deleteOld}) and the old claims when their data is no longer needed`,
         source: undefined,
       });
       continue;
@@ -209,31 +212,6 @@ export function removedWarnings(
       source: undefined,
     });
   }
-}
-
-export function gpuCount(o: KubeObject): number {
-  const pod =
-    o.kind === 'Pod'
-      ? o.spec
-      : o.kind === 'CronJob'
-        ? o.spec?.jobTemplate?.spec?.template?.spec
-        : o.spec?.template?.spec;
-  if (!isObject(pod)) return 0;
-  const perPod = arr(pod.containers).reduce(
-    (n: number, c: any) => n + (Number(c?.resources?.limits?.['nvidia.com/gpu'] ?? 0) || 0),
-    0,
-  );
-  const replicas =
-    o.kind === 'StatefulSet' || o.kind === 'Deployment' || o.kind === 'ReplicaSet'
-      ? typeof o.spec?.replicas === 'number'
-        ? o.spec.replicas
-        : 1
-      : o.kind === 'Job'
-        ? typeof o.spec?.parallelism === 'number'
-          ? o.spec.parallelism
-          : 1
-        : 1;
-  return perPod * replicas;
 }
 
 /**

@@ -209,3 +209,19 @@ describe('cdk8s-gpu plan CLI', () => {
     });
   });
 });
+
+describe('GPU counts of an autoscaled workload', () => {
+  test('the replaced-StatefulSet warning counts 2–8 GPUs for a service of 2–8 replicas, not 1', () => {
+    const before = read(snapshotText('llm.k8s.yaml'));
+    const after = before.map(o =>
+      o.kind === 'StatefulSet' ? { ...o, metadata: { ...o.metadata, name: 'llm-v2' } } : o,
+    );
+    const p = plan(before, after);
+    const w = p.guard.findings.find(f => f.code === 'statefulset-replaced')!;
+    expect(w.message).toContain('with its pods and their 2–8 GPU(s)');
+    expect(p.pruned.find(o => o.kind === 'StatefulSet')).toMatchObject({
+      gpus: { min: 2, max: 8 },
+      replacedBy: 'StatefulSet/serving/llm-v2',
+    });
+  });
+});
