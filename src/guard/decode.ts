@@ -14,6 +14,19 @@ export interface DecodeError {
 }
 
 let byGvk: Map<string, string> | undefined;
+const RESOLVED = new Map<string, Schema>();
+/** A schema with its `$ref`s followed, each reference resolved once per process. */
+function resolved(schema: Schema): Schema {
+  if (!schema.$ref) return schema;
+  let s = RESOLVED.get(schema.$ref);
+  if (!s) {
+    const defs = definitionsOf('1.28.0');
+    s = schema;
+    while (s.$ref) s = defs[s.$ref.slice('#/definitions/'.length)] ?? {};
+    RESOLVED.set(schema.$ref, s);
+  }
+  return s;
+}
 function definitionOf(apiVersion: string, kind: string): string | undefined {
   if (!byGvk) {
     byGvk = new Map();
@@ -46,12 +59,10 @@ const wrongType = (expected: string, v: unknown): boolean => {
 export function firstDecodeError(obj: { apiVersion: string; kind: string }): DecodeError | undefined {
   const name = definitionOf(obj.apiVersion, obj.kind);
   if (!name) return undefined;
-  const defs = definitionsOf('1.28.0');
   let found: DecodeError | undefined;
   const walk = (value: unknown, schema: Schema, at: string): void => {
     if (found || value === null || value === undefined) return;
-    let s = schema;
-    while (s.$ref) s = defs[s.$ref.slice('#/definitions/'.length)] ?? {};
+    const s = resolved(schema);
     if (s.oneOf) return;
     const type = s.type ?? (s.properties ? 'object' : undefined);
     if (type === undefined) return;

@@ -80,11 +80,12 @@ export function storedPair(
   return { b, a, merged };
 }
 
-/** The comparison behind guard(). @internal */
+/** The comparison behind guard(); `pairs` collects each compared object's normalized pair. @internal */
 export function runGuard(
   beforeObjects: readonly KubeObject[],
   afterObjects: readonly KubeObject[],
   options: GuardOptions = {},
+  pairs?: Map<KubeObject, { b: KubeObject; a: KubeObject }>,
 ): GuardResult {
   const serverVersion = options.serverVersion ?? MIN_SERVER_VERSION;
   const minor = minorOf(serverVersion);
@@ -143,6 +144,8 @@ export function runGuard(
     )
       continue;
     const { b, a, merged } = storedPair(before, after, minor);
+    // The plan reads the same pair rather than merging and normalizing again.
+    pairs?.set(after, { b, a });
     const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
     let remedy: string | undefined;
     // The object as the manifest names it; its namespace is the one it matched in, if it names none.

@@ -90,6 +90,9 @@ function checkStrings(o: KubeObject, where: string): void {
   }
   // Every other field of a built-in kind, from its schema: a selector's `v: 1.10`, a Service's
   // `app: on`, `serviceName: no`, and a quoted number in an integer field (`replicas: "3"`).
+  // What the API server wrote (a live export) decoded there already: only manifests are walked.
+  const { isLiveExport } = require('./normalize') as typeof import('./normalize');
+  if (isLiveExport(o)) return;
   const { firstDecodeError } = require('./decode') as typeof import('./decode');
   const wrong = firstDecodeError(o);
   if (!wrong) return;

@@ -156,10 +156,11 @@ function planWorkload(
   after: KubeObject,
   scalers: Map<string, Range>,
   minor: number | undefined,
+  pair: { b: KubeObject; a: KubeObject } | undefined,
 ): WorkloadPlan | undefined {
   const k = kindKey(after);
   if (templateOf(after) === undefined) return undefined;
-  const { b, a } = storedPair(before, after, minor);
+  const { b, a } = pair ?? storedPair(before, after, minor);
   const changes: string[] = [];
   changedPaths(templateOf(b), templateOf(a), '', changes);
   const specs = podSpecs(a);
@@ -309,7 +310,8 @@ export function plan(
   after: readonly KubeObject[],
   options: GuardOptions = {},
 ): PlanResult {
-  const guard = runGuard(before, after, options);
+  const pairs = new Map<KubeObject, { b: KubeObject; a: KubeObject }>();
+  const guard = runGuard(before, after, options, pairs);
   const scalers = autoscaled([...before, ...after]);
   const afterScalers = autoscaled(after);
   const byId = new Map<string, KubeObject>();
@@ -361,7 +363,7 @@ export function plan(
       });
       continue;
     }
-    const p = planWorkload(old, o, scalers, minorOf(guard.serverVersion));
+    const p = planWorkload(old, o, scalers, minorOf(guard.serverVersion), pairs.get(o));
     if (p) workloads.push(p);
   }
   // Claims a StatefulSet made from its templates (`<template>-<sts>-<ordinal>`) are in no manifest.

@@ -12,6 +12,8 @@ export interface GuardPlanRow {
   readonly objects: number;
   readonly ms: number;
   readonly rssMiB: number;
+  /** CPU time (user + system): on a shared machine, wall time also counts the wait for a core. */
+  readonly cpuMs: number;
 }
 
 /** Runs the built CLI (`cli`, e.g. lib/guard/cli.js) once per command and size. */
@@ -31,14 +33,17 @@ export function measureGuardAndPlan(
       for (const command of ['guard', 'plan'] as const) {
         const script = `const { main } = require(${JSON.stringify(cli)}); let n = 0;
           const code = main([${JSON.stringify(command)}, '--before', ${JSON.stringify(before)}, '--after', ${JSON.stringify(after)}, '--json'], s => { n += s.length; }, s => process.stderr.write(s + '\\n'));
-          process.stdout.write(JSON.stringify({ code, maxRss: process.resourceUsage().maxRSS }));`;
+          const u = process.resourceUsage(); process.stdout.write(JSON.stringify({ code, maxRss: u.maxRSS, cpu: (u.userCPUTime + u.systemCPUTime) / 1000 }));`;
         const t0 = process.hrtime.bigint();
         const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
         if (r.status !== 0) throw new Error(`${command} at ${n} failed: ${r.stderr}`);
-        const rssMiB = JSON.parse(r.stdout).maxRss / 1024;
-        rows.push({ command, objects: n, ms, rssMiB });
-        log(`${command.padEnd(5)} ${String(n).padStart(7)} objects: ${(ms / 1000).toFixed(2)} s, ${rssMiB.toFixed(0)} MiB`);
+        const out = JSON.parse(r.stdout);
+        const rssMiB = out.maxRss / 1024;
+        rows.push({ command, objects: n, ms, rssMiB, cpuMs: out.cpu });
+        log(
+          `${command.padEnd(5)} ${String(n).padStart(7)} objects: ${(ms / 1000).toFixed(2)} s wall, ${(out.cpu / 1000).toFixed(2)} s CPU, ${rssMiB.toFixed(0)} MiB`,
+        );
       }
       fs.rmSync(before, { recursive: true, force: true });
       fs.rmSync(after, { recursive: true, force: true });
@@ -49,4 +54,7 @@ export function measureGuardAndPlan(
   return rows;
 }
 
-if (require.main === module) measureGuardAndPlan(path.join(__dirname, '..', '..', 'lib', 'guard', 'cli.js'));
+if (require.main === module) {
+  const sizes = process.argv.slice(2).map(Number);
+  measureGuardAndPlan(path.join(__dirname, '..', '..', 'lib', 'guard', 'cli.js'), sizes.length ? sizes : undefined);
+}
