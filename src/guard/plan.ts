@@ -112,11 +112,21 @@ const lineDiff = (a: string, b: string) => {
   return n;
 };
 
+/** A list item's name: its `name`, or its `metadata.name` (claim templates). @internal */
+export const itemName = (i: unknown): string | undefined =>
+  isObject(i)
+    ? typeof i.name === 'string'
+      ? i.name
+      : isObject(i.metadata) && typeof i.metadata.name === 'string'
+        ? i.metadata.name
+        : undefined
+    : undefined;
+
 /**
  * The changed leaves between two templates: list items with a name are named (`containers[vllm]`),
  * a multi-line string is an embedded script, and each changed field is one entry.
  */
-function changedPaths(b: unknown, a: unknown, at: string, out: string[], key = ''): void {
+export function changedPaths(b: unknown, a: unknown, at: string, out: string[], key = ''): void {
   if (semanticEqual(b, a, key)) return;
   if (isObject(b) && isObject(a)) {
     for (const k of [...new Set([...Object.keys(b), ...Object.keys(a)])].sort())
@@ -124,13 +134,13 @@ function changedPaths(b: unknown, a: unknown, at: string, out: string[], key = '
     return;
   }
   if (Array.isArray(b) && Array.isArray(a)) {
-    const named = [...b, ...a].every(i => isObject(i) && typeof i.name === 'string');
+    const named = [...b, ...a].every(i => itemName(i) !== undefined);
     if (named) {
-      const names = [...new Set([...b, ...a].map(i => i.name as string))];
+      const names = [...new Set([...b, ...a].map(i => itemName(i)!))];
       for (const n of names)
         changedPaths(
-          b.find(i => i.name === n),
-          a.find(i => i.name === n),
+          b.find(i => itemName(i) === n),
+          a.find(i => itemName(i) === n),
           `${at}[${n}]`,
           out,
         );

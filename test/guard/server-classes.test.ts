@@ -199,3 +199,20 @@ describe('built-in API groups: an exact list per server version, not a .k8s.io s
     expect([...BUILT_IN_GROUPS.keys()].sort()).toEqual(groups('1.36.0'));
   });
 });
+
+describe('the text report names the changed fields, not whole lists', () => {
+  test('a one-field change in a claim template prints that field, before and after', () => {
+    const { formatReport } = require('../../src') as typeof import('../../src');
+    const { seed000 } = require('./fixtures') as typeof import('./fixtures');
+    const b = seed000('1.2.0');
+    const a = seed000('1.2.0');
+    a.spec.volumeClaimTemplates[0].spec.resources.requests.storage = '200Gi';
+    const text = formatReport(guard([b], [a]));
+    expect(text).toContain('  changed: [data-pvc].spec.resources.requests.storage: "100Gi" -> "200Gi"');
+    expect(text).not.toContain('  before: [');
+    // Short values are still printed whole.
+    expect(formatReport(guard([svc({ clusterIP: '10.0.0.1' })], [svc({ clusterIP: '10.0.0.2' })]))).toContain(
+      '  before: "10.0.0.1"\n  after:  "10.0.0.2"',
+    );
+  });
+});
