@@ -110,6 +110,22 @@ function checkStrings(o: KubeObject, where: string): void {
 }
 
 /**
+ * One JSON document (`kubectl get -o json`), read with JSON.parse: JSON is YAML whose scalars carry
+ * their types, so it reads as kubectl reads it, several times faster. Undefined when the text is
+ * not one JSON object (YAML, or JSON followed by more), which the YAML reader then takes; a
+ * repeated key keeps its last value as in YAML, but is not listed as a duplicate.
+ */
+function parseJson(text: string): Array<{ value: unknown; line: number; duplicates: [] }> | undefined {
+  const start = text.search(/\S/);
+  if (start < 0 || text[start] !== '{') return undefined;
+  try {
+    return [{ value: JSON.parse(text), line: text.slice(0, start).split('\n').length, duplicates: [] }];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Parses multi-document YAML (or JSON) as kubectl does; `List` objects are expanded into their
  * items. Throws GuardInputError naming `source` and the line for anything kubectl would reject.
  */
@@ -118,7 +134,7 @@ export function parseObjects(text: string, source: string): KubeObject[] {
   const { parseYamlDocuments, YamlSyntaxError } = require('./yaml') as typeof import('./yaml');
   let docs: ReturnType<typeof parseYamlDocuments>;
   try {
-    docs = parseYamlDocuments(text);
+    docs = parseJson(text) ?? parseYamlDocuments(text);
   } catch (e) {
     if (e instanceof YamlSyntaxError) throw new GuardInputError(`${source}:${e.line}: malformed YAML: ${e.message}`);
     throw e;

@@ -226,3 +226,23 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
     });
   });
 });
+
+describe('JSON input (kubectl get -o json)', () => {
+  test('reads as the YAML reader does, through JSON.parse; JSON followed by more falls back to YAML', () => {
+    const list = {
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' }, data: { on: 'yes', n: '0644' } }],
+    };
+    const json = `\n${JSON.stringify(list, null, 2)}\n`;
+    // The same text with a document end is not one JSON value: the YAML reader takes it.
+    expect(parseObjects(json, 'l.json')).toEqual(parseObjects(`${json}---\n`, 'l.yaml'));
+    expect(parseObjects(json, 'l.json')[0].data).toEqual({ on: 'yes', n: '0644' });
+    expect(() =>
+      parseObjects('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": 1}}', 'bad.json'),
+    ).toThrow(/^bad\.json:\d+: metadata\.name must be a string/);
+    // Two JSON documents are YAML, not JSON.
+    const two = `${JSON.stringify(list.items[0])}\n---\n${JSON.stringify({ ...list.items[0], metadata: { name: 'b' } })}`;
+    expect(parseObjects(two, 'two.yaml').map(o => o.metadata.name)).toEqual(['a', 'b']);
+  });
+});
