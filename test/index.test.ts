@@ -20,6 +20,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'InferenceService',
     'IpFamily',
     'ModelCache',
+    'PLAN_SCHEMA_VERSION',
     'PodSecurityLevel',
     'Rdma',
     'Reload',
@@ -36,10 +37,14 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'VllmInferenceService',
     'VllmQuantization',
     'checkManifests',
+    'formatPlan',
+    'formatPlanMarkdown',
     'formatReport',
     'guard',
     'loadObjects',
     'parseObjects',
+    'plan',
+    'planToJson',
   ]);
 });
 

@@ -1,6 +1,6 @@
 // The plan as a terminal report, as JSON for tools, and as Markdown for a pull-request comment.
-import type { PlanResult, Range, WorkloadPlan } from './plan';
-import { rangeText } from './plan';
+import type { PlanResult, WorkloadPlan } from './plan';
+import { rangeText, type Range } from './workload';
 import { formatReport, toJson } from './report';
 
 const minutes = (s: number) => (s < 90 ? `${s} s` : `${Math.round(s / 6) / 10} min`);

@@ -1,8 +1,11 @@
 // What a workload's manifest says about its pods: the template, replicas (or the range an
 // autoscaler may set), GPUs per pod and the startup budget. Shared by the plan and the warnings.
 import type { KubeObject } from './normalize';
-import { arr, isLiveExport } from './normalize';
 import { groupOf, isObject } from './object';
+
+// No value import of normalize.ts: the plan's formatters load with the package, the engine only when it runs.
+const arr = (x: unknown): any[] => (Array.isArray(x) ? x : []);
+const isLiveExport = (o: KubeObject) => (require('./normalize') as typeof import('./normalize')).isLiveExport(o);
 
 /** A count that an autoscaler may move: equal ends when it is fixed. */
 export interface Range {
