@@ -225,3 +225,26 @@ describe('GPU counts of an autoscaled workload', () => {
     });
   });
 });
+
+describe('the validation plugin logs the plan', () => {
+  test('GuardValidation reports the restarting workloads after cdk8s synth', async () => {
+    const { GuardValidation } = require('../../src') as typeof import('../../src');
+    const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'plan-plugin-'));
+    fs.writeFileSync(path.join(dir, 'base.yaml'), snapshotText('llm.k8s.yaml'));
+    const manifest = path.join(dir, 'app.k8s.yaml');
+    fs.writeFileSync(
+      manifest,
+      snapshotText('llm.k8s.yaml').replace('vllm/vllm-openai:v0.31.0', 'vllm/vllm-openai:v0.32.0'),
+    );
+    const logs: string[] = [];
+    let status = '';
+    await new GuardValidation({ baseline: path.join(dir, 'base.yaml') }).validate({
+      manifests: [manifest],
+      report: { addViolation: () => undefined, submit: s => (status = s) },
+      logger: { log: m => logs.push(m) },
+    });
+    expect(status).toBe('success');
+    expect(logs.join('\n')).toMatch(/^RESTARTS StatefulSet\/serving\/llm\n {2}RollingUpdate, one ordinal at a time/m);
+    expect(logs.join('\n')).toMatch(/plan: 1 workload\(s\) restart/);
+  });
+});
