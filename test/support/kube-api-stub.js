@@ -54,6 +54,13 @@ const server = http.createServer((req, res) => {
   if (path === '/apis') return send(200, groups());
   const gv = /^\/api\/(v1)$/.exec(path)?.[1] ?? /^\/apis\/([^/]+\/[^/]+)$/.exec(path)?.[1];
   if (gv && req.method === 'GET') return send(200, resources(gv));
-  send(404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'not found' });
+  send(404, {
+    kind: 'Status',
+    apiVersion: 'v1',
+    status: 'Failure',
+    reason: 'NotFound',
+    code: 404,
+    message: 'not found',
+  });
 });
 server.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
