@@ -166,6 +166,7 @@ export function runGuard(
       });
     };
     for (const rule of kindRules) checkRule(rule, pair, emit);
+    if (kindKey === '/Service') headlessKept(before, after, b, a, warnings);
     // ValidateStatefulSetSpec: the apply keeps the server-defaulted rollingUpdate of a StatefulSet
     // whose manifest moves to OnDelete (the field has no retainKeys), and the update is refused.
     if (
@@ -211,4 +212,28 @@ function celRulesFor(crdRules: Map<string, Map<string, CelRule[]>>, kindKey: str
   const byVersion = crdRules.get(kindKey);
   if (!byVersion) return [];
   return byVersion.get(versionOf(o)) ?? [...byVersion.values()][0] ?? [];
+}
+
+/**
+ * A headless Service whose new manifest no longer says `clusterIP: None` stays headless: the apply
+ * keeps the live `clusterIPs: [None]` (or patchAllocatedValues restores an omitted clusterIP), and
+ * the server accepts the update without allocating an address. Allowed, but not what the manifest reads.
+ */
+function headlessKept(before: KubeObject, after: KubeObject, b: KubeObject, a: KubeObject, out: Finding[]): void {
+  const headless = (o: KubeObject) => Array.isArray(o.spec?.clusterIPs) && o.spec.clusterIPs[0] === 'None';
+  const says = after.spec?.clusterIP ?? (Array.isArray(after.spec?.clusterIPs) ? after.spec.clusterIPs[0] : undefined);
+  if (!headless(b) || !headless(a) || says === 'None' || (a.spec?.type ?? 'ClusterIP') !== 'ClusterIP') return;
+  out.push({
+    severity: 'warning',
+    code: 'service-stays-headless',
+    ...identity(after),
+    namespace: after.metadata.namespace ?? before.metadata.namespace,
+    path: 'spec.clusterIP',
+    before: 'None',
+    after: says ?? null,
+    message:
+      'the manifest no longer sets clusterIP: None, but the Service stays headless: the apply keeps the live clusterIPs [None] (patchAllocatedValues restores an omitted clusterIP) and no address is allocated',
+    remedy: `to give it a cluster address, delete and re-create the Service (kubectl delete service ${after.metadata.name}${(after.metadata.namespace ?? before.metadata.namespace) ? ` -n ${after.metadata.namespace ?? before.metadata.namespace}` : ''}); to keep it headless, write clusterIP: None in the manifest`,
+    source: undefined,
+  });
 }

@@ -216,3 +216,17 @@ describe('the text report names the changed fields, not whole lists', () => {
     );
   });
 });
+
+describe('a headless Service whose manifest drops clusterIP: None stays headless (patchAllocatedValues)', () => {
+  test('warned, not refused; a manifest that keeps None, or a Service with an address, is not warned', () => {
+    for (const before of [svc({ clusterIP: 'None' }), liveExport(svc({ clusterIP: 'None' }))]) {
+      const r = guard([before], [svc()]);
+      expect(r.errors).toBe(0);
+      expect(r.findings).toEqual([
+        expect.objectContaining({ code: 'service-stays-headless', severity: 'warning', path: 'spec.clusterIP' }),
+      ]);
+      expect(guard([before], [svc({ clusterIP: 'None' })]).findings).toEqual([]);
+    }
+    expect(guard([liveExport(svc())], [svc()]).findings).toEqual([]);
+  });
+});
