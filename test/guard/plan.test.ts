@@ -248,3 +248,83 @@ describe('the validation plugin logs the plan', () => {
     expect(logs.join('\n')).toMatch(/plan: 1 workload\(s\) restart/);
   });
 });
+
+describe('rollout sequencing by kind and strategy', () => {
+  const podSpec = (image: string) => ({
+    terminationGracePeriodSeconds: 60,
+    containers: [
+      {
+        name: 'c',
+        image,
+        resources: { limits: { 'nvidia.com/gpu': 2 } },
+        startupProbe: {
+          httpGet: { path: '/', port: 80 },
+          initialDelaySeconds: 30,
+          periodSeconds: 10,
+          failureThreshold: 9,
+        },
+      },
+    ],
+  });
+  const deploy = (image: string, strategy?: object) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'd', namespace: 'n' },
+    spec: {
+      replicas: 4,
+      selector: { matchLabels: { a: 'b' } },
+      ...(strategy ? { strategy } : {}),
+      template: { metadata: { labels: { a: 'b' } }, spec: podSpec(image) },
+    },
+  });
+  test('a Deployment: 25%/25% by default (1 surge + 1 unavailable of 4: 2 steps), the surge pod holds GPUs', () => {
+    const w = plan([deploy('i:1')] as KubeObject[], [deploy('i:2')] as KubeObject[]).workloads[0];
+    // step = 60 s drain + 30 + 10 x 9 = 180 s
+    expect(w).toMatchObject({ mode: 'rolling', perStep: 2, startupSeconds: 120, seconds: { min: 360, max: 360 } });
+    expect(w.gpusDuringRollout).toEqual({ min: 10, max: 10 });
+  });
+  test('a Deployment with Recreate: every pod stops, then all start; no surge', () => {
+    const w = plan(
+      [deploy('i:1', { type: 'Recreate' })] as KubeObject[],
+      [deploy('i:2', { type: 'Recreate' })] as KubeObject[],
+    ).workloads[0];
+    expect(w).toMatchObject({
+      mode: 'recreate',
+      seconds: { min: 180, max: 180 },
+      gpusDuringRollout: { min: 8, max: 8 },
+    });
+  });
+  test('a LeaderWorkerSet rolls group by group; GPUs count the leader and the workers', () => {
+    const lws = (image: string) => ({
+      apiVersion: 'leaderworkerset.x-k8s.io/v1',
+      kind: 'LeaderWorkerSet',
+      metadata: { name: 'big', namespace: 'n' },
+      spec: { replicas: 3, leaderWorkerTemplate: { size: 4, workerTemplate: { spec: podSpec(image) } } },
+    });
+    const w = plan([lws('i:1')] as KubeObject[], [lws('i:2')] as KubeObject[]).workloads[0];
+    expect(w).toMatchObject({
+      unit: 'group',
+      pods: { min: 3, max: 3 },
+      perStep: 1,
+      gpusPerPod: 8,
+      gpus: { min: 24, max: 24 },
+    });
+    expect(w.seconds.max).toBe(3 * 180);
+  });
+  test('a StatefulSet with a partition restarts only the ordinals at or above it', () => {
+    const sts = (image: string) => ({
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: 's', namespace: 'n' },
+      spec: {
+        replicas: 5,
+        serviceName: 's',
+        selector: { matchLabels: { a: 'b' } },
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 3 } },
+        template: { metadata: { labels: { a: 'b' } }, spec: podSpec(image) },
+      },
+    });
+    const w = plan([sts('i:1')] as KubeObject[], [sts('i:2')] as KubeObject[]).workloads[0];
+    expect(w).toMatchObject({ pods: { min: 2, max: 2 }, perStep: 1, seconds: { min: 360, max: 360 } });
+  });
+});
