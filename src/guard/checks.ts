@@ -1,4 +1,5 @@
 // How each kind of rule (GuardCheck) compares the old and the new object: one function per check.
+import { withDefaults } from './crd';
 import { semanticEqual, quantityNanos } from './equal';
 import { arr, clone, isLiveExport, KubeObject, StatusFacts } from './normalize';
 import { get, isObject, lastKey, show } from './object';
@@ -97,7 +98,16 @@ interface CheckContext {
   readonly emit: Emit;
 }
 
-const immutable: CheckFn = ({ rule, bv, av, key, emit }) => {
+const immutable: CheckFn = ({ rule, b, a, bv: oldValue, av: newValue, key, emit }) => {
+  let bv = oldValue;
+  let av = newValue;
+  const schema = (rule as { schema?: unknown }).schema;
+  if (rule.check === GuardCheck.CEL_SELF_EQUALS_OLD_SELF && schema !== undefined) {
+    // The server defaults both objects from the structural schema before the transition rule runs.
+    const parent = rule.path.includes('.') ? rule.path.slice(0, rule.path.lastIndexOf('.')) : '';
+    bv = withDefaults(bv, schema, parent === '' || get(b, parent) !== undefined);
+    av = withDefaults(av, schema, parent === '' || get(a, parent) !== undefined);
+  }
   if (rule.check === GuardCheck.CEL_SELF_EQUALS_OLD_SELF && (bv === undefined || av === undefined)) return;
   if (!semanticEqual(bv, av, key)) emit(rule, rule.reportPath ?? rule.path, bv, av);
   return;

@@ -230,3 +230,58 @@ describe('a headless Service whose manifest drops clusterIP: None stays headless
     expect(guard([liveExport(svc())], [svc()]).findings).toEqual([]);
   });
 });
+
+describe('CRD structural defaults are applied before a self == oldSelf rule (apiextensions defaulting)', () => {
+  const schemaCrd = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'widgets.example.com' },
+    spec: {
+      group: 'example.com',
+      scope: 'Namespaced',
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                spec: {
+                  type: 'object',
+                  properties: {
+                    mode: {
+                      type: 'string',
+                      default: 'fast',
+                      'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'mode is immutable' }],
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+  const widget = (spec: object) => ({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' }, spec });
+  const errs = (b: object, a: object) =>
+    guard([widget(b)], [widget(a)], { customResourceDefinitions: [schemaCrd as any] }).findings.filter(
+      f => f.severity === 'error',
+    );
+  test('an omitted field holds its default: changing it from the default is refused, restating it is not', () => {
+    expect(errs({}, { mode: 'safe' })).toEqual([
+      expect.objectContaining({
+        path: 'spec.mode',
+        before: 'fast',
+        after: 'safe',
+        message: 'spec.mode: Invalid value: "string": mode is immutable',
+      }),
+    ]);
+    expect(errs({}, { mode: 'fast' })).toEqual([]);
+    expect(errs({ mode: 'fast' }, {})).toEqual([]);
+    expect(errs({ mode: 'safe' }, {})).toEqual([expect.objectContaining({ path: 'spec.mode' })]);
+  });
+});
