@@ -99,7 +99,7 @@ function dropUndefined<T extends Record<string, unknown>>(o: T): Partial<T> {
 
 /** The object `kubectl apply` of `after` over the live `before` sends to the server's update. */
 export function applied(before: KubeObject, after: KubeObject, minor?: number): KubeObject {
-  const last = lastAppliedOf(before);
+  const last = lastAppliedOf(before) ?? serverSideApplied(before);
   // Labels and annotations merge as any map: a live one that the last apply did not set (Kueue's
   // default queue name, a `kubectl label`) stays.
   const metaMap = (k: 'labels' | 'annotations') =>
@@ -145,4 +145,69 @@ export function serviceUpdate(oldSpec: Record<string, any>, spec: Record<string,
     else spec.clusterIPs = [spec.clusterIP];
   }
   for (const k of ['clusterIP', 'clusterIPs']) if (spec[k] === undefined) delete spec[k];
+}
+
+/**
+ * The fields that server-side apply managers (managedFields entries with operation `Apply`, such
+ * as Flux's kustomize-controller or `kubectl apply --server-side`) own, as a skeleton object in the
+ * shape of a last-applied configuration: a next apply by that manager removes the fields it owns
+ * and the new manifest drops, and keeps every other live field, which is what the three-way merge
+ * does with a last-applied configuration. Fields another manager also owns are not removed by the
+ * server, so they are left out. Undefined when no Apply entry lists fields. @internal
+ */
+export function serverSideApplied(o: KubeObject): any {
+  const entries = (Array.isArray(o.metadata.managedFields) ? o.metadata.managedFields : []).filter(
+    (f: any) => f?.fieldsType === 'FieldsV1' && isObject(f.fieldsV1),
+  );
+  const applied = entries.filter((f: any) => f.operation === 'Apply' && Object.keys(f.fieldsV1).length > 0);
+  if (applied.length === 0) return undefined;
+  const others = entries.filter((f: any) => f.operation !== 'Apply').map((f: any) => fieldsToSkeleton(f.fieldsV1));
+  let owned: any = {};
+  for (const f of applied) owned = mergeSkeleton(owned, fieldsToSkeleton(f.fieldsV1));
+  for (const other of others) owned = withoutShared(owned, other);
+  return owned;
+}
+
+/** managedFields' FieldsV1 (`f:name`, `k:{"name":"c"}`, `v:"x"`) as a skeleton: `true` at owned leaves. */
+function fieldsToSkeleton(node: Record<string, any>): any {
+  const keys = Object.keys(node).filter(k => k !== '.');
+  if (keys.length === 0) return true;
+  if (keys.some(k => k.startsWith('k:') || k.startsWith('v:'))) {
+    const items: unknown[] = [];
+    for (const k of keys) {
+      try {
+        if (k.startsWith('k:')) {
+          const child = fieldsToSkeleton(node[k]);
+          items.push({ ...(isObject(child) ? child : {}), ...JSON.parse(k.slice(2)) });
+        } else if (k.startsWith('v:')) items.push(JSON.parse(k.slice(2)));
+      } catch {
+        // A key that is not JSON: the item cannot be named, so it is not taken as owned.
+      }
+    }
+    return items;
+  }
+  const out: Record<string, unknown> = {};
+  for (const k of keys) if (k.startsWith('f:')) out[k.slice(2)] = fieldsToSkeleton(node[k]);
+  return out;
+}
+
+function mergeSkeleton(a: any, b: any): any {
+  if (isObject(a) && isObject(b)) {
+    const out: Record<string, unknown> = { ...a };
+    for (const k of Object.keys(b)) out[k] = k in a ? mergeSkeleton(a[k], b[k]) : b[k];
+    return out;
+  }
+  if (Array.isArray(a) && Array.isArray(b)) return [...a, ...b];
+  return b;
+}
+
+/** `owned` without the leaves `other` also owns (objects only; lists stay as they are). */
+function withoutShared(owned: any, other: any): any {
+  if (!isObject(owned) || !isObject(other)) return owned;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(owned)) {
+    if (other[k] === true && owned[k] === true) continue;
+    out[k] = other[k] === undefined ? owned[k] : withoutShared(owned[k], other[k]);
+  }
+  return out;
 }

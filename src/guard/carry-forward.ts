@@ -1,13 +1,13 @@
 // Fields the server, its admission plugins and controllers keep on update when a manifest leaves
 // them out: copied from the old object before the comparison.
-import { lastAppliedOf } from './apply';
+import { lastAppliedOf, serverSideApplied } from './apply';
 import { arr, clone, isLiveExport, KubeObject } from './normalize';
 import { get, isObject, set } from './object';
 
 /** Fields the server keeps when a manifest leaves them out, copied from the old object. */
 export function carryForward(kindKey: string, beforeRaw: KubeObject, b: KubeObject, a: KubeObject): void {
   const live = isLiveExport(beforeRaw);
-  const lastApplied = lastAppliedOf(beforeRaw);
+  const lastApplied = lastAppliedOf(beforeRaw) ?? serverSideApplied(beforeRaw);
   // kubectl apply keeps a live field that the manifest omits unless it applied the field itself.
   const keptByApply = (path: string) => live && (lastApplied === undefined || get(lastApplied, path) === undefined);
   const carry = (path: string, when: boolean) => {

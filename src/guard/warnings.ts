@@ -1,6 +1,6 @@
 // The guard's warnings: objects a change leaves behind or replaces, OnDelete world-size changes,
 // and objects last written by server-side apply.
-import { lastAppliedOf } from './apply';
+import { lastAppliedOf, serverSideApplied } from './apply';
 import { duplicateKeysOf, sourceOf } from './load';
 import type { Finding } from './diff';
 import { arr, KubeObject } from './normalize';
@@ -44,14 +44,15 @@ const WORLD_SIZE_ENV = new Set(['WORLD_SIZE', 'NNODES', 'PET_NNODES']);
  * old pods keep the old one until deleted: a distributed job of mixed sizes that hangs or diverges.
  */
 /**
- * The guard computes the new object as client-side `kubectl apply` would (three-way merge with the
- * last-applied annotation). An object last written by server-side apply (Flux, `kubectl apply
- * --server-side`) has no such annotation: its manager removes the fields it owned and the manifest
- * dropped, which the guard does not model. Say so rather than pass in silence.
+ * An object last written by server-side apply (Flux, `kubectl apply --server-side`) has no
+ * last-applied annotation: the guard models the apply from the fields its Apply managers own
+ * (serverSideApplied). When their managedFields list no fields (a sanitized export), it cannot:
+ * say so rather than pass in silence.
  */
 export function serverSideApplyWarnings(before: readonly KubeObject[], matched: Set<KubeObject>, out: Finding[]): void {
   for (const o of before) {
-    if (!matched.has(o) || lastAppliedOf(o) !== undefined) continue;
+    // Modelled from the managers' managedFields when they list fields; warned about when they do not.
+    if (!matched.has(o) || lastAppliedOf(o) !== undefined || serverSideApplied(o) !== undefined) continue;
     const managers = arr((o.metadata as Record<string, unknown>).managedFields)
       .filter((f: any) => f?.operation === 'Apply')
       .map((f: any) => String(f?.manager ?? '?'));

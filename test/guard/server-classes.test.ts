@@ -285,3 +285,61 @@ describe('CRD structural defaults are applied before a self == oldSelf rule (api
     expect(errs({ mode: 'safe' }, {})).toEqual([expect.objectContaining({ path: 'spec.mode' })]);
   });
 });
+
+describe('server-side apply: modelled from the Apply managers managedFields (FieldsV1)', () => {
+  const job = (env: object[]) => ({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'j', namespace: 'ml' },
+    spec: {
+      template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'i:1', env }] } },
+    },
+  });
+  const ssaLive = () => {
+    const live = liveExport(job([{ name: 'A', value: '1' }]));
+    delete live.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration'];
+    live.spec.template.spec.nodeSelector = { pool: 'kueue' };
+    live.status = { startTime: '2026-01-01T00:00:00Z', active: 1 };
+    live.metadata.managedFields = [
+      {
+        manager: 'kustomize-controller',
+        operation: 'Apply',
+        apiVersion: 'batch/v1',
+        fieldsType: 'FieldsV1',
+        fieldsV1: {
+          'f:spec': {
+            'f:template': {
+              'f:spec': {
+                'f:restartPolicy': {},
+                'f:containers': {
+                  'k:{"name":"c"}': {
+                    '.': {},
+                    'f:name': {},
+                    'f:image': {},
+                    'f:env': { 'k:{"name":"A"}': { '.': {}, 'f:name': {}, 'f:value': {} } },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+      {
+        manager: 'kueue',
+        operation: 'Update',
+        apiVersion: 'batch/v1',
+        fieldsType: 'FieldsV1',
+        fieldsV1: { 'f:spec': { 'f:template': { 'f:spec': { 'f:nodeSelector': { 'f:pool': {} } } } } },
+      },
+    ];
+    return live;
+  };
+  test('a field the manager owns and the manifest drops is removed: a started Job template change is refused', () => {
+    const r = guard([ssaLive()], [job([])]);
+    expect(r.findings.filter(f => f.severity === 'error').map(f => f.path)).toEqual(['spec.template']);
+    expect(r.findings.some(f => f.code === 'server-side-apply')).toBe(false);
+  });
+  test('the same manifest, and fields another manager owns (Kueue nodeSelector), are no change', () => {
+    expect(guard([ssaLive()], [job([{ name: 'A', value: '1' }])]).findings).toEqual([]);
+  });
+});
