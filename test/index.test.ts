@@ -22,6 +22,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'InferenceServiceMonitoring',
     'IpFamily',
     'ModelCache',
+    'PLAN_SCHEMA_VERSION',
     'PodSecurityLevel',
     'Rdma',
     'Reload',
@@ -42,10 +43,14 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'VllmInferenceService',
     'VllmQuantization',
     'checkManifests',
+    'formatPlan',
+    'formatPlanMarkdown',
     'formatReport',
     'guard',
     'loadObjects',
     'parseObjects',
+    'plan',
+    'planToJson',
   ]);
 });
 

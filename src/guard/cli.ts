@@ -3,6 +3,12 @@ import { parseArgs } from 'util';
 import { guard } from './diff';
 import { GuardInputError, loadObjects } from './load';
 import { formatReport, toJson } from './report';
+
+/** The plan's modules, loaded only for `plan`. */
+const planModules = () => ({
+  ...(require('./plan') as typeof import('./plan')),
+  ...(require('./plan-report') as typeof import('./plan-report')),
+});
 import { MIN_KUEUE_VERSION, MIN_SERVER_VERSION } from './rules';
 
 /** Exit codes: 0 clean (warnings allowed), 1 forbidden changes found, 2 bad input or usage. */
@@ -19,8 +25,15 @@ Compares the objects in --before (a live export or the last applied manifests) w
   --kueue-version     the cluster's Kueue release (default ${MIN_KUEUE_VERSION}); its StatefulSet webhook rules apply
                       to StatefulSets labelled kueue.x-k8s.io/queue-name
   --crds              CustomResourceDefinitions whose self == oldSelf rules apply (repeatable)
-  --json              machine-readable output (a stable shape, see the README)
-exit codes: 0 no forbidden change (warnings allowed), 1 forbidden changes, 2 bad input or usage`;
+  --json              machine-readable output (a stable shape, see docs/guard.md)
+exit codes: 0 no forbidden change (warnings allowed), 1 forbidden changes, 2 bad input or usage
+
+usage: cdk8s-gpu plan --before <file|dir|-> --after <file|dir|-> [the guard's options] [--format text|json|markdown]
+
+What the update does before it runs: every workload whose pods restart and why (the template
+fields that changed, embedded scripts included), how many pods, the time (drain + startup budget,
+sequenced by the update strategy), the GPUs held during the rollout, the objects a pruning sync
+deletes, and the guard's findings. Same inputs and exit codes as guard.`;
 
 const OPTIONS = {
   before: { type: 'string', multiple: true },
@@ -29,6 +42,7 @@ const OPTIONS = {
   'kueue-version': { type: 'string', multiple: true },
   crds: { type: 'string', multiple: true },
   json: { type: 'boolean' },
+  format: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -48,12 +62,13 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
     out(USAGE);
     return EXIT_CLEAN;
   }
-  if (command !== 'guard') {
+  if (command !== 'guard' && command !== 'plan') {
     err(`cdk8s-gpu: unknown command ${JSON.stringify(command ?? '')}. ${USAGE.split('\n')[0]}`);
     return EXIT_BAD_INPUT;
   }
   const fail = (message: string) => {
-    err(`cdk8s-gpu guard: ${message}. ${USAGE.split('\n')[0]}`);
+    const usage = USAGE.split('\n').find(l => l.startsWith(`usage: cdk8s-gpu ${command} `));
+    err(`cdk8s-gpu ${command}: ${message}. ${usage}`);
     return EXIT_BAD_INPUT;
   };
   let values: {
@@ -63,6 +78,7 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
     'kueue-version'?: string[];
     crds?: string[];
     json?: boolean;
+    format?: string[];
     help?: boolean;
   };
   try {
@@ -75,12 +91,16 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
     return EXIT_CLEAN;
   }
   // A repeated flag is refused rather than silently resolved: which file did the user mean?
-  for (const name of ['before', 'after', 'server-version', 'kueue-version'] as const) {
+  for (const name of ['before', 'after', 'server-version', 'kueue-version', 'format'] as const) {
     const v = values[name];
     if (v && v.length > 1) return fail(`--${name} given ${v.length} times (${v.join(', ')}); give it once`);
     if (v && v[0] === '') return fail(`--${name} needs a value`);
   }
   if (values.crds?.some(c => c === '')) return fail('--crds needs a value');
+  const format = values.format?.[0] ?? (values.json ? 'json' : 'text');
+  if (command === 'guard' && values.format) return fail('--format is for plan; guard takes --json');
+  if (!['text', 'json', 'markdown'].includes(format))
+    return fail(`--format must be text, json or markdown (got ${JSON.stringify(format)})`);
   const before = values.before?.[0];
   const after = values.after?.[0];
   if (!before || !after) return fail('--before and --after are required');
@@ -88,19 +108,32 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
     return fail('only one input can be stdin (-)');
   try {
     const crds = (values.crds ?? []).flatMap(c => loadObjects(c, stdin));
-    const result = guard(loadObjects(before, stdin), loadObjects(after, stdin), {
+    const options = {
       serverVersion: values['server-version']?.[0],
       kueueVersion: values['kueue-version']?.[0],
       customResourceDefinitions: crds,
-    });
+    };
+    if (command === 'plan') {
+      const m = planModules();
+      const p = m.plan(loadObjects(before, stdin), loadObjects(after, stdin), options);
+      out(
+        format === 'json'
+          ? JSON.stringify(m.planToJson(p), null, 2)
+          : format === 'markdown'
+            ? m.formatPlanMarkdown(p)
+            : m.formatPlan(p),
+      );
+      return p.guard.errors > 0 ? EXIT_FORBIDDEN : EXIT_CLEAN;
+    }
+    const result = guard(loadObjects(before, stdin), loadObjects(after, stdin), options);
     out(values.json ? JSON.stringify(toJson(result), null, 2) : formatReport(result));
     return result.errors > 0 ? EXIT_FORBIDDEN : EXIT_CLEAN;
   } catch (e) {
     if (e instanceof GuardInputError) {
-      err(`cdk8s-gpu guard: ${e.message}`);
+      err(`cdk8s-gpu ${command}: ${e.message}`);
       return EXIT_BAD_INPUT;
     }
-    err(`cdk8s-gpu guard: could not compare: ${(e as Error).message.split('\n')[0]}`);
+    err(`cdk8s-gpu ${command}: could not compare: ${(e as Error).message.split('\n')[0]}`);
     return EXIT_BAD_INPUT;
   }
 }

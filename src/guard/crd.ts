@@ -11,12 +11,41 @@ const SELF_EQUALS_OLD_SELF = /^\s*\(?\s*(?:self\s*==\s*oldSelf|oldSelf\s*==\s*se
 export interface CelRule extends FieldRule {
   /** The schema type, which the server prints as the invalid value. */
   readonly type: string;
+  /** The structural schema of the value at `path`, whose `default`s the server applies first. */
+  readonly schema?: unknown;
+}
+
+const isMap = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
+
+/**
+ * A value with its structural schema's defaults applied, as the server defaults a custom resource
+ * on read and on write before validating (apiextensions-apiserver pkg/apiserver/schema/defaulting):
+ * an absent value takes its `default` when its parent exists, and absent properties of objects
+ * (and of list items) take theirs, recursively. @internal
+ */
+export function withDefaults(value: unknown, schema: any, parentExists: boolean): unknown {
+  if (!isMap(schema)) return value;
+  if (value === undefined) {
+    if (!parentExists || schema.default === undefined) return undefined;
+    value = JSON.parse(JSON.stringify(schema.default));
+  }
+  if (isMap(value) && isMap(schema.properties)) {
+    const out: Record<string, unknown> = { ...value };
+    for (const [k, child] of Object.entries(schema.properties)) {
+      const v = withDefaults(out[k], child, true);
+      if (v !== undefined) out[k] = v;
+    }
+    return out;
+  }
+  if (Array.isArray(value) && isMap(schema.items)) return value.map(i => withDefaults(i, schema.items, true));
+  return value;
 }
 
 /** `self.a.b == oldSelf.a.b` on an object: the same rule, on a field below it. */
 const FIELD_EQUALS_OLD_FIELD = /^\s*self\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*==\s*oldSelf\.\1\s*$/;
 
 function walk(schema: any, path: string[], out: CelRule[]): void {
+  const at = (node: any, fields: string[]) => fields.reduce((n, f) => n?.properties?.[f], node);
   if (!schema || typeof schema !== 'object') return;
   for (const v of schema['x-kubernetes-validations'] ?? []) {
     if (typeof v?.rule !== 'string') continue;
@@ -29,6 +58,7 @@ function walk(schema: any, path: string[], out: CelRule[]): void {
         ...(field ? { reportPath: node } : {}),
         check: GuardCheck.CEL_SELF_EQUALS_OLD_SELF,
         type: String(schema.type ?? 'object'),
+        schema: field ? at(schema, field.split('.')) : schema,
         source:
           'x-kubernetes-validations transition rule in the CustomResourceDefinition (apiextensions-apiserver CEL validation)',
         message: `${node ? `${node}: ` : ''}Invalid value: "${schema.type ?? 'object'}": ${typeof v.message === 'string' && v.message ? v.message : `failed rule: ${v.rule}`}`,

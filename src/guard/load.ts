@@ -20,6 +20,12 @@ export interface ObjectSource {
 }
 
 const SOURCES = new WeakMap<object, ObjectSource>();
+const DUPLICATES = new WeakMap<object, ReadonlyArray<{ key: string; line: number }>>();
+
+/** Keys repeated in the document an object was read from (kubectl keeps the last value). @internal */
+export function duplicateKeysOf(o: object): ReadonlyArray<{ key: string; line: number }> {
+  return DUPLICATES.get(o) ?? [];
+}
 
 /** The file and line an object was read from, if the guard read it. @internal */
 export function sourceOf(o: object): ObjectSource | undefined {
@@ -82,11 +88,41 @@ function checkStrings(o: KubeObject, where: string): void {
       });
     }
   }
-  // Every other string field of a built-in kind, from its schema: a selector's `v: 1.10`, a
-  // Service's `app: on`, a claim template's labels, `serviceName: no`.
-  const { nonStringScalars } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
-  const wrong = nonStringScalars(o)[0];
-  if (wrong) fail(wrong.path, wrong.value);
+  // Every other field of a built-in kind, from its schema: a selector's `v: 1.10`, a Service's
+  // `app: on`, `serviceName: no`, and a quoted number in an integer field (`replicas: "3"`).
+  // What the API server wrote (a live export) decoded there already: only manifests are walked.
+  const { isLiveExport } = require('./normalize') as typeof import('./normalize');
+  if (isLiveExport(o)) return;
+  const { firstDecodeError } = require('./decode') as typeof import('./decode');
+  const wrong = firstDecodeError(o);
+  if (!wrong) return;
+  if (wrong.expected === 'string') fail(wrong.path, wrong.value);
+  const article = wrong.expected === 'integer' ? 'an' : 'a';
+  const hint =
+    typeof wrong.value === 'string'
+      ? 'written in quotes; unquote it'
+      : typeof wrong.value === 'boolean'
+        ? 'YAML 1.1 reads yes/no/on/off so'
+        : 'not a whole number';
+  throw new GuardInputError(
+    `${where}: ${o.kind}/${o.metadata.name}: ${wrong.path} must be ${article} ${wrong.expected}, got ${typeName(wrong.value)} ${JSON.stringify(wrong.value)} (${hint}); the API server cannot decode it, so kubectl applies nothing from this file`,
+  );
+}
+
+/**
+ * One JSON document (`kubectl get -o json`), read with JSON.parse: JSON is YAML whose scalars carry
+ * their types, so it reads as kubectl reads it, several times faster. Undefined when the text is
+ * not one JSON object (YAML, or JSON followed by more), which the YAML reader then takes; a
+ * repeated key keeps its last value as in YAML, but is not listed as a duplicate.
+ */
+function parseJson(text: string): Array<{ value: unknown; line: number; duplicates: [] }> | undefined {
+  const start = text.search(/\S/);
+  if (start < 0 || text[start] !== '{') return undefined;
+  try {
+    return [{ value: JSON.parse(text), line: text.slice(0, start).split('\n').length, duplicates: [] }];
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -98,13 +134,13 @@ export function parseObjects(text: string, source: string): KubeObject[] {
   const { parseYamlDocuments, YamlSyntaxError } = require('./yaml') as typeof import('./yaml');
   let docs: ReturnType<typeof parseYamlDocuments>;
   try {
-    docs = parseYamlDocuments(text);
+    docs = parseJson(text) ?? parseYamlDocuments(text);
   } catch (e) {
     if (e instanceof YamlSyntaxError) throw new GuardInputError(`${source}:${e.line}: malformed YAML: ${e.message}`);
     throw e;
   }
   const out: KubeObject[] = [];
-  for (const { value, line } of docs) {
+  for (const { value, line, duplicates } of docs) {
     if (value === null || value === undefined) continue;
     const where = `${source}:${line}`;
     const isList =
@@ -134,6 +170,7 @@ export function parseObjects(text: string, source: string): KubeObject[] {
       }
       checkStrings(item as KubeObject, where);
       SOURCES.set(item, { file: source, line });
+      if (duplicates.length > 0) DUPLICATES.set(item, duplicates);
       out.push(item as KubeObject);
     }
   }

@@ -331,7 +331,7 @@ export function isLiveExport(o: KubeObject): boolean {
 }
 
 /** A copy of the object as the server would store it, for comparison. */
-export function normalize(obj: KubeObject): KubeObject {
+export function normalize(obj: KubeObject, minor?: number): KubeObject {
   const o = clone(obj);
   delete o.status;
   const meta = o.metadata ?? (o.metadata = {} as any);
@@ -434,17 +434,63 @@ export function normalize(obj: KubeObject): KubeObject {
     case 'scheduling.k8s.io/PriorityClass':
       defaults(o, { preemptionPolicy: 'PreemptLowerPriority' });
       break;
+    case 'storage.k8s.io/CSIDriver':
+      // SetDefaults_CSIDriver (pkg/apis/storage/v1/defaults.go).
+      if (!isObject(spec)) break;
+      defaults(spec, {
+        attachRequired: true,
+        podInfoOnMount: false,
+        requiresRepublish: false,
+        storageCapacity: false,
+        fsGroupPolicy: 'ReadWriteOnceWithFSType',
+      });
+      if (arr(spec.volumeLifecycleModes).length === 0) spec.volumeLifecycleModes = ['Persistent'];
+      break;
     default:
       break;
   }
   // A custom resource has no Go struct: "", [], {}, 0 and false are values its CRD's rules see
   // (a transition rule compares them), so only nulls (deleted by the apply's merge patch) go.
-  return isBuiltInGroup(group) ? prune(o) : dropNulls(o);
+  return isBuiltInGroup(group, minor) ? prune(o) : dropNulls(o);
 }
 
-/** Groups served by kube-apiserver itself; any other group is a custom resource. */
-export const isBuiltInGroup = (group: string) =>
-  group === '' || !group.includes('.') || (group.endsWith('.k8s.io') && !group.endsWith('x-k8s.io'));
+/**
+ * The dotted API groups kube-apiserver serves itself, with the first minor version that serves
+ * each (the vendored 1.28 and 1.36 OpenAPI definitions list them; storagemigration.k8s.io came in
+ * 1.30 as v1alpha1, KEP-4192). Groups without a dot (apps, batch, policy, autoscaling) are built in:
+ * a CRD's group must contain one. Any other group, `.k8s.io` or not (snapshot.storage.k8s.io,
+ * autoscaling.k8s.io, gateway.networking.k8s.io, metrics.k8s.io), is served by a CRD or an
+ * aggregated server and merged as a custom resource.
+ */
+export const BUILT_IN_GROUPS: ReadonlyMap<string, number> = new Map([
+  ...[
+    'admissionregistration.k8s.io',
+    'apiextensions.k8s.io',
+    'apiregistration.k8s.io',
+    'authentication.k8s.io',
+    'authorization.k8s.io',
+    'certificates.k8s.io',
+    'coordination.k8s.io',
+    'discovery.k8s.io',
+    'events.k8s.io',
+    'flowcontrol.apiserver.k8s.io',
+    'internal.apiserver.k8s.io',
+    'networking.k8s.io',
+    'node.k8s.io',
+    'rbac.authorization.k8s.io',
+    'resource.k8s.io',
+    'scheduling.k8s.io',
+    'storage.k8s.io',
+  ].map(g => [g, 28] as const),
+  ['storagemigration.k8s.io', 30],
+]);
+
+/** Whether kube-apiserver of this minor version (default: any supported) serves the group; else a custom resource. */
+export function isBuiltInGroup(group: string, minor = Infinity): boolean {
+  if (group === '' || !group.includes('.')) return true;
+  const since = BUILT_IN_GROUPS.get(group);
+  return since !== undefined && since <= minor;
+}
 
 function dropNulls(x: any): any {
   if (Array.isArray(x)) return x.map(dropNulls);

@@ -45,7 +45,7 @@ export function remedyFor(o: KubeObject): string {
     if (claimsAreCaches(o)) {
       return `${bump} Its model-cache claims are new and empty, so the new pods download the model again; the old cache claims are deleted with the old StatefulSet (whenDeleted: Delete). Nothing needs adopting.`;
     }
-    return `${bump} Its claims are new and empty; to keep the data (checkpoints), set adoptVolumes on the new version and follow the README's adoption runbook.`;
+    return `${bump} Its claims are new and empty; to keep the data (checkpoints), set adoptVolumes on the new version and follow the adoption runbook in docs/runbooks.md.`;
   }
   switch (kind) {
     case 'StatefulSet':

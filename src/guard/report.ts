@@ -23,11 +23,47 @@ export function formatReport(result: GuardResult): string {
   return lines.join('\n');
 }
 
+const isStructure = (v: unknown) => v !== null && typeof v === 'object';
+const MAX_LEAVES = 6;
+
+/**
+ * before/after lines: whole values when short; for a list or map, only the fields that differ
+ * (`[model-cache].spec.resources.requests.storage: "100Gi" -> "200Gi"`), so a one-field change in
+ * a claim template is not two screens of YAML.
+ */
+function valueLines(f: Finding): string[] {
+  const whole = [`  before: ${show(f.before)}`, `  after:  ${show(f.after)}`];
+  if (!isStructure(f.before) || !isStructure(f.after) || whole.join('').length <= 160) return whole;
+  const { changedPaths, itemName } = require('./plan') as typeof import('./plan');
+  const leaves: string[] = [];
+  changedPaths(f.before, f.after, '', leaves);
+  if (leaves.length === 0) return whole;
+  const at = (v: unknown, p: string): unknown => {
+    let o: any = v;
+    for (const part of p.match(/[^.[\]]+|\[[^\]]*\]/g) ?? []) {
+      if (o === undefined || o === null) return undefined;
+      if (part.startsWith('[')) {
+        const k = part.slice(1, -1);
+        o = Array.isArray(o) ? (/^\d+$/.test(k) ? o[Number(k)] : o.find((i: unknown) => itemName(i) === k)) : undefined;
+      } else o = o[part];
+    }
+    return o;
+  };
+  const lines = leaves.slice(0, MAX_LEAVES).map(l => {
+    const p = l.replace(/ \(embedded script.*\)$/, '');
+    const [b, a] = [at(f.before, p), at(f.after, p)];
+    const script = l !== p;
+    return `  changed: ${l}${script ? '' : `: ${show(b)} -> ${show(a)}`}`;
+  });
+  if (leaves.length > MAX_LEAVES)
+    lines.push(`  changed: … and ${leaves.length - MAX_LEAVES} more (--json has the whole values)`);
+  return lines;
+}
+
 function formatFinding(f: Finding): string {
   return [
     `${f.severity === 'error' ? 'FORBIDDEN' : 'WARNING'} ${f.object}${f.path ? ` ${f.path}` : ''}`,
-    `  before: ${show(f.before)}`,
-    `  after:  ${show(f.after)}`,
+    ...valueLines(f),
     `  ${f.severity === 'error' ? 'api server' : 'note'}: ${f.message}`,
     `  remedy: ${f.remedy}`,
     ...(f.source ? [`  rule:   ${f.source}`] : []),

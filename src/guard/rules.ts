@@ -36,6 +36,12 @@ export enum GuardCheck {
   JOB_COMPLETIONS = 'job-completions',
   /** Service cluster IPs and IP families: may not change once set; dual-stack up/downgrade allowed. */
   SERVICE_IP_FAMILIES = 'service-ip-families',
+  /**
+   * A Service of type NodePort or LoadBalancer whose stored clusterIPs stay `[None]`: a headless
+   * Service changed to one of these types keeps None (kubectl apply keeps the live clusterIPs, and
+   * patchAllocatedValues restores an omitted clusterIP), which ValidateService refuses.
+   */
+  SERVICE_HEADLESS_TYPE = 'service-headless-type',
   /** Service loadBalancerClass: may not change while the type stays LoadBalancer. */
   SERVICE_LOAD_BALANCER_CLASS = 'service-load-balancer-class',
   /** A CRD's `x-kubernetes-validations` rule `self == oldSelf` at a schema path. */
@@ -74,6 +80,11 @@ export enum GuardCheck {
    * object without status (a manifest baseline) is taken to be established, as an applied CRD is.
    */
   IMMUTABLE_WHEN_ESTABLISHED = 'immutable-when-established',
+  /**
+   * A CRD's spec.versions must keep every version in status.storedVersions (the old status, which
+   * the update keeps). A manifest baseline has no status: its storage version is taken to be stored.
+   */
+  CRD_STORED_VERSIONS = 'crd-stored-versions',
   /** A value that is set may not become unset (nil). */
   NOT_UNSET = 'not-unset',
   /** A value that is set may not become the empty string. */
@@ -126,6 +137,8 @@ export interface FieldRule {
   readonly source: string;
   /** The API server's words for the rejection on the versions this rule covers. */
   readonly message: string;
+  /** What to do, when it is particular to the rule; otherwise the remedy of the object's kind. @default by kind */
+  readonly remedy?: string;
 }
 
 export interface KindRules {
@@ -575,7 +588,17 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         source: JOB,
         message: IMMUTABLE_MSG('spec.successPolicy'),
       },
-      // JobManagedBy: beta and on from 1.32.
+      // JobManagedBy (KEP-4368): the field and ValidateImmutableField on it came in 1.30 as alpha, off
+      // by default: the strategy's dropDisabledFields drops a new value unless the old Job has one,
+      // so only a stored value is refused. Beta and on from 1.32: any change is refused.
+      {
+        path: 'spec.managedBy',
+        check: GuardCheck.IMMUTABLE_ONCE_SET,
+        since: '1.30',
+        until: '1.31',
+        source: `${JOB}; dropDisabledFields (pkg/registry/batch/job/strategy.go) while the JobManagedBy gate is off`,
+        message: IMMUTABLE_MSG('spec.managedBy'),
+      },
       {
         path: 'spec.managedBy',
         check: GuardCheck.IMMUTABLE,
@@ -597,6 +620,13 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         source:
           'ValidateServiceUpdate / validateServiceClusterIPsRelatedFields (pkg/apis/core/validation/validation.go)',
         message: '{path}: Invalid value: {value}: may not change once set',
+      },
+      {
+        path: 'spec.clusterIPs',
+        check: GuardCheck.SERVICE_HEADLESS_TYPE,
+        source:
+          'ValidateService / validateServiceClusterIPsRelatedFields (pkg/apis/core/validation/validation.go), after patchAllocatedValues (pkg/registry/core/service/storage/storage.go)',
+        message: 'spec.clusterIPs[0]: Invalid value: "None": may not be set to \'None\' for {detail} services',
       },
       {
         path: 'spec.loadBalancerClass',
@@ -693,6 +723,15 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         source: CRD,
         message: IMMUTABLE_MSG(path),
       })),
+      {
+        path: 'spec.versions',
+        check: GuardCheck.CRD_STORED_VERSIONS,
+        source:
+          'ValidateCustomResourceDefinitionUpdate / ValidateCustomResourceDefinitionStoredVersions (apiextensions-apiserver pkg/apis/apiextensions/validation/validation.go); the strategy keeps the old status',
+        message: 'status.storedVersions[{detail}]: Invalid value: {value}: must appear in spec.versions',
+        remedy:
+          'keep the version in spec.versions (served: false is enough) until no object is stored in it: rewrite every object in the current storage version (a storage version migration, or a no-op update of each), then remove the version from status.storedVersions (kubectl patch crd <name> --subresource=status --type=merge), then apply',
+      },
       // "these effect the storage and cannot be changed therefore" (only once established)
       ...['spec.scope', 'spec.names.kind'].map(path => ({
         path,
@@ -700,6 +739,26 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         source: `${CRD}, when established`,
         message: IMMUTABLE_MSG(path),
       })),
+    ],
+  },
+  {
+    // From 1.28 (kubernetes#116209) only these two are immutable; podInfoOnMount and fsGroupPolicy may change.
+    group: 'storage.k8s.io',
+    kind: 'CSIDriver',
+    fields: [
+      {
+        path: 'spec.attachRequired',
+        reportPath: 'spec.attachedRequired',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidateCSIDriverUpdate (pkg/apis/storage/validation/validation.go)',
+        message: IMMUTABLE_MSG('spec.attachedRequired'),
+      },
+      {
+        path: 'spec.volumeLifecycleModes',
+        check: GuardCheck.IMMUTABLE,
+        source: 'ValidateCSIDriverUpdate (pkg/apis/storage/validation/validation.go)',
+        message: IMMUTABLE_MSG('spec.volumeLifecycleModes'),
+      },
     ],
   },
   {

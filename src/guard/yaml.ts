@@ -58,10 +58,18 @@ const mergeType = new jsyaml.Type('tag:yaml.org,2002:merge', { kind: 'scalar', r
  */
 const KUBECTL_SCHEMA = jsyaml.FAILSAFE_SCHEMA.extend({ implicit: [nullType, boolType, intType, floatType, mergeType] });
 
-/** A document's value and the 1-based line its content starts on. */
+/** A key that appears twice in one mapping: kubectl keeps the last value, silently. */
+export interface DuplicateKey {
+  readonly key: string;
+  /** The 1-based line of the later occurrence, whose value is kept. */
+  readonly line: number;
+}
+
+/** A document's value, the 1-based line its content starts on, and its duplicated keys. */
 export interface YamlDocument {
   readonly value: unknown;
   readonly line: number;
+  readonly duplicates: readonly DuplicateKey[];
 }
 
 /** Thrown with the 1-based line of the fault. */
@@ -74,14 +82,29 @@ export class YamlSyntaxError extends Error {
   }
 }
 
-/** Every document of a multi-document YAML (or JSON) text, with the line each starts on. */
+/**
+ * Every document of a multi-document YAML (or JSON) text, with the line each starts on. A key
+ * repeated in one mapping keeps its last value, as kubectl's reader does (sigs.k8s.io/yaml decodes
+ * without go-yaml's strict mode; kubernetes#14791), and is listed in the document's `duplicates`.
+ */
 export function parseYamlDocuments(text: string): YamlDocument[] {
+  try {
+    return load(text, false);
+  } catch (e) {
+    // The rare slow path: find every repeated key, then read with the last value kept.
+    if (e instanceof YamlSyntaxError && /duplicated mapping key/.test(e.message)) return withDuplicates(text);
+    throw e;
+  }
+}
+
+function load(text: string, lastKeyWins: boolean): YamlDocument[] {
   const lines: number[] = [];
   let depth = 0;
   const values: unknown[] = [];
   try {
     jsyaml.loadAll(text, v => values.push(v), {
       schema: KUBECTL_SCHEMA,
+      json: lastKeyWins,
       listener(event, state) {
         if (event === 'open') {
           if (depth === 0) lines.push(state.line + 1);
@@ -97,5 +120,25 @@ export function parseYamlDocuments(text: string): YamlDocument[] {
     }
     throw e;
   }
-  return values.map((value, i) => ({ value, line: lines[i] ?? 1 }));
+  return values.map((value, i) => ({ value, line: lines[i] ?? 1, duplicates: [] }));
+}
+
+function withDuplicates(text: string): YamlDocument[] {
+  const docs = load(text, true);
+  const { parseAllDocuments } = require('yaml') as typeof import('yaml');
+  const textLines = text.split('\n');
+  const found: DuplicateKey[] = [];
+  for (const d of parseAllDocuments(text) as Array<{
+    errors: Array<{ code: string; linePos?: Array<{ line: number }> }>;
+  }>)
+    for (const err of d.errors)
+      if (err.code === 'DUPLICATE_KEY' && err.linePos) {
+        const line = err.linePos[0].line;
+        found.push({ key: (textLines[line - 1] ?? '').trim().replace(/^-\s*/, '').split(':')[0], line });
+      }
+  // Each duplicate belongs to the last document that starts at or before its line.
+  return docs.map((doc, i) => ({
+    ...doc,
+    duplicates: found.filter(f => f.line >= doc.line && (i + 1 >= docs.length || f.line < docs[i + 1].line)),
+  }));
 }

@@ -100,9 +100,9 @@ export class GuardValidation {
 
   /** Compares the synthesized manifests with the baseline and reports forbidden changes to cdk8s-cli. */
   async validate(context: GuardValidationContext): Promise<void> {
-    const { guard } = require('../guard/diff') as typeof import('../guard/diff');
+    const { plan } = require('../guard/plan') as typeof import('../guard/plan');
+    const { formatPlan } = require('../guard/plan-report') as typeof import('../guard/plan-report');
     const { GuardInputError, loadObjects, parseObjects } = require('../guard/load') as typeof import('../guard/load');
-    const { formatReport } = require('../guard/report') as typeof import('../guard/report');
     const failInput = (message: string) => {
       context.logger.log(`cdk8s-gpu guard: ${message}`);
       context.report.submit('failure', { error: message });
@@ -116,6 +116,7 @@ export class GuardValidation {
     const after: Array<{ o: KubeObject; m: string }> = [];
     let before: KubeObject[];
     let result;
+    let rollout;
     try {
       // A chart may synthesize an empty file; only no objects at all is an error.
       for (const m of context.manifests) {
@@ -131,11 +132,13 @@ export class GuardValidation {
         throw new GuardInputError('the synthesized manifests hold no objects: nothing to compare with the baseline');
       before = loadObjects(this.baseline);
       const customResourceDefinitions = this.crds === undefined ? [] : loadObjects(this.crds);
-      result = guard(
+      // The plan carries the guard's result, and what the change restarts, for the log.
+      rollout = plan(
         before,
         after.map(x => x.o),
         { serverVersion: this.serverVersion, kueueVersion: this.kueueVersion, customResourceDefinitions },
       );
+      result = rollout.guard;
     } catch (e) {
       if (!(e instanceof GuardInputError)) throw e;
       failInput(e.message);
@@ -185,7 +188,7 @@ export class GuardValidation {
         ],
       });
     }
-    context.logger.log(formatReport(result));
+    context.logger.log(formatPlan(rollout));
     context.report.submit(result.errors > 0 ? 'failure' : 'success', {
       errors: String(result.errors),
       warnings: String(result.warnings),

@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Chart, Testing } from 'cdk8s';
-import { GpuTrainingStatefulSet, GuardInputError, GuardValidation, parseObjects } from '../../src';
+import { GpuTrainingStatefulSet, guard, GuardInputError, GuardValidation, parseObjects } from '../../src';
 import { seed000 } from './fixtures';
 
 describe('YAML as kubectl reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scalars)', () => {
@@ -39,10 +39,41 @@ describe('YAML as kubectl reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scala
     });
   });
 
-  test('a file kubectl rejects is rejected with file and line: duplicate keys, bool labels, numeric env values', () => {
+  test('a duplicate key keeps its last value, as kubectl 1.32 does (kubernetes#14791), and the guard warns', () => {
+    const text =
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: "1"\n  k: "2"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n';
+    const [a, b] = parseObjects(text, 'dup.yaml');
+    expect(a.data).toEqual({ k: '2' });
+    const result = guard([], [a, b]);
+    expect(result.findings).toEqual([
+      expect.objectContaining({
+        severity: 'warning',
+        code: 'duplicate-key',
+        object: 'ConfigMap/a',
+        path: 'k',
+        message:
+          '"k" (dup.yaml:7) appears twice in one mapping: kubectl keeps the last value and drops the earlier one without a word',
+      }),
+    ]);
+    expect(result.errors).toBe(0);
+  });
+
+  test('a file kubectl rejects is rejected with file and line: bool labels, numeric env values, quoted integers', () => {
     expect(() =>
-      parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: 1}\ndata: {k: 2}\n', 'dup.yaml'),
-    ).toThrow(/^dup\.yaml:5: malformed YAML: duplicated mapping key/);
+      parseObjects('apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec:\n  replicas: "3"\n', 'q.yaml'),
+    ).toThrow(
+      /^q\.yaml:1: StatefulSet\/s: spec\.replicas must be an integer, got string "3" \(written in quotes; unquote it\); the API server cannot decode it/,
+    );
+    expect(() =>
+      parseObjects('apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec:\n  replicas: 2.5\n', 'f.yaml'),
+    ).toThrow(/spec\.replicas must be an integer, got number 2\.5 \(not a whole number\)/);
+    // The boundary: a whole number, and a quoted or bare Quantity or IntOrString, decode.
+    expect(() =>
+      parseObjects(
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 3\n  strategy: {rollingUpdate: {maxSurge: "25%", maxUnavailable: 1}}\n  template: {spec: {containers: [{name: c, image: i, resources: {limits: {cpu: 2, memory: "1Gi"}}}]}}\n',
+        'ok.yaml',
+      ),
+    ).not.toThrow();
     expect(() =>
       parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {enabled: true}\n', 'cm.yaml'),
     ).toThrow(/cm\.yaml:1: ConfigMap\/a: data\.enabled must be a string, got boolean true/);
@@ -193,5 +224,25 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
       locations: ['StatefulSet/onnx-trainer: spec.volumeClaimTemplates'],
       manifestPath: stsFile,
     });
+  });
+});
+
+describe('JSON input (kubectl get -o json)', () => {
+  test('reads as the YAML reader does, through JSON.parse; JSON followed by more falls back to YAML', () => {
+    const list = {
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' }, data: { on: 'yes', n: '0644' } }],
+    };
+    const json = `\n${JSON.stringify(list, null, 2)}\n`;
+    // The same text with a document end is not one JSON value: the YAML reader takes it.
+    expect(parseObjects(json, 'l.json')).toEqual(parseObjects(`${json}---\n`, 'l.yaml'));
+    expect(parseObjects(json, 'l.json')[0].data).toEqual({ on: 'yes', n: '0644' });
+    expect(() =>
+      parseObjects('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": 1}}', 'bad.json'),
+    ).toThrow(/^bad\.json:\d+: metadata\.name must be a string/);
+    // Two JSON documents are YAML, not JSON.
+    const two = `${JSON.stringify(list.items[0])}\n---\n${JSON.stringify({ ...list.items[0], metadata: { name: 'b' } })}`;
+    expect(parseObjects(two, 'two.yaml').map(o => o.metadata.name)).toEqual(['a', 'b']);
   });
 });

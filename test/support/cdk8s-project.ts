@@ -23,6 +23,7 @@ export function synthProject(
   objects: object[],
   validations: PluginDeclaration[],
   files: Record<string, string> = {},
+  onOutput?: (projectDir: string) => void,
 ): SpawnSyncReturns<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdk8s-project-'));
   try {
@@ -51,11 +52,14 @@ export function synthProject(
         validations: validations.map(v => ({ package: ROOT, version: VERSION, ...v })),
       }),
     );
-    return spawnSync(CDK8S, ['synth'], {
+    const result = spawnSync(CDK8S, ['synth'], {
       cwd: dir,
       encoding: 'utf8',
       env: { ...process.env, NODE_PATH: path.join(ROOT, 'node_modules') },
     });
+    // The project's folder (its output in dist/), for a test to read before it is removed.
+    onOutput?.(dir);
+    return result;
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

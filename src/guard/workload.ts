@@ -1,0 +1,117 @@
+// What a workload's manifest says about its pods: the template, replicas (or the range an
+// autoscaler may set), GPUs per pod and the startup budget. Shared by the plan and the warnings.
+import type { KubeObject } from './normalize';
+import { groupOf, isObject } from './object';
+
+// No value import of normalize.ts: the plan's formatters load with the package, the engine only when it runs.
+const arr = (x: unknown): any[] => (Array.isArray(x) ? x : []);
+const isLiveExport = (o: KubeObject) => (require('./normalize') as typeof import('./normalize')).isLiveExport(o);
+
+/** A count that an autoscaler may move: equal ends when it is fixed. */
+export interface Range {
+  readonly min: number;
+  readonly max: number;
+}
+
+/** Extended resources counted as GPUs: NVIDIA's and AMD's device plugins, Intel's, and MIG slices. */
+export const GPU_RESOURCE = /^(nvidia\.com\/(gpu|mig-.+)|amd\.com\/gpu|gpu\.intel\.com\/.+)$/;
+/** Kubernetes' defaults (pkg/apis/core/v1/defaults.go): grace period 30 s; probe period 10 s, failureThreshold 3. */
+export const DEFAULT_GRACE = 30;
+export const DEFAULT_PERIOD = 10;
+export const DEFAULT_FAILURES = 3;
+export const WORKLOADS = new Set(['apps/StatefulSet', 'apps/Deployment', 'apps/DaemonSet', 'apps/ReplicaSet']);
+export const LWS = 'leaderworkerset.x-k8s.io/LeaderWorkerSet';
+
+export const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isFinite(v) ? v : d);
+export const kindKey = (o: KubeObject) => `${groupOf(o)}/${o.kind}`;
+
+/** The pod template of a workload kind the plan knows, or undefined. */
+export function templateOf(o: KubeObject): any {
+  const k = kindKey(o);
+  if (WORKLOADS.has(k) || k === 'batch/Job') return o.spec?.template;
+  if (k === 'batch/CronJob') return o.spec?.jobTemplate?.spec?.template;
+  if (k === '/Pod') return { metadata: o.metadata, spec: o.spec };
+  if (k === LWS) return o.spec?.leaderWorkerTemplate;
+  return undefined;
+}
+
+/** The pod specs of a template (a LeaderWorkerSet has a leader's and the workers'). */
+export function podSpecs(o: KubeObject): any[] {
+  const t = templateOf(o);
+  if (kindKey(o) === LWS) return [t?.leaderTemplate?.spec ?? t?.workerTemplate?.spec, t?.workerTemplate?.spec];
+  return [t?.spec];
+}
+
+/** GPUs a pod asks for: the larger of its containers' sum and its largest init container (the scheduler's rule). */
+export function gpusOfPod(spec: any): number {
+  const gpus = (c: any) =>
+    Object.entries({ ...(c?.resources?.requests ?? {}), ...(c?.resources?.limits ?? {}) })
+      .filter(([k]) => GPU_RESOURCE.test(k))
+      .reduce((n, [, v]) => n + (Number(v) || 0), 0);
+  const main = arr(spec?.containers).reduce((n: number, c: any) => n + gpus(c), 0);
+  const init = arr(spec?.initContainers).reduce((n: number, c: any) => Math.max(n, gpus(c)), 0);
+  return Math.max(main, init);
+}
+
+/** The startup budget: the longest startup probe among the containers (initialDelay + period × failureThreshold). */
+export function startupOf(spec: any): number {
+  let s = 0;
+  for (const c of [...arr(spec?.initContainers), ...arr(spec?.containers)]) {
+    const p = c?.startupProbe;
+    if (!isObject(p)) continue;
+    s = Math.max(
+      s,
+      num(p.initialDelaySeconds, 0) + num(p.periodSeconds, DEFAULT_PERIOD) * num(p.failureThreshold, DEFAULT_FAILURES),
+    );
+  }
+  return s;
+}
+
+/** Replicas the autoscalers in `objects` may set, by target (`namespace/kind/name`). */
+export function autoscaled(objects: readonly KubeObject[]): Map<string, Range> {
+  const out = new Map<string, Range>();
+  for (const o of objects) {
+    const ns = o.metadata.namespace ?? '';
+    if (o.kind === 'HorizontalPodAutoscaler' && isObject(o.spec?.scaleTargetRef)) {
+      const t = o.spec.scaleTargetRef;
+      out.set(`${ns}/${t.kind}/${t.name}`, { min: num(o.spec.minReplicas, 1), max: num(o.spec.maxReplicas, 1) });
+    }
+    // KEDA ScaledObject: scaleTargetRef.kind defaults to Deployment; minReplicaCount 0, maxReplicaCount 100.
+    if (o.kind === 'ScaledObject' && groupOf(o) === 'keda.sh' && isObject(o.spec?.scaleTargetRef)) {
+      const t = o.spec.scaleTargetRef;
+      out.set(`${ns}/${t.kind ?? 'Deployment'}/${t.name}`, {
+        min: num(o.spec.minReplicaCount, 0),
+        max: num(o.spec.maxReplicaCount, 100),
+      });
+    }
+  }
+  return out;
+}
+
+/** Replicas of a workload: the manifest's, the live object's when the manifest leaves them to an autoscaler, or its range. */
+export function replicasOf(o: KubeObject, live: KubeObject | undefined, scalers: Map<string, Range>): Range {
+  const k = kindKey(o);
+  if (k === '/Pod' || k === 'batch/CronJob') return { min: 1, max: 1 };
+  if (k === 'batch/Job') {
+    const p = num(o.spec?.parallelism, 1);
+    return { min: p, max: p };
+  }
+  if (k === 'apps/DaemonSet') return { min: 1, max: 1 };
+  const scaler = scalers.get(`${o.metadata.namespace ?? ''}/${o.kind}/${o.metadata.name}`);
+  if (typeof o.spec?.replicas === 'number' && !scaler) return { min: o.spec.replicas, max: o.spec.replicas };
+  if (live && isLiveExport(live) && typeof live.spec?.replicas === 'number')
+    return { min: live.spec.replicas, max: live.spec.replicas };
+  if (scaler) return scaler;
+  return { min: 1, max: 1 };
+}
+
+export const rangeText = (r: Range, f: (n: number) => string = String) =>
+  r.min === r.max ? f(r.min) : `${f(r.min)}–${f(r.max)}`;
+
+/** GPUs a workload holds: per pod times its replicas (a range under an autoscaler). */
+export function gpuRange(o: KubeObject, scalers: Map<string, Range>): Range {
+  const specs = templateOf(o) === undefined ? [] : podSpecs(o);
+  const per = specs.reduce((n: number, s) => n + gpusOfPod(s), 0);
+  const r = replicasOf(o, o, scalers);
+  return { min: r.min * per, max: r.max * per };
+}
