@@ -88,7 +88,10 @@ export function autoscaled(objects: readonly KubeObject[]): Map<string, Range> {
   return out;
 }
 
-/** Replicas of a workload: the manifest's, the live object's when the manifest leaves them to an autoscaler, or its range. */
+/**
+ * Replicas of a workload: the manifest's, the live object's when the manifest leaves them to an
+ * autoscaler, or its range.
+ */
 export function replicasOf(o: KubeObject, live: KubeObject | undefined, scalers: Map<string, Range>): Range {
   const k = kindKey(o);
   if (k === '/Pod' || k === 'batch/CronJob') return { min: 1, max: 1 };

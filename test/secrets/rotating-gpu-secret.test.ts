@@ -18,7 +18,7 @@ import { podSecurityLevel, podSpecsOf } from '../support/pod-security';
 import { envOf, findOne, outputErrorsOf, synthValid } from '../support/synth';
 import { SecretsChart } from '../../apps/secrets';
 import { apiServerNameErrors } from './names';
-import { applyResult } from '../../src/guard/engine';
+import { applyResult } from '../../src/guard/apply';
 
 const rotation = { image: 'myorg/gpu-cred-rotator:1.4.2', command: ['/rotate'] };
 const TRAINER: GpuTrainingStatefulSetProps = { name: 'trainer', image: 'i', gpusPerPod: 1, args: ['train.py'] };
