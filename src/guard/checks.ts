@@ -31,7 +31,9 @@ export function fill(message: string, vars: Record<string, unknown>): string {
   );
 }
 
-export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
+import { KUEUE_QUEUE_LABEL } from '../common/kueue';
+
+export { KUEUE_QUEUE_LABEL };
 const labelOf = (o: KubeObject, key: string): string | undefined => o.metadata.labels?.[key] || undefined;
 /** Kueue's webhook checks a StatefulSet it manages: one with a queue name (jobframework.QueueNameForObject). */
 export const queued = (o: KubeObject) => labelOf(o, KUEUE_QUEUE_LABEL) !== undefined;

@@ -9,7 +9,7 @@ const planModules = () => ({
   ...(require('./plan') as typeof import('./plan')),
   ...(require('./plan-report') as typeof import('./plan-report')),
 });
-import { MIN_KUEUE_VERSION, MIN_SERVER_VERSION } from './rules';
+import { DEFAULT_KUEUE_VERSION, MIN_SERVER_VERSION } from './rules';
 
 /** Exit codes: 0 clean (warnings allowed), 1 forbidden changes found, 2 bad input or usage. */
 export const EXIT_CLEAN = 0;
@@ -22,7 +22,7 @@ Compares the objects in --before (a live export or the last applied manifests) w
 --after (the new manifests) and reports every change the API server would reject on update.
   --before, --after   a YAML/JSON file, a folder (read with its subfolders), or - for stdin
   --server-version    the target API server's version (default ${MIN_SERVER_VERSION}); rules differ by release
-  --kueue-version     the cluster's Kueue release (default ${MIN_KUEUE_VERSION}); its StatefulSet webhook rules apply
+  --kueue-version     the cluster's Kueue release (default ${DEFAULT_KUEUE_VERSION}); its StatefulSet webhook rules apply
                       to StatefulSets labelled kueue.x-k8s.io/queue-name
   --crds              CustomResourceDefinitions whose self == oldSelf rules apply (repeatable)
   --json              machine-readable output (a stable shape, see docs/guard.md)

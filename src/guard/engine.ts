@@ -10,7 +10,14 @@ import { GuardInputError, sourceOf } from './load';
 import { isBuiltInGroup, isLiveExport, KubeObject, normalize, statusFacts } from './normalize';
 import { describe, groupOf, identity, isObject, versionOf } from './object';
 import { remedyFor } from './remedy';
-import { kueueVersionOf, MIN_KUEUE_VERSION, MIN_SERVER_VERSION, minorOf, rulesFor } from './rules';
+import {
+  DEFAULT_KUEUE_VERSION,
+  kueueVersionOf,
+  MIN_KUEUE_VERSION,
+  MIN_SERVER_VERSION,
+  minorOf,
+  rulesFor,
+} from './rules';
 import { duplicateKeyWarnings, onDeleteReplicas, removedWarnings, serverSideApplyWarnings } from './warnings';
 
 function duplicateError(side: string, o: KubeObject, first: KubeObject): GuardInputError {
@@ -94,7 +101,7 @@ export function runGuard(
       `server version ${JSON.stringify(serverVersion)} is not supported: give 1.NN, ${MIN_SERVER_VERSION} or newer`,
     );
   }
-  const kueueVersion = options.kueueVersion ?? MIN_KUEUE_VERSION;
+  const kueueVersion = options.kueueVersion ?? DEFAULT_KUEUE_VERSION;
   const kueue = kueueVersionOf(kueueVersion);
   if (kueue === undefined || kueue[0] < kueueVersionOf(MIN_KUEUE_VERSION)![0]) {
     throw new GuardInputError(

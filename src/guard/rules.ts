@@ -1,3 +1,9 @@
+import {
+  KUEUE_POD_GROUP_LABEL,
+  KUEUE_PRIORITY_LABEL,
+  KUEUE_QUEUE_LABEL,
+  MIN_STATEFULSET_KUEUE_VERSION,
+} from '../common/kueue';
 /**
  * What the API server refuses on update, per kind and per server version: data, read by one
  * generic engine (engine.ts). Each rule names the Kubernetes function it comes from so a reader can
@@ -236,8 +242,8 @@ function volumeAttributesClassRules(source: string, claim: boolean): FieldRule[]
 // first, so `{old}` or `{value}` (the new one) follows each release's argument order.
 const KUEUE_WEBHOOK = 'admission webhook "vstatefulset.kb.io" denied the request: ';
 const KUEUE_VU = 'Kueue (*Webhook).ValidateUpdate (pkg/controller/jobs/statefulset/statefulset_webhook.go)';
-const QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
-const PRIORITY_LABEL = 'kueue.x-k8s.io/priority-class';
+const QUEUE_LABEL = KUEUE_QUEUE_LABEL;
+const PRIORITY_LABEL = KUEUE_PRIORITY_LABEL;
 const kueueImmutable = (path: string, shown: 'value' | 'old') =>
   `${KUEUE_WEBHOOK}${path}: Invalid value: {${shown}}: field is immutable`;
 const QUEUE_PATH = `metadata.labels[${QUEUE_LABEL}]`;
@@ -278,8 +284,8 @@ const KUEUE_STATEFULSET: readonly FieldRule[] = [
   },
   {
     path: 'metadata.labels',
-    key: 'kueue.x-k8s.io/pod-group-name',
-    reportPath: 'metadata.labels[kueue.x-k8s.io/pod-group-name]',
+    key: KUEUE_POD_GROUP_LABEL,
+    reportPath: `metadata.labels[${KUEUE_POD_GROUP_LABEL}]`,
     check: GuardCheck.KUEUE_LABEL,
     kueue: [{ from: '0.9.0', to: line(10) }],
     source: `${KUEUE_VU} / groupNameLabelPath`,
@@ -801,8 +807,13 @@ export function minorOf(version: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** The oldest Kueue with a StatefulSet integration (kubernetes-sigs/kueue#3001), the default. */
+/** The oldest Kueue with a StatefulSet integration (kubernetes-sigs/kueue#3001): its rules are modelled too. */
 export const MIN_KUEUE_VERSION = '0.9';
+/**
+ * The Kueue the guard assumes when not told: the library's floor for StatefulSets (v0.10, where
+ * `pod-group-serving` exists; on v0.9 their rolling updates stall, kueue#3690).
+ */
+export const DEFAULT_KUEUE_VERSION = MIN_STATEFULSET_KUEUE_VERSION;
 /** The newest Kueue release the Kueue rules were read from; newer releases get its rules. */
 export const MAX_KUEUE_VERSION = '0.19.2';
 
@@ -822,7 +833,7 @@ const inKueue = (v: [number, number], ranges: readonly KueueVersionRange[]) =>
 /** The rules that apply on a server of this minor version, with this Kueue. @internal */
 export function rulesFor(
   minor: number,
-  kueue: [number, number] = kueueVersionOf(MIN_KUEUE_VERSION)!,
+  kueue: [number, number] = kueueVersionOf(DEFAULT_KUEUE_VERSION)!,
 ): Map<string, readonly FieldRule[]> {
   const out = new Map<string, readonly FieldRule[]>();
   for (const k of IMMUTABLE_FIELDS) {

@@ -33,24 +33,17 @@ export const TRAINER_CONTAINER = 'trainer';
 export const TRAINING_COMPONENT = 'training';
 /** The name of the rendezvous port (rank 0's store, MASTER_PORT). */
 export const RENDEZVOUS_PORT_NAME = 'rendezvous';
+import { KUEUE_PREFIX, KUEUE_TAS_ANNOTATIONS } from '../common/kueue';
+
 /** The pod annotation carrying a hash of gpuConfig, so that a change is a template change. */
 const GPU_CONFIG_HASH_ANNOTATION = 'cdk8s-gpu.io/gpu-config-hash';
 
-/** Kueue's label naming the LocalQueue of a workload (kueue.sigs.k8s.io, "Run StatefulSet", "Run JobSet"). */
-export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
-/** Kueue's label naming a WorkloadPriorityClass (kueue.sigs.k8s.io, "Workload Priority Class"). */
-export const KUEUE_PRIORITY_LABEL = 'kueue.x-k8s.io/priority-class';
-/**
- * Kueue's topology-aware scheduling annotations on a pod template (apis/kueue/v1alpha1
- * tas_types.go: PodSetRequiredTopologyAnnotation, PodSetPreferredTopologyAnnotation,
- * PodSetUnconstrainedTopologyAnnotation).
- */
-export const KUEUE_TAS_ANNOTATIONS = [
-  'kueue.x-k8s.io/podset-required-topology',
-  'kueue.x-k8s.io/podset-preferred-topology',
-  'kueue.x-k8s.io/podset-unconstrained-topology',
-] as const;
-const KUEUE_PREFIX = 'kueue.x-k8s.io/';
+export {
+  KUEUE_PRIORITY_LABEL,
+  KUEUE_QUEUE_LABEL,
+  KUEUE_TAS_ANNOTATIONS,
+  MIN_STATEFULSET_KUEUE_VERSION,
+} from '../common/kueue';
 
 /** What every trainer takes, whichever controller runs it. */
 export interface TrainingPracticeProps extends GpuWorkloadProps {

@@ -101,8 +101,9 @@ describe('the Kueue rules in the table', () => {
     }
   });
 
-  test('the Kueue version: 0.NN or 0.NN.P (with or without v), from 0.9; default 0.9', () => {
-    expect(guard([], []).kueueVersion).toBe('0.9');
+  test('the Kueue version: 0.NN or 0.NN.P (with or without v), from 0.9; default 0.10, the StatefulSet floor', () => {
+    expect(guard([], []).kueueVersion).toBe('0.10');
+    expect(guard([], [], { kueueVersion: '0.9' }).kueueVersion).toBe('0.9');
     expect(guard([], [], { kueueVersion: 'v0.10.2' }).kueueVersion).toBe('0.10.2');
     for (const bad of ['0.8', '0.8.9', '1.0', 'latest', '0.10.x', ''])
       expect(() => guard([], [], { kueueVersion: bad })).toThrow(/Kueue version .* is not supported/);
@@ -356,7 +357,8 @@ describe('choosing the Kueue version', () => {
           err: err.join('\n'),
         };
       };
-      expect(run().code).toBe(1); // default 0.9: scaling to 0 is a resize
+      expect(run().code).toBe(0); // default 0.10: scaling to 0 is allowed
+      expect(run('--kueue-version', '0.9').code).toBe(1); // on 0.9 it is a resize
       const json = run('--kueue-version', '0.10', '--json');
       expect(json.code).toBe(0);
       expect(JSON.parse(json.out).kueueVersion).toBe('0.10');

@@ -14,8 +14,11 @@ const snapshotText = (f: string) => fs.readFileSync(path.join(SNAPSHOTS, f), 'ut
 const read = (text: string, name = 'x.yaml') => parseObjects(text, name);
 const EXAMPLES = fs.readdirSync(SNAPSHOTS).filter(f => f.endsWith('.k8s.yaml'));
 
-/** The first line of the training launch wrapper, embedded in every training pod's command. */
-const WRAPPER = '# cdk8s-gpu training launch wrapper: gives a StatefulSet rank the behaviour of a job.';
+/** A line of the training launch wrapper, embedded in every training pod's command (read from the script). */
+const WRAPPER = fs
+  .readFileSync(path.join(__dirname, '..', '..', 'src', 'training', 'launch.sh'), 'utf8')
+  .split('\n')
+  .find(l => l.startsWith('# cdk8s-gpu training launch wrapper'))!;
 
 describe('plan: an embedded script change (a library upgrade edits the training launch wrapper)', () => {
   const beforeText = EXAMPLES.map(snapshotText).join('\n---\n');

@@ -38,19 +38,17 @@ describe('StrictSchemaValidation props', () => {
     expect(() => new StrictSchemaValidation({ versions: ['1.36.0'] })).not.toThrow();
   });
 
-  test('the validator reports nulls, wrong types and missing fields', async () => {
+  const run = async (files: Record<string, unknown>) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'strict-'));
-    const file = path.join(dir, 'm.yaml');
-    fs.writeFileSync(
-      file,
-      stringify(
-        pod({ containers: [{ name: 'c', image: 'busybox', ports: [{ containerPort: '80' }], resources: null }] }),
-      ),
-    );
+    const manifests = Object.entries(files).map(([name, obj]) => {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, stringify(obj));
+      return file;
+    });
     const violations: any[] = [];
     let status = '';
     await new StrictSchemaValidation().validate({
-      manifests: [file],
+      manifests,
       report: {
         addViolation: x => violations.push(x),
         submit: s => {
@@ -60,9 +58,28 @@ describe('StrictSchemaValidation props', () => {
       logger: { log: () => undefined },
     });
     fs.rmSync(dir, { recursive: true, force: true });
+    return { status, violations, text: violations.map(x => x.recommendation).join('\n') };
+  };
+
+  test('the validator reports nulls and missing fields; a file kubectl cannot decode is reported as such', async () => {
+    const { status, text, violations } = await run({
+      'a.yaml': pod({ containers: [{ name: 'c', image: 'busybox', resources: null }] }),
+      // A quoted number in an integer field: kubectl's decoder refuses the whole file.
+      'b.yaml': pod({ containers: [{ name: 'c', image: 'busybox', ports: [{ containerPort: '80' }] }] }),
+    });
     expect(status).toBe('failure');
-    const text = violations.map(x => x.recommendation).join('\n');
-    expect(text).toContain('containerPort: expected integer, got string');
     expect(text).toContain('resources: null is not allowed');
+    expect(violations.map(v => v.ruleName).sort()).toEqual(['cdk8s-gpu/readable', 'cdk8s-gpu/strict-schema']);
+    expect(text).toMatch(/containerPort must be an integer, got string "80"/);
+  });
+
+  test('the output rules run once over the whole app: a duplicate across two files is reported', async () => {
+    const { status, violations } = await run({
+      'a.yaml': pod({ containers: [{ name: 'c', image: 'busybox' }] }),
+      'b.yaml': pod({ containers: [{ name: 'd', image: 'busybox' }] }),
+    });
+    expect(status).toBe('failure');
+    expect(violations.map(v => v.ruleName)).toEqual(['cdk8s-gpu/output']);
+    expect(violations[0].recommendation).toMatch(/Pod\/p: name must make objects unique/);
   });
 });

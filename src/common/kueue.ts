@@ -1,0 +1,27 @@
+// Kueue's label and annotation keys, one home for the constructs that set them and the guard that
+// models Kueue's webhooks (kubernetes-sigs/kueue pkg/controller/constants).
+
+/** The LocalQueue a workload is admitted through. */
+export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
+/** The WorkloadPriorityClass of a workload. */
+export const KUEUE_PRIORITY_LABEL = 'kueue.x-k8s.io/priority-class';
+/** The pod group of a plain-pod or StatefulSet workload (set by Kueue's webhook). */
+export const KUEUE_POD_GROUP_LABEL = 'kueue.x-k8s.io/pod-group-name';
+/**
+ * Kueue's topology-aware scheduling annotations on a pod template (apis/kueue/v1alpha1
+ * tas_types.go: PodSetRequiredTopologyAnnotation, PodSetPreferredTopologyAnnotation,
+ * PodSetUnconstrainedTopologyAnnotation).
+ */
+export const KUEUE_TAS_ANNOTATIONS = [
+  'kueue.x-k8s.io/podset-required-topology',
+  'kueue.x-k8s.io/podset-preferred-topology',
+  'kueue.x-k8s.io/podset-unconstrained-topology',
+] as const;
+/** Every key of Kueue's own. */
+export const KUEUE_PREFIX = 'kueue.x-k8s.io/';
+/**
+ * The oldest Kueue whose StatefulSet integration the library supports: the
+ * `kueue.x-k8s.io/pod-group-serving` annotation exists from v0.10.0 (kueue#3684); on v0.9 rolling
+ * updates of a StatefulSet stall (kueue#3690).
+ */
+export const MIN_STATEFULSET_KUEUE_VERSION = '0.10';
