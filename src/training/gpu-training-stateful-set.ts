@@ -53,6 +53,8 @@ export {
  * (an NCCL timeout, a flaky step) costs a restart from the last checkpoint, not the job.
  */
 export const DEFAULT_MAX_RESTARTS = 3;
+/** Failed starts of a rank before the launch wrapper ends the run FAILED (CDK8S_GPU_MAX_FAILED_STARTS). */
+export const DEFAULT_MAX_FAILED_STARTS = 10;
 
 const SHARED_CHECKPOINT_VOLUME = 'shared-checkpoints';
 
@@ -155,6 +157,14 @@ export interface GpuTrainingStatefulSetProps extends TrainingPracticeProps {
    */
   readonly maxRestarts?: number;
   /**
+   * Failed container starts of one rank (per run id) before the launch wrapper ends the run FAILED:
+   * every rank then idles with a termination message saying how to free the GPUs (scale to 0 or
+   * delete the StatefulSet), instead of crash-looping forever. Each container restart gets a fresh
+   * torchrun and a fresh `maxRestarts`, so only this count ends a run that keeps failing.
+   * @default 10 - enough for a few node losses and preemptions, few enough that a broken run stops
+   */
+  readonly maxFailedStarts?: number;
+  /**
    * The identity of this training run. A completed run is recorded per run id; a new id trains
    * again beside the checkpoints of earlier runs. A DNS-1123 label.
    * @default - the StatefulSet name: a new version is a new run
@@ -172,6 +182,7 @@ const OWN_PROP_KEYS: ReadonlyArray<keyof GpuTrainingStatefulSetProps> = [
   'updateStrategy',
   'disruptionBudget',
   'maxRestarts',
+  'maxFailedStarts',
   'runId',
 ];
 const PROP_KEYS = [...TRAINING_PRACTICE_PROP_KEYS, ...OWN_PROP_KEYS];
@@ -201,8 +212,10 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly gpusPerPod: number;
   /** Processes in the job: replicas × gpusPerPod. */
   readonly worldSize: number;
-  /** Whole-gang restarts torchrun makes before it gives up. */
+  /** Whole-gang restarts torchrun makes before it gives up (a per-node budget, see the prop). */
   readonly maxRestarts: number;
+  /** Failed starts of a rank before the run is FAILED. */
+  readonly maxFailedStarts: number;
   /** The run whose completion the launch wrapper records. */
   readonly runId: string;
   /**
@@ -272,6 +285,12 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this.worldSize = basics.worldSize;
     this.masterPort = basics.masterPort;
     this.maxRestarts = v.wholeNumber('maxRestarts', props.maxRestarts ?? DEFAULT_MAX_RESTARTS, 0, 1000);
+    this.maxFailedStarts = v.wholeNumber(
+      'maxFailedStarts',
+      props.maxFailedStarts ?? DEFAULT_MAX_FAILED_STARTS,
+      1,
+      1000,
+    );
     this.shutdownTimeoutSeconds = basics.shutdownTimeoutSeconds;
     this._securityUid = basics.uid;
     this._processAliases = basics.processAliases;
@@ -388,7 +407,13 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       maxRestarts: this.maxRestarts,
       shutdownTimeoutSeconds: this.shutdownTimeoutSeconds,
     });
-    const ownedEnv = [...wiring.env, ...launchEnv(this.runId, this.completionStateDir)];
+    const ownedEnv = [
+      ...wiring.env,
+      ...launchEnv(this.runId, this.completionStateDir, {
+        shared: props.sharedCheckpoints !== undefined,
+        maxFailedStarts: this.maxFailedStarts,
+      }),
+    ];
     checkTorchrunOptions(v, props, basics.launch, ownedEnv);
 
     const pod = buildTrainingPod(this, v, {

@@ -33,11 +33,21 @@ export function launchVolume(): { volume: k8s.Volume; mount: k8s.VolumeMount } {
 }
 
 /** The wrapper's environment (src/training/launch.sh documents each variable). */
-export function launchEnv(runId: string, stateDir: string): OwnedEnv[] {
+export function launchEnv(
+  runId: string,
+  stateDir: string,
+  o: { shared: boolean; maxFailedStarts: number },
+): OwnedEnv[] {
   return [
     { env: { name: 'CDK8S_GPU_RUN_ID', value: runId }, via: 'runId' },
     { env: { name: 'CDK8S_GPU_STATE_DIR', value: stateDir }, via: 'storage or sharedCheckpoints' },
     { env: { name: 'CDK8S_GPU_POD_STATE_DIR', value: POD_STATE_DIR } },
+    // Every rank sees the others' markers only on a shared volume: completion is then run-wide.
+    ...(o.shared ? [{ env: { name: 'CDK8S_GPU_STATE_SHARED', value: '1' }, via: 'sharedCheckpoints' }] : []),
+    { env: { name: 'CDK8S_GPU_MAX_FAILED_STARTS', value: String(o.maxFailedStarts) }, via: 'maxFailedStarts' },
+    // torchrun's shared workers' store survives rendezvous rounds (DynamicRendezvousHandler); an
+    // in-place gang restart then connects to dead ports or hangs (found with a real torchrun).
+    { env: { name: 'TORCH_DISABLE_SHARE_RDZV_TCP_STORE', value: '1' } },
   ];
 }
 

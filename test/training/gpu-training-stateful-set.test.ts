@@ -1170,3 +1170,15 @@ describe('sidecar ports', () => {
     ).not.toThrow();
   });
 });
+
+describe('the launch wrapper is told what the run needs', () => {
+  test('run-wide completion on a shared volume, a cap on failed starts, a store per rendezvous round', () => {
+    const alone = envOf(synth({ storage: { size: Size.gibibytes(1) } }).main);
+    expect(alone.CDK8S_GPU_STATE_SHARED).toBeUndefined();
+    expect(alone.CDK8S_GPU_MAX_FAILED_STARTS).toBe('10');
+    expect(alone.TORCH_DISABLE_SHARE_RDZV_TCP_STORE).toBe('1');
+    const shared = envOf(synth({ sharedCheckpoints: { claimName: 'team-ckpt' }, maxFailedStarts: 3 }).main);
+    expect(shared.CDK8S_GPU_STATE_SHARED).toBe('1');
+    expect(shared.CDK8S_GPU_MAX_FAILED_STARTS).toBe('3');
+  });
+});

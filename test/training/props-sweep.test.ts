@@ -38,6 +38,7 @@ const TABLE: Record<string, Values> = {
   version: { ok: [1, 99], bad: [0, 1.5, 'v2', -1] },
   masterPort: { ok: [1024, 65535], bad: [1023, 65536, '29500', 0.5] },
   maxRestarts: { ok: [0, 1000], bad: [1001, -1, '3', 2.5, true] },
+  maxFailedStarts: { ok: [1, 1000], bad: [0, 1001, -1, '10', 2.5, true] },
   queueName: { ok: ['q', 'team.a', 'a'.repeat(63)], bad: ['a'.repeat(64), 'Q', 'a_b', '', 7, ['q']] },
   runId: { ok: ['r', 'a'.repeat(63), '2026-01-run'], bad: ['a'.repeat(64), 'a/b', '.x', '', 1, {}] },
   terminationGracePeriod: {
