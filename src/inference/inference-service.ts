@@ -4,6 +4,7 @@ import { Construct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { isMigResource } from '../common/gpu';
+import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { headlessService } from '../common/headless-service';
 import { LABEL_COMPONENT, LABEL_NAME, LABEL_WORKLOAD, labelSet, workloadLabels } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
@@ -545,8 +546,11 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
       name: engine.containerName,
       image: r.image,
       imagePullPolicy: 'IfNotPresent', // a multi-GB image: pull once per node and tag
-      ...(launch.command ? { command: launch.command } : {}),
-      ...(launch.args.length + r.extraArgs.length > 0 ? { args: [...launch.args, ...r.extraArgs] } : {}),
+      // User strings reach the engine as written: the kubelet would expand `$(VAR)` in them.
+      ...(launch.command ? { command: launch.command.map(escapeKubeletExpansion) } : {}),
+      ...(launch.args.length + r.extraArgs.length > 0
+        ? { args: [...launch.args, ...r.extraArgs].map(escapeKubeletExpansion) }
+        : {}),
       ports: [{ name: PORT_NAME, containerPort: engine.port, protocol: 'TCP' }],
       // The port stays closed while the weights load: only the startup probe waits.
       startupProbe: probe({
@@ -559,7 +563,7 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
       livenessProbe: probe({ periodSeconds: 30, timeoutSeconds: 10, failureThreshold: 6 }),
       lifecycle: { preStop: { exec: { command: ['sleep', String(r.termination.preStopSeconds)] } } },
     },
-    ownedEnv: [...launch.env, offline],
+    ownedEnv: [...launch.env.map(o => ({ ...o, env: escapedEnv(o.env) })), offline],
     defaultEnv: [
       ...engine.cacheEnv(MODEL_CACHE_PATH),
       ...scratch.env,
@@ -597,6 +601,11 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
     template.annotate('prometheus.io/path', engine.metricsPath);
   }
   return template;
+}
+
+/** An engine variable whose value holds user strings (MODEL_ID, REVISION): passed as written. */
+function escapedEnv(env: k8s.EnvVar): k8s.EnvVar {
+  return env.value === undefined ? env : { ...env, value: escapeKubeletExpansion(env.value) };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
 import { EnvFrom, EnvValue, guard, IpFamily, ModelCache, PodSecurityLevel } from '../../src';
+import { kubeletExpand } from '../../src/common/kubelet-expansion';
 import { GPU_WORKLOAD_PROP_KEYS } from '../../src/common/workload-pod';
 import { SERVING_PROP_KEYS } from '../../src/inference/inference-service';
 import { podSecurityLevel } from '../support/pod-security';
@@ -172,6 +173,22 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(init.command.slice(-2).includes('abc123') || init.command.join(' ').includes('--revision abc123')).toBe(
         true,
       );
+    });
+
+    test('user strings reach the server as written: the kubelet expands no $(VAR) in them', () => {
+      const vars = { HF_TOKEN: 'secret-token', POD_NAME: 'p-0' };
+      const { main } = synthEngine(e, {
+        revision: '$(HF_TOKEN)',
+        extraArgs: e.construct === 'TgiInferenceService' ? [] : ['--chat-template=$(POD_NAME)'],
+      });
+      const seen = [
+        ...(main.command ?? []),
+        ...(main.args ?? []),
+        ...(main.env ?? []).flatMap((x: any) => (x.value === undefined ? [] : [x.value])),
+      ].map(x => kubeletExpand(x, vars));
+      expect(seen.join(' ')).not.toContain('secret-token');
+      expect(seen.join(' ')).not.toContain('p-0');
+      expect(seen.some(x => x.includes('$(HF_TOKEN)'))).toBe(true);
     });
 
     test('default: a per-replica 100Gi claim deleted with the StatefulSet, grown to modelSize + 20%', () => {
