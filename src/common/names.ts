@@ -34,3 +34,11 @@ export function statefulSetName(v: Validator, base: string, version: number | un
   }
   return full;
 }
+
+/**
+ * The claim a StatefulSet's claim template makes (and looks for) at an ordinal:
+ * `<template>-<statefulSet>-<ordinal>` (the StatefulSet controller's getPersistentVolumeClaimName).
+ */
+export function claimNameFor(claimTemplate: string, statefulSet: string, ordinal: number): string {
+  return `${claimTemplate}-${statefulSet}-${ordinal}`;
+}

@@ -1,3 +1,4 @@
+import { claimNameFor } from '../common/names';
 // What to do about a finding, fitted to the object: this library's training StatefulSets keep
 // checkpoints (claims with Retain, adoption runbook), its serving StatefulSets keep model caches
 // that can be downloaded again (claims with Delete retention, no adoptVolumes).
@@ -30,7 +31,7 @@ export function claimTemplateNames(sts: KubeObject): string[] {
 export function claimNames(sts: KubeObject): string[] {
   const replicas = typeof sts.spec?.replicas === 'number' ? sts.spec.replicas : 1;
   return claimTemplateNames(sts).flatMap(c =>
-    Array.from({ length: replicas }, (_x, i) => `${c}-${sts.metadata.name}-${i}`),
+    Array.from({ length: replicas }, (_x, i) => claimNameFor(c, sts.metadata.name, i)),
   );
 }
 

@@ -1,6 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { KIND, ManifestObject } from '../common/manifest-object';
+import { claimNameFor } from '../common/names';
 import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../validation/validate';
 import type { CheckpointStorage } from './gpu-training-stateful-set';
@@ -26,10 +27,6 @@ export interface AdoptVolumesOptions {
   readonly adopt: AdoptedVolumes;
 }
 
-/** The claim a StatefulSet's claim template looks for at an ordinal. */
-export function claimNameFor(claimTemplate: string, statefulSet: string, ordinal: number): string {
-  return `${claimTemplate}-${statefulSet}-${ordinal}`;
-}
 
 /**
  * Pre-creates the claims the StatefulSet controller will look for, each bound to an existing
