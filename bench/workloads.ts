@@ -68,7 +68,10 @@ export function candidateKinds(): { kinds: WorkloadKind[]; absent: string[] } {
         name: `creds-${i}`,
         rotation: { image: 'myorg/rotator:1.0.0', every: Duration.hours(12) },
       });
-      creds.mountInto(trainer, { path: '/etc/gpu', onRotation: gpu.Reload.signal('SIGHUP', { process: 'python' }) });
+      creds.mountInto(trainer, {
+        path: '/etc/gpu',
+        onRotation: gpu.Reload.exec(['/usr/local/bin/reload-credentials']),
+      });
     },
   });
   return { kinds, absent };

@@ -37,11 +37,30 @@ export class ManifestObject<P extends TypedProps = TypedProps> extends ApiObject
   private readonly manifestKind: ManifestKind<any>;
   private patched = false;
 
+  /** The body converted for the synth under way: one conversion per object and synth. */
+  private converted?: Record<string, unknown>;
+
   constructor(scope: Construct, id: string, kind: ManifestKind<P>, props: NoInfer<P>) {
-    super(scope, id, { ...kind.gvk, metadata: props.metadata, ...lazyBody(kind, props) });
+    // The body's top-level fields (spec, data, rules, ...) are those the typed props have when the
+    // object is made (typed and API names are the same at this level), each a lazy value that
+    // cdk8s resolves at synth from one conversion of the props as they are then. Constructs add
+    // to the structures beneath them, never a new top-level field.
+    const made: { object?: ManifestObject<P> } = {};
+    const body: Record<string, unknown> = {};
+    for (const key of Object.keys(props)) {
+      if (key === 'metadata' || (props as Record<string, unknown>)[key] === undefined) continue;
+      body[key] = Lazy.any({ produce: () => made.object!.bodyField(key) });
+    }
+    super(scope, id, { ...kind.gvk, metadata: props.metadata, ...body });
+    made.object = this;
     this.typedProps = props;
     this.manifestKind = kind;
     registerObject(this);
+  }
+
+  private bodyField(key: string): unknown {
+    this.converted ??= this.manifestKind.toJson(this.typedProps) ?? {};
+    return this.converted[key];
   }
 
   /** Whether a JsonPatch escape hatch was added: the typed props then no longer tell the whole object. */
@@ -55,7 +74,13 @@ export class ManifestObject<P extends TypedProps = TypedProps> extends ApiObject
   }
 
   toJson(): any {
-    const json = super.toJson();
+    this.converted = undefined;
+    let json: any;
+    try {
+      json = super.toJson();
+    } finally {
+      this.converted = undefined;
+    }
     const errors = this.patched ? patchErrors(this.manifestKind, json) : [];
     if (errors.length > 0) {
       throw new Error(
@@ -66,21 +91,6 @@ export class ManifestObject<P extends TypedProps = TypedProps> extends ApiObject
     if (broken.length > 0) throw new Error(broken.join('\n'));
     return json;
   }
-}
-
-/**
- * The body's top-level fields (spec, data, rules, ...) as lazy values: converted when cdk8s
- * resolves them, from the typed props as they are then. The fields are those the props have when
- * the object is made; constructs add to the structures beneath them, never a new top-level field.
- */
-function lazyBody<P extends TypedProps>(kind: ManifestKind<P>, props: P): Record<string, unknown> {
-  const body: Record<string, unknown> = {};
-  const now = kind.toJson({ ...props, metadata: undefined }) ?? {};
-  for (const key of Object.keys(now)) {
-    if (key === 'metadata' || now[key] === undefined) continue;
-    body[key] = Lazy.any({ produce: () => kind.toJson(props)?.[key] });
-  }
-  return body;
 }
 
 function patchErrors<P>(kind: ManifestKind<P>, json: any): string[] {
