@@ -27,13 +27,37 @@ export function rotatingEnvErrors(json: any, secrets: readonly RotatingSecretRef
   const { podSpec, anywhere } = podsOf(json);
   const where = podSpec ?? anywhere;
   if (where === undefined) return [];
+  // One look for the Secret names the object refers to at all: an app may hold hundreds of
+  // rotating Secrets, and the precise walk runs only for those this object names.
+  const named = new Set<string>();
+  secretNamesIn(where, named);
+  if (named.size === 0) return [];
   const errors: string[] = [];
   for (const s of secrets) {
+    if (!named.has(s.name)) continue;
     const found: string[] = [];
     envReadsIn(where, s.name, found);
     for (const e of found) errors.push(`${s.who}: ${json.kind}/${json.metadata?.name}: ${e}`);
   }
   return errors;
+}
+
+/** Every Secret name below a node of JSON: env and envFrom references, secret and projected volumes. */
+function secretNamesIn(node: unknown, out: Set<string>): void {
+  if (Array.isArray(node)) {
+    for (const item of node) secretNamesIn(item, out);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  for (const [key, value] of Object.entries(node)) {
+    if (value === null || typeof value !== 'object') continue;
+    if (key === 'secretKeyRef' || key === 'secretRef' || key === 'secret') {
+      const ref = value as { name?: unknown; secretName?: unknown };
+      if (typeof ref.name === 'string') out.add(ref.name);
+      if (typeof ref.secretName === 'string') out.add(ref.secretName);
+    }
+    secretNamesIn(value, out);
+  }
 }
 
 /** Reads of one Secret through env, envFrom or subPath below a node of JSON (a pod spec or more). */
