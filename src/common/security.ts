@@ -46,7 +46,7 @@ export function resolveProcessIdentity(
 }
 
 /** Capabilities the baseline profile allows to be added. IPC_LOCK is not among them. */
-const BASELINE_CAPABILITIES = new Set([
+export const BASELINE_CAPABILITIES: ReadonlySet<string> = new Set([
   'AUDIT_WRITE',
   'CHOWN',
   'DAC_OVERRIDE',

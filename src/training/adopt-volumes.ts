@@ -27,7 +27,6 @@ export interface AdoptVolumesOptions {
   readonly adopt: AdoptedVolumes;
 }
 
-
 /**
  * Pre-creates the claims the StatefulSet controller will look for, each bound to an existing
  * volume with `spec.volumeName`. The controller finds them by name and creates none of its own,
