@@ -1,3 +1,4 @@
+import { podsOf } from '../checks/kinds';
 import { BASELINE_CAPABILITIES } from './security';
 
 /**
@@ -91,10 +92,9 @@ export function podSecurityLevel(spec: any): Level {
 export function podSpecsOf(objects: any[]): Array<{ where: string; spec: any }> {
   const out: Array<{ where: string; spec: any }> = [];
   for (const o of objects) {
-    const where = `${o.kind}/${o.metadata?.name}`;
-    if (o.kind === 'Pod') out.push({ where, spec: o.spec });
-    else if (o.kind === 'CronJob') out.push({ where, spec: o.spec?.jobTemplate?.spec?.template?.spec });
-    else if (o.spec?.template?.spec) out.push({ where, spec: o.spec.template.spec });
+    // Where a built-in kind holds its pod spec: one table (checks/kinds.ts) for every check.
+    const { podSpec } = podsOf(o);
+    if (podSpec) out.push({ where: `${o.kind}/${o.metadata?.name}`, spec: podSpec });
   }
   return out;
 }

@@ -55,34 +55,6 @@ const JOB_GENERATED_LABELS = [
   'batch.kubernetes.io/job-name',
 ];
 
-/**
- * Keys whose value is a Go map or a non-pointer struct: `{}` there equals absent. Elsewhere `{}`
- * can mean something (`emptyDir: {}`, a label selector that matches everything) and is kept.
- */
-const EMPTY_MAP_MEANS_ABSENT = new Set([
-  'labels',
-  'annotations',
-  'matchLabels',
-  'nodeSelector',
-  'data',
-  'stringData',
-  'binaryData',
-  'limits',
-  'requests',
-  'parameters',
-  'capacity',
-  'resources',
-  'metadata',
-  'spec',
-  'status',
-  'template',
-  'updateStrategy',
-  'strategy',
-  'volumeAttributes',
-  'attributes',
-  'overhead',
-]);
-
 /** A deep copy of parsed JSON/YAML data (3x faster than a JSON round trip on large exports). */
 export function clone<T>(x: T): T {
   if (x === null || typeof x !== 'object') return x;
@@ -116,6 +88,20 @@ const MAP_FIELDS = new Set([
   'volumeAttributes',
   'attributes',
   'overhead',
+]);
+/**
+ * Keys whose value is a Go map or a non-pointer struct: `{}` there equals absent. Elsewhere `{}`
+ * can mean something (`emptyDir: {}`, a label selector that matches everything) and is kept.
+ */
+const EMPTY_MAP_MEANS_ABSENT = new Set([
+  ...MAP_FIELDS,
+  'resources',
+  'metadata',
+  'spec',
+  'status',
+  'template',
+  'updateStrategy',
+  'strategy',
 ]);
 /** String fields that are pointers in the Go types: `""` there differs from absent. */
 const POINTER_STRINGS = new Set([
