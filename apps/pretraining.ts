@@ -1,13 +1,13 @@
 import { App, Chart, ChartProps, Duration, Size } from 'cdk8s';
 import { Construct } from 'constructs';
-import { GpuTrainingJob, Rdma } from '../src';
+import { GpuTrainingJob, Rdma, TrainingMonitoring } from '../src';
 
 /**
  * A finite pre-training run as a JobSet admitted by Kueue: 4 p5.48xlarge nodes (8 H100 and 32 EFA
  * interfaces each) placed in one topology block by Kueue's topology-aware scheduling, checkpoints on
  * a ReadWriteMany claim, whole-gang restarts (3; a preemption or drain is not counted, a launcher
  * the image cannot run fails the run at once), a 72 h deadline per attempt, and the GPUs and quota released when the
- * run completes or fails.
+ * run completes or fails; alerts and a dashboard from the job's own numbers.
  */
 export class PretrainingChart extends Chart {
   readonly job: GpuTrainingJob;
@@ -33,6 +33,9 @@ export class PretrainingChart extends Chart {
       gpuConfig: { NCCL_DEBUG: 'WARN', TORCH_NCCL_ASYNC_ERROR_HANDLING: '1' },
       nodeSelector: { 'node.kubernetes.io/instance-type': 'p5.48xlarge' },
     });
+    // Alerts when the run fails, restarts its gang, waits for a node in the rendezvous, hangs at exit
+    // or outlives its deadline; thresholds from the job's own restarts, grace period and deadline.
+    new TrainingMonitoring(this, 'monitoring', this.job);
   }
 }
 

@@ -36,8 +36,29 @@ export const KSM = {
   cronJobLastSuccess: 'kube_cronjob_status_last_successful_time',
   /** Gauge: pods of the Job that reached phase Succeeded (job-metrics.md). */
   jobSucceeded: 'kube_job_status_succeeded',
-  /** Gauge: pods of the Job that reached phase Failed (job-metrics.md). */
+  /**
+   * Gauge: pods of the Job that reached phase Failed; once the Job has failed, per `reason` of its
+   * Failed condition, 1 for it (BackoffLimitExceeded, DeadlineExceeded, Evicted) (job-metrics.md,
+   * internal/store/job.go jobFailureReasons).
+   */
   jobFailed: 'kube_job_status_failed',
+  /** Gauge per `condition` (true, false, unknown): 1 for the status of the Job's Failed condition (job-metrics.md). */
+  jobFailedCondition: 'kube_job_failed',
+  /** Gauge per `condition`: 1 for the status of the Job's Complete condition (job-metrics.md). */
+  jobCompleteCondition: 'kube_job_complete',
+  /** Gauge: the Job's creation time, unix seconds; a Job re-created under its name gets a new one (job-metrics.md). */
+  jobCreated: 'kube_job_created',
+  /**
+   * Gauge: the Job's `status.startTime`, unix seconds, from which `activeDeadlineSeconds` counts
+   * (job-metrics.md).
+   */
+  jobStartTime: 'kube_job_status_start_time',
+  /** Gauge: the Job's active (pending or running) pods (job-metrics.md). */
+  jobActive: 'kube_job_status_active',
+  /** Gauge per `phase`: 1 for the pod's phase (pod-metrics.md). */
+  podPhase: 'kube_pod_status_phase',
+  /** Gauge per `reason`: 1 while the container is terminated for that reason, e.g. Completed (pod-metrics.md). */
+  containerTerminatedReason: 'kube_pod_container_status_terminated_reason',
 } as const;
 
 /**

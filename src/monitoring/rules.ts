@@ -102,8 +102,12 @@ export function namespaceMatcher(scope: Construct): string | undefined {
  * `exported_namespace` and `exported_pod` otherwise (they clash with the target's own labels).
  */
 export function dcgmPerPod(aggregation: 'avg' | 'sum', metric: string, scope: Construct, statefulSetName: string) {
+  return dcgmPerPodMatching(aggregation, metric, scope, `${statefulSetName}-[0-9]+`);
+}
+
+/** {@link dcgmPerPod} for the pods whose names match the regular expression `pods`. */
+export function dcgmPerPodMatching(aggregation: 'avg' | 'sum', metric: string, scope: Construct, pods: string) {
   const ns = Chart.of(scope).namespace;
-  const pods = `${statefulSetName}-[0-9]+`;
   const honored = selector(metric, ns ? `namespace=${quote(ns)}` : undefined, `pod=~${quote(pods)}`);
   const exported = selector(metric, ns ? `exported_namespace=${quote(ns)}` : undefined, `exported_pod=~${quote(pods)}`);
   return (

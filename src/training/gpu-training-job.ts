@@ -230,6 +230,14 @@ export class GpuTrainingJob extends Construct {
   readonly maxRestarts: number;
   /** torchrun's shutdown timeout in seconds: the grace period minus a margin. */
   readonly shutdownTimeoutSeconds: number;
+  /** The pods' termination grace period in seconds. */
+  readonly terminationGracePeriodSeconds: number;
+  /** The longest one attempt may run (the Job's `activeDeadlineSeconds`), if set. */
+  readonly activeDeadlineSeconds?: number;
+  /** How long the finished JobSet is kept (`ttlSecondsAfterFinished`), if set. */
+  readonly ttlAfterFinishedSeconds?: number;
+  /** The JobSet's one child Job: `<jobSet>-node-0`, re-created under the same name by each gang restart. */
+  readonly childJobName: string;
   /** The Kueue LocalQueue, if queued. */
   readonly queueName?: string;
   /** The label selector of the run's pods. */
@@ -260,6 +268,7 @@ export class GpuTrainingJob extends Construct {
     this.worldSize = basics.worldSize;
     this.masterPort = basics.masterPort;
     this.shutdownTimeoutSeconds = basics.shutdownTimeoutSeconds;
+    this.terminationGracePeriodSeconds = basics.grace;
     this.queueName = basics.queueName;
     this.maxRestarts = v.wholeNumber('maxRestarts', props.maxRestarts ?? DEFAULT_JOB_MAX_RESTARTS, 0, 1000);
     const rules = failureRules(v, props.failurePolicy);
@@ -269,6 +278,8 @@ export class GpuTrainingJob extends Construct {
         : v.seconds('ttlAfterFinished', props.ttlAfterFinished, 0, 2147483647);
     const deadline =
       props.activeDeadline === undefined ? undefined : v.seconds('activeDeadline', props.activeDeadline, 1, 2147483647);
+    this.ttlAfterFinishedSeconds = ttl;
+    this.activeDeadlineSeconds = deadline;
     const suspend = props.suspend === undefined ? undefined : v.boolean('suspend', props.suspend, false);
     let priorityClass: string | undefined;
     if (props.priorityClass !== undefined) {
@@ -306,7 +317,9 @@ export class GpuTrainingJob extends Construct {
     // The JobSet's headless Service is named after the JobSet (network.subdomain defaults to the
     // JobSet name), and with enableDNSHostnames each pod is `<jobSet>-<replicatedJob>-<jobIndex>-<podIndex>`
     // in it (jobset_types.go Network, placement.GenPodName, v0.12.0).
-    const master = `${name}-${TRAINING_REPLICATED_JOB}-0-0`;
+    // The Job is `<jobSet>-<replicatedJob>-<jobIndex>` (placement.GenJobName, v0.12.0).
+    this.childJobName = `${name}-${TRAINING_REPLICATED_JOB}-0`;
+    const master = `${this.childJobName}-0`;
     this.masterAddress = `${master}.${name}.$(POD_NAMESPACE).svc.${basics.clusterDomain}`;
     const ownedEnv = staticRankWiring({
       masterAddress: this.masterAddress,

@@ -13,12 +13,7 @@ const objectsOf = (file: string): any[] =>
   parseAllDocuments(synthesized.files[file])
     .map(d => d.toJS())
     .filter(Boolean);
-/**
- * Apps whose constructs have no monitoring construct yet: TrainingMonitoring reads a
- * GpuTrainingStatefulSet's budgets; a JobSet-backed GpuTrainingJob's alerts are not built.
- */
-const WITHOUT_MONITORING = new Set(['pretraining.k8s.yaml']);
-const files = Object.keys(synthesized.files).filter(f => !WITHOUT_MONITORING.has(f));
+const files = Object.keys(synthesized.files);
 const rulesOf = (file: string) => objectsOf(file).filter(o => o.kind === 'PrometheusRule');
 const dashboardsOf = (file: string) =>
   objectsOf(file).filter(o => o.kind === 'ConfigMap' && o.metadata.labels?.grafana_dashboard === '1');
