@@ -3,6 +3,7 @@ import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { KIND, ManifestObject } from '../common/manifest-object';
 import { Construct } from 'constructs';
 import { Validator } from '../validation/validate';
+import { kedaPodTotalQuery } from './autoscaling-query';
 
 /**
  * The HPA's own ceiling on stabilization windows (kubernetes `pkg/apis/autoscaling/validation`:
@@ -30,7 +31,8 @@ export interface KedaAutoscalerOptions {
   readonly serverAddress: string;
   /**
    * The PromQL query: the total queue of this version's pods (KEDA divides it by the replicas).
-   * @default - `sum(<queue metric>{namespace="<ns>",pod=~"<statefulset>-[0-9]+"})`; needs the chart's namespace
+   * @default - `sum(max by (pod) (<queue metric>{namespace="<ns>",pod=~"<statefulset>-[0-9]+"}))`, each pod
+   * counted once however many jobs scrape it; needs the chart's namespace
    */
   readonly query?: string;
   /**
@@ -119,7 +121,7 @@ export class Autoscaler {
           undefined,
         );
       }
-      query = `sum(${c.queueMetric}{namespace="${c.namespace}",pod=~"${c.name}-[0-9]+"})`;
+      query = kedaPodTotalQuery([c.queueMetric], c.namespace!, c.name);
     } else if (typeof query !== 'string' || query.trim() === '') {
       v.fail('autoscaling.autoscaler query', 'must be a non-empty PromQL query', query);
     }

@@ -55,7 +55,7 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
         type: 'prometheus',
         metadata: {
           serverAddress: 'http://prometheus.monitoring:9090',
-          query: `sum(${e.queueMetric}{namespace="serving",pod=~"llm-v3-[0-9]+"})`,
+          query: `sum(max by (pod) (${e.queueMetric}{namespace="serving",pod=~"llm-v3-[0-9]+"}))`,
           threshold: '5',
         },
       },

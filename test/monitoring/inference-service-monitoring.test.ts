@@ -306,10 +306,10 @@ describePromtool('serving alerts under promtool', () => {
 });
 
 describePromtool('autoscaling queries under promtool', () => {
-  test("KEDA's default query sums this version's pods once each, in this namespace only", () => {
+  test("KEDA's default query counts each of this version's pods once, in this namespace only", () => {
     const scaled = objects.find((o: any) => o.kind === 'ScaledObject');
     const query: string = scaled.spec.triggers[0].metadata.query;
-    expect(query).toBe(`sum(vllm:num_requests_waiting{namespace="${NS}",pod=~"llm-[0-9]+"})`);
+    expect(query).toBe(`sum(max by (pod) (vllm:num_requests_waiting{namespace="${NS}",pod=~"llm-[0-9]+"}))`);
     // The ServiceMonitor scrapes the headless Service only (its per-pod label), never the client
     // Service as well: one target, so one series, per pod.
     const monitor = objects.find((o: any) => o.kind === 'ServiceMonitor');
@@ -331,10 +331,10 @@ describePromtool('autoscaling queries under promtool', () => {
         promql_expr_test: [{ expr: 'keda:queue', eval_time: '5m', exp_samples: [{ labels: 'keda:queue', value: 7 }] }],
       },
       {
-        name: 'a second scrape job of the same pod (e.g. an annotation-based one) is summed twice',
+        name: 'a second scrape job of the same pod (e.g. an annotation-based one) is counted once: 3 + 4, not 10',
         interval: '1m',
         input_series: [series('llm-0', 3), series('llm-0', 3, NS, 'kubernetes-pods'), series('llm-1', 4)],
-        promql_expr_test: [{ expr: 'keda:queue', eval_time: '5m', exp_samples: [{ labels: 'keda:queue', value: 10 }] }],
+        promql_expr_test: [{ expr: 'keda:queue', eval_time: '5m', exp_samples: [{ labels: 'keda:queue', value: 7 }] }],
       },
     ]);
     if (!r.ok) throw new Error(r.output);

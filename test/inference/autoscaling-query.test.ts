@@ -1,0 +1,84 @@
+import { kedaPodTotalQuery } from '../../src/inference/autoscaling-query';
+import { checkRules, constant, describePromtool, testRules } from '../monitoring/promtool';
+
+const NS = 'serving';
+const waiting = kedaPodTotalQuery(['vllm:num_requests_waiting'], NS, 'llm');
+const inFlight = kedaPodTotalQuery(['vllm:num_requests_running', 'vllm:num_requests_waiting'], NS, 'llm');
+/** One scrape of `metric` on `pod` by the scrape job `job`. */
+const scrape = (metric: string, pod: string, v: number, job = 'llm-headless', ns = NS) =>
+  constant(`${metric}{namespace="${ns}",pod="${pod}",job="${job}"}`, v, 10);
+const recorded = (expr: string) => ({ groups: [{ name: 'keda', rules: [{ record: 'keda:total', expr }] }] });
+const total = (value: number) => ({
+  expr: 'keda:total',
+  eval_time: '5m',
+  exp_samples: [{ labels: 'keda:total', value }],
+});
+
+describe('kedaPodTotalQuery', () => {
+  test("selects the StatefulSet's pods in the namespace, one value per pod before the sum", () => {
+    expect(waiting).toBe('sum(max by (pod) (vllm:num_requests_waiting{namespace="serving",pod=~"llm-[0-9]+"}))');
+    expect(inFlight).toBe(
+      'sum(max by (pod) (vllm:num_requests_running{namespace="serving",pod=~"llm-[0-9]+"}) + ' +
+        'max by (pod) (vllm:num_requests_waiting{namespace="serving",pod=~"llm-[0-9]+"}))',
+    );
+    expect(() => kedaPodTotalQuery([], NS, 'llm')).toThrow(/no metric/);
+  });
+});
+
+describePromtool('kedaPodTotalQuery under promtool', () => {
+  test('one pod scraped twice is counted once; other versions and namespaces are not counted', () => {
+    expect(checkRules(recorded(waiting)).ok).toBe(true);
+    const m = 'vllm:num_requests_waiting';
+    const r = testRules(recorded(waiting), [
+      {
+        name: 'llm-0 scraped by the ServiceMonitor and by an annotation-based job: 3 + 4, not 3 + 3 + 4',
+        interval: '1m',
+        input_series: [
+          scrape(m, 'llm-0', 3),
+          scrape(m, 'llm-0', 3, 'kubernetes-pods'),
+          scrape(m, 'llm-1', 4),
+          scrape(m, 'llm-v2-0', 100),
+          scrape(m, 'llm-0', 100, 'llm-headless', 'other'),
+        ],
+        promql_expr_test: [total(7)],
+      },
+    ]);
+    if (!r.ok) throw new Error(r.output);
+  });
+
+  test('requests in flight: running plus waiting per pod, each pod once however often scraped', () => {
+    expect(checkRules(recorded(inFlight)).ok).toBe(true);
+    const run = 'vllm:num_requests_running';
+    const wait = 'vllm:num_requests_waiting';
+    const r = testRules(recorded(inFlight), [
+      {
+        name: 'llm-0: 8 running + 2 waiting, scraped twice; llm-1: 6 + 0',
+        interval: '1m',
+        input_series: [
+          scrape(run, 'llm-0', 8),
+          scrape(wait, 'llm-0', 2),
+          scrape(run, 'llm-0', 8, 'kubernetes-pods'),
+          scrape(wait, 'llm-0', 2, 'kubernetes-pods'),
+          scrape(run, 'llm-1', 6),
+          scrape(wait, 'llm-1', 0),
+        ],
+        promql_expr_test: [total(16)],
+      },
+    ]);
+    if (!r.ok) throw new Error(r.output);
+  });
+
+  test('the sum without max by (pod) would count the twice-scraped pod twice (what the query avoids)', () => {
+    const m = 'vllm:num_requests_waiting';
+    const plain = `sum(${m}{namespace="${NS}",pod=~"llm-[0-9]+"})`;
+    const r = testRules(recorded(plain), [
+      {
+        interval: '1m',
+        input_series: [scrape(m, 'llm-0', 3), scrape(m, 'llm-0', 3, 'kubernetes-pods'), scrape(m, 'llm-1', 4)],
+        promql_expr_test: [total(7)],
+      },
+    ]);
+    expect(r.ok).toBe(false);
+    expect(r.output).toContain('got: {__name__="keda:total"} 1E+01');
+  });
+});
