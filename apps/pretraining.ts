@@ -15,11 +15,13 @@ export class PretrainingChart extends Chart {
   constructor(scope: Construct, id: string, props: ChartProps = {}) {
     super(scope, id, props);
     this.job = new GpuTrainingJob(this, 'pretrain', {
-      name: 'llm-pretrain',
+      // Not `llm-pretrain`, the production app's StatefulSet trainer in the same namespace: its headless
+      // Service has that name, which the JobSet controller would give the JobSet's own.
+      name: 'llm-pretrain-job',
       image: 'nvcr.io/nvidia/pytorch:24.08-py3',
       gpusPerPod: 8,
       nodes: 4,
-      args: ['/workspace/train.py', '--checkpoint-dir', '/checkpoints/llm-pretrain'],
+      args: ['/workspace/train.py', '--checkpoint-dir', '/checkpoints/llm-pretrain-job'],
       checkpoints: { claimName: 'training-checkpoints' },
       rdma: Rdma.efa(32),
       memory: Size.gibibytes(640),
