@@ -76,4 +76,16 @@ describe('docs/monitoring.md', () => {
     expect([...alerts].filter(a => !headings.has(a))).toEqual([]);
     expect([...headings].filter(h => !alerts.has(h))).toEqual([]);
   });
+
+  test('has a runbook section for every alert named in the monitoring sources, emitted by an app or not', () => {
+    const doc = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'monitoring.md'), 'utf8');
+    const headings = new Set([...doc.matchAll(/^### (\w+)$/gm)].map(m => m[1]));
+    const dir = path.join(__dirname, '..', '..', 'src', 'monitoring');
+    const named = fs
+      .readdirSync(dir)
+      .flatMap(f => [...fs.readFileSync(path.join(dir, f), 'utf8').matchAll(/\balert: '(\w+)'/g)].map(m => m[1]));
+    expect(named.length).toBeGreaterThan(20);
+    expect(named.filter(a => !headings.has(a))).toEqual([]);
+    expect([...headings].filter(h => !named.includes(h))).toEqual([]);
+  });
 });
