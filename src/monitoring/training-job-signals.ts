@@ -103,13 +103,15 @@ export function jobSetTrainingSignals(
   if (deadline !== undefined) {
     alerts.push({
       alert: 'GpuTrainingJobPastDeadline',
+      // Still active past the deadline (the Job controller has not ended it yet), or ended by it; a
+      // Job that completed, or failed earlier for another reason (GpuTrainingJobFailed), is not.
       expr:
         `(time() - ${selector(KSM.jobStartTime, ns, jobSel)}) > ${deadline} ` +
-        `unless on (namespace, job_name) (${selector(KSM.jobCompleteCondition, ns, jobSel, 'condition="true"')} == 1)`,
+        `and on (namespace, job_name) ((${selector(KSM.jobActive, ns, jobSel)} > 0) or (${byDeadline} == 1))`,
       forSeconds: 0,
       severity: 'critical',
       summary: `The training run ${name} did not complete within its activeDeadline of ${deadline}s.`,
-      description: `The current attempt started more than activeDeadline (${deadline}s) ago and is not Complete: the Job fails with DeadlineExceeded, which fails the JobSet at once (no restart).`,
+      description: `The current attempt started more than activeDeadline (${deadline}s) ago and is still active, or has failed with DeadlineExceeded: the deadline fails the JobSet at once (no restart).`,
     });
   }
 

@@ -209,23 +209,38 @@ describePromtool('JobSet training alerts under promtool', () => {
     if (!r.ok) throw new Error(r.output);
   });
 
-  test('an attempt past activeDeadline fires, a completed one does not', () => {
+  test('an attempt past activeDeadline fires, running or ended by it; a completed or otherwise failed one does not', () => {
     const minutes = 130;
     const started = constant(`kube_job_status_start_time{${JOB}}`, 0, minutes);
+    const active = (n: number) => constant(`kube_job_status_active{${JOB}}`, n, minutes);
+    const failedBy = (reason: string) => constant(`kube_job_status_failed{${JOB},reason="${reason}"}`, 1, minutes);
+    const firesAfterDeadline = fires(spec, 'GpuTrainingJobPastDeadline', evaluationAfter(7200), {
+      namespace: NS,
+      job_name: 'pt-node-0',
+    });
     const r = testRules(spec, [
       {
         name: 'still running',
         interval: '1m',
-        input_series: [started, constant(`kube_job_complete{${JOB},condition="true"}`, 0, minutes)],
-        alert_rule_test: [
-          silent('GpuTrainingJobPastDeadline', 7200),
-          fires(spec, 'GpuTrainingJobPastDeadline', evaluationAfter(7200), { namespace: NS, job_name: 'pt-node-0' }),
-        ],
+        input_series: [started, active(3)],
+        alert_rule_test: [silent('GpuTrainingJobPastDeadline', 7200), firesAfterDeadline],
+      },
+      {
+        name: 'ended by the deadline',
+        interval: '1m',
+        input_series: [started, active(0), failedBy('DeadlineExceeded')],
+        alert_rule_test: [silent('GpuTrainingJobPastDeadline', 7200), firesAfterDeadline],
       },
       {
         name: 'completed',
         interval: '1m',
-        input_series: [started, constant(`kube_job_complete{${JOB},condition="true"}`, 1, minutes)],
+        input_series: [started, active(0), constant(`kube_job_complete{${JOB},condition="true"}`, 1, minutes)],
+        alert_rule_test: [silent('GpuTrainingJobPastDeadline', 7800)],
+      },
+      {
+        name: 'failed earlier, its restarts used up (GpuTrainingJobFailed says so)',
+        interval: '1m',
+        input_series: [started, active(0), failedBy('')],
         alert_rule_test: [silent('GpuTrainingJobPastDeadline', 7800)],
       },
     ]);
