@@ -36,7 +36,8 @@ export function jobSetTrainingSignals(
   const name = job.jobSetName;
   const ns = namespaceMatcher(job);
   const jobSel = `job_name=${quote(job.childJobName)}`;
-  // Indexed Job pods are `<job>-<index>-<random suffix>` (the suffix the JobSet webhook allows for).
+  // Indexed Job pods are `<job>-<index>-<5-character random suffix>` (the name the JobSet webhook checks,
+  // pkg/webhooks/jobset_webhook.go: placement.GenPodName + "-abcde", v0.12.0).
   const podRegex = `${job.childJobName}-[0-9]+-[a-z0-9]+`;
   const pods = `pod=~${quote(podRegex)}`;
   const trainer = `container=${quote(TRAINER_CONTAINER)}`;
