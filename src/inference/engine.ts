@@ -59,6 +59,17 @@ export interface EngineMetrics {
   readonly requests?: { readonly total: CounterSelector; readonly failed: CounterSelector };
 }
 
+/**
+ * The engine's limit on requests it runs at once, the construct prop that sets it, and the engine's
+ * default when the prop is unset (none when the engine derives it at start, e.g. from the KV cache).
+ */
+export interface BatchLimit {
+  readonly prop: string;
+  readonly default?: number;
+  /** Where the default comes from, with the source, for messages and docs. */
+  readonly why: string;
+}
+
 /** Engine-specific props turned into flags or variables by the construct. */
 export interface EngineTuning {
   readonly args: string[];
@@ -91,8 +102,10 @@ export interface ServingEngine {
   readonly healthPath: string;
   /** Prometheus metrics on the API port. */
   readonly metricsPath: string;
-  /** The gauge of requests waiting for a batch slot, the autoscaling signal. */
+  /** The gauge of requests waiting for a batch slot (with `metrics.running`: the requests in flight). */
   readonly queueMetric: string;
+  /** The most requests one replica runs at once: the autoscaling target is derived from it. */
+  readonly batchLimit: BatchLimit;
   /** The other metrics alerts and dashboards read, each from the engine's source. */
   readonly metrics: EngineMetrics;
   /** Whether the published image must run as root. */

@@ -16,7 +16,7 @@ import { PodSecurityLevel, ProcessIdentity, resolveProcessIdentity } from '../co
 import { STATEFUL_SET } from '../common/stateful-set';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
-import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
+import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
 import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
 import { addDownload } from './model-download';
 import type { SglangInferenceService } from './sglang-inference-service';
@@ -170,8 +170,9 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly serviceMonitorInterval?: Duration;
   /**
-   * Scale on the engine's queue gauge with an HPA or KEDA. The StatefulSet's `replicas` is then not
-   * synthesized, so `kubectl apply` and GitOps never fight the autoscaler; the PDB still holds.
+   * Scale on the requests in flight (running + waiting) per replica with an HPA or KEDA. The
+   * StatefulSet's `replicas` is then not synthesized, so `kubectl apply` and GitOps never fight
+   * the autoscaler; the PDB still holds.
    * @default - a fixed replica count
    */
   readonly autoscaling?: AutoscalingOptions;
@@ -278,11 +279,17 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly capacitySeconds: number;
   /** The scrape interval in seconds: the ServiceMonitor's, or the 30 s it would have. */
   readonly scrapeIntervalSeconds: number;
+  /**
+   * Requests in flight (running + waiting) per replica the service is sized for: the autoscaling
+   * target, else 80% of the batch limit when known (undefined for SGLang without maxRunningRequests).
+   */
+  readonly targetRequestsInFlight?: number;
   /** The resolved autoscaling bounds and target, when autoscaled. */
   readonly autoscalingLimits?: {
     readonly minReplicas: number;
     readonly maxReplicas: number;
-    readonly targetQueueDepth: number;
+    /** Requests in flight (running + waiting) per replica the autoscaler holds the fleet at. */
+    readonly targetRequestsInFlight: number;
     readonly scaleDownStabilizationSeconds: number;
   };
   /** @internal */
@@ -315,11 +322,12 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this.queueMetric = r.engine.queueMetric;
     this.engineMetrics = r.engine.metrics;
     this.capacitySeconds = r.capacity.seconds;
+    this.targetRequestsInFlight = r.autoscaling?.target ?? r.inFlightTarget;
     if (r.autoscaling) {
       this.autoscalingLimits = {
         minReplicas: r.autoscaling.minReplicas,
         maxReplicas: r.autoscaling.maxReplicas,
-        targetQueueDepth: r.autoscaling.targetQueueDepth,
+        targetRequestsInFlight: r.autoscaling.target,
         scaleDownStabilizationSeconds: r.autoscaling.scaleDownSeconds,
       };
     }
@@ -388,10 +396,12 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
         name: r.name,
         labels: r.labels,
         namespace,
-        queueMetric: r.engine.queueMetric,
+        engine: r.engine.containerName,
+        metrics: { running: r.engine.metrics.running, waiting: r.engine.queueMetric },
         minReplicas: r.autoscaling.minReplicas,
         maxReplicas: r.autoscaling.maxReplicas,
-        targetQueueDepth: r.autoscaling.targetQueueDepth,
+        target: r.autoscaling.target,
+        capacitySeconds: r.capacity.seconds,
         scaleDownSeconds: r.autoscaling.scaleDownSeconds,
       });
       this.horizontalPodAutoscaler = made.hpa;
@@ -413,6 +423,7 @@ interface ResolvedServing {
   readonly cache: BoundModelCache;
   readonly autoscaling?: ReturnType<typeof resolveAutoscaling>;
   readonly capacity: { seconds: number; what: string };
+  readonly inFlightTarget?: number;
   readonly replicas?: number;
   readonly launch: EngineLaunch;
   readonly extraArgs: string[];
@@ -458,7 +469,12 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   const cache = modelCache._bind(v, modelSize);
 
   const capacity = capacityDelay(startupBudgetSeconds, modelSize, cache.shared);
-  const autoscaling = props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity);
+  const batch = {
+    limit: engine.batchLimit,
+    value: (props as unknown as Record<string, unknown>)[engine.batchLimit.prop],
+  };
+  const autoscaling =
+    props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity, batch);
   if (autoscaling && props.replicas !== undefined) {
     v.fail(
       'replicas',
@@ -512,6 +528,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     cache,
     autoscaling,
     capacity,
+    inFlightTarget: derivedInFlightTarget(batch),
     replicas,
     launch,
     extraArgs,

@@ -32,7 +32,12 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
 
     test('every object is a public member', () => {
       const chart = new Chart(Testing.app(), 'c', { namespace: 'ns' });
-      const svc = e.make(chart, 'svc', { ...BASE, serviceMonitor: true, autoscaling: { maxReplicas: 3 } });
+      const svc = e.make(chart, 'svc', {
+        ...BASE,
+        [e.batch.prop]: 64,
+        serviceMonitor: true,
+        autoscaling: { maxReplicas: 3 },
+      });
       const objects = synthValid(chart);
       const byHandle = [
         svc.statefulSet,

@@ -26,6 +26,12 @@ export const SGLANG: ServingEngine = {
   // Only with --enable-metrics, on the API port: `sglang:num_queue_reqs`, `sglang:num_running_reqs`, ...
   metricsPath: '/metrics',
   queueMetric: 'sglang:num_queue_reqs',
+  // managers/tp_worker.py: with --max-running-requests unset, the limit is min(max_total_num_tokens // 2,
+  // the request pool, the attention backend's), known only once the KV cache is sized on the GPU.
+  batchLimit: {
+    prop: 'maxRunningRequests',
+    why: 'SGLang derives --max-running-requests at start from the KV cache it allocates (python/sglang/srt/managers/tp_worker.py: max_total_num_tokens // 2, capped by the request pool)',
+  },
   // python/sglang/srt/metrics/collector.py and docs/references/production_metrics.md: the token
   // (KV pool) usage gauge, and the TTFT and queue-time histograms. SGLang counts aborted requests
   // (`sglang:num_aborted_requests_total`, client disconnects included) but no server-side errors:

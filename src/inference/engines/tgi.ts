@@ -35,6 +35,13 @@ export const TGI: ServingEngine = {
   // server.rs routes /metrics on the API port (and the same registry on --prometheus-port 9000).
   metricsPath: '/metrics',
   queueMetric: 'tgi_queue_size',
+  // launcher/src/main.rs: --max-concurrent-requests 128 bounds the requests in flight (running and
+  // queued); the router answers 429 beyond it. --max-batch-size has no default (from the token budget).
+  batchLimit: {
+    prop: 'maxConcurrentRequests',
+    default: 128,
+    why: "TGI's --max-concurrent-requests default (128, launcher/src/main.rs), beyond which the router answers 429",
+  },
   // docs/source/reference/metrics.md and router/src (v3.3.7): `tgi_request_queue_duration` is a
   // histogram in seconds (server.rs gives every `*duration` metric buckets); `tgi_request_failure`
   // counts failures by `err` (validation errors are the client's). TGI exports no KV-cache usage

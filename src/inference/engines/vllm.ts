@@ -33,6 +33,13 @@ export const VLLM: ServingEngine = {
   // `vllm:*` Prometheus metrics on the API port.
   metricsPath: '/metrics',
   queueMetric: 'vllm:num_requests_waiting',
+  // vllm/engine/arg_utils.py `get_batch_defaults`: max_num_seqs for the OpenAI server is 256, or 1024
+  // on GPUs of at least 70 GiB other than A100; the lower one, so a large GPU scales early, not late.
+  batchLimit: {
+    prop: 'maxNumSeqs',
+    default: 256,
+    why: "vLLM's --max-num-seqs default for the API server (256; 1024 on GPUs of 70 GiB or more other than A100, vllm/engine/arg_utils.py)",
+  },
   // vllm/v1/metrics/loggers.py (PrometheusStatLogger); `vllm:gpu_cache_usage_perc` is the v0 name,
   // gone from the v1 engine. Every finished request counts in `vllm:request_success_total` by
   // `finished_reason` (vllm/v1/engine/__init__.py: stop, length, abort, error, repetition); `error`
