@@ -3,6 +3,7 @@ import * as path from 'path';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { OwnedEnv } from '../common/workload-pod';
+import type { DriverFact } from './driver-floor';
 
 /** What the shared serving practice hands an engine to start it. */
 export interface LaunchOptions {
@@ -116,6 +117,8 @@ export interface ServingEngine {
   readonly processAliases?: Readonly<Record<string, string>>;
   /** Releases of the published image the construct's output cannot run, by tag. */
   readonly imageFacts: readonly ImageFact[];
+  /** The NVIDIA driver each release (and tag variant) of the published image needs, most specific first. */
+  readonly driverFacts: readonly DriverFact[];
   /** The UID the image is built for when it runs as non-root, if it names one. */
   readonly nonRootUid?: number;
   /** `/dev/shm` per GPU in GiB (NCCL between tensor-parallel ranks, and the engine's own IPC). */

@@ -18,6 +18,7 @@ import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } 
 import { Validator } from '../validation/validate';
 import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
 import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
+import { driverFloorOf, requireDriver } from './driver-floor';
 import { addDownload } from './model-download';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
@@ -182,6 +183,14 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly ipFamily?: IpFamily;
   /**
+   * The lowest NVIDIA driver major version (branch) the pods may run on, as a required node affinity
+   * on the GPU operator's label `nvidia.com/cuda.driver-version.major` (or its deprecated
+   * `nvidia.com/cuda.driver.major`); nodes without either label are allowed. 0 turns it off.
+   * @default - the image's floor: 580 for CUDA 13 images (vLLM from v0.20, SGLang from v0.5.11),
+   * 525 for CUDA 12 ones (TGI 3.x, `-cu12x` tags); none for other images or untagged releases
+   */
+  readonly minDriverVersion?: number;
+  /**
    * Let the engine report anonymous usage statistics to its vendor (TGI `USAGE_STATS`, vLLM
    * usage reporting).
    * @default false - a production server should not phone home
@@ -214,6 +223,7 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'autoscaling',
   'ipFamily',
   'usageStats',
+  'minDriverVersion',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -434,6 +444,7 @@ interface ResolvedServing {
   readonly token: k8s.EnvVar[];
   readonly guaranteedQos: boolean;
   readonly serviceMonitor: boolean;
+  readonly driverFloor?: number;
 }
 
 function resolveServing(v: Validator, props: InferenceServiceProps, binding: EngineBinding): ResolvedServing {
@@ -539,6 +550,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     token,
     guaranteedQos: v.boolean('guaranteedQos', props.guaranteedQos, false),
     serviceMonitor: v.boolean('serviceMonitor', props.serviceMonitor, false),
+    driverFloor: driverFloorOf(v, engine.driverFacts, image, props.minDriverVersion),
   };
 }
 
@@ -605,6 +617,7 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
       ],
     },
   });
+  if (r.driverFloor !== undefined) requireDriver(template, r.driverFloor);
   if (!r.modelId.startsWith('/')) {
     addDownload(v, template, engine.download(r.modelId, r.revision), offline.env.name, r.token);
   } else if (r.token.length > 0) {

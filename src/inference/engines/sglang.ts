@@ -1,3 +1,4 @@
+import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -48,6 +49,27 @@ export const SGLANG: ServingEngine = {
       repository: 'docker.io/lmsysorg/sglang',
       rootOnlyFrom: [0, 0, 0],
       why: 'the image is built and run as root (docker/Dockerfile: SGLang installed editable under /sgl-workspace, no USER), and its JIT kernel builds write where a non-root user cannot',
+    },
+  ],
+  // v0.5.11 release notes ("Default CUDA version moves to 13.0 across SGLang, sgl-kernel, and Docker
+  // images", quoted in gpustack/gpustack#5285); `-cu12x` tags are CUDA 12 builds.
+  driverFacts: [
+    {
+      repository: 'docker.io/lmsysorg/sglang',
+      tagPattern: /-cu12\d*$/,
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'a -cu12x tag is built on CUDA 12',
+    },
+    {
+      repository: 'docker.io/lmsysorg/sglang',
+      from: [0, 5, 11],
+      driverMajor: CUDA13_DRIVER_MAJOR,
+      why: 'SGLang images are CUDA 13.0 by default from v0.5.11',
+    },
+    {
+      repository: 'docker.io/lmsysorg/sglang',
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'SGLang images before v0.5.11 are CUDA 12',
     },
   ],
   // The server and its scheduler processes run as python3 (command below).

@@ -1,4 +1,5 @@
 import { OwnedEnv } from '../../common/workload-pod';
+import { CUDA12_DRIVER_MAJOR } from '../driver-floor';
 import { hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -61,6 +62,14 @@ export const TGI: ServingEngine = {
       repository: 'ghcr.io/huggingface/text-generation-inference',
       rootOnlyFrom: [3, 1, 0],
       why: 'from 3.1 the image keeps Python under /root/.local/share/uv and /root is mode 0700, so a non-root UID stops at "libpython3.11.so.1.0: cannot open shared object file" (huggingface/text-generation-inference#3082); 3.0.1 is the last release that starts non-root',
+    },
+  ],
+  // Dockerfile (v3.3.7): `FROM nvidia/cuda:12.4.0-base-ubuntu22.04`, torch 2.7: CUDA 12.
+  driverFacts: [
+    {
+      repository: 'ghcr.io/huggingface/text-generation-inference',
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'TGI 3.x images are built on CUDA 12 (Dockerfile: nvidia/cuda:12.4.0-base)',
     },
   ],
   // The TGI docs run `--shm-size 1g`; NCCL needs it between shards, so it grows with them.

@@ -1,3 +1,4 @@
+import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -60,6 +61,27 @@ export const VLLM: ServingEngine = {
       repository: 'docker.io/vllm/vllm-openai',
       minimum: [0, 18, 0],
       why: 'the construct sets --shutdown-timeout for the drain, which vLLM has from 0.18 (vllm#36666); older releases exit with "unrecognized arguments"',
+    },
+  ],
+  // From v0.20 the default wheel and image are CUDA 13.0 (vllm#39878; vllm#42738: "After v0.20.0,
+  // default wheel/docker ... version is cu130"); `-cu129` tags (e.g. v0.21.0-cu129) stay on CUDA 12.9.
+  driverFacts: [
+    {
+      repository: 'docker.io/vllm/vllm-openai',
+      tagPattern: /-cu12\d*$/,
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'a -cu12x tag is built on CUDA 12',
+    },
+    {
+      repository: 'docker.io/vllm/vllm-openai',
+      from: [0, 20, 0],
+      driverMajor: CUDA13_DRIVER_MAJOR,
+      why: 'vLLM images are CUDA 13.0 by default from v0.20 (vllm#39878)',
+    },
+    {
+      repository: 'docker.io/vllm/vllm-openai',
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'vLLM images before v0.20 are CUDA 12',
     },
   ],
   nonRootUid: VLLM_UID,
