@@ -134,6 +134,13 @@ export interface ServingEngine {
    */
   readonly contradictingFlags: Readonly<Record<string, string>>;
   /**
+   * Flags whose values name a model, tokenizer or adapter the server loads at start, and what each
+   * names: the server runs offline (`HF_HUB_OFFLINE=1`), so each must be an absolute path (a hub id
+   * there is never fetched). Values may be lists (space- or comma-separated), `name=path`, or JSON
+   * objects with a `path` or `lora_path`.
+   */
+  readonly offlinePathFlags: Readonly<Record<string, string>>;
+  /**
    * Whether the engine parses flags with Python's argparse defaults (`allow_abbrev`), which expand
    * an unambiguous prefix (`--tp` for `--tp-size`): a prefix of an owned flag is then refused too.
    */

@@ -67,7 +67,56 @@ export function extraArgsOf(v: Validator, engine: ServingEngine, value: string[]
         arg,
       );
   });
+  refuseHubReferences(v, engine, extraArgs);
   return extraArgs;
+}
+
+/**
+ * The server runs offline (HF_HUB_OFFLINE=1) on what the download put in the cache: a flag naming
+ * another model, tokenizer or adapter by hub id would fail at start. Each such value must be an
+ * absolute path (a volume, or a repository's snapshot directory in the cache).
+ */
+function refuseHubReferences(v: Validator, engine: ServingEngine, extraArgs: string[]): void {
+  extraArgs.forEach((arg, i) => {
+    const [flag, inline] =
+      arg.includes('=') && arg.startsWith('--')
+        ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+        : [arg, undefined];
+    const what = Object.prototype.hasOwnProperty.call(engine.offlinePathFlags, flag)
+      ? engine.offlinePathFlags[flag]
+      : undefined;
+    if (what === undefined) return;
+    const values: [number, string][] = [];
+    if (inline !== undefined) values.push([i, inline]);
+    else for (let j = i + 1; j < extraArgs.length && !extraArgs[j].startsWith('-'); j++) values.push([j, extraArgs[j]]);
+    for (const [j, value] of values) {
+      for (const path of pathsOf(value)) {
+        if (!path.startsWith('/')) {
+          v.fail(
+            `extraArgs[${j}]`,
+            `must name ${what} (${flag}) by an absolute path: the server runs offline (HF_HUB_OFFLINE=1), so ${JSON.stringify(path)} is never fetched from the hub (put it on a volume and name its path)`,
+            extraArgs[j],
+          );
+        }
+      }
+    }
+  });
+}
+
+/** The paths one value of such a flag names: a JSON object's path, or each `[name=]path` of a comma list. */
+function pathsOf(value: string): string[] {
+  if (value.trim().startsWith('{')) {
+    try {
+      const o = JSON.parse(value) as Record<string, unknown>;
+      return [o.path ?? o.lora_path].filter((p): p is string => typeof p === 'string');
+    } catch {
+      return [value];
+    }
+  }
+  return value
+    .split(',')
+    .filter(item => item !== '')
+    .map(item => (item.includes('=') ? item.slice(item.indexOf('=') + 1) : item));
 }
 
 interface RefusedFlag {

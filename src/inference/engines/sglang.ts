@@ -113,6 +113,12 @@ export const SGLANG: ServingEngine = {
       ]),
     ),
   },
+  // server_args.py --lora-paths: `<PATH> | <NAME>=<PATH> | JSON {lora_name, lora_path, pinned}`.
+  offlinePathFlags: {
+    '--lora-paths': 'a LoRA adapter',
+    '--tokenizer-path': 'a tokenizer',
+    '--speculative-draft-model-path': 'a draft model',
+  },
   // server_args.py builds a plain argparse.ArgumentParser (allow_abbrev on).
   argsWordSplit: false,
   abbreviatedFlags: true,

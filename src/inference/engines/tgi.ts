@@ -95,6 +95,8 @@ export const TGI: ServingEngine = {
     '--huggingface-hub-cache': 'modelCache',
   },
   contradictingFlags: {},
+  // launcher/src/main.rs: --lora-adapters (env LORA_ADAPTERS), "adapter ids i.e. repo/adapter1,repo/adapter2".
+  offlinePathFlags: { '--lora-adapters': 'a LoRA adapter' },
   // clap matches long flags exactly (no inferred abbreviations).
   // tgi-entrypoint.sh runs `exec text-generation-launcher $@`, unquoted.
   argsWordSplit: true,

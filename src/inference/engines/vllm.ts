@@ -147,6 +147,8 @@ export const VLLM: ServingEngine = {
     '--ssl-certfile':
       'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
   },
+  // cli_args.py LoRAParserAction: `name=path` or JSON `{"name", "path", ...}`; arg_utils.py --tokenizer.
+  offlinePathFlags: { '--lora-modules': 'a LoRA adapter', '--tokenizer': 'a tokenizer' },
   // FlexibleArgumentParser is an argparse.ArgumentParser: treat prefixes as the flags they expand to.
   argsWordSplit: false,
   abbreviatedFlags: true,
