@@ -140,7 +140,9 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * The startup probe's budget for loading the weights onto the GPUs and warming up (the download
    * runs before, in an init container no probe watches). At least one minute; with `modelSize`, at
    * least the budget derived from it.
-   * @default - derived from modelSize, else Duration.minutes(15)
+   * @default - derived from modelSize; else from the parameter count the model id states (`70B`: 2
+   * bytes a parameter, 1 for FP8/INT8 names, 0.5 for 4-bit ones), at least Duration.minutes(15);
+   * else Duration.minutes(15), refused with gpusPerReplica 4 or more (give modelSize)
    */
   readonly maxModelLoadTime?: Duration;
   /**
@@ -469,7 +471,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   const termination = resolveTermination(v, props);
 
   const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
-  const startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime);
+  const startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime, { modelId, gpus });
   const defaultCacheGib = Math.max(
     DEFAULT_CACHE_GIB,
     modelSize ? Math.ceil((modelSize.toKibibytes() * CACHE_HEADROOM) / 1024 ** 2) : 0,
