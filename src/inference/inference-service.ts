@@ -20,6 +20,7 @@ import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from '.
 import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
 import { addDownload } from './model-download';
+import { claimSharedCache } from './shared-cache-owners';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
@@ -322,6 +323,10 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     super(scope, id);
     const v = new Validator(binding.engine.construct, id);
     const r = resolveServing(v, props, binding);
+    if (r.cache.shared && r.cache.volume?.persistentVolumeClaim) {
+      const who = `${binding.engine.construct} '${id}'`;
+      claimSharedCache(this, v, { claimName: r.cache.volume.persistentVolumeClaim.claimName, uid: r.uid, who });
+    }
     this.statefulSetName = r.name;
     this.serviceName = props.name;
     this.headlessServiceName = `${r.name}-headless`;
