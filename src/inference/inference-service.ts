@@ -19,7 +19,7 @@ import { Validator } from '../validation/validate';
 import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
 import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
-import { addDownload } from './model-download';
+import { addDownload, DownloadResources } from './model-download';
 import { claimSharedCache } from './shared-cache-owners';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
@@ -194,6 +194,11 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly minDriverVersion?: number;
   /**
+   * CPU and memory of the download init container (e.g. more memory for a fast parallel download).
+   * @default - the server's CPU and memory
+   */
+  readonly downloadResources?: DownloadResources;
+  /**
    * Let the engine report anonymous usage statistics to its vendor (TGI `USAGE_STATS`, vLLM
    * usage reporting).
    * @default false - a production server should not phone home
@@ -227,6 +232,7 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'ipFamily',
   'usageStats',
   'minDriverVersion',
+  'downloadResources',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -626,9 +632,18 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
   });
   if (r.driverFloor !== undefined) requireDriver(template, r.driverFloor);
   if (!r.modelId.startsWith('/')) {
-    addDownload(v, template, engine.download(r.modelId, r.revision), offline.env.name, r.token);
+    addDownload(
+      v,
+      template,
+      engine.download(r.modelId, r.revision),
+      offline.env.name,
+      r.token,
+      props.downloadResources,
+    );
   } else if (r.token.length > 0) {
     v.fail('hfTokenSecret', 'needs a hub model: with a local path nothing is downloaded', props.hfTokenSecret);
+  } else if (props.downloadResources !== undefined) {
+    v.fail('downloadResources', 'needs a hub model: with a local path nothing is downloaded', props.downloadResources);
   }
   // One scrape path per pod: a Prometheus that honours these annotations and a ServiceMonitor
   // would both scrape it, and every sum() over the engine's metrics would count it twice.
