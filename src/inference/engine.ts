@@ -141,6 +141,16 @@ export interface ServingEngine {
    */
   readonly offlinePathFlags: Readonly<Record<string, string>>;
   /**
+   * Whether the server takes `org/name:QUANT` (a GGUF file of that quantization in the repository)
+   * as its model; the download then fetches that file.
+   */
+  readonly ggufModelForm: boolean;
+  /**
+   * The engine's weight-format flag and the values the download serves: it fetches the weights the
+   * engine's `auto` format loads (safetensors, else bin, else pt; the GGUF file of `org/name:QUANT`).
+   */
+  readonly loadFormat?: { readonly flag: string; readonly served: readonly string[] };
+  /**
    * Whether the engine parses flags with Python's argparse defaults (`allow_abbrev`), which expand
    * an unambiguous prefix (`--tp` for `--tp-size`): a prefix of an owned flag is then refused too.
    */

@@ -468,7 +468,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       v.fail(key, 'must not be null: omit it for the default', null);
   }
   const name = statefulSetName(v, props.name, props.version);
-  const modelId = modelIdOf(v, props.modelId);
+  const modelId = modelIdOf(v, props.modelId, engine);
   const revision = revisionOf(v, props.revision);
   const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
   if (gpus > 1 && props.gpuResource !== undefined && isMigResource(props.gpuResource)) {

@@ -97,6 +97,8 @@ export const TGI: ServingEngine = {
   contradictingFlags: {},
   // launcher/src/main.rs: --lora-adapters (env LORA_ADAPTERS), "adapter ids i.e. repo/adapter1,repo/adapter2".
   offlinePathFlags: { '--lora-adapters': 'a LoRA adapter' },
+  // TGI loads safetensors only (utils/hub.py) and has no GGUF path or load-format flag.
+  ggufModelForm: false,
   // clap matches long flags exactly (no inferred abbreviations).
   // tgi-entrypoint.sh runs `exec text-generation-launcher $@`, unquoted.
   argsWordSplit: true,

@@ -149,6 +149,12 @@ export const VLLM: ServingEngine = {
   },
   // cli_args.py LoRAParserAction: `name=path` or JSON `{"name", "path", ...}`; arg_utils.py --tokenizer.
   offlinePathFlags: { '--lora-modules': 'a LoRA adapter', '--tokenizer': 'a tokenizer' },
+  // docs/features/quantization/gguf.md: `vllm serve <repo_id>:<quant_type>` loads that GGUF file.
+  ggufModelForm: true,
+  // arg_utils.py --load-format: `auto` loads safetensors, else bin/pt (what the download fetches);
+  // `dummy` loads none; the others (pt over safetensors, npcache, mistral's consolidated files,
+  // tensorizer, runai_streamer, sharded_state, ...) read files or places the download does not fill.
+  loadFormat: { flag: '--load-format', served: ['auto', 'safetensors', 'dummy', 'gguf'] },
   // FlexibleArgumentParser is an argparse.ArgumentParser: treat prefixes as the flags they expand to.
   argsWordSplit: false,
   abbreviatedFlags: true,
