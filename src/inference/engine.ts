@@ -140,6 +140,8 @@ export interface ServingEngine {
    * objects with a `path` or `lora_path`.
    */
   readonly offlinePathFlags: Readonly<Record<string, string>>;
+  /** Variables the engine reads the same way (TGI reads every launcher flag from its variable). */
+  readonly offlinePathEnv: Readonly<Record<string, string>>;
   /**
    * Whether the server takes `org/name:QUANT` (a GGUF file of that quantization in the repository)
    * as its model; the download then fetches that file.

@@ -26,7 +26,15 @@ import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
 import { BoundModelCache, ModelCache } from './model-cache';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
-import { checkImageFacts, extraArgsOf, hubTokenEnv, modelIdOf, refuseHubCacheEnv, revisionOf } from './serving-inputs';
+import {
+  checkImageFacts,
+  extraArgsOf,
+  hubTokenEnv,
+  modelIdOf,
+  refuseHubCacheEnv,
+  refuseHubReferencesInEnv,
+  revisionOf,
+} from './serving-inputs';
 import {
   capacityDelay,
   resolveTermination,
@@ -538,6 +546,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
         : ['image', image];
   checkImageFacts(v, engine.imageFacts, image, nonRootBy);
   refuseHubCacheEnv(v, props.env, MODEL_CACHE_PATH);
+  refuseHubReferencesInEnv(v, engine, props.env as Record<string, unknown> | undefined);
   const token = hubTokenEnv(v, props.hfTokenSecret, props.env);
   const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
   return {

@@ -138,6 +138,26 @@ function refuseHubReferences(v: Validator, engine: ServingEngine, extraArgs: str
   });
 }
 
+/** The same for the variables the engine reads like those flags (TGI `LORA_ADAPTERS`), set through `env`. */
+export function refuseHubReferencesInEnv(
+  v: Validator,
+  engine: ServingEngine,
+  env: Record<string, unknown> | undefined,
+): void {
+  for (const [name, what] of Object.entries(engine.offlinePathEnv)) {
+    const value = env && Object.prototype.hasOwnProperty.call(env, name) ? env[name] : undefined;
+    if (typeof value !== 'string') continue;
+    for (const path of pathsOf(value)) {
+      if (!path.startsWith('/'))
+        v.fail(
+          `env.${name}`,
+          `must name ${what} by an absolute path: the server runs offline (HF_HUB_OFFLINE=1), so ${JSON.stringify(path)} is never fetched from the hub (put it on a volume and name its path)`,
+          value,
+        );
+    }
+  }
+}
+
 /** The paths one value of such a flag names: a JSON object's path, or each `[name=]path` of a comma list. */
 function pathsOf(value: string): string[] {
   if (value.trim().startsWith('{')) {

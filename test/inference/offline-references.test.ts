@@ -47,3 +47,15 @@ describe.each(ENGINES)('$construct: model references in extraArgs work offline',
     expect(() => synthEngine(e, { extraArgs })).toThrow(`so "${id}" is never fetched from the hub`);
   });
 });
+
+describe('TGI reads --lora-adapters from LORA_ADAPTERS too', () => {
+  const tgi = ENGINES.find(e => e.construct === 'TgiInferenceService')!;
+  test('a hub id in env.LORA_ADAPTERS is refused; absolute paths are accepted', () => {
+    expect(() => synthEngine(tgi, { env: { LORA_ADAPTERS: 'repo/adapter1' } })).toThrow(
+      `TgiInferenceService 'svc': env.LORA_ADAPTERS must name a LoRA adapter by an absolute path`,
+    );
+    expect(synthEngine(tgi, { env: { LORA_ADAPTERS: '/adapters/a,/adapters/b' } }).env.LORA_ADAPTERS).toBe(
+      '/adapters/a,/adapters/b',
+    );
+  });
+});

@@ -115,6 +115,7 @@ export const SGLANG: ServingEngine = {
   },
   // server_args.py --lora-paths: `<PATH> | <NAME>=<PATH> | JSON {lora_name, lora_path, pinned}`.
   // SGLang takes a GGUF model as a local file path (server_args.py: a `.gguf` model path), not `repo:QUANT`.
+  offlinePathEnv: {},
   ggufModelForm: false,
   // server_args.py --load-format: `auto` as vLLM's (safetensors, else bin/pt); `dummy` loads none.
   loadFormat: { flag: '--load-format', served: ['auto', 'safetensors', 'dummy'] },

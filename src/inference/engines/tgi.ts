@@ -98,6 +98,7 @@ export const TGI: ServingEngine = {
   // launcher/src/main.rs: --lora-adapters (env LORA_ADAPTERS), "adapter ids i.e. repo/adapter1,repo/adapter2".
   offlinePathFlags: { '--lora-adapters': 'a LoRA adapter' },
   // TGI loads safetensors only (utils/hub.py) and has no GGUF path or load-format flag.
+  offlinePathEnv: { LORA_ADAPTERS: 'a LoRA adapter' },
   ggufModelForm: false,
   // clap matches long flags exactly (no inferred abbreviations).
   // tgi-entrypoint.sh runs `exec text-generation-launcher $@`, unquoted.

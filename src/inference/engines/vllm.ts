@@ -150,6 +150,7 @@ export const VLLM: ServingEngine = {
   // cli_args.py LoRAParserAction: `name=path` or JSON `{"name", "path", ...}`; arg_utils.py --tokenizer.
   offlinePathFlags: { '--lora-modules': 'a LoRA adapter', '--tokenizer': 'a tokenizer' },
   // docs/features/quantization/gguf.md: `vllm serve <repo_id>:<quant_type>` loads that GGUF file.
+  offlinePathEnv: {},
   ggufModelForm: true,
   // arg_utils.py --load-format: `auto` loads safetensors, else bin/pt (what the download fetches);
   // `dummy` loads none; the others (pt over safetensors, npcache, mistral's consolidated files,
