@@ -546,7 +546,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
         : ['image', image];
   checkImageFacts(v, engine.imageFacts, image, nonRootBy);
   refuseHubCacheEnv(v, props.env, MODEL_CACHE_PATH);
-  refuseHubReferencesInEnv(v, engine, props.env as Record<string, unknown> | undefined);
+  refuseHubReferencesInEnv(v, engine, props.env);
   const token = hubTokenEnv(v, props.hfTokenSecret, props.env);
   const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
   return {

@@ -1,5 +1,6 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
 import { Autoscaler, ModelCache } from '../../src';
+import { expectCrdValid } from '../support/crd-schema';
 import { findOne } from '../support/synth';
 import { BASE, ENGINES, synthEngine } from './support';
 
@@ -71,6 +72,8 @@ describe.each(ENGINES)('$construct autoscaling on $runningMetric + $queueMetric'
     ]);
     // A failing query (Prometheus down, no series) holds the current replicas instead of scaling down.
     expect(so.spec.fallback).toEqual({ failureThreshold: 3, replicas: 1, behavior: 'currentReplicasIfHigher' });
+    // Valid against KEDA's CRD (v2.20.2): fallback.behavior, and string trigger metadata.
+    expectCrdValid([so]);
     expect(svc.autoscalingLimits!.targetRequestsInFlight).toBe(51);
     expect(objects.some(o => o.kind === 'HorizontalPodAutoscaler')).toBe(false);
     expect(svc.scaledObject).toBeDefined();
