@@ -1,4 +1,4 @@
-import { Chart, Duration, Testing } from 'cdk8s';
+import { Chart, Duration, Size, Testing } from 'cdk8s';
 import { Autoscaler, ModelCache, VllmInferenceService } from '../../src';
 import { findOne } from '../support/synth';
 import { Behavior, reversals, simulate, Simulation } from './autoscaling-simulation';
@@ -95,5 +95,39 @@ describe('autoscaling simulation (vLLM, batch 256, 900 s until a new replica ser
     const burst = (t: number) => (t < 1 * HOURS ? 1 : t < 4 * HOURS ? 6 : 1);
     const o = run({ behavior: { scaleDown: so.behavior.scaleDown }, load: burst, initialReplicas: 2 });
     expect(Math.max(...replicasOf(o, HOURS, HOURS + CAPACITY))).toBe(12);
+  });
+
+  test('an HPA on the Pods metric (loading pods count as 0 on a scale-up) settles the same way', () => {
+    const steady = run({ metric: 'pods', load: () => 3.5, initialReplicas: 4 });
+    expect(new Set(replicasOf(steady, 2 * HOURS))).toEqual(new Set([5]));
+    const burst = run({ metric: 'pods', load: t => (t < HOURS ? 1 : t < 4 * HOURS ? 6 : 1), initialReplicas: 2 });
+    expect(Math.max(...replicasOf(burst, HOURS, 4 * HOURS))).toBe(8);
+  });
+});
+
+describe('the limit of the policy: a cache per replica (download 645 s + load 900 s)', () => {
+  // 15 GiB downloaded at 25 MB/s by every new replica: 1545 s until it serves, past what the HPA's
+  // 1800 s policy period can wait twice for, so the doubling compounds (documented in docs/serving.md).
+  test('a steady load still settles; a burst overshoots to the maximum before settling at 8', () => {
+    const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+    const svc = new VllmInferenceService(chart, 'llm', {
+      name: 'llm',
+      modelId: 'meta-llama/Llama-3.1-8B-Instruct',
+      modelSize: Size.gibibytes(15),
+      maxModelLoadTime: Duration.seconds(CAPACITY),
+      autoscaling: { maxReplicas: 12, autoscaler: Autoscaler.keda({ serverAddress: 'http://prometheus:9090' }) },
+    });
+    expect(svc.capacitySeconds).toBe(1545);
+    const so = findOne(Testing.synth(chart), 'ScaledObject');
+    const over = {
+      behavior: so.spec.advanced.horizontalPodAutoscalerConfig.behavior as Behavior,
+      capacitySeconds: 1545,
+      pendingSeconds: 645,
+    };
+    const steady = run({ ...over, load: () => 3.5, initialReplicas: 4 });
+    expect(new Set(replicasOf(steady, 2 * HOURS))).toEqual(new Set([5]));
+    const burst = run({ ...over, load: t => (t < HOURS ? 1 : t < 4 * HOURS ? 6 : 1), initialReplicas: 2 });
+    expect(Math.max(...replicasOf(burst, HOURS, 4 * HOURS))).toBe(12);
+    expect(new Set(replicasOf(burst, 3 * HOURS, 4 * HOURS))).toEqual(new Set([8]));
   });
 });

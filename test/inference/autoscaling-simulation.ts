@@ -67,6 +67,20 @@ export interface Simulation {
   readonly load: (t: number) => number;
   readonly durationSeconds: number;
   readonly initialReplicas: number;
+  /**
+   * How the HPA reads the metric: `external` (KEDA's trigger, `AverageValue`: the sum over the
+   * spec's replicas, loading ones included) or `pods` (an HPA Pods metric: the average over pods
+   * that report it, replica_calculator.go `calcPlainMetricReplicas`).
+   * @default 'external'
+   */
+  readonly metric?: 'external' | 'pods';
+  /**
+   * The first part of `capacitySeconds` a new pod spends Pending (an init container downloading):
+   * the Pods metric leaves such pods out (`groupPods` ignores Pending pods); after it, the pod runs
+   * but reports nothing until it serves (a missing metric: 0 on a scale-up, the target on a scale-down).
+   * @default 0
+   */
+  readonly pendingSeconds?: number;
 }
 
 export interface Sample {
@@ -125,8 +139,16 @@ export function simulate(s: Simulation): Outcome {
     if (t % SYNC_SECONDS === 0) {
       const current = readyAt.length;
       const usage = s.signal === 'inFlight' ? running + queued : queued;
-      const ratio = usage / (s.target * current);
-      const raw = Math.abs(ratio - 1) <= TOLERANCE ? current : Math.ceil(usage / s.target);
+      const raw =
+        s.metric === 'pods'
+          ? podsRecommendation(
+              s,
+              current,
+              usage,
+              ready,
+              readyAt.filter(r => r > t && r - (s.pendingSeconds ?? 0) <= t).length,
+            )
+          : externalRecommendation(s, current, usage);
       recommendations.push({ t, r: raw });
       const desired = normalize(t, current, raw, recommendations, events, up, down, s);
       if (desired > current) for (let i = current; i < desired; i++) readyAt.push(t + s.capacitySeconds);
@@ -144,6 +166,31 @@ export function simulate(s: Simulation): Outcome {
     }
   }
   return { samples, abandoned, offered };
+}
+
+/** replica_calculator.go `GetExternalPerPodMetricReplicas`: the sum over the target's replicas. */
+function externalRecommendation(s: Simulation, current: number, usage: number): number {
+  const ratio = usage / (s.target * current);
+  return Math.abs(ratio - 1) <= TOLERANCE ? current : Math.ceil(usage / s.target);
+}
+
+/**
+ * replica_calculator.go `calcPlainMetricReplicas`: the ready pods report an even share of the load;
+ * pods running but not serving report nothing (0 on a scale-up, the target on a scale-down);
+ * Pending pods are left out.
+ */
+function podsRecommendation(s: Simulation, current: number, usage: number, ready: number, missing: number): number {
+  if (ready === 0) return current; // no metrics: the HPA keeps the count
+  const ratio = usage / (s.target * ready);
+  const within = (r: number) => Math.abs(r - 1) <= TOLERANCE;
+  if (missing === 0) return within(ratio) ? current : Math.ceil(ratio * ready);
+  const filled = usage + (ratio < 1 ? missing * s.target : 0);
+  const n = ready + missing;
+  const newRatio = filled / (s.target * n);
+  if (within(newRatio) || (ratio < 1 && newRatio > 1) || (ratio > 1 && newRatio < 1)) return current;
+  const next = Math.ceil(newRatio * n);
+  if ((newRatio < 1 && next > current) || (newRatio > 1 && next < current)) return current;
+  return next;
 }
 
 function normalize(
