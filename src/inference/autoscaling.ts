@@ -21,6 +21,7 @@ export const TARGET_BATCH_SHARE = 0.8;
 const STABILIZATION_MARGIN_SECONDS = 60;
 /** KEDA's fallback: failed queries in a row (polls of 30 s) before it holds the replicas. */
 const FALLBACK_FAILURES = 3;
+
 /** Options of `Autoscaler.hpa()`. */
 export interface HpaAutoscalerOptions {
   /**
@@ -180,10 +181,11 @@ export interface InFlightMetrics {
  * The HPA behavior of a fleet whose new replicas take `capacitySeconds` to serve. Scale-up at most
  * doubles the replicas per period of twice that time (once to load, once for the new replicas to
  * absorb the queue that built up meanwhile), so a burst does not ask for every replica on the
- * strength of a queue the replicas already loading will serve; where the HPA's 1800 s ceiling
- * clips the period, the share shrinks with it. Scale-down waits a window longer than a new replica
- * takes to serve and removes one replica a minute (a StatefulSet removes its highest ordinal,
- * whatever its load). docs/serving.md shows the resulting traces.
+ * strength of a queue the replicas already loading will serve. Where the HPA's 1800 s ceiling
+ * clips the period (a capacity delay over 900 s) the share shrinks with it, but the doubling then
+ * compounds and a burst can reach maxReplicas before settling. Scale-down waits a window longer
+ * than a new replica takes to serve and removes one replica a minute (a StatefulSet removes its
+ * highest ordinal, whatever its load). docs/serving.md shows the resulting traces.
  */
 export function scalingBehavior(
   capacitySeconds: number,
