@@ -26,7 +26,7 @@ export class LlmChart extends Chart {
       autoscaling: {
         minReplicas: 2,
         maxReplicas: 8,
-        targetQueueDepth: 5,
+        targetRequestsInFlight: 200,
         autoscaler: Autoscaler.keda({ serverAddress: 'http://prometheus-operated.monitoring.svc:9090' }),
       },
       serviceMonitor: true,

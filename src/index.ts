@@ -33,6 +33,7 @@ export { ModelCache } from './inference/model-cache';
 export { TgiQuantization, VllmQuantization, SglangQuantization } from './inference/quantization';
 export { IpFamily } from './inference/inference-service';
 export type { InferenceService, InferenceServiceProps } from './inference/inference-service';
+export type { DownloadResources } from './inference/model-download';
 export { VllmInferenceService, VLLM_DEFAULT_IMAGE } from './inference/vllm-inference-service';
 export type { VllmInferenceServiceProps } from './inference/vllm-inference-service';
 export { SglangInferenceService, SGLANG_DEFAULT_IMAGE } from './inference/sglang-inference-service';

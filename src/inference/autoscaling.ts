@@ -3,24 +3,31 @@ import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { KIND, ManifestObject } from '../common/manifest-object';
 import { Construct } from 'constructs';
 import { Validator } from '../validation/validate';
-import { kedaPodTotalQuery } from './autoscaling-query';
+import { BatchLimit } from './engine';
 
 /**
  * The HPA's own ceiling on stabilization windows (kubernetes `pkg/apis/autoscaling/validation`:
  * `stabilizationWindowSeconds` at most 3600); KEDA passes its behavior to the same HPA.
  */
 export const MAX_STABILIZATION_SECONDS = 3600;
-/** Requests waiting per replica before another replica is added. */
-export const DEFAULT_TARGET_QUEUE_DEPTH = 5;
+/** The HPA's ceiling on a scaling policy's `periodSeconds` (same validation: at most 1800). */
+export const MAX_POLICY_PERIOD_SECONDS = 1800;
+/**
+ * The share of the batch limit a replica runs at the target: a full batch then reads as 125 %, so
+ * the fleet grows before requests queue, and a steady load settles with a fifth of headroom.
+ */
+export const TARGET_BATCH_SHARE = 0.8;
 /** Added to the startup budget for the default scale-down window: a minute of steady load. */
 const STABILIZATION_MARGIN_SECONDS = 60;
+/** KEDA's fallback: failed queries in a row (polls of 30 s) before it holds the replicas. */
+const FALLBACK_FAILURES = 3;
 
 /** Options of `Autoscaler.hpa()`. */
 export interface HpaAutoscalerOptions {
   /**
-   * The metric name the custom metrics API serves. Metric names with `:` (vLLM, SGLang) are best
-   * renamed by the Prometheus Adapter (`name: { matches: "^vllm:(.*)$", as: "vllm_${1}" }`).
-   * @default - the engine's queue metric with `:` replaced by `_`, e.g. `vllm_num_requests_waiting`
+   * The metric name the custom metrics API serves: the requests in flight (running + waiting) per
+   * pod, which a Prometheus Adapter rule computes from the engine's two gauges (docs/serving.md).
+   * @default - `<engine>_requests_in_flight`, e.g. `vllm_requests_in_flight`
    */
   readonly metricName?: string;
 }
@@ -30,9 +37,11 @@ export interface KedaAutoscalerOptions {
   /** The Prometheus server KEDA queries, e.g. `http://prometheus-operated.monitoring.svc:9090`. */
   readonly serverAddress: string;
   /**
-   * The PromQL query: the total queue of this version's pods (KEDA divides it by the replicas).
-   * @default - `sum(max by (pod) (<queue metric>{namespace="<ns>",pod=~"<statefulset>-[0-9]+"}))`, each pod
-   * counted once however many jobs scrape it; needs the chart's namespace
+   * The PromQL query: the requests in flight (running + waiting) of this version's pods, summed;
+   * KEDA divides it by all replicas, loading ones included, so a replica still loading counts as
+   * capacity. An empty result is an error (`ignoreNullValues: false`), so the fallback holds the
+   * replicas instead of reading no series as no load.
+   * @default - `inFlightQuery()` of the engine's running and waiting gauges; needs the chart's namespace
    */
   readonly query?: string;
   /**
@@ -66,16 +75,10 @@ export class Autoscaler {
   /** @internal */
   _create(scope: Construct, c: AutoscalerContext): { hpa?: ApiObject; scaledObject?: ApiObject } {
     const v = c.v;
-    const behavior: k8s.HorizontalPodAutoscalerBehaviorV2 = {
-      // One replica per minute down: a StatefulSet removes its highest ordinal, whatever its load.
-      scaleDown: {
-        stabilizationWindowSeconds: c.scaleDownSeconds,
-        policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }],
-      },
-    };
+    const behavior = scalingBehavior(c.capacitySeconds, c.scaleDownSeconds);
     if (this.kind === 'hpa') {
       v.knownProps('autoscaling.autoscaler', this.hpaOptions, ['metricName']);
-      const metricName = this.hpaOptions?.metricName ?? c.queueMetric.replace(/:/g, '_');
+      const metricName = this.hpaOptions?.metricName ?? `${c.engine}_requests_in_flight`;
       // The HPA's metric name is a path segment of the custom metrics API.
       if (
         typeof metricName !== 'string' ||
@@ -97,7 +100,7 @@ export class Autoscaler {
               type: 'Pods',
               pods: {
                 metric: { name: metricName },
-                target: { type: 'AverageValue', averageValue: k8s.Quantity.fromNumber(c.targetQueueDepth) },
+                target: { type: 'AverageValue', averageValue: k8s.Quantity.fromNumber(c.target) },
               },
             },
           ],
@@ -121,7 +124,7 @@ export class Autoscaler {
           undefined,
         );
       }
-      query = kedaPodTotalQuery([c.queueMetric], c.namespace!, c.name);
+      query = inFlightQuery(c.metrics, c.namespace!, `${c.name}-[0-9]+`);
     } else if (typeof query !== 'string' || query.trim() === '') {
       v.fail('autoscaling.autoscaler query', 'must be a non-empty PromQL query', query);
     }
@@ -135,11 +138,21 @@ export class Autoscaler {
         scaleTargetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
         minReplicaCount: c.minReplicas,
         maxReplicaCount: c.maxReplicas,
+        // keda-docs reference/scaledobject-spec.md: after this many failed polls, hold the current
+        // count when above minReplicas (currentReplicasIfHigher), instead of scaling on no data.
+        fallback: { failureThreshold: FALLBACK_FAILURES, replicas: c.minReplicas, behavior: 'currentReplicasIfHigher' },
         advanced: { horizontalPodAutoscalerConfig: { behavior } },
         triggers: [
           {
             type: 'prometheus',
-            metadata: { serverAddress: o.serverAddress, query, threshold: String(c.targetQueueDepth) },
+            metadata: {
+              serverAddress: o.serverAddress,
+              query,
+              threshold: String(c.target),
+              // keda-docs scalers/prometheus.md: the default (true) reads an empty result as 0, so an
+              // unscraped service would sit at minReplicas; false makes it an error, and the fallback holds.
+              ignoreNullValues: 'false',
+            },
             ...(o.authenticationRef !== undefined ? { authenticationRef: { name: o.authenticationRef } } : {}),
           },
         ],
@@ -149,7 +162,51 @@ export class Autoscaler {
   }
 }
 
-/** Scaling on the engine's queue: how many replicas, and when to add one. */
+/**
+ * The requests in flight (running + waiting) of the pods matching `podPattern`, summed: each pod
+ * counted once (`max by (pod)`), however many scrape jobs collect it.
+ */
+export function inFlightQuery(metrics: InFlightMetrics, namespace: string, podPattern: string): string {
+  const perPod = (metric: string) => `max by (pod) (${metric}{namespace="${namespace}",pod=~"${podPattern}"})`;
+  return `sum(${perPod(metrics.running)} + ${perPod(metrics.waiting)})`;
+}
+
+/** The engine's gauges of running and waiting requests. */
+export interface InFlightMetrics {
+  readonly running: string;
+  readonly waiting: string;
+}
+
+/**
+ * The HPA behavior of a fleet whose new replicas take `capacitySeconds` to serve. Scale-up at most
+ * doubles the replicas per period of twice that time (once to load, once for the new replicas to
+ * absorb the queue that built up meanwhile), so a burst does not ask for every replica on the
+ * strength of a queue the replicas already loading will serve. Where the HPA's 1800 s ceiling
+ * clips the period (a capacity delay over 900 s) the share shrinks with it, but the doubling then
+ * compounds and a burst can reach maxReplicas before settling. Scale-down waits a window longer
+ * than a new replica takes to serve and removes one replica a minute (a StatefulSet removes its
+ * highest ordinal, whatever its load). docs/serving.md shows the resulting traces.
+ */
+export function scalingBehavior(
+  capacitySeconds: number,
+  scaleDownSeconds: number,
+): k8s.HorizontalPodAutoscalerBehaviorV2 {
+  const period = Math.min(MAX_POLICY_PERIOD_SECONDS, 2 * capacitySeconds);
+  const percent = Math.max(1, Math.round((100 * period) / (2 * capacitySeconds)));
+  return {
+    scaleUp: {
+      stabilizationWindowSeconds: 0,
+      selectPolicy: 'Max',
+      policies: [{ type: 'Percent', value: percent, periodSeconds: Math.max(1, period) }],
+    },
+    scaleDown: {
+      stabilizationWindowSeconds: scaleDownSeconds,
+      policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }],
+    },
+  };
+}
+
+/** Scaling on the requests in flight: how many replicas, and when to add one. */
 export interface AutoscalingOptions {
   /**
    * The fewest replicas. At least 1: scaling to zero would make the next request wait for a
@@ -160,10 +217,14 @@ export interface AutoscalingOptions {
   /** The most replicas. */
   readonly maxReplicas: number;
   /**
-   * Requests waiting per replica (the engine's queue gauge) above which a replica is added.
-   * @default 5 - a few requests queued behind a full batch; lower scales earlier
+   * Requests in flight (running + waiting, the engine's two gauges) per replica that the autoscaler
+   * holds the fleet at. The queue alone reads zero whenever a batch has a free slot, so a fleet
+   * scaled on it shrinks until requests wait, then overshoots.
+   * @default - 80% of the engine's batch limit: the construct's batch prop (vLLM `maxNumSeqs`, TGI
+   * `maxConcurrentRequests`, SGLang `maxRunningRequests`) or the engine's default (vLLM 256, TGI
+   * 128; SGLang sizes it from the KV cache at start, so it needs one of the two props)
    */
-  readonly targetQueueDepth?: number;
+  readonly targetRequestsInFlight?: number;
   /**
    * How long the load must stay low before a replica is removed. Must be longer than a new
    * replica takes to be capacity: the startup budget, plus the download at the assumed 25 MB/s
@@ -185,10 +246,13 @@ export interface AutoscalerContext {
   readonly name: string;
   readonly labels: Record<string, string>;
   readonly namespace: string | undefined;
-  readonly queueMetric: string;
+  /** The engine's name, for the default HPA metric name. */
+  readonly engine: string;
+  readonly metrics: InFlightMetrics;
   readonly minReplicas: number;
   readonly maxReplicas: number;
-  readonly targetQueueDepth: number;
+  readonly target: number;
+  readonly capacitySeconds: number;
   readonly scaleDownSeconds: number;
 }
 
@@ -196,11 +260,23 @@ export interface AutoscalerContext {
  * @internal The validated options, the scale-down window checked against the time until a new
  * replica is capacity (`capacity.what` says of what it is made, for messages).
  */
-export function resolveAutoscaling(v: Validator, o: AutoscalingOptions, capacity: { seconds: number; what: string }) {
+export function resolveAutoscaling(
+  v: Validator,
+  o: AutoscalingOptions,
+  capacity: { seconds: number; what: string },
+  batch: { limit: BatchLimit; value: unknown },
+) {
+  if (o && typeof o === 'object' && 'targetQueueDepth' in o) {
+    v.fail(
+      'autoscaling.targetQueueDepth',
+      'is replaced by targetRequestsInFlight: the queue alone reads zero while batches have free slots, so the fleet shrinks until requests wait and then overshoots',
+      (o as Record<string, unknown>).targetQueueDepth,
+    );
+  }
   v.knownProps('autoscaling', o, [
     'minReplicas',
     'maxReplicas',
-    'targetQueueDepth',
+    'targetRequestsInFlight',
     'scaleDownStabilization',
     'autoscaler',
   ]);
@@ -208,11 +284,7 @@ export function resolveAutoscaling(v: Validator, o: AutoscalingOptions, capacity
   const maxReplicas = v.wholeNumber('autoscaling.maxReplicas', o.maxReplicas, 1);
   if (maxReplicas < minReplicas)
     v.fail('autoscaling.maxReplicas', `must be at least minReplicas (${minReplicas})`, maxReplicas);
-  const targetQueueDepth = v.wholeNumber(
-    'autoscaling.targetQueueDepth',
-    o.targetQueueDepth ?? DEFAULT_TARGET_QUEUE_DEPTH,
-    1,
-  );
+  const target = targetInFlight(v, o.targetRequestsInFlight, batch);
   if (capacity.seconds + 1 > MAX_STABILIZATION_SECONDS) {
     v.fail(
       'autoscaling',
@@ -234,5 +306,28 @@ export function resolveAutoscaling(v: Validator, o: AutoscalingOptions, capacity
   const autoscaler = o.autoscaler ?? Autoscaler.hpa();
   if (!(autoscaler instanceof Autoscaler))
     v.fail('autoscaling.autoscaler', 'must be made with Autoscaler.hpa() or Autoscaler.keda()', autoscaler);
-  return { minReplicas, maxReplicas, targetQueueDepth, scaleDownSeconds, autoscaler };
+  return { minReplicas, maxReplicas, target, scaleDownSeconds, autoscaler };
+}
+
+/**
+ * @internal The requests in flight per replica a replica runs at the target: a share of the batch
+ * limit (the construct's prop, else the engine's default); undefined when the engine sizes it at start.
+ */
+export function derivedInFlightTarget(batch: { limit: BatchLimit; value: unknown }): number | undefined {
+  const limit = typeof batch.value === 'number' ? batch.value : batch.limit.default;
+  return limit === undefined ? undefined : Math.max(1, Math.floor(limit * TARGET_BATCH_SHARE));
+}
+
+/** The target per replica: given, or derived from the batch limit. */
+function targetInFlight(v: Validator, given: number | undefined, batch: { limit: BatchLimit; value: unknown }): number {
+  if (given !== undefined) return v.wholeNumber('autoscaling.targetRequestsInFlight', given, 1);
+  const derived = derivedInFlightTarget(batch);
+  if (derived === undefined) {
+    v.fail(
+      'autoscaling.targetRequestsInFlight',
+      `is needed, or ${batch.limit.prop}: ${batch.limit.why}, so the construct cannot derive a target from it`,
+      undefined,
+    );
+  }
+  return derived;
 }

@@ -3,6 +3,7 @@ import * as path from 'path';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { OwnedEnv } from '../common/workload-pod';
+import type { DriverFact } from './driver-floor';
 
 /** What the shared serving practice hands an engine to start it. */
 export interface LaunchOptions {
@@ -59,6 +60,17 @@ export interface EngineMetrics {
   readonly requests?: { readonly total: CounterSelector; readonly failed: CounterSelector };
 }
 
+/**
+ * The engine's limit on requests it runs at once, the construct prop that sets it, and the engine's
+ * default when the prop is unset (none when the engine derives it at start, e.g. from the KV cache).
+ */
+export interface BatchLimit {
+  readonly prop: string;
+  readonly default?: number;
+  /** Where the default comes from, with the source, for messages and docs. */
+  readonly why: string;
+}
+
 /** Engine-specific props turned into flags or variables by the construct. */
 export interface EngineTuning {
   readonly args: string[];
@@ -91,8 +103,10 @@ export interface ServingEngine {
   readonly healthPath: string;
   /** Prometheus metrics on the API port. */
   readonly metricsPath: string;
-  /** The gauge of requests waiting for a batch slot, the autoscaling signal. */
+  /** The gauge of requests waiting for a batch slot (with `metrics.running`: the requests in flight). */
   readonly queueMetric: string;
+  /** The most requests one replica runs at once: the autoscaling target is derived from it. */
+  readonly batchLimit: BatchLimit;
   /** The other metrics alerts and dashboards read, each from the engine's source. */
   readonly metrics: EngineMetrics;
   /** Whether the published image must run as root. */
@@ -103,6 +117,8 @@ export interface ServingEngine {
   readonly processAliases?: Readonly<Record<string, string>>;
   /** Releases of the published image the construct's output cannot run, by tag. */
   readonly imageFacts: readonly ImageFact[];
+  /** The NVIDIA driver each release (and tag variant) of the published image needs, most specific first. */
+  readonly driverFacts: readonly DriverFact[];
   /** The UID the image is built for when it runs as non-root, if it names one. */
   readonly nonRootUid?: number;
   /** `/dev/shm` per GPU in GiB (NCCL between tensor-parallel ranks, and the engine's own IPC). */
@@ -117,6 +133,25 @@ export interface ServingEngine {
    * provide): `extraArgs` may not contain them either.
    */
   readonly contradictingFlags: Readonly<Record<string, string>>;
+  /**
+   * Flags whose values name a model, tokenizer or adapter the server loads at start, and what each
+   * names: the server runs offline (`HF_HUB_OFFLINE=1`), so each must be an absolute path (a hub id
+   * there is never fetched). Values may be lists (space- or comma-separated), `name=path`, or JSON
+   * objects with a `path` or `lora_path`.
+   */
+  readonly offlinePathFlags: Readonly<Record<string, string>>;
+  /** Variables the engine reads the same way (TGI reads every launcher flag from its variable). */
+  readonly offlinePathEnv: Readonly<Record<string, string>>;
+  /**
+   * Whether the server takes `org/name:QUANT` (a GGUF file of that quantization in the repository)
+   * as its model; the download then fetches that file.
+   */
+  readonly ggufModelForm: boolean;
+  /**
+   * The engine's weight-format flag and the values the download serves: it fetches the weights the
+   * engine's `auto` format loads (safetensors, else bin, else pt; the GGUF file of `org/name:QUANT`).
+   */
+  readonly loadFormat?: { readonly flag: string; readonly served: readonly string[] };
   /**
    * Whether the engine parses flags with Python's argparse defaults (`allow_abbrev`), which expand
    * an unambiguous prefix (`--tp` for `--tp-size`): a prefix of an owned flag is then refused too.

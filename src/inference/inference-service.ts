@@ -16,15 +16,25 @@ import { PodSecurityLevel, ProcessIdentity, resolveProcessIdentity } from '../co
 import { STATEFUL_SET } from '../common/stateful-set';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
-import { AutoscalingOptions, resolveAutoscaling } from './autoscaling';
+import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
 import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
-import { addDownload } from './model-download';
+import { driverFloorOf, requireDriver } from './driver-floor';
+import { addDownload, DownloadResources } from './model-download';
+import { claimSharedCache } from './shared-cache-owners';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
 import { BoundModelCache, ModelCache } from './model-cache';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
-import { checkImageFacts, extraArgsOf, hubTokenEnv, modelIdOf, refuseHubCacheEnv, revisionOf } from './serving-inputs';
+import {
+  checkImageFacts,
+  extraArgsOf,
+  hubTokenEnv,
+  modelIdOf,
+  refuseHubCacheEnv,
+  refuseHubReferencesInEnv,
+  revisionOf,
+} from './serving-inputs';
 import {
   capacityDelay,
   resolveTermination,
@@ -139,7 +149,9 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * The startup probe's budget for loading the weights onto the GPUs and warming up (the download
    * runs before, in an init container no probe watches). At least one minute; with `modelSize`, at
    * least the budget derived from it.
-   * @default - derived from modelSize, else Duration.minutes(15)
+   * @default - derived from modelSize; else from the parameter count the model id states (`70B`: 2
+   * bytes a parameter, 1 for FP8/INT8 names, 0.5 for 4-bit ones), at least Duration.minutes(15);
+   * else Duration.minutes(15), refused with gpusPerReplica 4 or more (give modelSize)
    */
   readonly maxModelLoadTime?: Duration;
   /**
@@ -170,8 +182,9 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly serviceMonitorInterval?: Duration;
   /**
-   * Scale on the engine's queue gauge with an HPA or KEDA. The StatefulSet's `replicas` is then not
-   * synthesized, so `kubectl apply` and GitOps never fight the autoscaler; the PDB still holds.
+   * Scale on the requests in flight (running + waiting) per replica with an HPA or KEDA. The
+   * StatefulSet's `replicas` is then not synthesized, so `kubectl apply` and GitOps never fight
+   * the autoscaler; the PDB still holds.
    * @default - a fixed replica count
    */
   readonly autoscaling?: AutoscalingOptions;
@@ -180,6 +193,19 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * @default IpFamily.IPV4
    */
   readonly ipFamily?: IpFamily;
+  /**
+   * The lowest NVIDIA driver major version (branch) the pods may run on, as a required node affinity
+   * on the GPU operator's label `nvidia.com/cuda.driver-version.major` (or its deprecated
+   * `nvidia.com/cuda.driver.major`); nodes without either label are allowed. 0 turns it off.
+   * @default - the image's floor: 580 for CUDA 13 images (vLLM from v0.20, SGLang from v0.5.11),
+   * 525 for CUDA 12 ones (TGI 3.x, `-cu12x` tags); none for other images or untagged releases
+   */
+  readonly minDriverVersion?: number;
+  /**
+   * CPU and memory of the download init container (e.g. more memory for a fast parallel download).
+   * @default - the server's CPU and memory
+   */
+  readonly downloadResources?: DownloadResources;
   /**
    * Let the engine report anonymous usage statistics to its vendor (TGI `USAGE_STATS`, vLLM
    * usage reporting).
@@ -213,6 +239,8 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'autoscaling',
   'ipFamily',
   'usageStats',
+  'minDriverVersion',
+  'downloadResources',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -278,11 +306,17 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly capacitySeconds: number;
   /** The scrape interval in seconds: the ServiceMonitor's, or the 30 s it would have. */
   readonly scrapeIntervalSeconds: number;
+  /**
+   * Requests in flight (running + waiting) per replica the service is sized for: the autoscaling
+   * target, else 80% of the batch limit when known (undefined for SGLang without maxRunningRequests).
+   */
+  readonly targetRequestsInFlight?: number;
   /** The resolved autoscaling bounds and target, when autoscaled. */
   readonly autoscalingLimits?: {
     readonly minReplicas: number;
     readonly maxReplicas: number;
-    readonly targetQueueDepth: number;
+    /** Requests in flight (running + waiting) per replica the autoscaler holds the fleet at. */
+    readonly targetRequestsInFlight: number;
     readonly scaleDownStabilizationSeconds: number;
   };
   /** @internal */
@@ -303,6 +337,10 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     super(scope, id);
     const v = new Validator(binding.engine.construct, id);
     const r = resolveServing(v, props, binding);
+    if (r.cache.shared && r.cache.volume?.persistentVolumeClaim) {
+      const who = `${binding.engine.construct} '${id}'`;
+      claimSharedCache(this, v, { claimName: r.cache.volume.persistentVolumeClaim.claimName, uid: r.uid, who });
+    }
     this.statefulSetName = r.name;
     this.serviceName = props.name;
     this.headlessServiceName = `${r.name}-headless`;
@@ -315,11 +353,12 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this.queueMetric = r.engine.queueMetric;
     this.engineMetrics = r.engine.metrics;
     this.capacitySeconds = r.capacity.seconds;
+    this.targetRequestsInFlight = r.autoscaling?.target ?? r.inFlightTarget;
     if (r.autoscaling) {
       this.autoscalingLimits = {
         minReplicas: r.autoscaling.minReplicas,
         maxReplicas: r.autoscaling.maxReplicas,
-        targetQueueDepth: r.autoscaling.targetQueueDepth,
+        targetRequestsInFlight: r.autoscaling.target,
         scaleDownStabilizationSeconds: r.autoscaling.scaleDownSeconds,
       };
     }
@@ -388,10 +427,12 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
         name: r.name,
         labels: r.labels,
         namespace,
-        queueMetric: r.engine.queueMetric,
+        engine: r.engine.containerName,
+        metrics: { running: r.engine.metrics.running, waiting: r.engine.queueMetric },
         minReplicas: r.autoscaling.minReplicas,
         maxReplicas: r.autoscaling.maxReplicas,
-        targetQueueDepth: r.autoscaling.targetQueueDepth,
+        target: r.autoscaling.target,
+        capacitySeconds: r.capacity.seconds,
         scaleDownSeconds: r.autoscaling.scaleDownSeconds,
       });
       this.horizontalPodAutoscaler = made.hpa;
@@ -413,6 +454,7 @@ interface ResolvedServing {
   readonly cache: BoundModelCache;
   readonly autoscaling?: ReturnType<typeof resolveAutoscaling>;
   readonly capacity: { seconds: number; what: string };
+  readonly inFlightTarget?: number;
   readonly replicas?: number;
   readonly launch: EngineLaunch;
   readonly extraArgs: string[];
@@ -423,6 +465,7 @@ interface ResolvedServing {
   readonly token: k8s.EnvVar[];
   readonly guaranteedQos: boolean;
   readonly serviceMonitor: boolean;
+  readonly driverFloor?: number;
 }
 
 function resolveServing(v: Validator, props: InferenceServiceProps, binding: EngineBinding): ResolvedServing {
@@ -433,7 +476,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       v.fail(key, 'must not be null: omit it for the default', null);
   }
   const name = statefulSetName(v, props.name, props.version);
-  const modelId = modelIdOf(v, props.modelId);
+  const modelId = modelIdOf(v, props.modelId, engine);
   const revision = revisionOf(v, props.revision);
   const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
   if (gpus > 1 && props.gpuResource !== undefined && isMigResource(props.gpuResource)) {
@@ -447,7 +490,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   const termination = resolveTermination(v, props);
 
   const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
-  const startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime);
+  const startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime, { modelId, gpus });
   const defaultCacheGib = Math.max(
     DEFAULT_CACHE_GIB,
     modelSize ? Math.ceil((modelSize.toKibibytes() * CACHE_HEADROOM) / 1024 ** 2) : 0,
@@ -458,7 +501,12 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   const cache = modelCache._bind(v, modelSize);
 
   const capacity = capacityDelay(startupBudgetSeconds, modelSize, cache.shared);
-  const autoscaling = props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity);
+  const batch = {
+    limit: engine.batchLimit,
+    value: (props as unknown as Record<string, unknown>)[engine.batchLimit.prop],
+  };
+  const autoscaling =
+    props.autoscaling === undefined ? undefined : resolveAutoscaling(v, props.autoscaling, capacity, batch);
   if (autoscaling && props.replicas !== undefined) {
     v.fail(
       'replicas',
@@ -498,6 +546,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
         : ['image', image];
   checkImageFacts(v, engine.imageFacts, image, nonRootBy);
   refuseHubCacheEnv(v, props.env, MODEL_CACHE_PATH);
+  refuseHubReferencesInEnv(v, engine, props.env);
   const token = hubTokenEnv(v, props.hfTokenSecret, props.env);
   const { labels, selector } = labelSet({ name: props.name, instance: name, component: COMPONENT });
   return {
@@ -512,6 +561,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     cache,
     autoscaling,
     capacity,
+    inFlightTarget: derivedInFlightTarget(batch),
     replicas,
     launch,
     extraArgs,
@@ -522,6 +572,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     token,
     guaranteedQos: v.boolean('guaranteedQos', props.guaranteedQos, false),
     serviceMonitor: v.boolean('serviceMonitor', props.serviceMonitor, false),
+    driverFloor: driverFloorOf(v, engine.driverFacts, image, props.minDriverVersion),
   };
 }
 
@@ -588,10 +639,20 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
       ],
     },
   });
+  if (r.driverFloor !== undefined) requireDriver(template, r.driverFloor);
   if (!r.modelId.startsWith('/')) {
-    addDownload(v, template, engine.download(r.modelId, r.revision), offline.env.name, r.token);
+    addDownload(
+      v,
+      template,
+      engine.download(r.modelId, r.revision),
+      offline.env.name,
+      r.token,
+      props.downloadResources,
+    );
   } else if (r.token.length > 0) {
     v.fail('hfTokenSecret', 'needs a hub model: with a local path nothing is downloaded', props.hfTokenSecret);
+  } else if (props.downloadResources !== undefined) {
+    v.fail('downloadResources', 'needs a hub model: with a local path nothing is downloaded', props.downloadResources);
   }
   // One scrape path per pod: a Prometheus that honours these annotations and a ServiceMonitor
   // would both scrape it, and every sum() over the engine's metrics would count it twice.

@@ -12,17 +12,34 @@ const HUB_REPO_ID = /^(?:\w(?:[\w.-]*\w)?\/)?\w(?:[\w.-]{0,94}\w)?$/;
 /** The variables that place huggingface_hub's cache (and transformers' older one). */
 const HUB_CACHE_VARIABLES = ['HF_HOME', 'HF_HUB_CACHE', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_CACHE'];
 
-/** A hub repository id or an absolute path, as the download and the server take it. */
-export function modelIdOf(v: Validator, value: string): string {
+/** A GGUF quantization name as repositories spell it in file names (`Q4_K_M`, `IQ2_XS`, `BF16`). */
+const GGUF_QUANT = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/**
+ * A hub repository id or an absolute path, as the download and the server take it; with an engine
+ * that takes it (vLLM), `org/name:QUANT`, the GGUF file of that quantization.
+ */
+export function modelIdOf(v: Validator, value: string, engine?: ServingEngine): string {
   const modelId = v.nonEmpty('modelId', value);
   // Both become command-line arguments: a leading "-" would be read as a flag.
   if (/\s/.test(modelId) || modelId.startsWith('-'))
     v.fail('modelId', 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
+  if (modelId.startsWith('/')) return modelId;
+  const colon = modelId.indexOf(':');
+  const repo = colon < 0 ? modelId : modelId.slice(0, colon);
+  if (colon >= 0) {
+    if (!engine?.ggufModelForm) {
+      v.fail(
+        'modelId',
+        `must be a hub repository id or an absolute path: the "repo:QUANT" GGUF form is vLLM's, ${engine?.construct ?? 'this engine'} does not take it (download the .gguf file to a volume and give its path)`,
+        modelId,
+      );
+    }
+    if (!GGUF_QUANT.test(modelId.slice(colon + 1)))
+      v.fail('modelId', 'must name a GGUF quantization after ":" (e.g. "org/name-GGUF:Q4_K_M")', modelId);
+  }
   // huggingface_hub's validate_repo_id (utils/_validators.py) refuses anything else before a download starts.
-  if (
-    !modelId.startsWith('/') &&
-    (!HUB_REPO_ID.test(modelId) || modelId.includes('--') || modelId.includes('..') || modelId.endsWith('.git'))
-  ) {
+  if (!HUB_REPO_ID.test(repo) || repo.includes('--') || repo.includes('..') || repo.endsWith('.git')) {
     v.fail(
       'modelId',
       'must be a hub repository id ("name" or "org/name": letters, digits, "-", "_" and ".", at most 96 for the name, no "--" or "..", not ending in ".git") or an absolute path',
@@ -67,7 +84,94 @@ export function extraArgsOf(v: Validator, engine: ServingEngine, value: string[]
         arg,
       );
   });
+  refuseHubReferences(v, engine, extraArgs);
+  refuseUnservedLoadFormat(v, engine, extraArgs);
   return extraArgs;
+}
+
+/** A weight format the download does not fetch would leave the offline server without its files. */
+function refuseUnservedLoadFormat(v: Validator, engine: ServingEngine, extraArgs: string[]): void {
+  const lf = engine.loadFormat;
+  if (!lf) return;
+  extraArgs.forEach((arg, i) => {
+    const value =
+      arg === lf.flag ? extraArgs[i + 1] : arg.startsWith(`${lf.flag}=`) ? arg.slice(lf.flag.length + 1) : undefined;
+    if (value !== undefined && !lf.served.includes(value)) {
+      v.fail(
+        `extraArgs[${arg === lf.flag ? i + 1 : i}]`,
+        `must be a ${lf.flag} the download serves (${lf.served.join(', ')}): it fetches the weights the engine's auto format loads (safetensors, else bin, else pt), so the offline server would not find the files ${value} reads`,
+        value,
+      );
+    }
+  });
+}
+
+/**
+ * The server runs offline (HF_HUB_OFFLINE=1) on what the download put in the cache: a flag naming
+ * another model, tokenizer or adapter by hub id would fail at start. Each such value must be an
+ * absolute path (a volume, or a repository's snapshot directory in the cache).
+ */
+function refuseHubReferences(v: Validator, engine: ServingEngine, extraArgs: string[]): void {
+  extraArgs.forEach((arg, i) => {
+    const [flag, inline] =
+      arg.includes('=') && arg.startsWith('--')
+        ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+        : [arg, undefined];
+    const what = Object.prototype.hasOwnProperty.call(engine.offlinePathFlags, flag)
+      ? engine.offlinePathFlags[flag]
+      : undefined;
+    if (what === undefined) return;
+    const values: [number, string][] = [];
+    if (inline !== undefined) values.push([i, inline]);
+    else for (let j = i + 1; j < extraArgs.length && !extraArgs[j].startsWith('-'); j++) values.push([j, extraArgs[j]]);
+    for (const [j, value] of values) {
+      for (const path of pathsOf(value)) {
+        if (!path.startsWith('/')) {
+          v.fail(
+            `extraArgs[${j}]`,
+            `must name ${what} (${flag}) by an absolute path: the server runs offline (HF_HUB_OFFLINE=1), so ${JSON.stringify(path)} is never fetched from the hub (put it on a volume and name its path)`,
+            extraArgs[j],
+          );
+        }
+      }
+    }
+  });
+}
+
+/** The same for the variables the engine reads like those flags (TGI `LORA_ADAPTERS`), set through `env`. */
+export function refuseHubReferencesInEnv(
+  v: Validator,
+  engine: ServingEngine,
+  env: Record<string, unknown> | undefined,
+): void {
+  for (const [name, what] of Object.entries(engine.offlinePathEnv)) {
+    const value = env && Object.prototype.hasOwnProperty.call(env, name) ? env[name] : undefined;
+    if (typeof value !== 'string') continue;
+    for (const path of pathsOf(value)) {
+      if (!path.startsWith('/'))
+        v.fail(
+          `env.${name}`,
+          `must name ${what} by an absolute path: the server runs offline (HF_HUB_OFFLINE=1), so ${JSON.stringify(path)} is never fetched from the hub (put it on a volume and name its path)`,
+          value,
+        );
+    }
+  }
+}
+
+/** The paths one value of such a flag names: a JSON object's path, or each `[name=]path` of a comma list. */
+function pathsOf(value: string): string[] {
+  if (value.trim().startsWith('{')) {
+    try {
+      const o = JSON.parse(value) as Record<string, unknown>;
+      return [o.path ?? o.lora_path].filter((p): p is string => typeof p === 'string');
+    } catch {
+      return [value];
+    }
+  }
+  return value
+    .split(',')
+    .filter(item => item !== '')
+    .map(item => (item.includes('=') ? item.slice(item.indexOf('=') + 1) : item));
 }
 
 interface RefusedFlag {

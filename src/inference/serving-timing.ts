@@ -53,14 +53,42 @@ export function resolveTermination(
   return { preStopSeconds: preStop, drainSeconds: drain, gracePeriodSeconds: grace };
 }
 
+/** GPUs per replica from which a model is large enough that the default budget must not be guessed. */
+export const LARGE_MODEL_GPUS = 4;
+
+/**
+ * The weights' size a model id states through its parameter count (`Llama-3.1-70B-Instruct`,
+ * `Mixtral-8x7B`, `Qwen2.5-0.5B`): 2 bytes per parameter (bf16/fp16), 1 for names saying FP8 or
+ * INT8, 0.5 for 4-bit ones (AWQ, GPTQ, INT4, NF4, ...). Undefined when the name states no count.
+ */
+export function sizeFromModelId(
+  modelId: string,
+): { size: Size; parameters: number; bytesPerParameter: number } | undefined {
+  const name = modelId.split('/').pop() ?? modelId;
+  const moe = /(?:^|[-_.])(\d+)x(\d+(?:\.\d+)?)[bB](?=$|[-_.])/.exec(name);
+  const dense = /(?:^|[-_.])(\d+(?:\.\d+)?)[bB](?=$|[-_.])/.exec(name);
+  const billions = moe ? Number(moe[1]) * Number(moe[2]) : dense ? Number(dense[1]) : undefined;
+  if (billions === undefined || !(billions > 0)) return undefined;
+  const bytesPerParameter = /awq|gptq|int4|4bit|w4a16|nf4|bnb|exl2|gguf|q4/i.test(name)
+    ? 0.5
+    : /fp8|int8|8bit|w8a8|w8a16/i.test(name)
+      ? 1
+      : 2;
+  const bytes = billions * 1e9 * bytesPerParameter;
+  return { size: Size.kibibytes(Math.ceil(bytes / 1024)), parameters: billions * 1e9, bytesPerParameter };
+}
+
 /**
  * The startup probe's budget: the declared model size read at the assumed bandwidth plus warm-up,
- * or maxModelLoadTime, which may not be shorter than that.
+ * or maxModelLoadTime, which may not be shorter than that. Without either, the size the model id
+ * states (its parameter count) raises the default; a large replica (LARGE_MODEL_GPUS or more)
+ * whose model states nothing must declare one, since 900 s does not load a 70B model.
  */
 export function startupBudget(
   v: Validator,
   modelSize: Size | undefined,
   maxModelLoadTime: Duration | undefined,
+  model: { modelId: string; gpus: number } = { modelId: '', gpus: 1 },
 ): number {
   // The startup probe's failureThreshold (budget / period) is an int32.
   const max = INT32_MAX * STARTUP_PERIOD_SECONDS;
@@ -71,7 +99,19 @@ export function startupBudget(
       `must load within ${max}s at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s: the startup probe's failureThreshold is an int32`,
       modelSize,
     );
-  if (maxModelLoadTime === undefined) return derived ?? DEFAULT_MAX_MODEL_LOAD_SECONDS;
+  if (maxModelLoadTime === undefined) {
+    if (derived !== undefined) return derived;
+    const stated = sizeFromModelId(model.modelId);
+    if (stated) return Math.max(DEFAULT_MAX_MODEL_LOAD_SECONDS, derivedLoadSeconds(stated.size));
+    if (model.gpus >= LARGE_MODEL_GPUS) {
+      v.fail(
+        'modelSize',
+        `is needed (or maxModelLoadTime) with gpusPerReplica ${model.gpus}: the model id states no parameter count, and the default ${DEFAULT_MAX_MODEL_LOAD_SECONDS}s startup budget is too short for a model that needs ${LARGE_MODEL_GPUS} GPUs or more (a 70B model in bf16, 140 GB, takes ${derivedLoadSeconds(Size.gibibytes(131))}s at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s with warm-up)`,
+        undefined,
+      );
+    }
+    return DEFAULT_MAX_MODEL_LOAD_SECONDS;
+  }
   const explicit = v.seconds('maxModelLoadTime', maxModelLoadTime, 60, max);
   if (derived !== undefined && explicit < derived) {
     v.fail(

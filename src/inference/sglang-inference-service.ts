@@ -66,6 +66,13 @@ function sglangTuning(v: Validator, props: SglangInferenceServiceProps): EngineT
       '--quantization',
       v.enumValue('quantization', props.quantization, SglangQuantization, 'SglangQuantization'),
     );
+    // SGLang loads GGUF from a .gguf file path; the download fetches no GGUF for a repository id.
+    if (props.quantization === SglangQuantization.GGUF && !String(props.modelId).startsWith('/'))
+      v.fail(
+        'quantization',
+        'GGUF needs modelId to be an absolute path to a .gguf file on a volume: SGLang takes no "repo:QUANT" form, and the download fetches safetensors for a repository id',
+        props.quantization,
+      );
   }
   if (props.servedModelName !== undefined) {
     args.push('--served-model-name', v.word('servedModelName', props.servedModelName));

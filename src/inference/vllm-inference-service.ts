@@ -65,6 +65,13 @@ function vllmTuning(v: Validator, props: VllmInferenceServiceProps): EngineTunin
     args.push('--max-model-len', String(v.wholeNumber('maxModelLen', props.maxModelLen, 1)));
   if (props.quantization !== undefined) {
     args.push('--quantization', v.enumValue('quantization', props.quantization, VllmQuantization, 'VllmQuantization'));
+    // The download fetches a GGUF file only for `org/name:QUANT`; a plain repository id gets safetensors.
+    if (props.quantization === VllmQuantization.GGUF && !/:|^\//.test(String(props.modelId)))
+      v.fail(
+        'quantization',
+        'GGUF needs the model as "org/name:QUANT" (the GGUF file of that quantization, which the download fetches) or an absolute path to a .gguf file',
+        props.quantization,
+      );
   }
   const names = v.stringArray('servedModelNames', props.servedModelNames);
   if (names !== undefined) {

@@ -1,7 +1,6 @@
 import { ApiObject, Chart, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY } from '../common/labels';
-import { DEFAULT_TARGET_QUEUE_DEPTH } from '../inference/autoscaling';
 import { CounterSelector } from '../inference/engine';
 import { InferenceService, ServingWorkload } from '../inference/inference-service';
 import { Validator } from '../validation/validate';
@@ -115,10 +114,11 @@ export class InferenceServiceMonitoring extends Construct {
     const window = rateWindowSeconds(service.scrapeIntervalSeconds);
     const w = `[${window}s]`;
     const limits = service.autoscalingLimits;
-    const target = limits?.targetQueueDepth ?? DEFAULT_TARGET_QUEUE_DEPTH;
+    const target = service.targetRequestsInFlight;
     const capacity = service.capacitySeconds;
     const perPod = (metric: string) => `max by (namespace, pod) (${selector(metric, ns, pods)})`;
-    const queuePerReplica = `avg by (namespace) (${perPod(service.queueMetric)})`;
+    // Running + waiting per pod (each pod once, however many jobs scrape it), averaged over the pods.
+    const inFlightPerReplica = `avg by (namespace) (${perPod(m.running)} + ${perPod(service.queueMetric)})`;
     const counterRate = (c: CounterSelector) =>
       `sum by (namespace) (rate(${selector(c.name, ns, pods, c.matchers)}${w}))`;
     const quantileOf = (histogram: string) =>
@@ -139,14 +139,18 @@ export class InferenceServiceMonitoring extends Construct {
         summary: `A replica of ${name} has not been Ready for ${capacity}s.`,
         description: `Threshold ${capacity}s: the time a new (or restarted) replica takes to be capacity (startup budget ${service.startupBudgetSeconds}s for model load and warm-up, plus the download when the cache is per replica and modelSize is declared). Past it the startup probe has restarted the server, or the download or scheduling is stuck.`,
       },
-      {
-        alert: 'GpuServingQueueAboveTarget',
-        expr: `${queuePerReplica} > ${target}`,
-        forSeconds: capacity,
-        severity: 'warning',
-        summary: `${name} has more than ${target} requests waiting per replica.`,
-        description: `Threshold ${target} waiting requests per replica (${service.queueMetric}), ${limits ? 'autoscaling.targetQueueDepth' : 'the default autoscaling target'}, held for ${capacity}s: longer than a new replica takes to be capacity, so ${autoscaledBy ? `${autoscaledBy} could have added one` : 'a replica added by hand could have helped'} by now.`,
-      },
+      ...(target !== undefined
+        ? [
+            {
+              alert: 'GpuServingLoadAboveTarget',
+              expr: `${inFlightPerReplica} > ${target}`,
+              forSeconds: capacity,
+              severity: 'warning' as const,
+              summary: `${name} has more than ${target} requests in flight per replica.`,
+              description: `Threshold ${target} requests in flight per replica (${m.running} + ${service.queueMetric}), ${limits ? 'autoscaling.targetRequestsInFlight' : "80% of the engine's batch limit"}, held for ${capacity}s: longer than a new replica takes to be capacity, so ${autoscaledBy ? `${autoscaledBy} could have added one` : 'a replica added by hand could have helped'} by now.`,
+            },
+          ]
+        : []),
       {
         alert: 'GpuServingMetricsMissing',
         expr:
@@ -247,13 +251,18 @@ export class InferenceServiceMonitoring extends Construct {
         ],
       },
       {
-        title: 'Waiting requests per replica',
-        description: `${service.queueMetric}, the autoscaling signal; the target is ${target} per replica.`,
+        title: 'Requests in flight per replica',
+        description: `${m.running} + ${service.queueMetric}, the autoscaling signal${target !== undefined ? `; the target is ${target} per replica` : ''}.`,
         queries: [
-          { expr: perPod(service.queueMetric), legend: '{{pod}}' },
-          { expr: `${queuePerReplica}`, legend: 'average {{namespace}}' },
-          { expr: `vector(${target})`, legend: 'target' },
+          { expr: `${perPod(m.running)} + ${perPod(service.queueMetric)}`, legend: '{{pod}}' },
+          { expr: inFlightPerReplica, legend: 'average {{namespace}}' },
+          ...(target !== undefined ? [{ expr: `vector(${target})`, legend: 'target' }] : []),
         ],
+      },
+      {
+        title: 'Waiting requests',
+        description: `${service.queueMetric}: requests no batch slot has taken yet.`,
+        queries: [{ expr: perPod(service.queueMetric), legend: '{{pod}}' }],
       },
       {
         title: 'Running requests',

@@ -1,15 +1,19 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
 import { Autoscaler, ModelCache } from '../../src';
+import { expectCrdValid } from '../support/crd-schema';
 import { findOne } from '../support/synth';
 import { BASE, ENGINES, synthEngine } from './support';
 
-describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
+describe.each(ENGINES)('$construct autoscaling on $runningMetric + $queueMetric', e => {
+  // A batch limit every engine can derive a target from (SGLang sizes its own at start).
+  const batch = { [e.batch.prop]: 64 };
   const make = (props: any = {}, namespace?: string) =>
-    e.make(new Chart(Testing.app(), 'c', namespace ? { namespace } : {}), 'svc', { ...BASE, ...props });
+    e.make(new Chart(Testing.app(), 'c', namespace ? { namespace } : {}), 'svc', { ...BASE, ...batch, ...props });
+  const synth = (props: any = {}, namespace?: string) => synthEngine(e, { ...batch, ...props }, namespace);
 
-  test('an autoscaling/v2 HPA on the per-pod queue metric; the StatefulSet has no replicas; the PDB holds', () => {
-    const { objects, sts, svc } = synthEngine(e, {
-      autoscaling: { minReplicas: 2, maxReplicas: 8, targetQueueDepth: 3 },
+  test('an autoscaling/v2 HPA on the requests in flight per pod; the StatefulSet has no replicas; the PDB holds', () => {
+    const { objects, sts, svc } = synth({
+      autoscaling: { minReplicas: 2, maxReplicas: 8, targetRequestsInFlight: 3 },
     });
     const hpa = findOne(objects, 'HorizontalPodAutoscaler');
     expect(hpa.apiVersion).toBe('autoscaling/v2');
@@ -18,7 +22,10 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
     expect(hpa.spec.metrics).toEqual([
       {
         type: 'Pods',
-        pods: { metric: { name: e.queueMetric.replace(/:/g, '_') }, target: { type: 'AverageValue', averageValue: 3 } },
+        pods: {
+          metric: { name: `${e.container}_requests_in_flight` },
+          target: { type: 'AverageValue', averageValue: 3 },
+        },
       },
     ]);
     expect('replicas' in sts.spec).toBe(false);
@@ -27,15 +34,14 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
   });
 
   test('the metric name the adapter serves can be set', () => {
-    const { objects } = synthEngine(e, {
+    const { objects } = synth({
       autoscaling: { maxReplicas: 4, autoscaler: Autoscaler.hpa({ metricName: 'queue_depth' }) },
     });
     expect(findOne(objects, 'HorizontalPodAutoscaler').spec.metrics[0].pods.metric.name).toBe('queue_depth');
   });
 
-  test("a KEDA ScaledObject with a Prometheus trigger on the queue of this version's pods", () => {
-    const { objects, svc } = synthEngine(
-      e,
+  test("a KEDA ScaledObject on the requests in flight of this version's pods, with a fallback", () => {
+    const { objects, svc } = synth(
       {
         version: 3,
         autoscaling: {
@@ -55,11 +61,20 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
         type: 'prometheus',
         metadata: {
           serverAddress: 'http://prometheus.monitoring:9090',
-          query: `sum(max by (pod) (${e.queueMetric}{namespace="serving",pod=~"llm-v3-[0-9]+"}))`,
-          threshold: '5',
+          query:
+            `sum(max by (pod) (${e.runningMetric}{namespace="serving",pod=~"llm-v3-[0-9]+"}) + ` +
+            `max by (pod) (${e.queueMetric}{namespace="serving",pod=~"llm-v3-[0-9]+"}))`,
+          // 80% of the batch limit (64).
+          threshold: '51',
+          ignoreNullValues: 'false',
         },
       },
     ]);
+    // A failing query (Prometheus down, no series) holds the current replicas instead of scaling down.
+    expect(so.spec.fallback).toEqual({ failureThreshold: 3, replicas: 1, behavior: 'currentReplicasIfHigher' });
+    // Valid against KEDA's CRD (v2.20.2): fallback.behavior, and string trigger metadata.
+    expectCrdValid([so]);
+    expect(svc.autoscalingLimits!.targetRequestsInFlight).toBe(51);
     expect(objects.some(o => o.kind === 'HorizontalPodAutoscaler')).toBe(false);
     expect(svc.scaledObject).toBeDefined();
   });
@@ -68,7 +83,7 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
     expect(() =>
       make({ autoscaling: { maxReplicas: 4, autoscaler: Autoscaler.keda({ serverAddress: 'http://p:9090' }) } }),
     ).toThrow(`${e.construct} 'svc': autoscaling.autoscaler query is needed when the chart has no namespace`);
-    const { objects } = synthEngine(e, {
+    const { objects } = synth({
       autoscaling: {
         maxReplicas: 4,
         autoscaler: Autoscaler.keda({
@@ -87,7 +102,7 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
   test('scale-down stabilization is longer than a new replica takes to be capacity, by default and when set', () => {
     // A shared cache: the startup budget alone (15 GiB at 100 MB/s + 300 s warm-up).
     const shared = { modelSize: Size.gibibytes(15), modelCache: ModelCache.sharedClaim({ claimName: 'models' }) };
-    const { objects, svc } = synthEngine(e, { ...shared, autoscaling: { maxReplicas: 4 } });
+    const { objects, svc } = synth({ ...shared, autoscaling: { maxReplicas: 4 } });
     expect(svc.startupBudgetSeconds).toBe(470);
     expect(findOne(objects, 'HorizontalPodAutoscaler').spec.behavior.scaleDown.stabilizationWindowSeconds).toBe(530);
     expect(() =>
@@ -96,7 +111,7 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
       `${e.construct} 'svc': autoscaling.scaleDownStabilization must be longer than a new replica takes to be capacity, startup budget (470s) = 470s, or replicas are removed while their replacements still load the model (got 5m)`,
     );
     // A cache per replica: a scaled-up replica downloads first (15 GiB at 25 MB/s = 645 s).
-    const own = synthEngine(e, { modelSize: Size.gibibytes(15), autoscaling: { maxReplicas: 4 } });
+    const own = synth({ modelSize: Size.gibibytes(15), autoscaling: { maxReplicas: 4 } });
     expect(findOne(own.objects, 'HorizontalPodAutoscaler').spec.behavior.scaleDown.stabilizationWindowSeconds).toBe(
       470 + 645 + 60,
     );
@@ -132,7 +147,8 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
     [{ maxReplicas: 0 }, 'autoscaling.maxReplicas'],
     [{ minReplicas: 0, maxReplicas: 2 }, 'autoscaling.minReplicas'],
     [{ minReplicas: 3, maxReplicas: 2 }, 'autoscaling.maxReplicas must be at least minReplicas (3)'],
-    [{ maxReplicas: 2, targetQueueDepth: 0 }, 'autoscaling.targetQueueDepth'],
+    [{ maxReplicas: 2, targetRequestsInFlight: 0 }, 'autoscaling.targetRequestsInFlight'],
+    [{ maxReplicas: 2, targetQueueDepth: 5 }, 'autoscaling.targetQueueDepth is replaced by targetRequestsInFlight'],
     [{ maxReplicas: 2, maxReplica: 3 }, "autoscaling.maxReplica is not a known prop; did you mean 'maxReplicas'?"],
     [
       { maxReplicas: 2, autoscaler: 'keda' },
@@ -153,5 +169,37 @@ describe.each(ENGINES)('$construct autoscaling on $queueMetric', e => {
     ],
   ])('%p is refused naming %s', (autoscaling, message) => {
     expect(() => make({ autoscaling }, 'ns')).toThrow(`${e.construct} 'svc': ${message}`);
+  });
+
+  test("the target is 80% of the batch limit: the construct's prop, else the engine's default", () => {
+    const at = (props: any) => synthEngine(e, { ...props, autoscaling: { maxReplicas: 4 } }).svc.autoscalingLimits;
+    expect(at({ [e.batch.prop]: 10 })!.targetRequestsInFlight).toBe(8);
+    if (e.batch.defaultTarget !== undefined) {
+      expect(at({})!.targetRequestsInFlight).toBe(e.batch.defaultTarget);
+      expect(synthEngine(e).svc.targetRequestsInFlight).toBe(e.batch.defaultTarget);
+    } else {
+      // SGLang sizes its batch from the KV cache at start: no number to derive a target from.
+      expect(() => e.make(new Chart(Testing.app(), 'c'), 'svc', { ...BASE, autoscaling: { maxReplicas: 4 } })).toThrow(
+        `${e.construct} 'svc': autoscaling.targetRequestsInFlight is needed, or ${e.batch.prop}: SGLang derives`,
+      );
+      expect(synthEngine(e).svc.targetRequestsInFlight).toBeUndefined();
+    }
+  });
+
+  test('scale-up at most doubles per twice the capacity delay; the HPA caps the period at 1800 s', () => {
+    const shared = { modelSize: Size.gibibytes(15), modelCache: ModelCache.sharedClaim({ claimName: 'models' }) };
+    const up = (props: any) =>
+      findOne(synth({ ...props, autoscaling: { maxReplicas: 4 } }).objects, 'HorizontalPodAutoscaler').spec.behavior
+        .scaleUp;
+    // Capacity 470 s: double per 940 s.
+    expect(up(shared)).toEqual({
+      stabilizationWindowSeconds: 0,
+      selectPolicy: 'Max',
+      policies: [{ type: 'Percent', value: 100, periodSeconds: 940 }],
+    });
+    // Capacity 1500 s: the period is clipped to 1800 s, the share to 1800 / 3000 = 60%.
+    expect(up({ ...shared, maxModelLoadTime: Duration.seconds(1500) }).policies).toEqual([
+      { type: 'Percent', value: 60, periodSeconds: 1800 },
+    ]);
   });
 });

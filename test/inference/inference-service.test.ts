@@ -32,7 +32,12 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
 
     test('every object is a public member', () => {
       const chart = new Chart(Testing.app(), 'c', { namespace: 'ns' });
-      const svc = e.make(chart, 'svc', { ...BASE, serviceMonitor: true, autoscaling: { maxReplicas: 3 } });
+      const svc = e.make(chart, 'svc', {
+        ...BASE,
+        [e.batch.prop]: 64,
+        serviceMonitor: true,
+        autoscaling: { maxReplicas: 3 },
+      });
       const objects = synthValid(chart);
       const byHandle = [
         svc.statefulSet,
@@ -142,6 +147,9 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(initEnv.HF_HUB_OFFLINE).toBeUndefined();
       expect(initEnv.HF_HOME).toBe('/data');
       expect(initEnv.HF_TOKEN).toEqual({ secretKeyRef: { name: 'hf', key: 'token' } });
+      // Credentials only where used: the server runs offline and never reads the token.
+      expect(env.HF_TOKEN).toBeUndefined();
+      expect(JSON.stringify(main)).not.toContain('"hf"');
       expect(initEnv.HF_ENDPOINT).toBe('https://mirror.example');
       expect(init.volumeMounts).toContainEqual({ name: 'model-cache', mountPath: '/data' });
       expect(init.volumeMounts.map((m: any) => m.mountPath)).not.toContain('/dev/shm');

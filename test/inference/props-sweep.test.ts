@@ -280,7 +280,9 @@ describe.each(ENGINES)('$construct props over boundary values', e => {
   const cases = [...SHARED, ...SPECIFIC[e.construct]];
   const build = (props: Record<string, unknown>) => {
     const chart = new Chart(Testing.app(), 'c', { namespace: 'ns' });
-    e.make(chart, 'svc', { ...BASE, ...props });
+    // SGLang sizes its batch at start: autoscaling needs its batch limit to derive a target.
+    const batch = e.batch.defaultTarget === undefined ? { [e.batch.prop]: 64 } : {};
+    e.make(chart, 'svc', { ...BASE, ...batch, ...props });
     return chart;
   };
 

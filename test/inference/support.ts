@@ -30,6 +30,10 @@ export interface EngineCase {
   readonly nonRoot: Partial<InferenceServiceProps>;
   readonly defaultUid?: number;
   readonly queueMetric: string;
+  /** The gauge of running requests: with the queue, the requests in flight the autoscaler counts. */
+  readonly runningMetric: string;
+  /** The construct prop that sets the batch limit, and the target derived from the engine's default (80%). */
+  readonly batch: { readonly prop: string; readonly defaultTarget?: number };
   readonly shmGibPerGpu: number;
   /** A setting as the engine reads it: from a flag (`--x y`) or a variable. */
   readonly setting: (main: any, key: 'tp' | 'host' | 'port' | 'drain' | 'model') => string | undefined;
@@ -55,6 +59,8 @@ export const ENGINES: EngineCase[] = [
     rootByDefault: true,
     nonRoot: { runAsRoot: false, image: TGI_NON_ROOT_IMAGE },
     queueMetric: 'tgi_queue_size',
+    runningMetric: 'tgi_batch_current_size',
+    batch: { prop: 'maxConcurrentRequests', defaultTarget: 102 },
     shmGibPerGpu: 1,
     setting: (main, key) =>
       envOf(main)[
@@ -74,6 +80,8 @@ export const ENGINES: EngineCase[] = [
     nonRoot: { runAsRoot: false },
     defaultUid: 2000,
     queueMetric: 'vllm:num_requests_waiting',
+    runningMetric: 'vllm:num_requests_running',
+    batch: { prop: 'maxNumSeqs', defaultTarget: 204 },
     shmGibPerGpu: 2,
     setting: (main, key) =>
       key === 'model'
@@ -94,6 +102,8 @@ export const ENGINES: EngineCase[] = [
     // The upstream image runs only as root; a non-root pod needs an image built for it.
     nonRoot: { runAsRoot: false, image: 'registry.example.com/ml/sglang-nonroot:v0.5.20' },
     queueMetric: 'sglang:num_queue_reqs',
+    runningMetric: 'sglang:num_running_reqs',
+    batch: { prop: 'maxRunningRequests' },
     shmGibPerGpu: 2,
     setting: (main, key) =>
       key === 'drain'

@@ -66,9 +66,13 @@ describe('InferenceServiceMonitoring', () => {
     // Shared cache: a new replica is capacity once loaded (the startup budget from modelSize).
     expect(svc.capacitySeconds).toBe(svc.startupBudgetSeconds);
     expect(alertOf(monitoring.alerts, 'GpuServingPodNotReady').forSeconds).toBe(svc.capacitySeconds);
-    const queue = alertOf(monitoring.alerts, 'GpuServingQueueAboveTarget');
-    expect(queue.expr).toMatch(/vllm:num_requests_waiting\{.*\}\)\) > 5$/);
-    expect(queue.forSeconds).toBe(svc.capacitySeconds);
+    const load = alertOf(monitoring.alerts, 'GpuServingLoadAboveTarget');
+    // Requests in flight (running + waiting) per replica above the autoscaling target (80% of vLLM's 256).
+    expect(svc.autoscalingLimits!.targetRequestsInFlight).toBe(204);
+    expect(load.expr).toMatch(
+      /vllm:num_requests_running\{.*\}\) \+ max by .*vllm:num_requests_waiting\{.*\}\)\) > 204$/,
+    );
+    expect(load.forSeconds).toBe(svc.capacitySeconds);
     const atMax = alertOf(monitoring.alerts, 'GpuServingReplicasAtMaximum');
     expect(atMax.forSeconds).toBe(svc.autoscalingLimits!.scaleDownStabilizationSeconds);
     expect(atMax.expr).toContain('horizontalpodautoscaler="keda-hpa-llm"');
@@ -124,6 +128,8 @@ describePromtool('serving alerts under promtool', () => {
       constant(`kube_pod_status_ready${at(pod, ',condition="true"')}`, v, lastMinute);
     const queue = (pod: string, v: number, job = 'llm-headless') =>
       constant(`vllm:num_requests_waiting{namespace="${NS}",pod="${pod}",job="${job}"}`, v, lastMinute);
+    const running = (pod: string, v: number, job = 'llm-headless') =>
+      constant(`vllm:num_requests_running{namespace="${NS}",pod="${pod}",job="${job}"}`, v, lastMinute);
     const hpa = (metric: string, v: number) =>
       constant(`${metric}{namespace="${NS}",horizontalpodautoscaler="keda-hpa-llm"}`, v, lastMinute);
     const histogram = (metric: string, buckets: Record<string, number>) =>
@@ -150,19 +156,26 @@ describePromtool('serving alerts under promtool', () => {
         ],
       },
       {
-        name: 'queue above target per replica for longer than a replica takes to be capacity',
+        name: 'requests in flight above target per replica for longer than a replica takes to be capacity',
         interval: '1m',
-        input_series: [queue('llm-0', 6), queue('llm-1', 6)],
+        input_series: [running('llm-0', 200), queue('llm-0', 6), running('llm-1', 200), queue('llm-1', 6)],
         alert_rule_test: [
-          silent('GpuServingQueueAboveTarget', evaluationAtOrAfter(capacity) - 60),
-          fires(spec, 'GpuServingQueueAboveTarget', evaluationAtOrAfter(capacity), { namespace: NS }),
+          silent('GpuServingLoadAboveTarget', evaluationAtOrAfter(capacity) - 60),
+          fires(spec, 'GpuServingLoadAboveTarget', evaluationAtOrAfter(capacity), { namespace: NS }),
         ],
       },
       {
-        name: 'queue at target, and one pod scraped twice is counted once (6 and 4 average 5, not 5.3)',
+        name: 'in flight at target, and one pod scraped twice is counted once (206 and 202 average 204)',
         interval: '1m',
-        input_series: [queue('llm-0', 6), queue('llm-0', 6, 'kubernetes-pods'), queue('llm-1', 4)],
-        alert_rule_test: [silent('GpuServingQueueAboveTarget', evaluationAtOrAfter(capacity) + 600)],
+        input_series: [
+          running('llm-0', 200),
+          running('llm-0', 200, 'kubernetes-pods'),
+          queue('llm-0', 6),
+          queue('llm-0', 6, 'kubernetes-pods'),
+          running('llm-1', 200),
+          queue('llm-1', 2),
+        ],
+        alert_rule_test: [silent('GpuServingLoadAboveTarget', evaluationAtOrAfter(capacity) + 600)],
       },
       {
         name: 'a Ready replica without the queue gauge (llm-1 is not scraped)',
@@ -306,10 +319,13 @@ describePromtool('serving alerts under promtool', () => {
 });
 
 describePromtool('autoscaling queries under promtool', () => {
-  test("KEDA's default query counts each of this version's pods once, in this namespace only", () => {
+  test("KEDA's default query sums this version's pods once each, in this namespace only", () => {
     const scaled = objects.find((o: any) => o.kind === 'ScaledObject');
     const query: string = scaled.spec.triggers[0].metadata.query;
-    expect(query).toBe(`sum(max by (pod) (vllm:num_requests_waiting{namespace="${NS}",pod=~"llm-[0-9]+"}))`);
+    const sel = `{namespace="${NS}",pod=~"llm-[0-9]+"}`;
+    expect(query).toBe(
+      `sum(max by (pod) (vllm:num_requests_running${sel}) + max by (pod) (vllm:num_requests_waiting${sel}))`,
+    );
     // The ServiceMonitor scrapes the headless Service only (its per-pod label), never the client
     // Service as well: one target, so one series, per pod.
     const monitor = objects.find((o: any) => o.kind === 'ServiceMonitor');
@@ -321,20 +337,28 @@ describePromtool('autoscaling queries under promtool', () => {
     expect(selected.map((s: any) => s.metadata.name)).toEqual(['llm-headless']);
     const rules = { groups: [{ name: 'autoscaling', rules: [{ record: 'keda:queue', expr: query }] }] };
     expect(checkRules(rules).ok).toBe(true);
-    const series = (pod: string, v: number, ns = NS, job = 'llm-headless') =>
-      constant(`vllm:num_requests_waiting{namespace="${ns}",pod="${pod}",job="${job}"}`, v, 10);
+    // Each pod runs 10 and has `v` waiting.
+    const series = (pod: string, v: number, ns = NS, job = 'llm-headless') => [
+      constant(`vllm:num_requests_running{namespace="${ns}",pod="${pod}",job="${job}"}`, 10, 10),
+      constant(`vllm:num_requests_waiting{namespace="${ns}",pod="${pod}",job="${job}"}`, v, 10),
+    ];
     const r = testRules(rules, [
       {
-        name: 'one scrape per pod: 3 + 4; another version and another namespace are not counted',
+        name: 'one scrape per pod: 13 + 14; another version and another namespace are not counted',
         interval: '1m',
-        input_series: [series('llm-0', 3), series('llm-1', 4), series('llm-v2-0', 100), series('llm-0', 100, 'other')],
-        promql_expr_test: [{ expr: 'keda:queue', eval_time: '5m', exp_samples: [{ labels: 'keda:queue', value: 7 }] }],
+        input_series: [
+          ...series('llm-0', 3),
+          ...series('llm-1', 4),
+          ...series('llm-v2-0', 100),
+          ...series('llm-0', 100, 'other'),
+        ],
+        promql_expr_test: [{ expr: 'keda:queue', eval_time: '5m', exp_samples: [{ labels: 'keda:queue', value: 27 }] }],
       },
       {
-        name: 'a second scrape job of the same pod (e.g. an annotation-based one) is counted once: 3 + 4, not 10',
+        name: 'a second scrape job of the same pod (e.g. an annotation-based one) is counted once',
         interval: '1m',
-        input_series: [series('llm-0', 3), series('llm-0', 3, NS, 'kubernetes-pods'), series('llm-1', 4)],
-        promql_expr_test: [{ expr: 'keda:queue', eval_time: '5m', exp_samples: [{ labels: 'keda:queue', value: 7 }] }],
+        input_series: [...series('llm-0', 3), ...series('llm-0', 3, NS, 'kubernetes-pods'), ...series('llm-1', 4)],
+        promql_expr_test: [{ expr: 'keda:queue', eval_time: '5m', exp_samples: [{ labels: 'keda:queue', value: 27 }] }],
       },
     ]);
     if (!r.ok) throw new Error(r.output);

@@ -1,3 +1,4 @@
+import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -26,6 +27,12 @@ export const SGLANG: ServingEngine = {
   // Only with --enable-metrics, on the API port: `sglang:num_queue_reqs`, `sglang:num_running_reqs`, ...
   metricsPath: '/metrics',
   queueMetric: 'sglang:num_queue_reqs',
+  // managers/tp_worker.py: with --max-running-requests unset, the limit is min(max_total_num_tokens // 2,
+  // the request pool, the attention backend's), known only once the KV cache is sized on the GPU.
+  batchLimit: {
+    prop: 'maxRunningRequests',
+    why: 'SGLang derives --max-running-requests at start from the KV cache it allocates (python/sglang/srt/managers/tp_worker.py: max_total_num_tokens // 2, capped by the request pool)',
+  },
   // python/sglang/srt/metrics/collector.py and docs/references/production_metrics.md: the token
   // (KV pool) usage gauge, and the TTFT and queue-time histograms. SGLang counts aborted requests
   // (`sglang:num_aborted_requests_total`, client disconnects included) but no server-side errors:
@@ -42,6 +49,27 @@ export const SGLANG: ServingEngine = {
       repository: 'docker.io/lmsysorg/sglang',
       rootOnlyFrom: [0, 0, 0],
       why: 'the image is built and run as root (docker/Dockerfile: SGLang installed editable under /sgl-workspace, no USER), and its JIT kernel builds write where a non-root user cannot',
+    },
+  ],
+  // v0.5.11 release notes ("Default CUDA version moves to 13.0 across SGLang, sgl-kernel, and Docker
+  // images", quoted in gpustack/gpustack#5285); `-cu12x` tags are CUDA 12 builds.
+  driverFacts: [
+    {
+      repository: 'docker.io/lmsysorg/sglang',
+      tagPattern: /-cu12\d*$/,
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'a -cu12x tag is built on CUDA 12',
+    },
+    {
+      repository: 'docker.io/lmsysorg/sglang',
+      from: [0, 5, 11],
+      driverMajor: CUDA13_DRIVER_MAJOR,
+      why: 'SGLang images are CUDA 13.0 by default from v0.5.11',
+    },
+    {
+      repository: 'docker.io/lmsysorg/sglang',
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'SGLang images before v0.5.11 are CUDA 12',
     },
   ],
   // The server and its scheduler processes run as python3 (command below).
@@ -84,6 +112,17 @@ export const SGLANG: ServingEngine = {
         'spreads the engine across nodes, but a replica is one pod of gpusPerReplica GPUs (run more replicas instead)',
       ]),
     ),
+  },
+  // server_args.py --lora-paths: `<PATH> | <NAME>=<PATH> | JSON {lora_name, lora_path, pinned}`.
+  // SGLang takes a GGUF model as a local file path (server_args.py: a `.gguf` model path), not `repo:QUANT`.
+  offlinePathEnv: {},
+  ggufModelForm: false,
+  // server_args.py --load-format: `auto` as vLLM's (safetensors, else bin/pt); `dummy` loads none.
+  loadFormat: { flag: '--load-format', served: ['auto', 'safetensors', 'dummy'] },
+  offlinePathFlags: {
+    '--lora-paths': 'a LoRA adapter',
+    '--tokenizer-path': 'a tokenizer',
+    '--speculative-draft-model-path': 'a draft model',
   },
   // server_args.py builds a plain argparse.ArgumentParser (allow_abbrev on).
   argsWordSplit: false,

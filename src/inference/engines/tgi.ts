@@ -1,4 +1,5 @@
 import { OwnedEnv } from '../../common/workload-pod';
+import { CUDA12_DRIVER_MAJOR } from '../driver-floor';
 import { hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -35,6 +36,13 @@ export const TGI: ServingEngine = {
   // server.rs routes /metrics on the API port (and the same registry on --prometheus-port 9000).
   metricsPath: '/metrics',
   queueMetric: 'tgi_queue_size',
+  // launcher/src/main.rs: --max-concurrent-requests 128 bounds the requests in flight (running and
+  // queued); the router answers 429 beyond it. --max-batch-size has no default (from the token budget).
+  batchLimit: {
+    prop: 'maxConcurrentRequests',
+    default: 128,
+    why: "TGI's --max-concurrent-requests default (128, launcher/src/main.rs), beyond which the router answers 429",
+  },
   // docs/source/reference/metrics.md and router/src (v3.3.7): `tgi_request_queue_duration` is a
   // histogram in seconds (server.rs gives every `*duration` metric buckets); `tgi_request_failure`
   // counts failures by `err` (validation errors are the client's). TGI exports no KV-cache usage
@@ -54,6 +62,14 @@ export const TGI: ServingEngine = {
       repository: 'ghcr.io/huggingface/text-generation-inference',
       rootOnlyFrom: [3, 1, 0],
       why: 'from 3.1 the image keeps Python under /root/.local/share/uv and /root is mode 0700, so a non-root UID stops at "libpython3.11.so.1.0: cannot open shared object file" (huggingface/text-generation-inference#3082); 3.0.1 is the last release that starts non-root',
+    },
+  ],
+  // Dockerfile (v3.3.7): `FROM nvidia/cuda:12.4.0-base-ubuntu22.04`, torch 2.7: CUDA 12.
+  driverFacts: [
+    {
+      repository: 'ghcr.io/huggingface/text-generation-inference',
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'TGI 3.x images are built on CUDA 12 (Dockerfile: nvidia/cuda:12.4.0-base)',
     },
   ],
   // The TGI docs run `--shm-size 1g`; NCCL needs it between shards, so it grows with them.
@@ -79,6 +95,11 @@ export const TGI: ServingEngine = {
     '--huggingface-hub-cache': 'modelCache',
   },
   contradictingFlags: {},
+  // launcher/src/main.rs: --lora-adapters (env LORA_ADAPTERS), "adapter ids i.e. repo/adapter1,repo/adapter2".
+  offlinePathFlags: { '--lora-adapters': 'a LoRA adapter' },
+  // TGI loads safetensors only (utils/hub.py) and has no GGUF path or load-format flag.
+  offlinePathEnv: { LORA_ADAPTERS: 'a LoRA adapter' },
+  ggufModelForm: false,
   // clap matches long flags exactly (no inferred abbreviations).
   // tgi-entrypoint.sh runs `exec text-generation-launcher $@`, unquoted.
   argsWordSplit: true,

@@ -1,3 +1,4 @@
+import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -33,6 +34,13 @@ export const VLLM: ServingEngine = {
   // `vllm:*` Prometheus metrics on the API port.
   metricsPath: '/metrics',
   queueMetric: 'vllm:num_requests_waiting',
+  // vllm/engine/arg_utils.py `get_batch_defaults`: max_num_seqs for the OpenAI server is 256, or 1024
+  // on GPUs of at least 70 GiB other than A100; the lower one, so a large GPU scales early, not late.
+  batchLimit: {
+    prop: 'maxNumSeqs',
+    default: 256,
+    why: "vLLM's --max-num-seqs default for the API server (256; 1024 on GPUs of 70 GiB or more other than A100, vllm/engine/arg_utils.py)",
+  },
   // vllm/v1/metrics/loggers.py (PrometheusStatLogger); `vllm:gpu_cache_usage_perc` is the v0 name,
   // gone from the v1 engine. Every finished request counts in `vllm:request_success_total` by
   // `finished_reason` (vllm/v1/engine/__init__.py: stop, length, abort, error, repetition); `error`
@@ -53,6 +61,27 @@ export const VLLM: ServingEngine = {
       repository: 'docker.io/vllm/vllm-openai',
       minimum: [0, 18, 0],
       why: 'the construct sets --shutdown-timeout for the drain, which vLLM has from 0.18 (vllm#36666); older releases exit with "unrecognized arguments"',
+    },
+  ],
+  // From v0.20 the default wheel and image are CUDA 13.0 (vllm#39878; vllm#42738: "After v0.20.0,
+  // default wheel/docker ... version is cu130"); `-cu129` tags (e.g. v0.21.0-cu129) stay on CUDA 12.9.
+  driverFacts: [
+    {
+      repository: 'docker.io/vllm/vllm-openai',
+      tagPattern: /-cu12\d*$/,
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'a -cu12x tag is built on CUDA 12',
+    },
+    {
+      repository: 'docker.io/vllm/vllm-openai',
+      from: [0, 20, 0],
+      driverMajor: CUDA13_DRIVER_MAJOR,
+      why: 'vLLM images are CUDA 13.0 by default from v0.20 (vllm#39878)',
+    },
+    {
+      repository: 'docker.io/vllm/vllm-openai',
+      driverMajor: CUDA12_DRIVER_MAJOR,
+      why: 'vLLM images before v0.20 are CUDA 12',
     },
   ],
   nonRootUid: VLLM_UID,
@@ -118,6 +147,15 @@ export const VLLM: ServingEngine = {
     '--ssl-certfile':
       'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
   },
+  // cli_args.py LoRAParserAction: `name=path` or JSON `{"name", "path", ...}`; arg_utils.py --tokenizer.
+  offlinePathFlags: { '--lora-modules': 'a LoRA adapter', '--tokenizer': 'a tokenizer' },
+  // docs/features/quantization/gguf.md: `vllm serve <repo_id>:<quant_type>` loads that GGUF file.
+  offlinePathEnv: {},
+  ggufModelForm: true,
+  // arg_utils.py --load-format: `auto` loads safetensors, else bin/pt (what the download fetches);
+  // `dummy` loads none; the others (pt over safetensors, npcache, mistral's consolidated files,
+  // tensorizer, runai_streamer, sharded_state, ...) read files or places the download does not fill.
+  loadFormat: { flag: '--load-format', served: ['auto', 'safetensors', 'dummy', 'gguf'] },
   // FlexibleArgumentParser is an argparse.ArgumentParser: treat prefixes as the flags they expand to.
   argsWordSplit: false,
   abbreviatedFlags: true,

@@ -1,9 +1,12 @@
-import { kedaPodTotalQuery } from '../../src/inference/autoscaling-query';
+import { inFlightQuery } from '../../src/inference/autoscaling';
 import { checkRules, constant, describePromtool, testRules } from '../monitoring/promtool';
 
 const NS = 'serving';
-const waiting = kedaPodTotalQuery(['vllm:num_requests_waiting'], NS, 'llm');
-const inFlight = kedaPodTotalQuery(['vllm:num_requests_running', 'vllm:num_requests_waiting'], NS, 'llm');
+const inFlight = inFlightQuery(
+  { running: 'vllm:num_requests_running', waiting: 'vllm:num_requests_waiting' },
+  NS,
+  'llm-[0-9]+',
+);
 /** One scrape of `metric` on `pod` by the scrape job `job`. */
 const scrape = (metric: string, pod: string, v: number, job = 'llm-headless', ns = NS) =>
   constant(`${metric}{namespace="${ns}",pod="${pod}",job="${job}"}`, v, 10);
@@ -14,38 +17,16 @@ const total = (value: number) => ({
   exp_samples: [{ labels: 'keda:total', value }],
 });
 
-describe('kedaPodTotalQuery', () => {
-  test("selects the StatefulSet's pods in the namespace, one value per pod before the sum", () => {
-    expect(waiting).toBe('sum(max by (pod) (vllm:num_requests_waiting{namespace="serving",pod=~"llm-[0-9]+"}))');
+describe('inFlightQuery', () => {
+  test('selects the pods in the namespace, one value per pod before the sum', () => {
     expect(inFlight).toBe(
       'sum(max by (pod) (vllm:num_requests_running{namespace="serving",pod=~"llm-[0-9]+"}) + ' +
         'max by (pod) (vllm:num_requests_waiting{namespace="serving",pod=~"llm-[0-9]+"}))',
     );
-    expect(() => kedaPodTotalQuery([], NS, 'llm')).toThrow(/no metric/);
   });
 });
 
-describePromtool('kedaPodTotalQuery under promtool', () => {
-  test('one pod scraped twice is counted once; other versions and namespaces are not counted', () => {
-    expect(checkRules(recorded(waiting)).ok).toBe(true);
-    const m = 'vllm:num_requests_waiting';
-    const r = testRules(recorded(waiting), [
-      {
-        name: 'llm-0 scraped by the ServiceMonitor and by an annotation-based job: 3 + 4, not 3 + 3 + 4',
-        interval: '1m',
-        input_series: [
-          scrape(m, 'llm-0', 3),
-          scrape(m, 'llm-0', 3, 'kubernetes-pods'),
-          scrape(m, 'llm-1', 4),
-          scrape(m, 'llm-v2-0', 100),
-          scrape(m, 'llm-0', 100, 'llm-headless', 'other'),
-        ],
-        promql_expr_test: [total(7)],
-      },
-    ]);
-    if (!r.ok) throw new Error(r.output);
-  });
-
+describePromtool('inFlightQuery under promtool', () => {
   test('requests in flight: running plus waiting per pod, each pod once however often scraped', () => {
     expect(checkRules(recorded(inFlight)).ok).toBe(true);
     const run = 'vllm:num_requests_running';
