@@ -13,18 +13,18 @@ const HUB_REPO_ID = /^(?:\w(?:[\w.-]*\w)?\/)?\w(?:[\w.-]{0,94}\w)?$/;
 const HUB_CACHE_VARIABLES = ['HF_HOME', 'HF_HUB_CACHE', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_CACHE'];
 
 /** A hub repository id or an absolute path, as the download and the server take it. */
-export function modelIdOf(v: Validator, value: string): string {
-  const modelId = v.nonEmpty('modelId', value);
+export function modelIdOf(v: Validator, value: string, prop = 'modelId'): string {
+  const modelId = v.nonEmpty(prop, value);
   // Both become command-line arguments: a leading "-" would be read as a flag.
   if (/\s/.test(modelId) || modelId.startsWith('-'))
-    v.fail('modelId', 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
+    v.fail(prop, 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
   // huggingface_hub's validate_repo_id (utils/_validators.py) refuses anything else before a download starts.
   if (
     !modelId.startsWith('/') &&
     (!HUB_REPO_ID.test(modelId) || modelId.includes('--') || modelId.includes('..') || modelId.endsWith('.git'))
   ) {
     v.fail(
-      'modelId',
+      prop,
       'must be a hub repository id ("name" or "org/name": letters, digits, "-", "_" and ".", at most 96 for the name, no "--" or "..", not ending in ".git") or an absolute path',
       modelId,
     );
@@ -33,11 +33,11 @@ export function modelIdOf(v: Validator, value: string): string {
 }
 
 /** A branch, tag or commit of the model repository. */
-export function revisionOf(v: Validator, value: string | undefined): string | undefined {
+export function revisionOf(v: Validator, value: string | undefined, prop = 'revision'): string | undefined {
   if (value === undefined) return undefined;
-  const revision = v.nonEmpty('revision', value);
+  const revision = v.nonEmpty(prop, value);
   if (/\s/.test(revision) || revision.startsWith('-'))
-    v.fail('revision', 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
+    v.fail(prop, 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
   return revision;
 }
 

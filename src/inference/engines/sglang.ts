@@ -64,6 +64,9 @@ export const SGLANG: ServingEngine = {
     '--download-dir': 'modelCache',
     '--max-running-requests': 'maxRunningRequests',
     '--mem-fraction-static': 'memFractionStatic',
+    '--lora-paths': 'loraAdapters',
+    '--max-loras-per-batch': 'maxLorasPerBatch',
+    '--max-lora-rank': 'maxLoraRank',
   },
   contradictingFlags: {
     // Pipeline parallel ranks multiply the GPUs a replica's engine needs (server_args.py --pp-size).

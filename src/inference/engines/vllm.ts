@@ -74,6 +74,9 @@ export const VLLM: ServingEngine = {
     '--download-dir': 'modelCache',
     '--max-num-seqs': 'maxNumSeqs',
     '--gpu-memory-utilization': 'gpuMemoryUtilization',
+    '--lora-modules': 'loraAdapters',
+    '--max-loras': 'maxLoras',
+    '--max-lora-rank': 'maxLoraRank',
   },
   contradictingFlags: {
     // A replica's engine needs tensor x pipeline x data parallel GPUs; the pod has gpusPerReplica (the tensor-parallel
