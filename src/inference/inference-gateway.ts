@@ -292,7 +292,7 @@ export class InferenceGateway extends Construct {
 }
 
 interface Member {
-  readonly service: InferenceService;
+  readonly service: VllmInferenceService | SglangInferenceService;
   /** The picker's engine name for the service's pods. */
   readonly engine: 'vllm' | 'sglang';
 }
@@ -375,7 +375,7 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
     // The picker holds streams of requests in flight: it drains at least as long as the servers it routes to.
     gracePeriodSeconds: Math.max(...members.map(m => m.service.terminationGracePeriodSeconds)),
     objectives: objectivesOf(v, props.objectives),
-    rewrites: rewritesOf(v, props.modelRewrites),
+    rewrites: servedTargets(v, rewritesOf(v, props.modelRewrites), members),
   };
 }
 
@@ -464,6 +464,23 @@ function rewritesOf(v: Validator, rules: ModelRewriteRule[] | undefined): ModelR
     });
     return { model, targets };
   });
+}
+
+/** Rewrite targets every server of the pool serves: the picker may send the rewritten request to any of them. */
+function servedTargets(v: Validator, rules: ModelRewriteRule[], members: readonly Member[]): ModelRewriteRule[] {
+  rules.forEach((rule, i) =>
+    rule.targets.forEach((t, j) => {
+      const missing = members.find(m => !m.service.servedModelNames.includes(t.model));
+      if (missing) {
+        v.failDescribed(
+          `modelRewrites[${i}].targets[${j}].model`,
+          'must be served by every service of the pool (a served model name or LoRA adapter name): the picker may send the request to any of them',
+          `${t.model}, which ${missing.service.statefulSetName} does not serve`,
+        );
+      }
+    }),
+  );
+  return rules;
 }
 
 function eppPodSpec(r: ResolvedGateway): k8s.PodSpec {

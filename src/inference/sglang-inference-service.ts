@@ -75,6 +75,8 @@ const KEYS: ReadonlyArray<keyof SglangInferenceServiceProps> = [
 export class SglangInferenceService extends ServingWorkload {
   /** The LoRA adapters' names, as clients request them. */
   readonly loraAdapterNames: string[];
+  /** The names clients may put in `model`: the served model name and the adapters'. */
+  readonly servedModelNames: string[];
 
   constructor(scope: Construct, id: string, props: SglangInferenceServiceProps) {
     let adapters: ResolvedAdapter[] = [];
@@ -93,6 +95,7 @@ export class SglangInferenceService extends ServingWorkload {
     });
     addAdapterDownloads(this._podTemplate, adapters, props.maxLoraRank);
     this.loraAdapterNames = adapters.map(a => a.name);
+    this.servedModelNames = [props.servedModelName ?? props.modelId, ...this.loraAdapterNames];
   }
 }
 

@@ -82,6 +82,8 @@ const VLLM_DEFAULT_LORA_RANK = 16;
 export class VllmInferenceService extends ServingWorkload {
   /** The LoRA adapters' names, as clients request them. */
   readonly loraAdapterNames: string[];
+  /** The names clients may put in `model`: the served model names and the adapters'. */
+  readonly servedModelNames: string[];
 
   constructor(scope: Construct, id: string, props: VllmInferenceServiceProps) {
     let lora: { adapters: ResolvedAdapter[]; maxRank: number } = { adapters: [], maxRank: VLLM_DEFAULT_LORA_RANK };
@@ -95,6 +97,7 @@ export class VllmInferenceService extends ServingWorkload {
     });
     addAdapterDownloads(this._podTemplate, lora.adapters, lora.maxRank);
     this.loraAdapterNames = lora.adapters.map(a => a.name);
+    this.servedModelNames = [...(props.servedModelNames ?? [props.modelId]), ...this.loraAdapterNames];
   }
 }
 

@@ -195,21 +195,39 @@ describe('InferenceGateway', () => {
   });
 
   test('objectives and model rewrites are valid against the pinned CRDs and reference the pool', () => {
-    const { objects } = build({
+    const chart = testChart('serving');
+    const loraAdapters = [
+      { name: 'sql-v1', modelId: 'org/sql-v1' },
+      { name: 'sql-v2', modelId: 'org/sql-v2' },
+    ];
+    const v = new VllmInferenceService(chart, 'v', { name: 'qwen', modelId: MODEL, loraAdapters });
+    const s = new SglangInferenceService(chart, 's', {
+      name: 'qwen',
+      modelId: MODEL,
+      version: 2,
+      port: 8000,
+      loraAdapters,
+    });
+    new InferenceGateway(chart, 'gw', {
+      name: 'qwen-pool',
+      services: [v, s],
+      gateway,
       objectives: [
         { name: 'interactive', priority: 10 },
         { name: 'batch', priority: -1 },
       ],
       modelRewrites: [
         {
-          model: 'qwen',
+          model: 'sql',
           targets: [
-            { model: MODEL, weight: 90 },
-            { model: 'qwen-canary', weight: 10 },
+            { model: 'sql-v1', weight: 90 },
+            { model: 'sql-v2', weight: 10 },
           ],
         },
       ],
     });
+    const objects = synthValid(chart);
+    expectValidOutput(objects);
     const objectives = objects.filter(o => o.kind === 'InferenceObjective');
     expect(objectives.map(o => [o.metadata.name, o.spec.priority])).toEqual([
       ['interactive', 10],
@@ -223,14 +241,36 @@ describe('InferenceGateway', () => {
     const rewrite = findOne(objects, 'InferenceModelRewrite');
     expect(rewrite.spec.rules).toEqual([
       {
-        matches: [{ model: { type: 'Exact', value: 'qwen' } }],
+        matches: [{ model: { type: 'Exact', value: 'sql' } }],
         targets: [
-          { modelRewrite: MODEL, weight: 90 },
-          { modelRewrite: 'qwen-canary', weight: 10 },
+          { modelRewrite: 'sql-v1', weight: 90 },
+          { modelRewrite: 'sql-v2', weight: 10 },
         ],
       },
     ]);
     expectCrdValid(objects.filter(o => o.apiVersion.includes('networking')));
+    expect(s.servedModelNames).toEqual([MODEL, 'sql-v1', 'sql-v2']);
+  });
+
+  test('a rewrite to a name some server of the pool does not serve is refused', () => {
+    const chart = testChart('serving');
+    const v = new VllmInferenceService(chart, 'v', {
+      name: 'qwen',
+      modelId: MODEL,
+      servedModelNames: ['qwen', 'canary'],
+    });
+    const s = new SglangInferenceService(chart, 's', { name: 'qwen', modelId: MODEL, version: 2, port: 8000 });
+    expect(
+      () =>
+        new InferenceGateway(chart, 'gw', {
+          name: 'p',
+          services: [v, s],
+          gateway,
+          modelRewrites: [{ model: 'qwen', targets: [{ model: 'canary' }] }],
+        }),
+    ).toThrow(
+      /modelRewrites\[0\]\.targets\[0\]\.model must be served by every service of the pool .*\(got canary, which qwen-v2 does not serve\)/,
+    );
   });
 
   describe('refusals', () => {
