@@ -1,6 +1,6 @@
 import { App, Chart, ChartProps, Size } from 'cdk8s';
 import { Construct } from 'constructs';
-import { InferenceGateway, SglangInferenceService, VllmInferenceService } from '../src';
+import { InferenceGateway, InferenceServiceMonitoring, SglangInferenceService, VllmInferenceService } from '../src';
 
 const BASE_MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
 /**
@@ -35,6 +35,8 @@ export class RoutingChart extends Chart {
     };
     const vllm = new VllmInferenceService(this, 'vllm', { ...common, version: 1, replicas: 2, maxLoras: 2 });
     const sglang = new SglangInferenceService(this, 'sglang', { ...common, version: 2, port: 8000 });
+    new InferenceServiceMonitoring(this, 'vllm-monitoring', vllm);
+    new InferenceServiceMonitoring(this, 'sglang-monitoring', sglang);
     new InferenceGateway(this, 'gateway', {
       name: 'llama',
       services: [vllm, sglang],
@@ -68,6 +70,7 @@ export class BumpChart extends Chart {
           maxModelLen: version === 1 ? 8192 : 16384,
         }),
     );
+    services.forEach(service => new InferenceServiceMonitoring(this, `${service.node.id}-monitoring`, service));
     new InferenceGateway(this, 'gateway', { name: 'llama', services, gateway: GATEWAY });
   }
 }
