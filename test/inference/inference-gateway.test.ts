@@ -5,6 +5,7 @@ import {
   FailureMode,
   InferenceGateway,
   InferenceGatewayProps,
+  ModelCache,
   SglangInferenceService,
   TgiInferenceService,
   VllmInferenceService,
@@ -23,7 +24,14 @@ function build(props: Partial<InferenceGatewayProps> = {}, namespace = 'serving'
   const chart = testChart(namespace);
   const v1 = new VllmInferenceService(chart, 'v1', { name: 'qwen', modelId: MODEL, version: 1 });
   const v2 = new VllmInferenceService(chart, 'v2', { name: 'qwen', modelId: MODEL, version: 2 });
-  const sgl = new SglangInferenceService(chart, 'sgl', { name: 'qwen', modelId: MODEL, version: 3, port: 8000 });
+  // A shared cache too, so that whatever fills it (an init container today) is inside the selection test.
+  const sgl = new SglangInferenceService(chart, 'sgl', {
+    name: 'qwen',
+    modelId: MODEL,
+    version: 3,
+    port: 8000,
+    modelCache: ModelCache.sharedClaim({ claimName: 'model-cache' }),
+  });
   new VllmInferenceService(chart, 'other', { name: 'qwen-other', modelId: MODEL });
   const gw = new InferenceGateway(chart, 'gw', { name: 'qwen-pool', services: [v1, v2, sgl], gateway, ...props });
   const objects = synthValid(chart);
