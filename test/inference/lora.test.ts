@@ -89,6 +89,7 @@ describe('LoRA adapters', () => {
     [{ loraAdapters: [{ name: MODEL, modelId: ADAPTER }] }, /loraAdapters\[0\]\.name/],
     [{ loraAdapters: [{ name: 'a', modelId: 'not a repo' }] }, /loraAdapters\[0\]\.modelId must be a hub id/],
     [{ loraAdapters: [{ name: 'a', modelId: '/x', revision: 'main' }] }, /loraAdapters\[0\]\.revision needs a hub/],
+    [{ loraAdapters: [{ name: 'a', modelId: '/x=y' }] }, /loraAdapters\[0\]\.modelId must not contain "=" or ","/],
     [{ maxLoraRank: 24 }, /maxLoraRank must be one of vLLM's ranks 1, 8, 16, 32, 64, 128, 256, 320, 512/],
     [{ maxLoras: 0 }, /maxLoras/],
     [{ loraAdapters: undefined, maxLoras: 2 }, /maxLoras needs loraAdapters/],
