@@ -54,9 +54,10 @@ export function resolveAdapters(
     const modelId = modelIdOf(v, a.modelId, `${at}.modelId`);
     const revision = revisionOf(v, a.revision, `${at}.revision`);
     const download = !modelId.startsWith('/');
-    // vLLM's LoRAParserAction (cli_args.py) reads `name=path` only without a "," and with one "="; SGLang splits alike.
+    // vLLM's LoRAParserAction (cli_args.py) reads `name=path` only without a "," and with one "=" (else as JSON);
+    // SGLang's documented form is `<NAME>=<PATH>` too.
     if (!download && /[=,]/.test(modelId))
-      v.fail(`${at}.modelId`, 'must not contain "=" or "," (the engines split name=path on them)', modelId);
+      v.fail(`${at}.modelId`, 'must not contain "=" or "," (the engines read name=path)', modelId);
     if (!download && revision !== undefined)
       v.fail(`${at}.revision`, 'needs a hub adapter: with a local path nothing is downloaded', revision);
     if (download && o.baseModelId.startsWith('/')) {
