@@ -3,6 +3,7 @@ import { addInference } from './inference';
 import { addLlm } from './llm';
 import { addPretraining } from './pretraining';
 import { addProduction } from './production';
+import { addRouting } from './routing';
 import { addSecrets } from './secrets';
 import { addTraining } from './training';
 
@@ -16,4 +17,5 @@ export function buildApps(app: App): void {
   addSecrets(app);
   addProduction(app);
   addPretraining(app);
+  addRouting(app);
 }

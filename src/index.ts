@@ -40,6 +40,14 @@ export { SglangInferenceService, SGLANG_DEFAULT_IMAGE } from './inference/sglang
 export type { SglangInferenceServiceProps } from './inference/sglang-inference-service';
 export { Autoscaler } from './inference/autoscaling';
 export type { AutoscalingOptions, HpaAutoscalerOptions, KedaAutoscalerOptions } from './inference/autoscaling';
+export { InferenceGateway, FailureMode, EPP_DEFAULT_IMAGE } from './inference/inference-gateway';
+export type {
+  InferenceGatewayProps,
+  GatewayRef,
+  InferenceObjectiveSpec,
+  ModelRewriteRule,
+  ModelRewriteTarget,
+} from './inference/inference-gateway';
 
 export { RotatingGpuSecret } from './secrets/rotating-gpu-secret';
 export type {

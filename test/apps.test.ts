@@ -51,7 +51,7 @@ describe('example apps', () => {
     for (const [file, yaml] of Object.entries(synthesized.files)) {
       for (const { where, spec } of podSpecsOf([...objectsOf(yaml), ...embeddedJobs(objectsOf(yaml))])) {
         const expected =
-          where.startsWith('StatefulSet/') && spec.containers.some((c: any) => c.name === 'tgi')
+          where.startsWith('StatefulSet/') && spec.containers.some((c: any) => c.name === 'tgi' || c.name === 'sglang')
             ? 'baseline'
             : 'restricted';
         expect(`${file} ${where}: ${podSecurityLevel(spec)}`).toBe(`${file} ${where}: ${expected}`);

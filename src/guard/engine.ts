@@ -18,6 +18,7 @@ import {
   minorOf,
   rulesFor,
 } from './rules';
+import { servingBumpWarnings } from './serving-bump';
 import { duplicateKeyWarnings, onDeleteReplicas, removedWarnings, serverSideApplyWarnings } from './warnings';
 
 function duplicateError(side: string, o: KubeObject, first: KubeObject): GuardInputError {
@@ -199,6 +200,7 @@ export function runGuard(
   }
 
   removedWarnings(beforeObjects, afterObjects, matched, created, warnings);
+  servingBumpWarnings(beforeObjects, matched, created, warnings);
   serverSideApplyWarnings(beforeObjects, matched, warnings);
   duplicateKeyWarnings(afterObjects, warnings);
   const findings = [...errors, ...warnings];

@@ -93,7 +93,8 @@ export function onDeleteReplicas(before: KubeObject, after: KubeObject, out: Fin
 }
 
 /**
- * Objects in `before` and not in `after` stay in the cluster: kubectl apply does not delete them.
+ * Objects in `before` and not in `after` stay in the cluster under kubectl apply without --prune; a pruning sync
+ * (Argo CD with pruning, Flux with prune: true, kubectl apply --prune) deletes them at once.
  * A StatefulSet replaced by a new version (same app.kubernetes.io/name) keeps its pods, GPUs and
  * claims; the new one starts with new, empty claims unless they adopt the old volumes.
  */
@@ -186,7 +187,7 @@ export function removedWarnings(
         path: 'spec.volumeClaimTemplates',
         before: old.metadata.name,
         after: replacement.metadata.name,
-        message: `StatefulSet ${replacement.metadata.name} replaces ${old.metadata.name}: kubectl apply does not delete ${old.metadata.name}, which keeps running${running} until it is deleted.${claimNote}${othersNote}`,
+        message: `StatefulSet ${replacement.metadata.name} replaces ${old.metadata.name}: kubectl apply without --prune does not delete ${old.metadata.name}, which keeps running${running} until it is deleted (a pruning sync, such as Argo CD with pruning or Flux with prune: true, deletes it at once).${claimNote}${othersNote}`,
         remedy:
           caches || claimTemplateNames(old).length === 0 || adopted
             ? `once ${replacement.metadata.name} is ready, delete the old version: ${deleteOld}`
@@ -208,7 +209,7 @@ export function removedWarnings(
       path: '',
       before: old.metadata.name,
       after: undefined,
-      message: `${describe(old)} is in the old set but not in the new one: kubectl apply does not delete it, so it ${STAYS[old.kind] ?? 'stays in the cluster'}${running}; a renamed object leaves the old one behind.${claimNote}`,
+      message: `${describe(old)} is in the old set but not in the new one: kubectl apply without --prune does not delete it (a pruning sync does), so it ${STAYS[old.kind] ?? 'stays in the cluster'}${running}; a renamed object leaves the old one behind.${claimNote}`,
       remedy: `if it is meant to go, delete it (kubectl delete ${old.kind.toLowerCase()} ${old.metadata.name}${ns}) or apply with --prune; if it was renamed by mistake, restore its name`,
       source: undefined,
     });

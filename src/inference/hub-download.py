@@ -1,6 +1,8 @@
 # The model-download init container of every serving engine: argv[1] is the engine (tgi, vllm,
 # sglang), argv[2] the model (`org/name`, or vLLM's `org/name:QUANT` GGUF form), argv[3] the revision
-# ('' for the default branch). It fills the hub cache (HF_HOME / HF_HUB_CACHE, the layout
+# ('' for the default branch); for a LoRA adapter, argv[4] is a path to link to the complete snapshot
+# (the server names it before the commit is known) and argv[5] the largest LoRA rank the server
+# accepts ('' for no check). It fills the hub cache (HF_HOME / HF_HUB_CACHE, the layout
 # huggingface_hub and TGI's router read) with what the engine's server and router open offline,
 # and nothing else.
 #
@@ -33,6 +35,8 @@ import sys
 import time
 
 ENGINE, MODEL, REVISION = sys.argv[1], sys.argv[2], sys.argv[3] or None
+LINK = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
+MAX_RANK = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] else None
 
 
 def log(msg):
@@ -124,11 +128,36 @@ def cached_commit():
         return None
 
 
+def finish(sha):
+    """For an adapter: check its rank against the server's limit, then link the snapshot (atomically)."""
+    if not LINK:
+        return
+    snapshot = os.path.join(REPO_DIR, "snapshots", sha)
+    if MAX_RANK is not None:
+        try:
+            with open(os.path.join(snapshot, "adapter_config.json")) as f:
+                rank = json.load(f).get("r")
+        except (OSError, ValueError) as e:
+            fail(f"{MODEL}@{sha} is not a LoRA adapter: no readable adapter_config.json ({e})")
+        # PEFT's LoraConfig: `r` is the rank; a server started with a smaller maximum refuses the adapter.
+        if not isinstance(rank, int) or rank > MAX_RANK:
+            fail(f"{MODEL}@{sha} has LoRA rank {rank}, above the server's maximum {MAX_RANK} (raise maxLoraRank)")
+    os.makedirs(os.path.dirname(LINK), exist_ok=True)
+    tmp = f"{LINK}.tmp-{FILLER}-{os.getpid()}"
+    if os.path.lexists(tmp):
+        os.remove(tmp)
+    # Relative, so the link holds wherever the cache volume is mounted.
+    os.symlink(os.path.relpath(snapshot, os.path.dirname(LINK)), tmp)
+    os.replace(tmp, LINK)
+    log(f"{LINK} -> {snapshot}")
+
+
 # A warm, complete cache: no network call. An unpinned revision stays on the commit its ref names
 # until the cache is cleared or a revision is pinned.
 warm = cached_commit()
 if warm and complete(warm):
     log(f"{MODEL}@{warm}: complete in the cache ({marker(warm)}), nothing to download")
+    finish(warm)
     sys.exit(0)
 
 
@@ -172,6 +201,7 @@ sha = info.sha
 if sha and complete(sha):
     write_atomic(os.path.join(REPO_DIR, "refs", REVISION or "main"), sha) if not (REVISION and SHA.match(REVISION)) else None
     log(f"{MODEL}@{sha}: completed by another replica, nothing to download")
+    finish(sha)
     sys.exit(0)
 
 
@@ -484,4 +514,5 @@ if not (REVISION and SHA.match(REVISION)):
     # The ref moves only to a complete snapshot: a restarting server never reads a half-filled one.
     write_atomic(os.path.join(REPO_DIR, "refs", REVISION or "main"), sha)
 shutil.rmtree(PRIVATE, ignore_errors=True)
+finish(sha)
 log("done")

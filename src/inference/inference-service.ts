@@ -212,6 +212,13 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * @default false - a production server should not phone home
    */
   readonly usageStats?: boolean;
+  /**
+   * The port the engine listens on (named `http`; the client Service maps port 80 to it). Services of one model on
+   * different engines behind one `InferenceGateway` need the same port: an InferencePool's target ports apply to
+   * every pod it selects.
+   * @default - the engine's own default (TGI 8080, vLLM 8000, SGLang 30000)
+   */
+  readonly port?: number;
 }
 
 /** @internal The keys of InferenceServiceProps beyond GpuWorkloadProps, for the unknown-prop check. */
@@ -241,6 +248,7 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'usageStats',
   'minDriverVersion',
   'downloadResources',
+  'port',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -344,7 +352,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this.statefulSetName = r.name;
     this.serviceName = props.name;
     this.headlessServiceName = `${r.name}-headless`;
-    this.port = r.engine.port;
+    this.port = r.port;
     this.terminationGracePeriodSeconds = r.termination.gracePeriodSeconds;
     this.startupBudgetSeconds = r.startupBudgetSeconds;
     this.modelCacheClaimName = r.cache.claimTemplate
@@ -376,7 +384,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       name: this.headlessServiceName,
       labels: { ...r.labels, [PER_POD_ENDPOINTS_LABEL]: 'true', [LABEL_WORKLOAD]: r.name },
       selector: r.selector,
-      ports: [{ name: PORT_NAME, port: r.engine.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
+      ports: [{ name: PORT_NAME, port: r.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
     });
     this.service = clientService(this, props.name);
     this.statefulSet = new ManifestObject(this, 'Resource', STATEFUL_SET, {
@@ -448,6 +456,7 @@ interface ResolvedServing {
   readonly modelId: string;
   readonly revision?: string;
   readonly gpus: number;
+  readonly port: number;
   readonly image: string;
   readonly termination: Termination;
   readonly startupBudgetSeconds: number;
@@ -518,11 +527,13 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
 
   if (props.ipFamily !== undefined && !Object.values(IpFamily).includes(props.ipFamily))
     v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
+  // Unprivileged: the pods drop every capability, NET_BIND_SERVICE included.
+  const port = v.wholeNumber('port', props.port ?? engine.port, 1024, 65535);
   const launch = engine.launch({
     modelId,
     revision,
     gpus,
-    port: engine.port,
+    port,
     host: props.ipFamily === IpFamily.IPV6 ? '::' : '0.0.0.0',
     drainSeconds: termination.drainSeconds,
     usageStats: v.boolean('usageStats', props.usageStats, false),
@@ -555,6 +566,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     modelId,
     revision,
     gpus,
+    port,
     image,
     termination,
     startupBudgetSeconds,
@@ -602,7 +614,7 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
       ...(launch.args.length + r.extraArgs.length > 0
         ? { args: [...launch.args, ...r.extraArgs].map(escapeKubeletExpansion) }
         : {}),
-      ports: [{ name: PORT_NAME, containerPort: engine.port, protocol: 'TCP' }],
+      ports: [{ name: PORT_NAME, containerPort: r.port, protocol: 'TCP' }],
       // The port stays closed while the weights load: only the startup probe waits.
       startupProbe: probe({
         periodSeconds: STARTUP_PERIOD_SECONDS,
@@ -658,7 +670,7 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
   // would both scrape it, and every sum() over the engine's metrics would count it twice.
   if (!r.serviceMonitor) {
     template.annotate('prometheus.io/scrape', 'true');
-    template.annotate('prometheus.io/port', String(engine.port));
+    template.annotate('prometheus.io/port', String(r.port));
     template.annotate('prometheus.io/path', engine.metricsPath);
   }
   return template;

@@ -19,29 +19,29 @@ const GGUF_QUANT = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
  * A hub repository id or an absolute path, as the download and the server take it; with an engine
  * that takes it (vLLM), `org/name:QUANT`, the GGUF file of that quantization.
  */
-export function modelIdOf(v: Validator, value: string, engine?: ServingEngine): string {
-  const modelId = v.nonEmpty('modelId', value);
+export function modelIdOf(v: Validator, value: string, engine?: ServingEngine, prop = 'modelId'): string {
+  const modelId = v.nonEmpty(prop, value);
   // Both become command-line arguments: a leading "-" would be read as a flag.
   if (/\s/.test(modelId) || modelId.startsWith('-'))
-    v.fail('modelId', 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
+    v.fail(prop, 'must be a hub id or an absolute path, without whitespace or a leading "-"', modelId);
   if (modelId.startsWith('/')) return modelId;
   const colon = modelId.indexOf(':');
   const repo = colon < 0 ? modelId : modelId.slice(0, colon);
   if (colon >= 0) {
     if (!engine?.ggufModelForm) {
       v.fail(
-        'modelId',
+        prop,
         `must be a hub repository id or an absolute path: the "repo:QUANT" GGUF form is vLLM's, ${engine?.construct ?? 'this engine'} does not take it (download the .gguf file to a volume and give its path)`,
         modelId,
       );
     }
     if (!GGUF_QUANT.test(modelId.slice(colon + 1)))
-      v.fail('modelId', 'must name a GGUF quantization after ":" (e.g. "org/name-GGUF:Q4_K_M")', modelId);
+      v.fail(prop, 'must name a GGUF quantization after ":" (e.g. "org/name-GGUF:Q4_K_M")', modelId);
   }
   // huggingface_hub's validate_repo_id (utils/_validators.py) refuses anything else before a download starts.
   if (!HUB_REPO_ID.test(repo) || repo.includes('--') || repo.includes('..') || repo.endsWith('.git')) {
     v.fail(
-      'modelId',
+      prop,
       'must be a hub repository id ("name" or "org/name": letters, digits, "-", "_" and ".", at most 96 for the name, no "--" or "..", not ending in ".git") or an absolute path',
       modelId,
     );
@@ -50,11 +50,11 @@ export function modelIdOf(v: Validator, value: string, engine?: ServingEngine): 
 }
 
 /** A branch, tag or commit of the model repository. */
-export function revisionOf(v: Validator, value: string | undefined): string | undefined {
+export function revisionOf(v: Validator, value: string | undefined, prop = 'revision'): string | undefined {
   if (value === undefined) return undefined;
-  const revision = v.nonEmpty('revision', value);
+  const revision = v.nonEmpty(prop, value);
   if (/\s/.test(revision) || revision.startsWith('-'))
-    v.fail('revision', 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
+    v.fail(prop, 'must be a branch, tag or commit, without whitespace or a leading "-"', revision);
   return revision;
 }
 

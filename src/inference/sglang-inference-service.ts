@@ -3,7 +3,9 @@ import { Validator } from '../validation/validate';
 import { EngineTuning } from './engine';
 import { SGLANG } from './engines/sglang';
 import { InferenceServiceProps, ServingWorkload } from './inference-service';
+import { addAdapterDownloads, LoraAdapter, ResolvedAdapter, resolveAdapters } from './lora';
 import { SglangQuantization } from './quantization';
+import { MODEL_CACHE_PATH } from './inference-service';
 
 export { SGLANG_DEFAULT_IMAGE } from './engines/sglang';
 
@@ -34,6 +36,22 @@ export interface SglangInferenceServiceProps extends InferenceServiceProps {
    * @default - SGLang's default for the GPU
    */
   readonly memFractionStatic?: number;
+  /**
+   * LoRA adapters loaded at start (`--lora-paths name=path`, which enables LoRA): downloaded into the model cache
+   * before the server starts, and checked against `maxLoraRank` when it is set.
+   * @default - none
+   */
+  readonly loraAdapters?: LoraAdapter[];
+  /**
+   * `--max-loras-per-batch`: adapters in one batch; GPU memory is reserved for them.
+   * @default - SGLang's default (8)
+   */
+  readonly maxLorasPerBatch?: number;
+  /**
+   * `--max-lora-rank`: the largest adapter rank the server accepts.
+   * @default - SGLang infers it from the adapters it loads at start
+   */
+  readonly maxLoraRank?: number;
 }
 
 const KEYS: ReadonlyArray<keyof SglangInferenceServiceProps> = [
@@ -42,6 +60,9 @@ const KEYS: ReadonlyArray<keyof SglangInferenceServiceProps> = [
   'servedModelName',
   'maxRunningRequests',
   'memFractionStatic',
+  'loraAdapters',
+  'maxLorasPerBatch',
+  'maxLoraRank',
 ];
 
 /**
@@ -52,13 +73,48 @@ const KEYS: ReadonlyArray<keyof SglangInferenceServiceProps> = [
  * and optional autoscaling on `sglang:num_queue_reqs`. The image runs as root (baseline).
  */
 export class SglangInferenceService extends ServingWorkload {
+  /** The LoRA adapters' names, as clients request them. */
+  readonly loraAdapterNames: string[];
+  /** The names clients may put in `model`: the served model name and the adapters'. */
+  readonly servedModelNames: string[];
+
   constructor(scope: Construct, id: string, props: SglangInferenceServiceProps) {
-    super(scope, id, props, { engine: SGLANG, keys: KEYS, tuning: v => sglangTuning(v, props) });
+    let adapters: ResolvedAdapter[] = [];
+    super(scope, id, props, {
+      engine: SGLANG,
+      keys: KEYS,
+      tuning: v => {
+        adapters = resolveAdapters(v, props.loraAdapters, {
+          cachePath: MODEL_CACHE_PATH,
+          name: props.name,
+          version: props.version,
+          baseModelId: props.modelId,
+        });
+        return sglangTuning(v, props, adapters);
+      },
+    });
+    addAdapterDownloads(this._podTemplate, adapters, props.maxLoraRank);
+    this.loraAdapterNames = adapters.map(a => a.name);
+    this.servedModelNames = [props.servedModelName ?? props.modelId, ...this.loraAdapterNames];
   }
 }
 
-function sglangTuning(v: Validator, props: SglangInferenceServiceProps): EngineTuning {
+function sglangTuning(
+  v: Validator,
+  props: SglangInferenceServiceProps,
+  adapters: readonly ResolvedAdapter[],
+): EngineTuning {
   const args: string[] = [];
+  if (adapters.length === 0) {
+    if (props.maxLorasPerBatch !== undefined) v.fail('maxLorasPerBatch', 'needs loraAdapters', props.maxLorasPerBatch);
+    if (props.maxLoraRank !== undefined) v.fail('maxLoraRank', 'needs loraAdapters', props.maxLoraRank);
+  } else {
+    args.push('--lora-paths', ...adapters.map(a => `${a.name}=${a.path}`));
+    if (props.maxLorasPerBatch !== undefined)
+      args.push('--max-loras-per-batch', String(v.wholeNumber('maxLorasPerBatch', props.maxLorasPerBatch, 1)));
+    if (props.maxLoraRank !== undefined)
+      args.push('--max-lora-rank', String(v.wholeNumber('maxLoraRank', props.maxLoraRank, 1)));
+  }
   if (props.contextLength !== undefined)
     args.push('--context-length', String(v.wholeNumber('contextLength', props.contextLength, 1)));
   if (props.quantization !== undefined) {

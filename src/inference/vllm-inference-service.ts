@@ -3,7 +3,9 @@ import { Validator } from '../validation/validate';
 import { EngineTuning } from './engine';
 import { VLLM } from './engines/vllm';
 import { InferenceServiceProps, ServingWorkload } from './inference-service';
+import { addAdapterDownloads, LoraAdapter, ResolvedAdapter, resolveAdapters } from './lora';
 import { VllmQuantization } from './quantization';
+import { MODEL_CACHE_PATH } from './inference-service';
 
 export { VLLM_DEFAULT_IMAGE } from './engines/vllm';
 
@@ -35,6 +37,23 @@ export interface VllmInferenceServiceProps extends InferenceServiceProps {
    * @default - vLLM's default (0.9)
    */
   readonly gpuMemoryUtilization?: number;
+  /**
+   * LoRA adapters loaded at start (`--enable-lora --lora-modules name=path`): downloaded into the model cache before
+   * the server starts, each checked against `maxLoraRank`, then requested by `name` in the OpenAI `model` field.
+   * @default - none
+   */
+  readonly loraAdapters?: LoraAdapter[];
+  /**
+   * `--max-loras`: adapters in one batch.
+   * @default - the number of loraAdapters, so every adapter can share a batch (vLLM's own default is 1)
+   */
+  readonly maxLoras?: number;
+  /**
+   * `--max-lora-rank`: the largest adapter rank the server accepts, one of vLLM's 1, 8, 16, 32, 64, 128, 256, 320,
+   * 512 (vllm/config/lora.py `MaxLoRARanks`); GPU memory for adapters is reserved for it.
+   * @default 16 - vLLM's default
+   */
+  readonly maxLoraRank?: number;
 }
 
 const KEYS: ReadonlyArray<keyof VllmInferenceServiceProps> = [
@@ -43,7 +62,14 @@ const KEYS: ReadonlyArray<keyof VllmInferenceServiceProps> = [
   'servedModelNames',
   'maxNumSeqs',
   'gpuMemoryUtilization',
+  'loraAdapters',
+  'maxLoras',
+  'maxLoraRank',
 ];
+
+/** vllm/config/lora.py: `MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]`, default 16. */
+const VLLM_LORA_RANKS = [1, 8, 16, 32, 64, 128, 256, 320, 512];
+const VLLM_DEFAULT_LORA_RANK = 16;
 
 /**
  * vLLM's OpenAI-compatible server as a StatefulSet, with the same practice as every serving
@@ -54,13 +80,56 @@ const KEYS: ReadonlyArray<keyof VllmInferenceServiceProps> = [
  * image's non-root user (UID 2000), so the pod meets the restricted Pod Security Standard.
  */
 export class VllmInferenceService extends ServingWorkload {
+  /** The LoRA adapters' names, as clients request them. */
+  readonly loraAdapterNames: string[];
+  /** The names clients may put in `model`: the served model names and the adapters'. */
+  readonly servedModelNames: string[];
+
   constructor(scope: Construct, id: string, props: VllmInferenceServiceProps) {
-    super(scope, id, props, { engine: VLLM, keys: KEYS, tuning: v => vllmTuning(v, props) });
+    let lora: { adapters: ResolvedAdapter[]; maxRank: number } = { adapters: [], maxRank: VLLM_DEFAULT_LORA_RANK };
+    super(scope, id, props, {
+      engine: VLLM,
+      keys: KEYS,
+      tuning: v => {
+        lora = vllmLora(v, props);
+        return vllmTuning(v, props, lora.adapters, lora.maxRank);
+      },
+    });
+    addAdapterDownloads(this._podTemplate, lora.adapters, lora.maxRank);
+    this.loraAdapterNames = lora.adapters.map(a => a.name);
+    this.servedModelNames = [...(props.servedModelNames ?? [props.modelId]), ...this.loraAdapterNames];
   }
 }
 
-function vllmTuning(v: Validator, props: VllmInferenceServiceProps): EngineTuning {
+function vllmLora(v: Validator, props: VllmInferenceServiceProps): { adapters: ResolvedAdapter[]; maxRank: number } {
+  const adapters = resolveAdapters(v, props.loraAdapters, {
+    cachePath: MODEL_CACHE_PATH,
+    name: props.name,
+    version: props.version,
+    baseModelId: props.modelId,
+  });
+  if (adapters.length === 0) {
+    if (props.maxLoras !== undefined) v.fail('maxLoras', 'needs loraAdapters', props.maxLoras);
+    if (props.maxLoraRank !== undefined) v.fail('maxLoraRank', 'needs loraAdapters', props.maxLoraRank);
+  }
+  const maxRank = props.maxLoraRank ?? VLLM_DEFAULT_LORA_RANK;
+  if (!VLLM_LORA_RANKS.includes(maxRank))
+    v.fail('maxLoraRank', `must be one of vLLM's ranks ${VLLM_LORA_RANKS.join(', ')}`, props.maxLoraRank);
+  return { adapters, maxRank };
+}
+
+function vllmTuning(
+  v: Validator,
+  props: VllmInferenceServiceProps,
+  adapters: readonly ResolvedAdapter[],
+  maxRank: number,
+): EngineTuning {
   const args: string[] = [];
+  if (adapters.length > 0) {
+    args.push('--enable-lora', '--lora-modules', ...adapters.map(a => `${a.name}=${a.path}`));
+    args.push('--max-loras', String(v.wholeNumber('maxLoras', props.maxLoras ?? adapters.length, 1)));
+    args.push('--max-lora-rank', String(maxRank));
+  }
   if (props.maxModelLen !== undefined)
     args.push('--max-model-len', String(v.wholeNumber('maxModelLen', props.maxModelLen, 1)));
   if (props.quantization !== undefined) {

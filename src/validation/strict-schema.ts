@@ -68,6 +68,11 @@ const KNOWN_CUSTOM_KINDS = new Set([
   'kueue.x-k8s.io/v1beta1/LocalQueue',
   'kueue.x-k8s.io/v1beta1/ClusterQueue',
   'k8s.cni.cncf.io/v1/NetworkAttachmentDefinition',
+  // InferenceGateway's; their vendored CRDs check them in full (crd-schema.ts).
+  'inference.networking.k8s.io/v1/InferencePool',
+  'inference.networking.x-k8s.io/v1alpha2/InferenceObjective',
+  'inference.networking.x-k8s.io/v1alpha2/InferenceModelRewrite',
+  'gateway.networking.k8s.io/v1/HTTPRoute',
 ]);
 
 /** Whether an apiVersion/kind is one this validator checks only for metadata. */

@@ -1,30 +1,25 @@
 import { ENGINES, synthEngine } from './support';
 
-// The server runs with HF_HUB_OFFLINE=1: a flag naming a hub repository (a LoRA adapter, a tokenizer)
-// would fail at start, so each such value must be an absolute path.
+// The server runs with HF_HUB_OFFLINE=1: a flag naming a hub repository (a tokenizer, a draft model, TGI's LoRA
+// adapters) would fail at start, so each such value must be an absolute path. vLLM's and SGLang's LoRA flags belong to
+// the loraAdapters prop, which downloads hub adapters into the cache (test/inference/lora.test.ts).
 const cases: Record<string, { flag: string; accepted: string[][]; refused: [string[], number, string][] }> = {
   VllmInferenceService: {
-    flag: '--lora-modules',
-    accepted: [
-      ['--enable-lora', '--lora-modules', 'sql=/adapters/sql', 'chat=/adapters/chat'],
-      ['--lora-modules', '{"name": "sql", "path": "/adapters/sql"}'],
-      ['--tokenizer=/tokenizers/llama'],
-    ],
+    flag: '--tokenizer',
+    accepted: [['--tokenizer=/tokenizers/llama'], ['--tokenizer', '/tokenizers/llama']],
     refused: [
-      [['--enable-lora', '--lora-modules', 'sql=/adapters/sql', 'chat=org/chat-lora'], 3, 'org/chat-lora'],
-      [['--lora-modules', '{"name": "sql", "path": "org/sql-lora"}'], 1, 'org/sql-lora'],
       [['--tokenizer=org/tokenizer'], 0, 'org/tokenizer'],
+      [['--tokenizer', 'org/tokenizer'], 1, 'org/tokenizer'],
     ],
   },
   SglangInferenceService: {
-    flag: '--lora-paths',
+    flag: '--speculative-draft-model-path',
     accepted: [
-      ['--lora-paths', '/adapters/a', 'b=/adapters/b', '--max-loras-per-batch', '2'],
-      ['--lora-paths', '{"lora_name": "a", "lora_path": "/adapters/a", "pinned": true}'],
+      ['--tokenizer-path', '/tokenizers/llama'],
+      ['--speculative-draft-model-path', '/drafts/a'],
     ],
     refused: [
-      [['--lora-paths', '/adapters/a', 'winddude/wizardLM-LlaMA-LoRA-7B'], 2, 'winddude/wizardLM-LlaMA-LoRA-7B'],
-      [['--lora-paths', '{"lora_name": "a", "lora_path": "org/a"}'], 1, 'org/a'],
+      [['--tokenizer-path', 'org/tokenizer'], 1, 'org/tokenizer'],
       [['--speculative-draft-model-path', 'org/draft'], 1, 'org/draft'],
     ],
   },

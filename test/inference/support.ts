@@ -121,13 +121,25 @@ export const SPECIFIC_KEYS: Record<string, string[]> = {
     'maxTotalTokens',
     'maxBatchPrefillTokens',
   ],
-  VllmInferenceService: ['maxModelLen', 'quantization', 'servedModelNames', 'maxNumSeqs', 'gpuMemoryUtilization'],
+  VllmInferenceService: [
+    'maxModelLen',
+    'quantization',
+    'servedModelNames',
+    'maxNumSeqs',
+    'gpuMemoryUtilization',
+    'loraAdapters',
+    'maxLoras',
+    'maxLoraRank',
+  ],
   SglangInferenceService: [
     'contextLength',
     'quantization',
     'servedModelName',
     'maxRunningRequests',
     'memFractionStatic',
+    'loraAdapters',
+    'maxLorasPerBatch',
+    'maxLoraRank',
   ],
 };
 

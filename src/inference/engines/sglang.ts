@@ -92,6 +92,9 @@ export const SGLANG: ServingEngine = {
     '--download-dir': 'modelCache',
     '--max-running-requests': 'maxRunningRequests',
     '--mem-fraction-static': 'memFractionStatic',
+    '--lora-paths': 'loraAdapters',
+    '--max-loras-per-batch': 'maxLorasPerBatch',
+    '--max-lora-rank': 'maxLoraRank',
   },
   contradictingFlags: {
     // Pipeline parallel ranks multiply the GPUs a replica's engine needs (server_args.py --pp-size).
@@ -113,14 +116,13 @@ export const SGLANG: ServingEngine = {
       ]),
     ),
   },
-  // server_args.py --lora-paths: `<PATH> | <NAME>=<PATH> | JSON {lora_name, lora_path, pinned}`.
   // SGLang takes a GGUF model as a local file path (server_args.py: a `.gguf` model path), not `repo:QUANT`.
   offlinePathEnv: {},
   ggufModelForm: false,
   // server_args.py --load-format: `auto` as vLLM's (safetensors, else bin/pt); `dummy` loads none.
   loadFormat: { flag: '--load-format', served: ['auto', 'safetensors', 'dummy'] },
+  // --lora-paths is the loraAdapters prop's (ownedFlags), which downloads hub adapters into the cache.
   offlinePathFlags: {
-    '--lora-paths': 'a LoRA adapter',
     '--tokenizer-path': 'a tokenizer',
     '--speculative-draft-model-path': 'a draft model',
   },

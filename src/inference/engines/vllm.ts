@@ -103,6 +103,9 @@ export const VLLM: ServingEngine = {
     '--download-dir': 'modelCache',
     '--max-num-seqs': 'maxNumSeqs',
     '--gpu-memory-utilization': 'gpuMemoryUtilization',
+    '--lora-modules': 'loraAdapters',
+    '--max-loras': 'maxLoras',
+    '--max-lora-rank': 'maxLoraRank',
   },
   contradictingFlags: {
     // A replica's engine needs tensor x pipeline x data parallel GPUs; the pod has gpusPerReplica (the tensor-parallel
@@ -147,8 +150,8 @@ export const VLLM: ServingEngine = {
     '--ssl-certfile':
       'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
   },
-  // cli_args.py LoRAParserAction: `name=path` or JSON `{"name", "path", ...}`; arg_utils.py --tokenizer.
-  offlinePathFlags: { '--lora-modules': 'a LoRA adapter', '--tokenizer': 'a tokenizer' },
+  // arg_utils.py --tokenizer. --lora-modules is the loraAdapters prop's (ownedFlags), which downloads hub adapters into the cache.
+  offlinePathFlags: { '--tokenizer': 'a tokenizer' },
   // docs/features/quantization/gguf.md: `vllm serve <repo_id>:<quant_type>` loads that GGUF file.
   offlinePathEnv: {},
   ggufModelForm: true,

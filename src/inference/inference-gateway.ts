@@ -1,0 +1,545 @@
+import { ApiObject, Chart, Duration } from 'cdk8s';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import { Construct } from 'constructs';
+import { LABEL_COMPONENT, LABEL_NAME, labelSet } from '../common/labels';
+import { customKind, KIND, kindOf, ManifestObject } from '../common/manifest-object';
+import { containerSecurityContext, podSecurityContext, ProcessIdentity } from '../common/security';
+import { Validator } from '../validation/validate';
+import {
+  endpointPickerArgs,
+  endpointPickerConfig,
+  endpointPickerRules,
+  ENGINE_TYPE_LABEL,
+  EPP_DEFAULT_IMAGE,
+  EPP_ENGINE_EXTRAS,
+  EPP_GRPC_PORT,
+  EPP_HEALTH_PORT,
+  EPP_METRICS_PORT,
+  EPP_UID,
+  EppEngineMetrics,
+} from './endpoint-picker';
+import type { InferenceService } from './inference-service';
+import { SglangInferenceService } from './sglang-inference-service';
+import { TgiInferenceService } from './tgi-inference-service';
+import { VllmInferenceService } from './vllm-inference-service';
+
+export { EPP_DEFAULT_IMAGE } from './endpoint-picker';
+
+/** A custom resource's props: its API JSON. */
+type CustomResource = { readonly metadata: k8s.ObjectMeta; readonly spec: Record<string, unknown> };
+const INFERENCE_POOL = customKind<CustomResource>('inference.networking.k8s.io/v1', 'InferencePool');
+const INFERENCE_OBJECTIVE = customKind<CustomResource>('inference.networking.x-k8s.io/v1alpha2', 'InferenceObjective');
+const INFERENCE_MODEL_REWRITE = customKind<CustomResource>(
+  'inference.networking.x-k8s.io/v1alpha2',
+  'InferenceModelRewrite',
+);
+const HTTP_ROUTE = customKind<CustomResource>('gateway.networking.k8s.io/v1', 'HTTPRoute');
+const DEPLOYMENT = kindOf(k8s.KubeDeployment.GVK, k8s.toJson_KubeDeploymentProps);
+
+/** The component label of the serving pods (inference-service.ts): with the name, what every version shares. */
+const SERVING_COMPONENT = 'inference';
+const EPP_COMPONENT = 'endpoint-picker';
+/** config/charts/inferencepool/values.yaml `experimentalHttpRoute.requestTimeout`: long generations included. */
+const DEFAULT_REQUEST_TIMEOUT_SECONDS = 300;
+/**
+ * config/charts/inferencepool/values.yaml at v1.5.0: sized by the project's scale tests (p90 scheduling latency
+ * within 100 ms at high QPS); no CPU limit, so scheduling bursts are not throttled.
+ */
+const EPP_RESOURCES = { cpu: '4', memory: '8Gi', memoryLimit: '16Gi' };
+
+/** What the gateway does when the Endpoint Picker does not answer. */
+export enum FailureMode {
+  /** Route to any ready pod of the pool: requests keep flowing, without load-aware picking, priorities or rewrites. */
+  FAIL_OPEN = 'FailOpen',
+  /** Reject the request: nothing bypasses the picker (priorities, rewrites), at the cost of availability. */
+  FAIL_CLOSE = 'FailClose',
+}
+
+/** The Gateway an HTTPRoute attaches to. */
+export interface GatewayRef {
+  /** The Gateway's name. */
+  readonly name: string;
+  /**
+   * Its namespace; a Gateway in another namespace must allow routes from this one (`allowedRoutes`).
+   * @default - the route's namespace
+   */
+  readonly namespace?: string;
+  /**
+   * The listener to attach to.
+   * @default - every listener that allows the route
+   */
+  readonly sectionName?: string;
+}
+
+/** An InferenceObjective: a priority that requests naming it (header `x-gateway-inference-objective`) get. */
+export interface InferenceObjectiveSpec {
+  /** The objective's name, a DNS-1123 subdomain; clients send it in the `x-gateway-inference-objective` header. */
+  readonly name: string;
+  /**
+   * Higher is served first when the pool is saturated; requests without an objective have priority 0.
+   */
+  readonly priority: number;
+}
+
+/** One weighted target of a model rewrite. */
+export interface ModelRewriteTarget {
+  /** The model (or LoRA adapter) name the request is rewritten to; the pool's servers must serve it. */
+  readonly model: string;
+  /**
+   * A relative weight among the rule's targets (1 to 1,000,000).
+   * @default 1
+   */
+  readonly weight?: number;
+}
+
+/** Requests naming `model` are rewritten to one of `targets`, by weight: a canary between model names. */
+export interface ModelRewriteRule {
+  /** The model name clients send in the OpenAI `model` field. */
+  readonly model: string;
+  readonly targets: ModelRewriteTarget[];
+}
+
+/** Props of `InferenceGateway`. */
+export interface InferenceGatewayProps {
+  /** The InferencePool's and HTTPRoute's name, a DNS-1035 label; the Endpoint Picker's objects are `<name>-epp`. */
+  readonly name: string;
+  /**
+   * The serving constructs behind the pool: every version and engine of one model (one `name`), vLLM or SGLang,
+   * all listening on one port. The pool selects the pods of every version of that name, in this chart too.
+   */
+  readonly services: InferenceService[];
+  /** The Gateway the HTTPRoute attaches to (made by the cluster's gateway implementation, not here). */
+  readonly gateway: GatewayRef;
+  /**
+   * Hostnames the route answers for.
+   * @default - every hostname of the Gateway's listener
+   */
+  readonly hostnames?: string[];
+  /**
+   * The HTTPRoute's request timeout (`timeouts.request`).
+   * @default Duration.seconds(300) - the inference extension's chart default, long generations included
+   */
+  readonly requestTimeout?: Duration;
+  /**
+   * @default FailureMode.FAIL_OPEN - the chart's default: a restarting picker (its Deployment is recreated on
+   * update) does not drop traffic
+   */
+  readonly failureMode?: FailureMode;
+  /**
+   * Endpoint Picker replicas. Above 1 they elect a leader (`--ha-enable-leader-election`, a Lease): only the leader
+   * is Ready and picks, the others stand by.
+   * @default 1 - the project's recommendation: one active picker keeps its prefix-cache state whole
+   */
+  readonly endpointPickerReplicas?: number;
+  /** @default EPP_DEFAULT_IMAGE - the inference extension's v1.5.0 release */
+  readonly endpointPickerImage?: string;
+  /**
+   * InferenceObjectives on the pool: priorities clients ask for by header.
+   * @default - none
+   */
+  readonly objectives?: InferenceObjectiveSpec[];
+  /**
+   * Rewrites of the requested model name, weighted (an InferenceModelRewrite): a canary between base models or
+   * adapters the pool serves.
+   * @default - none
+   */
+  readonly modelRewrites?: ModelRewriteRule[];
+}
+
+const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
+  'name',
+  'services',
+  'gateway',
+  'hostnames',
+  'requestTimeout',
+  'failureMode',
+  'endpointPickerReplicas',
+  'endpointPickerImage',
+  'objectives',
+  'modelRewrites',
+];
+
+/**
+ * Inference-aware routing for one model's serving constructs, through the Gateway API Inference Extension: an
+ * InferencePool that selects the serving pods of every version and engine of the model, the Endpoint Picker that
+ * picks a pod per request from what the servers report (queue, KV-cache use, prefix-cache affinity, loaded
+ * adapters) with its Service, account and namespaced read-only Role, an HTTPRoute with the pool as its backend
+ * under a Gateway the cluster provides, and optional InferenceObjectives (priorities) and an InferenceModelRewrite
+ * (weighted canaries between model or adapter names). The picker runs at the restricted Pod Security level.
+ *
+ * The serving pods get the label `inference.networking.k8s.io/engine-type` (`vllm` or `sglang`), by which the
+ * picker reads each pod's metrics by its engine's names; adding a gateway therefore rolls the serving pods once.
+ * TGI is refused: it exports no KV-cache utilization gauge, which the picker's model server protocol requires,
+ * and the picker has no metric mapping for it.
+ */
+export class InferenceGateway extends Construct {
+  /** The InferencePool's name. */
+  readonly poolName: string;
+  /** The Endpoint Picker's Deployment, Service, account and Role name. */
+  readonly endpointPickerName: string;
+  /** The labels the pool selects: the serving pods of every version and engine of the model. */
+  readonly poolSelector: Readonly<Record<string, string>>;
+  readonly inferencePool: ApiObject;
+  readonly endpointPicker: ApiObject;
+  readonly endpointPickerService: ApiObject;
+  readonly serviceAccount: ApiObject;
+  readonly role: ApiObject;
+  readonly roleBinding: ApiObject;
+  readonly httpRoute: ApiObject;
+  readonly objectives: ApiObject[];
+  readonly modelRewrite?: ApiObject;
+
+  constructor(scope: Construct, id: string, props: InferenceGatewayProps) {
+    super(scope, id);
+    const v = new Validator('InferenceGateway', id);
+    const r = resolveGateway(v, this, props);
+    this.poolName = r.name;
+    this.endpointPickerName = r.epp;
+    this.poolSelector = r.selector;
+    for (const { service, engine } of r.members) service._podTemplate.label(ENGINE_TYPE_LABEL, engine);
+
+    const labels = labelSet({ name: r.name, instance: r.name, component: 'inference-pool' }).labels;
+    const epp = labelSet({ name: r.epp, instance: r.epp, component: EPP_COMPONENT });
+    this.inferencePool = new ManifestObject(this, 'Pool', INFERENCE_POOL, {
+      metadata: { name: r.name, labels },
+      spec: {
+        selector: { matchLabels: r.selector },
+        targetPorts: [{ number: r.port }],
+        endpointPickerRef: { name: r.epp, port: { number: EPP_GRPC_PORT }, failureMode: r.failureMode },
+      },
+    });
+    this.serviceAccount = new ManifestObject(this, 'Account', KIND.ServiceAccount, {
+      metadata: { name: r.epp, labels: epp.labels },
+      // The token is mounted by the pod that needs it, not by every pod that names the account.
+      automountServiceAccountToken: false,
+    });
+    this.role = new ManifestObject(this, 'Role', KIND.Role, {
+      metadata: { name: r.epp, labels: epp.labels },
+      rules: endpointPickerRules(r.leaderElection),
+    });
+    this.roleBinding = new ManifestObject(this, 'RoleBinding', KIND.RoleBinding, {
+      metadata: { name: r.epp, labels: epp.labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: r.epp },
+      subjects: [{ kind: 'ServiceAccount', name: r.epp }],
+    });
+    this.endpointPicker = new ManifestObject(this, 'EndpointPicker', DEPLOYMENT, {
+      metadata: { name: r.epp, labels: epp.labels },
+      spec: {
+        replicas: r.replicas,
+        // The chart's choice: the old picker stops before the new one starts, so a leader never blocks its own
+        // replacement and two pickers never split one pool's prefix-cache state.
+        strategy: { type: 'Recreate' },
+        selector: { matchLabels: epp.selector },
+        template: { metadata: { labels: epp.labels }, spec: eppPodSpec(r) },
+      },
+    });
+    this.endpointPickerService = new ManifestObject(this, 'EndpointPickerService', KIND.Service, {
+      metadata: { name: r.epp, labels: epp.labels },
+      spec: {
+        type: 'ClusterIP',
+        selector: epp.selector,
+        ports: [
+          {
+            name: 'grpc-ext-proc',
+            port: EPP_GRPC_PORT,
+            targetPort: k8s.IntOrString.fromString('grpc'),
+            protocol: 'TCP',
+          },
+          {
+            name: 'http-metrics',
+            port: EPP_METRICS_PORT,
+            targetPort: k8s.IntOrString.fromString('metrics'),
+            protocol: 'TCP',
+          },
+        ],
+      },
+    });
+    const poolRef = { group: 'inference.networking.k8s.io', kind: 'InferencePool', name: r.name };
+    this.httpRoute = new ManifestObject(this, 'Route', HTTP_ROUTE, {
+      metadata: { name: r.name, labels },
+      spec: {
+        parentRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', ...r.gateway }],
+        ...(r.hostnames.length > 0 ? { hostnames: r.hostnames } : {}),
+        rules: [
+          {
+            matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+            backendRefs: [poolRef],
+            timeouts: { request: `${r.requestTimeoutSeconds}s` },
+          },
+        ],
+      },
+    });
+    this.objectives = r.objectives.map(
+      o =>
+        new ManifestObject(this, `Objective-${o.name}`, INFERENCE_OBJECTIVE, {
+          metadata: { name: o.name, labels },
+          spec: { priority: o.priority, poolRef },
+        }),
+    );
+    if (r.rewrites.length > 0) {
+      this.modelRewrite = new ManifestObject(this, 'ModelRewrite', INFERENCE_MODEL_REWRITE, {
+        metadata: { name: r.name, labels },
+        spec: {
+          poolRef,
+          rules: r.rewrites.map(rule => ({
+            matches: [{ model: { type: 'Exact', value: rule.model } }],
+            targets: rule.targets.map(t => ({ modelRewrite: t.model, weight: t.weight ?? 1 })),
+          })),
+        },
+      });
+    }
+  }
+}
+
+interface Member {
+  readonly service: VllmInferenceService | SglangInferenceService;
+  /** The picker's engine name for the service's pods. */
+  readonly engine: 'vllm' | 'sglang';
+}
+
+interface ResolvedGateway {
+  readonly name: string;
+  readonly epp: string;
+  readonly namespace?: string;
+  readonly members: readonly Member[];
+  readonly selector: Record<string, string>;
+  readonly port: number;
+  readonly engines: EppEngineMetrics[];
+  readonly failureMode: FailureMode;
+  readonly replicas: number;
+  readonly leaderElection: boolean;
+  readonly image: string;
+  readonly gateway: { name: string; namespace?: string; sectionName?: string };
+  readonly hostnames: string[];
+  readonly requestTimeoutSeconds: number;
+  readonly gracePeriodSeconds: number;
+  readonly objectives: readonly InferenceObjectiveSpec[];
+  readonly rewrites: readonly ModelRewriteRule[];
+}
+
+function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayProps): ResolvedGateway {
+  v.knownProps('', props, KEYS);
+  const name = v.serviceName('name', props.name, 63 - '-epp'.length);
+  const namespace = Chart.of(scope).namespace;
+  if (!Array.isArray(props.services) || props.services.length === 0)
+    v.fail('services', 'must list at least one serving construct', props.services);
+  const members = props.services.map((service, i) => memberOf(v, `services[${i}]`, service, namespace));
+  if (new Set(props.services).size !== props.services.length)
+    v.fail(
+      'services',
+      'must not list a construct twice',
+      props.services.map(s => s.node.path),
+    );
+  const model = members[0].service.serviceName;
+  const other = members.find(m => m.service.serviceName !== model);
+  if (other) {
+    v.failDescribed(
+      'services',
+      'must all serve one model (one `name`): a pool selects pods by that name, so it cannot hold two',
+      `${model} and ${other.service.serviceName}`,
+    );
+  }
+  const port = members[0].service.port;
+  const otherPort = members.find(m => m.service.port !== port);
+  if (otherPort) {
+    v.failDescribed(
+      'services',
+      "must listen on one port (set `port` on them): an InferencePool's target ports apply to every pod it selects",
+      `${port} and ${otherPort.service.port} (${otherPort.service.node.id})`,
+    );
+  }
+  const replicas = v.wholeNumber('endpointPickerReplicas', props.endpointPickerReplicas ?? 1, 1);
+  const failureMode = props.failureMode ?? FailureMode.FAIL_OPEN;
+  if (!Object.values(FailureMode).includes(failureMode))
+    v.fail('failureMode', `must be one of ${Object.values(FailureMode).join(', ')}`, failureMode);
+  return {
+    name,
+    epp: `${name}-epp`,
+    namespace,
+    members,
+    // Name and component: what every version and engine of the model shares and nothing else carries (the
+    // client Service selects the same; the picker's pods have their own name and component).
+    selector: { [LABEL_NAME]: model, [LABEL_COMPONENT]: SERVING_COMPONENT },
+    port,
+    engines: engineConfigs(members),
+    failureMode,
+    replicas,
+    leaderElection: replicas > 1,
+    image: v.image('endpointPickerImage', props.endpointPickerImage ?? EPP_DEFAULT_IMAGE),
+    gateway: gatewayRef(v, props.gateway),
+    hostnames: (v.stringArray('hostnames', props.hostnames) ?? []).map((h, i) => v.dnsSubdomain(`hostnames[${i}]`, h)),
+    requestTimeoutSeconds:
+      props.requestTimeout === undefined
+        ? DEFAULT_REQUEST_TIMEOUT_SECONDS
+        : v.seconds('requestTimeout', props.requestTimeout, 1),
+    // The picker holds streams of requests in flight: it drains at least as long as the servers it routes to.
+    gracePeriodSeconds: Math.max(...members.map(m => m.service.terminationGracePeriodSeconds)),
+    objectives: objectivesOf(v, props.objectives),
+    rewrites: servedTargets(v, rewritesOf(v, props.modelRewrites), members),
+  };
+}
+
+function memberOf(v: Validator, prop: string, service: InferenceService, namespace: string | undefined): Member {
+  if (service instanceof TgiInferenceService) {
+    v.fail(
+      prop,
+      "must be a vLLM or SGLang service: TGI exports no KV-cache utilization gauge, which the Endpoint Picker's model server protocol requires (docs/proposals/003-model-server-protocol), and the picker (v1.5.0) has no metric mapping for TGI",
+      service.node.path,
+    );
+  }
+  const engine =
+    service instanceof VllmInferenceService ? 'vllm' : service instanceof SglangInferenceService ? 'sglang' : undefined;
+  if (engine === undefined) v.fail(prop, 'must be a VllmInferenceService or SglangInferenceService', service);
+  if (Chart.of(service).namespace !== namespace) {
+    v.failDescribed(
+      prop,
+      "must be in the gateway's namespace: an InferencePool selects pods in its own",
+      `${Chart.of(service).namespace ?? '(none)'} vs ${namespace ?? '(none)'}`,
+    );
+  }
+  return { service, engine };
+}
+
+/** The picker's metric names per engine, from the engine facts the serving constructs expose. */
+function engineConfigs(members: readonly Member[]): EppEngineMetrics[] {
+  const byEngine = new Map<string, EppEngineMetrics>();
+  for (const { service, engine } of members) {
+    if (byEngine.has(engine)) continue;
+    byEngine.set(engine, {
+      name: engine,
+      queuedRequestsSpec: service.queueMetric,
+      runningRequestsSpec: service.engineMetrics.running,
+      kvUsageSpec: service.engineMetrics.kvCacheUsage!,
+      ...EPP_ENGINE_EXTRAS[engine],
+    });
+  }
+  return [...byEngine.values()];
+}
+
+function gatewayRef(v: Validator, g: GatewayRef): ResolvedGateway['gateway'] {
+  if (g === null || typeof g !== 'object') v.fail('gateway', 'must name a Gateway ({ name })', g);
+  v.knownProps('gateway.', g, ['name', 'namespace', 'sectionName']);
+  return {
+    name: v.dnsSubdomain('gateway.name', g.name),
+    ...(g.namespace !== undefined ? { namespace: v.dnsLabel('gateway.namespace', g.namespace) } : {}),
+    ...(g.sectionName !== undefined ? { sectionName: v.dnsSubdomain('gateway.sectionName', g.sectionName) } : {}),
+  };
+}
+
+function objectivesOf(v: Validator, objectives: InferenceObjectiveSpec[] | undefined): InferenceObjectiveSpec[] {
+  if (objectives === undefined) return [];
+  if (!Array.isArray(objectives)) v.fail('objectives', 'must be a list', objectives);
+  const names = new Set<string>();
+  return objectives.map((o, i) => {
+    v.knownProps(`objectives[${i}].`, o, ['name', 'priority']);
+    const name = v.dnsSubdomain(`objectives[${i}].name`, o.name);
+    if (names.has(name)) v.fail(`objectives[${i}].name`, 'must not repeat a name', name);
+    names.add(name);
+    if (!Number.isInteger(o.priority) || Math.abs(o.priority) > 2147483647)
+      v.fail(`objectives[${i}].priority`, 'must be a whole number (int32)', o.priority);
+    return { name, priority: o.priority };
+  });
+}
+
+function rewritesOf(v: Validator, rules: ModelRewriteRule[] | undefined): ModelRewriteRule[] {
+  if (rules === undefined) return [];
+  if (!Array.isArray(rules)) v.fail('modelRewrites', 'must be a list', rules);
+  const models = new Set<string>();
+  return rules.map((rule, i) => {
+    const at = `modelRewrites[${i}]`;
+    v.knownProps(`${at}.`, rule, ['model', 'targets']);
+    const model = v.nonEmpty(`${at}.model`, rule.model);
+    if (models.has(model)) v.fail(`${at}.model`, 'must not repeat a model: the first rule would win', model);
+    models.add(model);
+    if (!Array.isArray(rule.targets) || rule.targets.length === 0)
+      v.fail(`${at}.targets`, 'must list at least one target', rule.targets);
+    const targets = rule.targets.map((t, j) => {
+      v.knownProps(`${at}.targets[${j}].`, t, ['model', 'weight']);
+      return {
+        model: v.nonEmpty(`${at}.targets[${j}].model`, t.model),
+        ...(t.weight !== undefined
+          ? { weight: v.wholeNumber(`${at}.targets[${j}].weight`, t.weight, 1, 1000000) }
+          : {}),
+      };
+    });
+    return { model, targets };
+  });
+}
+
+/** Rewrite targets every server of the pool serves: the picker may send the rewritten request to any of them. */
+function servedTargets(v: Validator, rules: ModelRewriteRule[], members: readonly Member[]): ModelRewriteRule[] {
+  rules.forEach((rule, i) =>
+    rule.targets.forEach((t, j) => {
+      const missing = members.find(m => !m.service.servedModelNames.includes(t.model));
+      if (missing) {
+        v.failDescribed(
+          `modelRewrites[${i}].targets[${j}].model`,
+          'must be served by every service of the pool (a served model name or LoRA adapter name): the picker may send the request to any of them',
+          `${t.model}, which ${missing.service.statefulSetName} does not serve`,
+        );
+      }
+    }),
+  );
+  return rules;
+}
+
+function eppPodSpec(r: ResolvedGateway): k8s.PodSpec {
+  const identity: ProcessIdentity = {
+    runAsRoot: false,
+    uid: EPP_UID,
+    addCapabilities: [],
+    readOnlyRootFilesystem: true,
+  };
+  const probe = (service: string, extra: Partial<k8s.Probe>): k8s.Probe => ({
+    grpc: { port: EPP_HEALTH_PORT, service },
+    ...extra,
+  });
+  const defaultEngine = r.members[0].engine;
+  return {
+    serviceAccountName: r.epp,
+    automountServiceAccountToken: true, // it watches pods and the pool through the API
+    enableServiceLinks: false,
+    terminationGracePeriodSeconds: r.gracePeriodSeconds,
+    securityContext: podSecurityContext(identity),
+    containers: [
+      {
+        name: 'epp',
+        image: r.image,
+        imagePullPolicy: 'IfNotPresent',
+        args: endpointPickerArgs({
+          pool: r.name,
+          namespace: r.namespace,
+          leaderElection: r.leaderElection,
+          config: endpointPickerConfig(r.engines, defaultEngine),
+        }),
+        env: [
+          { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+          { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+        ],
+        ports: [
+          { name: 'grpc', containerPort: EPP_GRPC_PORT, protocol: 'TCP' },
+          { name: 'grpc-health', containerPort: EPP_HEALTH_PORT, protocol: 'TCP' },
+          { name: 'metrics', containerPort: EPP_METRICS_PORT, protocol: 'TCP' },
+        ],
+        // cmd/epp/runner/health.go: with leader election, `liveness` passes on every replica and `readiness` only on
+        // the leader once the pool has synced; without it, every service name means "the pool has synced".
+        livenessProbe: probe(r.leaderElection ? 'liveness' : 'inference-extension', {
+          initialDelaySeconds: 5,
+          periodSeconds: 10,
+        }),
+        readinessProbe: probe(r.leaderElection ? 'readiness' : 'inference-extension', { periodSeconds: 2 }),
+        resources: {
+          requests: {
+            cpu: k8s.Quantity.fromString(EPP_RESOURCES.cpu),
+            memory: k8s.Quantity.fromString(EPP_RESOURCES.memory),
+          },
+          limits: { memory: k8s.Quantity.fromString(EPP_RESOURCES.memoryLimit) },
+        },
+        securityContext: containerSecurityContext(identity),
+        volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+      },
+    ],
+    // A writable /tmp under a read-only root filesystem.
+    volumes: [{ name: 'tmp', emptyDir: { sizeLimit: k8s.Quantity.fromString('64Mi') } }],
+  };
+}
