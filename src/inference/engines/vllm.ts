@@ -150,7 +150,8 @@ export const VLLM: ServingEngine = {
     '--ssl-certfile':
       'makes the server speak HTTPS, but its probes, Services and metrics scrape use HTTP (terminate TLS in front of the Service)',
   },
-  // arg_utils.py --tokenizer. --lora-modules is the loraAdapters prop's (ownedFlags), which downloads hub adapters into the cache.
+  // arg_utils.py --tokenizer. --lora-modules is the loraAdapters prop's (ownedFlags), which downloads hub
+  // adapters into the cache.
   offlinePathFlags: { '--tokenizer': 'a tokenizer' },
   // docs/features/quantization/gguf.md: `vllm serve <repo_id>:<quant_type>` loads that GGUF file.
   offlinePathEnv: {},
