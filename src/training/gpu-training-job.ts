@@ -8,6 +8,7 @@ import { PodSecurityLevel } from '../common/security';
 import { addPodValidation } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
 import { JOB_SET, JobSetFailureAction, JobSetSuccessOperator, TypedJobSet } from './job-set';
+import { forwardOnlyEnv, launchCommand } from './launch';
 import {
   buildTrainingPod,
   checkTorchrunOptions,
@@ -204,9 +205,11 @@ const TOPOLOGY_KEYS: ReadonlyArray<keyof TrainingTopology> = ['required', 'prefe
  * name, whole-gang restarts with a real terminal Failed state, failure rules by exit code or pod
  * condition, and, under Kueue, quota released when the run completes or fails.
  *
- * The pods run the launcher directly, without the StatefulSet's launch wrapper: the JobSet decides
- * completion and failure for the whole run, restarts the gang, and reads the launcher's own exit
- * code for its failure rules.
+ * The pods run the launcher under the shared launch wrapper in its forward-only mode: the JobSet
+ * decides completion and failure for the whole run and restarts the gang, so the wrapper keeps no
+ * markers; it catches SIGTERM from its first line as the container's PID 1 and forwards it to
+ * torchrun, which as PID 1 would drop it until its workers start (docs/training.md, "Signals"),
+ * and passes the launcher's exit code on for the failure rules.
  */
 export class GpuTrainingJob extends Construct {
   /** The JobSet's name. */
@@ -308,23 +311,22 @@ export class GpuTrainingJob extends Construct {
     // in it (jobset_types.go Network, placement.GenPodName, v0.12.0).
     const master = `${name}-${TRAINING_REPLICATED_JOB}-0-0`;
     this.masterAddress = `${master}.${name}.$(POD_NAMESPACE).svc.${basics.clusterDomain}`;
-    const ownedEnv = staticRankWiring({
+    const rankWiring = staticRankWiring({
       masterAddress: this.masterAddress,
       masterPort: this.masterPort,
       nodes: this.nodes,
       gpusPerPod: this.gpusPerPod,
       shutdownTimeoutSeconds: this.shutdownTimeoutSeconds,
     });
-    checkTorchrunOptions(v, props, basics.launch, ownedEnv);
+    checkTorchrunOptions(v, props, basics.launch, rankWiring);
 
-    const commandLength = props.command?.length ?? 1;
     const pod = buildTrainingPod(this, v, {
       props,
       basics,
       labels,
       name,
-      command: { command: basics.launch.slice(0, commandLength), args: basics.launch.slice(commandLength) },
-      ownedEnv,
+      command: launchCommand(basics.launch),
+      ownedEnv: [...rankWiring, ...forwardOnlyEnv()],
       volumes,
       mounts,
       // The JobSet restarts the gang; a pod restarted in place would rejoin a static rendezvous

@@ -215,14 +215,24 @@ describe('GpuTrainingJob', () => {
       expect(main.env[0].name).toBe('POD_NAMESPACE');
     });
 
-    test('the launcher runs directly: its exit code is what the failure rules read', () => {
+    test('the launcher runs under the shared wrapper in its forward-only mode, as the StatefulSet runs it', () => {
       const { main } = synth({
         command: ['python3', '-m', 'torch.distributed.run'],
         args: ['train.py', '--lr', '1e-4'],
       });
-      expect(main.command).toEqual(['python3', '-m', 'torch.distributed.run']);
-      expect(main.args).toEqual(['train.py', '--lr', '1e-4']);
-      expect(synth().main.command).toEqual(['torchrun']);
+      const chart = testChart();
+      const sts = new GpuTrainingStatefulSet(chart, 'sts', { name: 'b', image: 'img:1', gpusPerPod: 1, args: ['x'] });
+      // The same script: one wrapper, two modes.
+      expect(main.command).toEqual(sts._podTemplate.main.command);
+      expect(main.command[0]).toBe('sh');
+      expect(main.command[2].split('\n')[0]).toBe("trap 'exit 143' TERM; trap 'exit 130' INT");
+      expect(main.args).toEqual(['python3', '-m', 'torch.distributed.run', 'train.py', '--lr', '1e-4']);
+      expect(synth().main.args).toEqual(['torchrun', 'train.py']);
+      const env = Object.fromEntries(main.env.map((e: any) => [e.name, e.value]));
+      expect(env.CDK8S_GPU_MODE).toBe('forward');
+      // None of the StatefulSet's job model: no markers, no run id, no failed-start cap, no scratch volume.
+      expect(Object.keys(env).filter(n => /^CDK8S_GPU_(?!MODE$)/.test(n))).toEqual([]);
+      expect((main.volumeMounts ?? []).map((m: any) => m.name)).not.toContain('job-state');
     });
 
     test.each<[Partial<GpuTrainingJobProps>, string]>([
