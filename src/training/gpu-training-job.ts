@@ -3,7 +3,7 @@ import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { labelSet, LABEL_INSTANCE } from '../common/labels';
 import { ManifestObject } from '../common/manifest-object';
-import { PodTemplate } from '../common/pod-template';
+import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { PodSecurityLevel } from '../common/security';
 import { addPodValidation } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
@@ -211,7 +211,7 @@ const TOPOLOGY_KEYS: ReadonlyArray<keyof TrainingTopology> = ['required', 'prefe
  * torchrun, which as PID 1 would drop it until its workers start (docs/training.md, "Signals"),
  * and passes the launcher's exit code on for the failure rules.
  */
-export class GpuTrainingJob extends Construct {
+export class GpuTrainingJob extends Construct implements IGpuWorkload {
   /** The JobSet's name. */
   readonly jobSetName: string;
   /** The JobSet. */
@@ -245,6 +245,24 @@ export class GpuTrainingJob extends Construct {
   readonly gpuConfigMap?: ApiObject;
   /** @internal */
   readonly _podTemplate: PodTemplate;
+  /** @internal */
+  readonly _securityUid: number | undefined;
+  /** @internal */
+  readonly _processAliases: Readonly<Record<string, string>>;
+  /**
+   * @internal A running JobSet's pod template never changes: its pods keep the template they were
+   * made with (a mounted Secret's files still update in place; an env read never would).
+   */
+  readonly _templateChangesRollOut = false;
+  /** @internal */
+  readonly _templateChangesStay =
+    'a running JobSet refuses pod-template changes (the JobSet v0.12.0 webhook keeps spec.replicatedJobs immutable unless the JobSet is suspended), and Stakater Reloader restarts Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs, not JobSets';
+  /** @internal */
+  readonly _podsRunToCompletion = true;
+  /** @internal */
+  get _podOwner(): ApiObject {
+    return this.jobSet;
+  }
 
   /** The strictest Pod Security Standard the pod template meets. */
   get podSecurityLevel(): PodSecurityLevel {
@@ -264,6 +282,8 @@ export class GpuTrainingJob extends Construct {
     this.masterPort = basics.masterPort;
     this.shutdownTimeoutSeconds = basics.shutdownTimeoutSeconds;
     this.queueName = basics.queueName;
+    this._securityUid = basics.uid;
+    this._processAliases = basics.processAliases;
     this.maxRestarts = v.wholeNumber('maxRestarts', props.maxRestarts ?? DEFAULT_JOB_MAX_RESTARTS, 0, 1000);
     const rules = failureRules(v, props.failurePolicy);
     const ttl =

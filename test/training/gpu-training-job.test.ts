@@ -6,6 +6,8 @@ import {
   GpuTrainingStatefulSet,
   PodSecurityLevel,
   Rdma,
+  Reload,
+  RotatingGpuSecret,
   TrainingFailureAction,
 } from '../../src';
 import { checkManifests } from '../../src/checks/manifests';
@@ -368,6 +370,30 @@ describe('GpuTrainingJob', () => {
     test('refuses unknown props', () => {
       expect(() => construct({ replicas: 3 } as Partial<GpuTrainingJobProps>)).toThrow(/replicas/);
     });
+  });
+
+  test('a RotatingGpuSecret mounts into it (a GpuWorkload): files the kubelet keeps current, no sidecar', () => {
+    const chart = testChart();
+    const job = new GpuTrainingJob(chart, 'job', base);
+    new RotatingGpuSecret(chart, 'creds', { name: 'hub-token', keys: ['token'] }).mountInto(job, {
+      path: '/var/run/hub',
+      onRotation: Reload.filesOnly(),
+    });
+    const { pod } = (() => {
+      const objects = Testing.synth(chart);
+      expectValidOutput(objects);
+      return { pod: findOne(objects, 'JobSet').spec.replicatedJobs[0].template.spec.template.spec };
+    })();
+    expect(pod.containers).toHaveLength(1);
+    expect(pod.containers[0].volumeMounts).toContainEqual(
+      expect.objectContaining({ mountPath: '/var/run/hub', readOnly: true }),
+    );
+    expect(() =>
+      new RotatingGpuSecret(chart, 'other', { name: 'other' }).mountInto(job, {
+        path: '/var/run/other',
+        onRotation: Reload.sync(),
+      }),
+    ).toThrow(/Reload\.sync\(\) adds a reload sidecar, which would keep a JobSet's pods Running/);
   });
 
   test('waitForCompletionCommand waits for the JobSet Completed condition', () => {
