@@ -159,9 +159,10 @@ export interface GpuTrainingJobProps extends TrainingPracticeProps {
    */
   readonly activeDeadline?: Duration;
   /**
-   * Create the JobSet suspended: no pods until `spec.suspend` is set to false. With `queueName`,
-   * Kueue suspends it on creation and resumes it on admission whatever this says.
-   * @default false
+   * Create the JobSet suspended: no pods until `spec.suspend` is false. The manifest's value is
+   * what each `kubectl apply` writes, so resume by changing it. Refused with `queueName`: Kueue
+   * suspends the JobSet on creation and resumes it on admission.
+   * @default - unset (not suspended; under Kueue, suspended until admitted)
    */
   readonly suspend?: boolean;
   /**
@@ -293,6 +294,12 @@ export class GpuTrainingJob extends Construct implements IGpuWorkload {
     const deadline =
       props.activeDeadline === undefined ? undefined : v.seconds('activeDeadline', props.activeDeadline, 1, 2147483647);
     const suspend = props.suspend === undefined ? undefined : v.boolean('suspend', props.suspend, false);
+    if (suspend !== undefined && this.queueName)
+      v.fail(
+        'suspend',
+        "must not be set with queueName: Kueue suspends the JobSet on creation and resumes it on admission, and kubectl apply writes the manifest's value over the live one, so each apply would suspend the admitted, running JobSet again (stopping its pods) or resume one Kueue has not admitted",
+        suspend,
+      );
     let priorityClass: string | undefined;
     if (props.priorityClass !== undefined) {
       priorityClass = v.dnsSubdomain('priorityClass', props.priorityClass);

@@ -82,7 +82,6 @@ describe('GpuTrainingJob', () => {
         checkpoints: { claimName: 'ckpt' },
         activeDeadline: Duration.hours(48),
         ttlAfterFinished: Duration.days(1),
-        suspend: true,
         gpuConfig: { NCCL_DEBUG: 'WARN' },
         rdma: Rdma.efa(32),
         failurePolicy: [{ exitCodes: [3, 2], action: TrainingFailureAction.FAIL }],
@@ -113,6 +112,14 @@ describe('GpuTrainingJob', () => {
       const plain = synth().jobSet.spec;
       expect(plain.ttlSecondsAfterFinished).toBeUndefined();
       expect(plain.suspend).toBeUndefined();
+    });
+
+    test('suspend is refused with queueName: Kueue owns it, and each apply would write the manifest value back', () => {
+      for (const suspend of [true, false])
+        expect(() => construct({ queueName: 'gpu', suspend })).toThrow(
+          `GpuTrainingJob 'job': suspend must not be set with queueName: Kueue suspends the JobSet on creation and resumes it on admission`,
+        );
+      expect(synth({ queueName: 'gpu' }).jobSet.spec.suspend).toBeUndefined();
     });
   });
 
