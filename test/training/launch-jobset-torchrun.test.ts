@@ -91,7 +91,7 @@ class Attempt {
 
   constructor(
     readonly port: number,
-    private readonly container: any,
+    readonly container: any,
   ) {}
 
   /** Starts the pod of completion index `index` under `shell`, running `container` (default: as synthesized). */
@@ -158,6 +158,26 @@ class Attempt {
     fs.rmSync(this.work, { recursive: true, force: true });
   }
 }
+
+describe('the forward-only wrapper without torchrun: exit codes as the JobSet reads them', () => {
+  const shells = (['dash', 'busybox'] as Shell[]).filter(sh => SHELLS[sh] !== undefined);
+  test.each(shells)(
+    "%s: the launcher's code passes through; a missing launcher is 127; no job-model env needed",
+    async sh => {
+      const a = new Attempt(0, jobTrainer(1));
+      try {
+        const run = (args: string[]) => a.start(0, sh, { ...a.container, args }).exited;
+        // The synthesized env has no CDK8S_GPU_RUN_ID or state directory: forward mode reads none.
+        expect(a.container.env.map((e: any) => e.name)).not.toContain('CDK8S_GPU_RUN_ID');
+        expect(await run(['sh', '-c', 'exit 3'])).toBe(3);
+        expect(await run(['sh', '-c', 'exit 0'])).toBe(0);
+        expect(await run(['no-such-launcher', 'train.py'])).toBe(127);
+      } finally {
+        await a.stop();
+      }
+    },
+  );
+});
 
 describe("GpuTrainingJob's pods with a real torchrun: the forward-only launch wrapper as PID 1", () => {
   let attempt: Attempt | undefined;
