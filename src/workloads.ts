@@ -1,4 +1,5 @@
 import type { InferenceService } from './inference/inference-service';
+import type { GpuTrainingJob } from './training/gpu-training-job';
 import type { GpuTrainingStatefulSet } from './training/gpu-training-stateful-set';
 
 /**
@@ -6,4 +7,4 @@ import type { GpuTrainingStatefulSet } from './training/gpu-training-stateful-se
  * union of the library's classes, not an interface: what they share lives in the library, so an
  * object of another class could type-check and then fail at synth.
  */
-export type GpuWorkload = GpuTrainingStatefulSet | InferenceService;
+export type GpuWorkload = GpuTrainingStatefulSet | GpuTrainingJob | InferenceService;

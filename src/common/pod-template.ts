@@ -204,10 +204,11 @@ export class PodTemplate {
 
 /** Anything whose pods a secret can be mounted into. */
 export interface IGpuWorkload {
-  /** The name the workload's objects are derived from (the versioned StatefulSet name). */
-  readonly statefulSetName: string;
-  /** The StatefulSet, e.g. for annotations. */
-  readonly statefulSet: ApiObject;
+  /**
+   * @internal The object whose pod template `_podTemplate` is (a StatefulSet, a JobSet): the pods'
+   * namespace is its namespace, and Stakater Reloader's annotation goes on it.
+   */
+  readonly _podOwner: ApiObject;
   /** @internal */
   readonly _podTemplate: PodTemplate;
   /** @internal */
@@ -223,4 +224,14 @@ export interface IGpuWorkload {
    * only when the pods are deleted (OnDelete).
    */
   readonly _templateChangesRollOut: boolean;
+  /**
+   * @internal Why a pod-template change does not reach running pods, for the error that refuses
+   * Reload.restart() (when `_templateChangesRollOut` is false).
+   */
+  readonly _templateChangesStay?: string;
+  /**
+   * @internal Whether the pods run to completion (a Job's): a container added to them must exit
+   * with the main one, so a reload sidecar cannot be added.
+   */
+  readonly _podsRunToCompletion?: boolean;
 }

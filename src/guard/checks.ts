@@ -1,6 +1,7 @@
 // How each kind of rule (GuardCheck) compares the old and the new object: one function per check.
 import { withDefaults } from './crd';
 import { semanticEqual, quantityNanos } from './equal';
+import { checkReplicatedJobs } from './jobset-check';
 import { arr, clone, isLiveExport, KubeObject, StatusFacts } from './normalize';
 import { get, isObject, lastKey, show } from './object';
 import { FieldRule, GuardCheck } from './rules';
@@ -340,6 +341,7 @@ const CHECKS: Partial<Record<GuardCheck, CheckFn>> = {
     }
     return;
   },
+  [GuardCheck.JOBSET_REPLICATED_JOBS]: ({ rule, p, bv, av, emit }) => checkReplicatedJobs(rule, p, bv, av, emit),
   [GuardCheck.JOB_COMPLETIONS]: ({ rule, a, bv, av, emit }) => {
     if (semanticEqual(bv, av)) return;
     const indexed = a.spec?.completionMode === 'Indexed';

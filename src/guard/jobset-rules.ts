@@ -5,20 +5,22 @@
  * Two sources at v0.12.0 (kubernetes-sigs/jobset f22e565):
  * - The validating webhook `vjobset.kb.io`, `(*jobSetWebhook).ValidateUpdate` in
  *   pkg/webhooks/jobset_webhook.go: `spec.replicatedJobs` and `spec.managedBy` may not change
- *   (apivalidation.ValidateImmutableField). While the old or the new JobSet is suspended, each
- *   replicated Job's pod template may change its labels, annotations, nodeSelector, tolerations
- *   and schedulingGates, which Kueue sets when it admits a suspended JobSet. The ElasticJobSet
- *   feature gate (alpha, off by default) would also let an Indexed Job's parallelism and
- *   completions change; it is not modelled.
+ *   (apivalidation.ValidateImmutableField). While the old OR the new JobSet has `spec.suspend:
+ *   true`, each replicated Job that keeps its name may change its pod template's labels,
+ *   annotations, nodeSelector, tolerations and schedulingGates (what Kueue writes when it admits a
+ *   suspended JobSet): the webhook copies the old values into the new spec before comparing
+ *   (jobset-check.ts, JOBSET_SUSPENDED_MUTABLE). Nothing else is exempt: not affinity (which a
+ *   batch/v1 Job's exemption has), not the Job template's own metadata, not the image. The
+ *   ElasticJobSet feature gate (alpha, off by default) would also let an Indexed Job's parallelism
+ *   and completions change; it is not modelled.
  * - The CRD's transition rules (`x-kubernetes-validations: self == oldSelf`, "Value is
  *   immutable") on spec.failurePolicy, spec.network, spec.startupPolicy, spec.successPolicy and
  *   spec.volumeClaimPolicies (the vendored CRD, src/validation/crds/jobset). A test derives them
  *   from the vendored CRD, so this list cannot drift from it.
  *
- * Not modelled: the suspended exemption above. The guard compares manifests, and a manifest
- * change to a pod template of a suspended JobSet is reported although the webhook allows the
- * scheduling directives to change; everything else in a pod template (image, command, env,
- * resources) is refused either way, and is what a manifest change usually touches.
+ * Whether a JobSet is suspended is read from a live export (`kubectl get -o yaml`). From a manifest
+ * baseline it is the manifest's `suspend`, except for a JobSet queued in Kueue, which Kueue
+ * suspends and resumes: it is taken to be running unless the new manifest sets `suspend: true`.
  */
 import { GuardCheck, type KindRules } from './rules';
 
@@ -42,7 +44,7 @@ export const JOBSET_RULES: KindRules = {
   fields: [
     {
       path: 'spec.replicatedJobs',
-      check: GuardCheck.IMMUTABLE,
+      check: GuardCheck.JOBSET_REPLICATED_JOBS,
       source: UPDATE,
       message: `${WEBHOOK}spec.replicatedJobs: Invalid value: {value}: field is immutable`,
     },

@@ -40,6 +40,8 @@ export enum GuardCheck {
   JOB_TEMPLATE = 'job-template',
   /** Job completions: immutable unless Indexed and changed in tandem with parallelism. */
   JOB_COMPLETIONS = 'job-completions',
+  /** A JobSet's replicatedJobs; Kueue's scheduling fields of a suspended (old or new) JobSet may change. */
+  JOBSET_REPLICATED_JOBS = 'jobset-replicated-jobs',
   /** Service cluster IPs and IP families: may not change once set; dual-stack up/downgrade allowed. */
   SERVICE_IP_FAMILIES = 'service-ip-families',
   /**

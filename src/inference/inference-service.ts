@@ -339,6 +339,10 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly _processAliases: Readonly<Record<string, string>>;
   /** @internal */
   readonly _templateChangesRollOut = true;
+  /** @internal */
+  get _podOwner(): ApiObject {
+    return this.statefulSet;
+  }
 
   /** @internal Each engine's construct passes its facts; the practice is not extended from outside. */
   protected constructor(scope: Construct, id: string, props: InferenceServiceProps, binding: EngineBinding) {

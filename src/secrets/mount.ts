@@ -86,10 +86,14 @@ export interface MountPlan {
 /** Checks a mount against the workload's pod; throws naming the prop. */
 export function planMount(v: Validator, workload: IGpuWorkload, options: MountOptions, source: MountSource): MountPlan {
   if (!workload || !(workload._podTemplate instanceof PodTemplate)) {
-    v.fail('mountInto', 'needs a workload of this library (GpuTrainingStatefulSet or an InferenceService)', workload);
+    v.fail(
+      'mountInto',
+      'needs a workload of this library (GpuTrainingStatefulSet, GpuTrainingJob or an InferenceService)',
+      workload,
+    );
   }
   // A pod can only mount a Secret of its own namespace; any other stays in ContainerCreating.
-  const podNamespace = workload.statefulSet.metadata.namespace;
+  const podNamespace = workload._podOwner.metadata.namespace;
   if (podNamespace !== source.namespace) {
     v.failDescribed(
       'mountInto',
@@ -115,17 +119,16 @@ export function planMount(v: Validator, workload: IGpuWorkload, options: MountOp
     initSidecar: fitName(`reload-${volume}`, '-init', LABEL_MAX),
   };
   const volumes = pod.volumeNames();
-  const newVolumes = { restart: [volume], sync: [volume, plan.state, plan.copies] }[action.kind as string] ?? [
-    volume,
-    plan.state,
-  ];
+  const newVolumes = { restart: [volume], files: [volume], sync: [volume, plan.state, plan.copies] }[
+    action.kind as string
+  ] ?? [volume, plan.state];
   for (const name of newVolumes) {
     if (volumes.has(name))
       v.fail('name', `must not derive a volume name the pod already has (${[...volumes].join(', ')})`, name);
   }
   const spec = pod.spec as { initContainers?: k8s.Container[]; containers: k8s.Container[] };
   const containers = new Set([...(spec.initContainers ?? []), ...spec.containers].map(c => c.name));
-  const newContainers = { restart: [], sync: [plan.sidecar, plan.initSidecar] }[action.kind as string] ?? [
+  const newContainers = { restart: [], files: [], sync: [plan.sidecar, plan.initSidecar] }[action.kind as string] ?? [
     plan.sidecar,
   ];
   for (const name of newContainers) {
@@ -154,12 +157,16 @@ export function emitMount(v: Validator, workload: IGpuWorkload, plan: MountPlan,
     'name',
   );
 
+  if (action.kind === 'files') {
+    pod.mount(pod.main, { name: plan.volume, mountPath, readOnly: true }, v, 'path');
+    return;
+  }
   if (action.kind === 'restart') {
     pod.mount(pod.main, { name: plan.volume, mountPath, readOnly: true }, v, 'path');
     const key = 'secret.reloader.stakater.com/reload';
-    const existing: string | undefined = workload.statefulSet.metadata.toJson().annotations?.[key];
+    const existing: string | undefined = workload._podOwner.metadata.toJson().annotations?.[key];
     const names = new Set([...(existing ? existing.split(',') : []), source.secretName]);
-    workload.statefulSet.metadata.addAnnotation(key, [...names].join(','));
+    workload._podOwner.metadata.addAnnotation(key, [...names].join(','));
     return;
   }
 

@@ -9,7 +9,7 @@ import { COMM_MAX, endingRule, normalizeSignal, RELOAD_SIGNALS, RESERVED_COMMS }
 
 /** A checked onRotation: what the reload sidecar runs, as its settings. */
 export interface ReloadAction {
-  readonly kind: 'exec' | 'signal' | 'http' | 'sync' | 'restart';
+  readonly kind: 'exec' | 'signal' | 'http' | 'sync' | 'restart' | 'files';
   /** The script's ACTION. */
   readonly script: string;
   readonly image: string;
@@ -32,7 +32,18 @@ export function resolveReload(v: Validator, reload: Reload, workload: IGpuWorklo
   const timeout = (t: Duration | undefined) =>
     v.seconds('onRotation timeout', unset(t, Duration.seconds(DEFAULT_RELOAD_TIMEOUT_SECONDS)), 1, 600);
   const base = { args: [] as string[], env: [] as k8s.EnvVar[], timeoutSeconds: 0 };
+  if (workload._podsRunToCompletion && spec.kind !== 'files' && spec.kind !== 'restart') {
+    // A Job's pod succeeds only once every container has exited; a native sidecar (an init
+    // container with restartPolicy Always) would not hold it, but needs Kubernetes 1.29 (beta, on).
+    v.fail(
+      'onRotation',
+      `Reload.${spec.kind === 'http' ? 'httpPost' : spec.kind}() adds a reload sidecar, which would keep a ${workload._podOwner.kind}'s pods Running after training ends (a Job's pod completes only when every container has exited), so the run would never complete nor release its GPUs. Use Reload.filesOnly(): the kubelet updates the mounted files in the running pods, and the program re-reads them`,
+      `a ${workload._podOwner.kind}`,
+    );
+  }
   switch (spec.kind) {
+    case 'files':
+      return { ...base, kind: 'files', script: '', image: '' };
     case 'exec':
       return {
         ...base,
@@ -68,6 +79,14 @@ export function resolveReload(v: Validator, reload: Reload, workload: IGpuWorklo
         timeoutSeconds: DEFAULT_RELOAD_TIMEOUT_SECONDS,
       };
     case 'restart':
+      if (!workload._templateChangesRollOut && workload._templateChangesStay !== undefined) {
+        v.fail(
+          'onRotation',
+          `Reload.restart() needs a workload that rolls pod-template changes out: ${workload._templateChangesStay}. ` +
+            'Reload in place (Reload.exec, signal, httpPost, sync): the mounted files update in the running pods',
+          `a ${workload._podOwner.kind}`,
+        );
+      }
       if (!workload._templateChangesRollOut) {
         v.fail(
           'onRotation',

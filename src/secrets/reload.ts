@@ -72,7 +72,8 @@ export type ReloadSpec =
   | { kind: 'signal'; signal: string; process: string; image?: string; exposeWorkloadToSidecar?: boolean }
   | { kind: 'http'; url: string; image?: string; timeout?: Duration }
   | { kind: 'sync'; image?: string }
-  | { kind: 'restart' };
+  | { kind: 'restart' }
+  | { kind: 'files' };
 
 /**
  * What happens in a pod when a mounted rotating secret changes. Arguments are checked when the
@@ -130,6 +131,15 @@ export class Reload {
    */
   static restart(): Reload {
     return new Reload({ kind: 'restart' });
+  }
+
+  /**
+   * Nothing to run: the program re-reads the mounted files itself (on each use, or when they
+   * change). The kubelet updates the whole-directory mount in the running pods; no sidecar, no
+   * restart. The only choice for a GpuTrainingJob, whose pods must be able to finish.
+   */
+  static filesOnly(): Reload {
+    return new Reload({ kind: 'files' });
   }
 
   private constructor(/** @internal */ readonly _spec: ReloadSpec) {}

@@ -3,11 +3,12 @@ import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { labelSet, LABEL_INSTANCE } from '../common/labels';
 import { ManifestObject } from '../common/manifest-object';
-import { PodTemplate } from '../common/pod-template';
+import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { PodSecurityLevel } from '../common/security';
 import { addPodValidation } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
 import { JOB_SET, JobSetFailureAction, JobSetSuccessOperator, TypedJobSet } from './job-set';
+import { forwardOnlyEnv, launchCommand } from './launch';
 import {
   buildTrainingPod,
   checkTorchrunOptions,
@@ -158,9 +159,10 @@ export interface GpuTrainingJobProps extends TrainingPracticeProps {
    */
   readonly activeDeadline?: Duration;
   /**
-   * Create the JobSet suspended: no pods until `spec.suspend` is set to false. With `queueName`,
-   * Kueue suspends it on creation and resumes it on admission whatever this says.
-   * @default false
+   * Create the JobSet suspended: no pods until `spec.suspend` is false. The manifest's value is
+   * what each `kubectl apply` writes, so resume by changing it. Refused with `queueName`: Kueue
+   * suspends the JobSet on creation and resumes it on admission.
+   * @default - unset (not suspended; under Kueue, suspended until admitted)
    */
   readonly suspend?: boolean;
   /**
@@ -204,11 +206,13 @@ const TOPOLOGY_KEYS: ReadonlyArray<keyof TrainingTopology> = ['required', 'prefe
  * name, whole-gang restarts with a real terminal Failed state, failure rules by exit code or pod
  * condition, and, under Kueue, quota released when the run completes or fails.
  *
- * The pods run the launcher directly, without the StatefulSet's launch wrapper: the JobSet decides
- * completion and failure for the whole run, restarts the gang, and reads the launcher's own exit
- * code for its failure rules.
+ * The pods run the launcher under the shared launch wrapper in its forward-only mode: the JobSet
+ * decides completion and failure for the whole run and restarts the gang, so the wrapper keeps no
+ * markers; it catches SIGTERM from its first line as the container's PID 1 and forwards it to
+ * torchrun, which as PID 1 would drop it until its workers start (docs/training.md, "Signals"),
+ * and passes the launcher's exit code on for the failure rules.
  */
-export class GpuTrainingJob extends Construct {
+export class GpuTrainingJob extends Construct implements IGpuWorkload {
   /** The JobSet's name. */
   readonly jobSetName: string;
   /** The JobSet. */
@@ -250,6 +254,24 @@ export class GpuTrainingJob extends Construct {
   readonly gpuConfigMap?: ApiObject;
   /** @internal */
   readonly _podTemplate: PodTemplate;
+  /** @internal */
+  readonly _securityUid: number | undefined;
+  /** @internal */
+  readonly _processAliases: Readonly<Record<string, string>>;
+  /**
+   * @internal A running JobSet's pod template never changes: its pods keep the template they were
+   * made with (a mounted Secret's files still update in place; an env read never would).
+   */
+  readonly _templateChangesRollOut = false;
+  /** @internal */
+  readonly _templateChangesStay =
+    'a running JobSet refuses pod-template changes (the JobSet v0.12.0 webhook keeps spec.replicatedJobs immutable unless the JobSet is suspended), and Stakater Reloader restarts Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs, not JobSets';
+  /** @internal */
+  readonly _podsRunToCompletion = true;
+  /** @internal */
+  get _podOwner(): ApiObject {
+    return this.jobSet;
+  }
 
   /** The strictest Pod Security Standard the pod template meets. */
   get podSecurityLevel(): PodSecurityLevel {
@@ -270,6 +292,8 @@ export class GpuTrainingJob extends Construct {
     this.shutdownTimeoutSeconds = basics.shutdownTimeoutSeconds;
     this.terminationGracePeriodSeconds = basics.grace;
     this.queueName = basics.queueName;
+    this._securityUid = basics.uid;
+    this._processAliases = basics.processAliases;
     this.maxRestarts = v.wholeNumber('maxRestarts', props.maxRestarts ?? DEFAULT_JOB_MAX_RESTARTS, 0, 1000);
     const rules = failureRules(v, props.failurePolicy);
     const ttl =
@@ -281,6 +305,12 @@ export class GpuTrainingJob extends Construct {
     this.ttlAfterFinishedSeconds = ttl;
     this.activeDeadlineSeconds = deadline;
     const suspend = props.suspend === undefined ? undefined : v.boolean('suspend', props.suspend, false);
+    if (suspend !== undefined && this.queueName)
+      v.fail(
+        'suspend',
+        "must not be set with queueName: Kueue suspends the JobSet on creation and resumes it on admission, and kubectl apply writes the manifest's value over the live one, so each apply would suspend the admitted, running JobSet again (stopping its pods) or resume one Kueue has not admitted",
+        suspend,
+      );
     let priorityClass: string | undefined;
     if (props.priorityClass !== undefined) {
       priorityClass = v.dnsSubdomain('priorityClass', props.priorityClass);
@@ -321,23 +351,22 @@ export class GpuTrainingJob extends Construct {
     this.childJobName = `${name}-${TRAINING_REPLICATED_JOB}-0`;
     const master = `${this.childJobName}-0`;
     this.masterAddress = `${master}.${name}.$(POD_NAMESPACE).svc.${basics.clusterDomain}`;
-    const ownedEnv = staticRankWiring({
+    const rankWiring = staticRankWiring({
       masterAddress: this.masterAddress,
       masterPort: this.masterPort,
       nodes: this.nodes,
       gpusPerPod: this.gpusPerPod,
       shutdownTimeoutSeconds: this.shutdownTimeoutSeconds,
     });
-    checkTorchrunOptions(v, props, basics.launch, ownedEnv);
+    checkTorchrunOptions(v, props, basics.launch, rankWiring);
 
-    const commandLength = props.command?.length ?? 1;
     const pod = buildTrainingPod(this, v, {
       props,
       basics,
       labels,
       name,
-      command: { command: basics.launch.slice(0, commandLength), args: basics.launch.slice(commandLength) },
-      ownedEnv,
+      command: launchCommand(basics.launch),
+      ownedEnv: [...rankWiring, ...forwardOnlyEnv()],
       volumes,
       mounts,
       // The JobSet restarts the gang; a pod restarted in place would rejoin a static rendezvous

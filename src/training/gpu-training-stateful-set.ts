@@ -271,6 +271,10 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly _processAliases: Readonly<Record<string, string>>;
   /** @internal */
   readonly _templateChangesRollOut: boolean;
+  /** @internal */
+  get _podOwner(): ApiObject {
+    return this.statefulSet;
+  }
 
   constructor(scope: Construct, id: string, props: GpuTrainingStatefulSetProps) {
     super(scope, id);

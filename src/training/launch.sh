@@ -5,7 +5,8 @@ trap 'exit 143' TERM; trap 'exit 130' INT
 # its init) comes before any line of a script: a TERM in that window is lost whatever the script
 # says, and the kubelet's SIGKILL at the end of the grace period ends the pod.
 #
-# cdk8s-gpu training launch wrapper: gives the StatefulSet's ranks together the behaviour of a job.
+# cdk8s-gpu training launch wrapper: gives the StatefulSet's ranks together the behaviour of a job;
+# for GpuTrainingJob (CDK8S_GPU_MODE=forward, below) it only traps and forwards signals.
 #
 # Run as: sh -c "<this script>" cdk8s-gpu-launch <command> [args...]
 # POSIX sh only (dash, busybox ash, bash); external tools: date, head, mkdir, mv, rm, sleep.
@@ -73,6 +74,8 @@ trap 'exit 143' TERM; trap 'exit 130' INT
 #   CDK8S_GPU_POLL_SECONDS   optional: how often a waiting rank looks at the others (default 5)
 #   CDK8S_GPU_TERMINATION_LOG  optional: the termination message file (default /dev/termination-log)
 #   TORCH_DISABLE_SHARE_RDZV_TCP_STORE  optional: passed to torchrun, 1 unless set (see below)
+#   CDK8S_GPU_MODE           optional: `forward` (GpuTrainingJob) only traps and forwards signals and
+#                            passes the launcher's exit code on; none of the variables above is read
 
 PROG=cdk8s-gpu-launch
 # Markers are a line of text; anything longer is not ours and is not read further.
@@ -107,7 +110,61 @@ decimal() {
   while :; do case $n in 0?*) n=${n#0} ;; *) break ;; esac; done
 }
 
+terminating=
+
+# Starts "$@" as the wrapper's child (child=), with TERM and INT forwarded to it as TERM (a
+# background job of a non-interactive shell ignores SIGINT).
+start_command() {
+  interrupted=
+  child=
+  # Set before the command starts, so no TERM falls between its start and the trap.
+  trap 'terminating=1; interrupted=1; if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null; fi' TERM INT
+  [ -z "$terminating" ] || exit 143
+  "$@" &
+  child=$!
+  if [ -n "$terminating" ]; then kill -TERM "$child" 2>/dev/null; fi
+}
+
+# Waits for the child however long it takes (the wrapper's exit would SIGKILL every process of the
+# container) and sets rc to its exit status. From then on a signal is noted (terminating=1),
+# never ignored: the caller acts on it.
+wait_command() {
+  while :; do
+    interrupted=
+    wait "$child"
+    status=$?
+    if [ -z "$interrupted" ]; then
+      rc=$status
+      break
+    fi
+    # A trap ran during wait: its status is the interruption's (128+signal) or the command's.
+    # While the command exists (a zombie included) wait again; once it is gone, ask once more:
+    # a shell that still holds its status reports it, one that already did answers 127.
+    if kill -0 "$child" 2>/dev/null; then continue; fi
+    wait "$child" 2>/dev/null
+    again=$?
+    if [ "$again" -eq 127 ]; then rc=$status; else rc=$again; fi
+    break
+  done
+  trap 'terminating=1' TERM INT
+}
+
 [ "$#" -gt 0 ] || fail "no command to run"
+
+# GpuTrainingJob (CDK8S_GPU_MODE=forward): the JobSet decides completion and failure for the
+# whole run and restarts the gang, so none of the job model below applies. The wrapper keeps the
+# container's PID 1 catching TERM from its first line and forwards it: torchrun installs its
+# SIGTERM handler only when its workers start (PContext.start in torch/distributed/elastic/
+# multiprocessing/api.py), so as PID 1 it would drop a TERM while importing torch and while in
+# its rendezvous, and the pod would hold its GPUs for the whole grace period. The launcher's exit
+# code is passed on as is (the JobSet's failure rules read it; a missing launcher is the shell's 127).
+if [ "${CDK8S_GPU_MODE:-}" = forward ]; then
+  start_command "$@"
+  wait_command
+  if [ -n "$terminating" ]; then log "stopped by a signal; '$1' exited $rc"; fi
+  exit "$rc"
+fi
+
 run_id=${CDK8S_GPU_RUN_ID:-}
 state_dir=${CDK8S_GPU_STATE_DIR:-}
 pod_dir=${CDK8S_GPU_POD_STATE_DIR:-}
@@ -250,7 +307,6 @@ nap() {
   wait "$sleeper"
   sleeper=
 }
-terminating=
 
 # Says loudly that a marker of this run id was found at start, and whether another rank spec wrote
 # it: the run id is the identity of a run, so a new spec (or a new StatefulSet over the same
@@ -460,39 +516,14 @@ launch() {
 
   log "run $run_id, rank $rank of $nnodes, start $attempt in this pod, failed starts $failures of $max_failed, rendezvous ${PET_RDZV_ID:-none}: $*"
 
-  interrupted=
-  child=
-  # Set before the command starts, so no TERM falls between its start and the trap.
-  trap 'terminating=1; interrupted=1; if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null; fi' TERM INT
-  [ -z "$terminating" ] || exit 143
-  "$@" &
-  child=$!
-  if [ -n "$terminating" ]; then kill -TERM "$child" 2>/dev/null; fi
+  start_command "$@"
   watcher=
   if [ "$nnodes" -gt 1 ]; then
     watch_run "$1" &
     watcher=$!
   fi
-  while :; do
-    interrupted=
-    wait "$child"
-    status=$?
-    if [ -z "$interrupted" ]; then
-      rc=$status
-      break
-    fi
-    # A trap ran during wait: its status is the interruption's (128+signal) or the command's.
-    # While the command exists (a zombie included) wait again; once it is gone, ask once more:
-    # a shell that still holds its status reports it, one that already did answers 127.
-    if kill -0 "$child" 2>/dev/null; then continue; fi
-    wait "$child" 2>/dev/null
-    again=$?
-    if [ "$again" -eq 127 ]; then rc=$status; else rc=$again; fi
-    break
-  done
-  # The command has exited: a signal now is noted (never ignored) and ends the wrapper once the
-  # outcome is recorded.
-  trap 'terminating=1' TERM INT
+  wait_command
+  # A signal now is noted (never ignored) and ends the wrapper once the outcome is recorded.
   if [ -n "$watcher" ]; then
     kill "$watcher" 2>/dev/null
     wait "$watcher" 2>/dev/null

@@ -52,6 +52,14 @@ export function launchEnv(
 }
 
 /**
+ * The wrapper's environment for GpuTrainingJob: it only traps and forwards signals and passes the
+ * launcher's exit code on (the JobSet decides completion and failure; launch.sh, CDK8S_GPU_MODE).
+ */
+export function forwardOnlyEnv(): OwnedEnv[] {
+  return [{ env: { name: 'CDK8S_GPU_MODE', value: 'forward' } }];
+}
+
+/**
  * The kubectl commands that observe and restart a job. Completion shows in the trainer container's
  * last termination (the wrapper's one exit 0 per pod after a run completed); `kubectl wait` filter
  * expressions need kubectl 1.28 (kubernetes#118748).

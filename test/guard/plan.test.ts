@@ -22,7 +22,11 @@ const WRAPPER = fs
 
 describe('plan: an embedded script change (a library upgrade edits the training launch wrapper)', () => {
   const beforeText = EXAMPLES.map(snapshotText).join('\n---\n');
-  const afterText = beforeText.split(WRAPPER).join(`${WRAPPER}\n              # wrapper 0.2`);
+  // The line keeps its own indentation: the script sits deeper in a JobSet than in a StatefulSet.
+  const afterText = beforeText
+    .split('\n')
+    .map(l => (l.trimStart() === WRAPPER ? `${l}\n${l.slice(0, l.length - WRAPPER.length)}# wrapper 0.2` : l))
+    .join('\n');
   const p = plan(read(beforeText), read(afterText));
   const withScript = read(beforeText).filter(o => o.kind === 'StatefulSet' && JSON.stringify(o).includes(WRAPPER));
 

@@ -6,6 +6,8 @@ import {
   GpuTrainingStatefulSet,
   PodSecurityLevel,
   Rdma,
+  Reload,
+  RotatingGpuSecret,
   TrainingFailureAction,
 } from '../../src';
 import { checkManifests } from '../../src/checks/manifests';
@@ -80,7 +82,6 @@ describe('GpuTrainingJob', () => {
         checkpoints: { claimName: 'ckpt' },
         activeDeadline: Duration.hours(48),
         ttlAfterFinished: Duration.days(1),
-        suspend: true,
         gpuConfig: { NCCL_DEBUG: 'WARN' },
         rdma: Rdma.efa(32),
         failurePolicy: [{ exitCodes: [3, 2], action: TrainingFailureAction.FAIL }],
@@ -111,6 +112,14 @@ describe('GpuTrainingJob', () => {
       const plain = synth().jobSet.spec;
       expect(plain.ttlSecondsAfterFinished).toBeUndefined();
       expect(plain.suspend).toBeUndefined();
+    });
+
+    test('suspend is refused with queueName: Kueue owns it, and each apply would write the manifest value back', () => {
+      for (const suspend of [true, false])
+        expect(() => construct({ queueName: 'gpu', suspend })).toThrow(
+          `GpuTrainingJob 'job': suspend must not be set with queueName: Kueue suspends the JobSet on creation and resumes it on admission`,
+        );
+      expect(synth({ queueName: 'gpu' }).jobSet.spec.suspend).toBeUndefined();
     });
   });
 
@@ -215,14 +224,24 @@ describe('GpuTrainingJob', () => {
       expect(main.env[0].name).toBe('POD_NAMESPACE');
     });
 
-    test('the launcher runs directly: its exit code is what the failure rules read', () => {
+    test('the launcher runs under the shared wrapper in its forward-only mode, as the StatefulSet runs it', () => {
       const { main } = synth({
         command: ['python3', '-m', 'torch.distributed.run'],
         args: ['train.py', '--lr', '1e-4'],
       });
-      expect(main.command).toEqual(['python3', '-m', 'torch.distributed.run']);
-      expect(main.args).toEqual(['train.py', '--lr', '1e-4']);
-      expect(synth().main.command).toEqual(['torchrun']);
+      const chart = testChart();
+      const sts = new GpuTrainingStatefulSet(chart, 'sts', { name: 'b', image: 'img:1', gpusPerPod: 1, args: ['x'] });
+      // The same script: one wrapper, two modes.
+      expect(main.command).toEqual(sts._podTemplate.main.command);
+      expect(main.command[0]).toBe('sh');
+      expect(main.command[2].split('\n')[0]).toBe("trap 'exit 143' TERM; trap 'exit 130' INT");
+      expect(main.args).toEqual(['python3', '-m', 'torch.distributed.run', 'train.py', '--lr', '1e-4']);
+      expect(synth().main.args).toEqual(['torchrun', 'train.py']);
+      const env = Object.fromEntries(main.env.map((e: any) => [e.name, e.value]));
+      expect(env.CDK8S_GPU_MODE).toBe('forward');
+      // None of the StatefulSet's job model: no markers, no run id, no failed-start cap, no scratch volume.
+      expect(Object.keys(env).filter(n => /^CDK8S_GPU_(?!MODE$)/.test(n))).toEqual([]);
+      expect((main.volumeMounts ?? []).map((m: any) => m.name)).not.toContain('job-state');
     });
 
     test.each<[Partial<GpuTrainingJobProps>, string]>([
@@ -358,6 +377,30 @@ describe('GpuTrainingJob', () => {
     test('refuses unknown props', () => {
       expect(() => construct({ replicas: 3 } as Partial<GpuTrainingJobProps>)).toThrow(/replicas/);
     });
+  });
+
+  test('a RotatingGpuSecret mounts into it (a GpuWorkload): files the kubelet keeps current, no sidecar', () => {
+    const chart = testChart();
+    const job = new GpuTrainingJob(chart, 'job', base);
+    new RotatingGpuSecret(chart, 'creds', { name: 'hub-token', keys: ['token'] }).mountInto(job, {
+      path: '/var/run/hub',
+      onRotation: Reload.filesOnly(),
+    });
+    const { pod } = (() => {
+      const objects = Testing.synth(chart);
+      expectValidOutput(objects);
+      return { pod: findOne(objects, 'JobSet').spec.replicatedJobs[0].template.spec.template.spec };
+    })();
+    expect(pod.containers).toHaveLength(1);
+    expect(pod.containers[0].volumeMounts).toContainEqual(
+      expect.objectContaining({ mountPath: '/var/run/hub', readOnly: true }),
+    );
+    expect(() =>
+      new RotatingGpuSecret(chart, 'other', { name: 'other' }).mountInto(job, {
+        path: '/var/run/other',
+        onRotation: Reload.sync(),
+      }),
+    ).toThrow(/Reload\.sync\(\) adds a reload sidecar, which would keep a JobSet's pods Running/);
   });
 
   test('waitForCompletionCommand waits for the JobSet Completed condition', () => {

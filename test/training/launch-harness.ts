@@ -1,5 +1,6 @@
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
+import * as net from 'net';
 import * as path from 'path';
 import { exitWithOutput } from '../support/child-exit';
 import { onPath, Shell, SHELLS } from '../support/shells';
@@ -248,6 +249,31 @@ export class Launch {
       }
     }
   }
+}
+
+/** torchrun: $TORCHRUN (.ci/run exports it), the repo's venv (.ci/run makes it), or the PATH. */
+export const TORCHRUN: string | undefined = (() => {
+  const candidates = [
+    process.env.TORCHRUN,
+    path.join(__dirname, '..', '..', '.cache', 'torch-venv', 'bin', 'torchrun'),
+    onPath('torchrun'),
+  ];
+  return candidates.find(c => c !== undefined && c !== '' && fs.existsSync(c));
+})();
+/** The tiny training script the real-torchrun tests run (torchrun/train.py says what it does). */
+export const TRAIN = path.join(__dirname, 'torchrun', 'train.py');
+
+/** A free TCP port on 127.0.0.1 for a gang's rendezvous. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 export const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));

@@ -1,18 +1,19 @@
 import * as fs from 'fs';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { Duration } from 'cdk8s';
 import {
   deadline,
+  freePort,
   Launch,
-  onPath,
   PID_NAMESPACES,
   SHELLS,
   Shell,
   sleep,
   synthesizedTrainer,
   toolbox,
+  TORCHRUN,
+  TRAIN,
   waitFor,
 } from './launch-harness';
 
@@ -29,16 +30,6 @@ import {
  * of importing torch per process) is paid once.
  */
 
-/** torchrun: $TORCHRUN (.ci/run exports it), the repo's venv (.ci/run makes it), or the PATH. */
-const TORCHRUN: string | undefined = (() => {
-  const candidates = [
-    process.env.TORCHRUN,
-    path.join(__dirname, '..', '..', '.cache', 'torch-venv', 'bin', 'torchrun'),
-    onPath('torchrun'),
-  ];
-  return candidates.find(c => c !== undefined && c !== '' && fs.existsSync(c));
-})();
-const TRAIN = path.join(__dirname, 'torchrun', 'train.py');
 const READY = TORCHRUN !== undefined && SHELLS.dash !== undefined && SHELLS.busybox !== undefined;
 
 test('torchrun and both shells are here, so the wrapper is tested against a real torchrun', () => {
@@ -49,19 +40,6 @@ test('torchrun and both shells are here, so the wrapper is tested against a real
   console.warn(message);
   if (process.env.CI) throw new Error(message);
 });
-
-/** A free TCP port on 127.0.0.1 for a gang's rendezvous. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 interface GangOptions {
   /** The construct's maxRestarts (torchrun's --max-restarts, per node). */
