@@ -2,6 +2,7 @@ import { ApiObject, Chart, Lazy } from 'cdk8s';
 import { Construct } from 'constructs';
 import { customKind, KIND, ManifestObject } from '../common/manifest-object';
 import { Validator } from '../validation/validate';
+import { DCGM } from './metric-facts';
 
 /** Where the runbooks live: the project's docs on GitHub (package.json `homepage`, its repository). */
 export const DEFAULT_RUNBOOK_BASE_URL = 'https://github.com/cdk8s-gpu/cdk8s-gpu/blob/main/docs/monitoring.md';
@@ -103,6 +104,27 @@ export function namespaceMatcher(scope: Construct): string | undefined {
  */
 export function dcgmPerPod(aggregation: 'avg' | 'sum', metric: string, scope: Construct, statefulSetName: string) {
   return dcgmPerPodMatching(aggregation, metric, scope, `${statefulSetName}-[0-9]+`);
+}
+
+/**
+ * The two GPU panels of a trainer's dashboard: utilization (`idle` says what 0 on every pod means
+ * for this backend) and memory, per pod whose name matches the regular expression `pods`.
+ */
+export function trainerGpuPanels(scope: Construct, pods: string, idle: string): DashboardPanel[] {
+  return [
+    {
+      title: 'GPU utilization',
+      description: `${DCGM.gpuUtil} from the DCGM exporter: 0 on every ${idle}.`,
+      unit: 'percent',
+      queries: [{ expr: dcgmPerPodMatching('avg', DCGM.gpuUtil, scope, pods), legend: '{{pod}}' }],
+    },
+    {
+      title: 'GPU memory used',
+      description: `${DCGM.framebufferUsed} (MiB) from the DCGM exporter.`,
+      unit: 'decmbytes',
+      queries: [{ expr: dcgmPerPodMatching('sum', DCGM.framebufferUsed, scope, pods), legend: '{{pod}}' }],
+    },
+  ];
 }
 
 /** {@link dcgmPerPod} for the pods whose names match the regular expression `pods`. */

@@ -1,8 +1,8 @@
 import { GpuTrainingJob } from '../training/gpu-training-job';
 import { TRAINER_CONTAINER } from '../training/practice';
 import { Validator } from '../validation/validate';
-import { DCGM, KSM, RENDEZVOUS_JOIN_TIMEOUT_SECONDS } from './metric-facts';
-import { AlertRule, DashboardPanel, dcgmPerPodMatching, namespaceMatcher, quote, selector } from './rules';
+import { KSM, RENDEZVOUS_JOIN_TIMEOUT_SECONDS } from './metric-facts';
+import { AlertRule, DashboardPanel, namespaceMatcher, trainerGpuPanels, quote, selector } from './rules';
 
 /**
  * How long after its pods' grace period a Job the JobSet restarts may still show Failed: the
@@ -150,18 +150,7 @@ export function jobSetTrainingSignals(
         ...(deadline !== undefined ? [{ expr: `vector(${deadline})`, legend: 'activeDeadline' }] : []),
       ],
     },
-    {
-      title: 'GPU utilization',
-      description: `${DCGM.gpuUtil} from the DCGM exporter: 0 on every node while Ready means a stuck rendezvous or a hung exit.`,
-      unit: 'percent',
-      queries: [{ expr: dcgmPerPodMatching('avg', DCGM.gpuUtil, job, podRegex), legend: '{{pod}}' }],
-    },
-    {
-      title: 'GPU memory used',
-      description: `${DCGM.framebufferUsed} (MiB) from the DCGM exporter.`,
-      unit: 'decmbytes',
-      queries: [{ expr: dcgmPerPodMatching('sum', DCGM.framebufferUsed, job, podRegex), legend: '{{pod}}' }],
-    },
+    ...trainerGpuPanels(job, podRegex, 'node while Ready means a stuck rendezvous or a hung exit'),
   ];
   return { alerts, panels };
 }

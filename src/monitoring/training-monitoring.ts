@@ -5,13 +5,12 @@ import { GpuTrainingJob } from '../training/gpu-training-job';
 import { GpuTrainingStatefulSet } from '../training/gpu-training-stateful-set';
 import { TRAINER_CONTAINER } from '../training/practice';
 import { Validator } from '../validation/validate';
-import { DCGM, KSM, KUBELET_MAX_BACKOFF_SECONDS, RENDEZVOUS_JOIN_TIMEOUT_SECONDS } from './metric-facts';
+import { KSM, KUBELET_MAX_BACKOFF_SECONDS, RENDEZVOUS_JOIN_TIMEOUT_SECONDS } from './metric-facts';
 import {
   AlertRule,
   dashboardConfigMap,
   dashboardJson,
   DashboardPanel,
-  dcgmPerPod,
   MONITORING_PROP_KEYS,
   MonitoringProps,
   namespaceMatcher,
@@ -20,6 +19,7 @@ import {
   quote,
   resolveMonitoring,
   selector,
+  trainerGpuPanels,
 } from './rules';
 import { DEFAULT_RESTART_WINDOW_SECONDS, jobSetTrainingSignals, TrainingSignals } from './training-job-signals';
 /** How long a finished run may keep its GPUs, by default. */
@@ -243,18 +243,7 @@ function statefulSetTrainingSignals(
         },
       ],
     },
-    {
-      title: 'GPU utilization',
-      description: `${DCGM.gpuUtil} from the DCGM exporter: 0 on every rank while Ready means a stuck rendezvous or a finished run.`,
-      unit: 'percent',
-      queries: [{ expr: dcgmPerPod('avg', DCGM.gpuUtil, job, name), legend: '{{pod}}' }],
-    },
-    {
-      title: 'GPU memory used',
-      description: `${DCGM.framebufferUsed} (MiB) from the DCGM exporter.`,
-      unit: 'decmbytes',
-      queries: [{ expr: dcgmPerPod('sum', DCGM.framebufferUsed, job, name), legend: '{{pod}}' }],
-    },
+    ...trainerGpuPanels(job, `${name}-[0-9]+`, 'rank while Ready means a stuck rendezvous or a finished run'),
   ];
   return { alerts, panels };
 }
