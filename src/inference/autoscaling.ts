@@ -92,7 +92,7 @@ export class Autoscaler {
       const hpa = new ManifestObject(scope, 'Autoscaler', KIND.HorizontalPodAutoscaler, {
         metadata: { name: c.name, labels: c.labels },
         spec: {
-          scaleTargetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
+          scaleTargetRef: c.scaleTarget ?? { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
           minReplicas: c.minReplicas,
           maxReplicas: c.maxReplicas,
           metrics: [
@@ -124,7 +124,7 @@ export class Autoscaler {
           undefined,
         );
       }
-      query = inFlightQuery(c.metrics, c.namespace!, `${c.name}-[0-9]+`);
+      query = inFlightQuery(c.metrics, c.namespace!, `${c.scaleTarget?.name ?? c.name}-[0-9]+`);
     } else if (typeof query !== 'string' || query.trim() === '') {
       v.fail('autoscaling.autoscaler query', 'must be a non-empty PromQL query', query);
     }
@@ -135,7 +135,7 @@ export class Autoscaler {
       kind: 'ScaledObject',
       metadata: { name: c.name, labels: c.labels },
       spec: {
-        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
+        scaleTargetRef: c.scaleTarget ?? { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
         minReplicaCount: c.minReplicas,
         maxReplicaCount: c.maxReplicas,
         // keda-docs reference/scaledobject-spec.md: after this many failed polls, hold the current
@@ -246,6 +246,11 @@ export interface AutoscalerContext {
   readonly name: string;
   readonly labels: Record<string, string>;
   readonly namespace: string | undefined;
+  /**
+   * The scale target, when not the StatefulSet `name` (a LeaderWorkerSet, whose scale subresource
+   * counts groups); its leader pods are `<target name>-<index>`.
+   */
+  readonly scaleTarget?: { readonly apiVersion: string; readonly kind: string; readonly name: string };
   /** The engine's name, for the default HPA metric name. */
   readonly engine: string;
   readonly metrics: InFlightMetrics;

@@ -77,6 +77,37 @@ export interface EngineTuning {
   readonly env: OwnedEnv[];
 }
 
+/** Where the pods of a multi-node group find each other, from the variables LWS injects. */
+export interface GroupRendezvous {
+  /** Pods per group (`nodes`). */
+  readonly nodes: number;
+  /** The leader's DNS name, as a kubelet reference: `$(LWS_LEADER_ADDRESS)`. */
+  readonly leaderAddress: string;
+  /** The pod's index in its group (0 for the leader), as a kubelet reference: `$(LWS_WORKER_INDEX)`. */
+  readonly rank: string;
+}
+
+/**
+ * How an engine spreads one replica over a group of pods, one per node (a LeaderWorkerSet group):
+ * the leader serves the API, the workers run the other ranks. Each engine's multi-node launch, from
+ * its docs and source.
+ */
+export interface MultiNodeLaunch {
+  /**
+   * Whether the tensor-parallel size spans the group (`nodes x gpusPerReplica`, SGLang) rather than
+   * one pod (vLLM: tensor parallel within a node, pipeline parallel across nodes).
+   */
+  readonly tensorParallelAcrossNodes: boolean;
+  /** Args every pod of a group adds: rank and rendezvous (the kubelet expands the `$(LWS_*)` references). */
+  groupArgs(o: GroupRendezvous): string[];
+  /** Args only the workers add. */
+  readonly workerArgs: readonly string[];
+  /** Flags the group launch sets that single-node serving allows in `extraArgs`: refused with `nodes` > 1. */
+  readonly groupOwnedFlags: readonly string[];
+  /** Where these facts come from. */
+  readonly source: string;
+}
+
 /** How an engine is started: its command and args, and the variables it reads. */
 export interface Launch {
   readonly command?: string[];
@@ -119,6 +150,11 @@ export interface ServingEngine {
   readonly imageFacts: readonly ImageFact[];
   /** The NVIDIA driver each release (and tag variant) of the published image needs, most specific first. */
   readonly driverFacts: readonly DriverFact[];
+  /**
+   * How one replica spans several nodes (`nodes` > 1), or why the engine cannot (the reason, for the
+   * message).
+   */
+  readonly multiNode: MultiNodeLaunch | string;
   /** The UID the image is built for when it runs as non-root, if it names one. */
   readonly nonRootUid?: number;
   /** `/dev/shm` per GPU in GiB (NCCL between tensor-parallel ranks, and the engine's own IPC). */

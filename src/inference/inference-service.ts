@@ -26,6 +26,7 @@ import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
 import { BoundModelCache, ModelCache } from './model-cache';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
+import { groupScaleTarget, leaderWorkerSet, resolveGroup, ServingGroup } from './leader-worker-set';
 import {
   checkImageFacts,
   extraArgsOf,
@@ -219,6 +220,20 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * @default - the engine's own default (TGI 8080, vLLM 8000, SGLang 30000)
    */
   readonly port?: number;
+  /**
+   * Nodes per replica, for a model larger than one node: each replica is then a LeaderWorkerSet group of `nodes` pods
+   * of gpusPerReplica GPUs each (one per node), whose leader serves the API and whose workers run the other ranks
+   * (vLLM: tensor parallel within a node, pipeline parallel across; SGLang: tensor parallel across the group). Needs
+   * LeaderWorkerSet v0.10 or later; not for TGI, which runs a replica on one node. See docs/serving.md.
+   * @default 1 - one pod per replica, a StatefulSet
+   */
+  readonly nodes?: number;
+  /**
+   * The Kueue LocalQueue that admits each group (`kueue.x-k8s.io/queue-name` on the LeaderWorkerSet; Kueue v0.11 or
+   * later with its LeaderWorkerSet integration enabled). Needs `nodes` > 1.
+   * @default - not admitted through Kueue
+   */
+  readonly queueName?: string;
 }
 
 /** @internal The keys of InferenceServiceProps beyond GpuWorkloadProps, for the unknown-prop check. */
@@ -249,6 +264,8 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'minDriverVersion',
   'downloadResources',
   'port',
+  'nodes',
+  'queueName',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -284,7 +301,10 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly terminationGracePeriodSeconds: number;
   /** The startup probe's budget for model load and warm-up. */
   readonly startupBudgetSeconds: number;
-  /** The StatefulSet, for escape hatches (a JsonPatch applies to its API JSON and is checked). */
+  /**
+   * The StatefulSet, for escape hatches (a JsonPatch applies to its API JSON and is checked); with `nodes` > 1 the
+   * LeaderWorkerSet in its place.
+   */
   readonly statefulSet: ApiObject;
   /** The client Service (shared by every version and engine of this name; made by the first). */
   readonly service: ApiObject;
@@ -391,7 +411,11 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       ports: [{ name: PORT_NAME, port: r.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
     });
     this.service = clientService(this, props.name);
-    this.statefulSet = new ManifestObject(this, 'Resource', STATEFUL_SET, {
+    const composeWorker = (w: Pick<ResolvedServing, 'labels' | 'selector'>) =>
+      composePod(v, props, { ...r, ...w, serviceMonitor: true });
+    const emission = { v, who: `${r.engine.construct} '${id}'`, r, leader: template, composeWorker };
+    // prettier-ignore
+    this.statefulSet = r.group ? leaderWorkerSet(this, { ...emission, group: r.group, guaranteedQos: r.guaranteedQos }) : new ManifestObject(this, 'Resource', STATEFUL_SET, {
       metadata: { name: r.name, labels: r.labels },
       spec: {
         serviceName: this.headlessServiceName,
@@ -439,6 +463,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
         name: r.name,
         labels: r.labels,
         namespace,
+        scaleTarget: r.group && groupScaleTarget(r.group),
         engine: r.engine.containerName,
         metrics: { running: r.engine.metrics.running, waiting: r.engine.queueMetric },
         minReplicas: r.autoscaling.minReplicas,
@@ -479,6 +504,8 @@ interface ResolvedServing {
   readonly guaranteedQos: boolean;
   readonly serviceMonitor: boolean;
   readonly driverFloor?: number;
+  /** The LeaderWorkerSet group of a replica, with `nodes` > 1. */
+  readonly group?: ServingGroup;
 }
 
 function resolveServing(v: Validator, props: InferenceServiceProps, binding: EngineBinding): ResolvedServing {
@@ -499,6 +526,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       gpus,
     );
   }
+  const group = resolveGroup(v, props, engine, gpus, name);
   const image = v.image('image', props.image ?? engine.defaultImage);
   const termination = resolveTermination(v, props);
 
@@ -536,7 +564,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   const launch = engine.launch({
     modelId,
     revision,
-    gpus,
+    gpus: group?.tensorParallel ?? gpus,
     port,
     host: props.ipFamily === IpFamily.IPV6 ? '::' : '0.0.0.0',
     drainSeconds: termination.drainSeconds,
@@ -589,6 +617,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     guaranteedQos: v.boolean('guaranteedQos', props.guaranteedQos, false),
     serviceMonitor: v.boolean('serviceMonitor', props.serviceMonitor, false),
     driverFloor: driverFloorOf(v, engine.driverFacts, image, props.minDriverVersion),
+    group,
   };
 }
 

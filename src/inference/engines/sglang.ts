@@ -13,6 +13,8 @@ import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from 
 export const SGLANG_DEFAULT_IMAGE = 'lmsysorg/sglang:v0.5.20';
 /** server_args.py: `port: int = 30000`. */
 export const SGLANG_PORT = 30000;
+/** The rendezvous port on the leader of a multi-node group (the LWS example's `--dist-init-addr ...:20000`). */
+export const SGLANG_DIST_INIT_PORT = 20000;
 
 export const SGLANG: ServingEngine = {
   construct: 'SglangInferenceService',
@@ -74,6 +76,26 @@ export const SGLANG: ServingEngine = {
   ],
   // The server and its scheduler processes run as python3 (command below).
   processAliases: { python3: 'sglang', python: 'sglang' },
+  // The LWS example for SGLang (kubernetes-sigs/lws docs/examples/sglang/lws.yaml, v0.10.0): every pod
+  // runs launch_server with `--tp <GPUs of the group> --dist-init-addr $(LWS_LEADER_ADDRESS):20000
+  // --nnodes $(LWS_GROUP_SIZE) --node-rank $(LWS_WORKER_INDEX)`. Ranks 1.. run schedulers only and
+  // answer /health from a stub server that is always 200 (entrypoints/engine.py,
+  // launch_dummy_health_check_server): only the leader's health means anything.
+  multiNode: {
+    tensorParallelAcrossNodes: true,
+    groupArgs: g => [
+      '--nnodes',
+      String(g.nodes),
+      '--node-rank',
+      g.rank,
+      '--dist-init-addr',
+      `${g.leaderAddress}:${SGLANG_DIST_INIT_PORT}`,
+    ],
+    workerArgs: [],
+    groupOwnedFlags: [],
+    source:
+      'kubernetes-sigs/lws docs/examples/sglang/lws.yaml; SGLang server_args.py (--nnodes, --node-rank, --dist-init-addr)',
+  },
   // Tensor-parallel ranks exchange through NCCL and shared-memory queues.
   shmGibPerGpu: 2,
   ownedFlags: {
@@ -107,12 +129,12 @@ export const SGLANG: ServingEngine = {
         'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
       ]),
     ),
-    // server_args.py: --nnodes/--node-rank/--dist-init-addr spread one engine over several nodes; a
-    // replica here is one pod (multi-node serving needs a group of pods that restart together).
+    // server_args.py: --nnodes/--node-rank/--dist-init-addr spread one engine over several nodes; the
+    // construct sets them with nodes > 1 (multiNode below).
     ...Object.fromEntries(
       ['--nnodes', '--node-rank', '--dist-init-addr'].map(f => [
         f,
-        'spreads the engine across nodes, but a replica is one pod of gpusPerReplica GPUs (run more replicas instead)',
+        'spreads the engine across nodes, which the construct does from nodes (a LeaderWorkerSet group per replica); set nodes, or run more replicas',
       ]),
     ),
   },

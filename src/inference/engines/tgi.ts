@@ -55,6 +55,10 @@ export const TGI: ServingEngine = {
       failed: { name: 'tgi_request_failure', matchers: 'err!="validation"' },
     },
   },
+  // launcher/src/main.rs spawns every shard (--num-shard) as a local process and has no flag to join
+  // shards on other machines: one replica is one node.
+  multiNode:
+    'TGI runs every shard of a replica on one node (its launcher spawns the shards as local processes, launcher/src/main.rs); serve models larger than one node with VllmInferenceService or SglangInferenceService',
   // Python lives under /root/.local/share/uv (mode 0700 /root) from 3.1 on: root only (#3082).
   runAsRoot: true,
   imageFacts: [

@@ -16,6 +16,8 @@ import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from 
 export const VLLM_DEFAULT_IMAGE = 'vllm/vllm-openai:v0.31.0';
 /** `vllm serve`'s default port. */
 export const VLLM_PORT = 8000;
+/** vllm/config/parallel.py ParallelConfig.master_port: the default rendezvous port of a multi-node group. */
+export const VLLM_MASTER_PORT = 29501;
 /** The image's non-root user (vllm#40275: `vllm`, UID 2000, GID 0). */
 export const VLLM_UID = 2000;
 
@@ -84,6 +86,33 @@ export const VLLM: ServingEngine = {
       why: 'vLLM images before v0.20 are CUDA 12',
     },
   ],
+  // docs/serving/parallelism_scaling.md ("Running vLLM with MultiProcessing"): across 2 nodes of 8
+  // GPUs, `--tensor-parallel-size 8 --pipeline-parallel-size 2 --nnodes 2 --node-rank <r>
+  // --master-addr <head>`, and `--headless` on the other nodes (no API server). vllm/config/parallel.py
+  // (ParallelConfig): nnodes, node_rank, master_addr and master_port (default 29501) are "for
+  // multi-node distributed inference when distributed_executor_backend is mp"; from vllm#23691, so
+  // in every release the image floor (0.18) admits. The executor is set to mp explicitly: the image
+  // ships Ray, which vLLM would otherwise try for a world larger than the node.
+  multiNode: {
+    tensorParallelAcrossNodes: false,
+    groupArgs: g => [
+      '--pipeline-parallel-size',
+      String(g.nodes),
+      '--distributed-executor-backend',
+      'mp',
+      '--nnodes',
+      String(g.nodes),
+      '--node-rank',
+      g.rank,
+      '--master-addr',
+      g.leaderAddress,
+      '--master-port',
+      String(VLLM_MASTER_PORT),
+    ],
+    workerArgs: ['--headless'],
+    groupOwnedFlags: ['--distributed-executor-backend'],
+    source: 'vLLM docs/serving/parallelism_scaling.md (multiprocessing across nodes), vllm/config/parallel.py',
+  },
   nonRootUid: VLLM_UID,
   // The vLLM docs run with `--ipc=host` or `--shm-size`; tensor-parallel workers share tensors and
   // NCCL buffers through /dev/shm.
@@ -110,10 +139,13 @@ export const VLLM: ServingEngine = {
   contradictingFlags: {
     // A replica's engine needs tensor x pipeline x data parallel GPUs; the pod has gpusPerReplica (the tensor-parallel
     // size).
-    '--pipeline-parallel-size':
-      'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
-    '-pp':
-      'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas, or raise gpusPerReplica)',
+    // With nodes > 1 the construct sets it to nodes (multiNode below).
+    ...Object.fromEntries(
+      ['--pipeline-parallel-size', '-pp'].map(f => [
+        f,
+        'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all a pod has (run more replicas, raise gpusPerReplica, or set nodes for a model larger than one node: the construct then sets it)',
+      ]),
+    ),
     '--data-parallel-size':
       'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all the pod has (run more replicas instead)',
     '-dp':
@@ -136,10 +168,12 @@ export const VLLM: ServingEngine = {
         '--data-parallel-hybrid-lb',
         '--nnodes',
         '--node-rank',
+        '--master-addr',
+        '--master-port',
         '--headless',
       ].map(f => [
         f,
-        'places engine ranks across pods or nodes, but a replica is one pod of gpusPerReplica GPUs (run more replicas instead)',
+        'places engine ranks across pods or nodes, which the construct does from nodes (a LeaderWorkerSet group per replica); set nodes, or run more replicas',
       ]),
     ),
     // cli_args.py: with --uds the API server binds a Unix socket and ignores --host/--port.

@@ -1,0 +1,279 @@
+import { ApiObject } from 'cdk8s';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import { Construct } from 'constructs';
+import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
+import { isMigResource } from '../common/gpu';
+import { KUEUE_QUEUE_LABEL } from '../common/kueue';
+import { LABEL_NAME, labelSet } from '../common/labels';
+import { customKind, ManifestKind, ManifestObject } from '../common/manifest-object';
+import { PodTemplate } from '../common/pod-template';
+import { addPodValidation } from '../common/workload-pod';
+import * as lws from '../imports/lws';
+import { Validator } from '../validation/validate';
+import { MultiNodeLaunch, ServingEngine } from './engine';
+import type { Termination } from './serving-timing';
+
+/**
+ * Multi-node serving: one replica of a model larger than one node is a LeaderWorkerSet group of
+ * `nodes` pods, one per node. The leader serves the API (and is what the client Service, the
+ * headless Service, the InferencePool and the PDB select); the workers run the other ranks and
+ * never receive requests. LWS creates, restarts and rolls out the group as one unit.
+ */
+
+/** The LeaderWorkerSet API version and kind (leaderworkerset.x-k8s.io/v1, the version v0.10.0 serves). */
+export const LEADER_WORKER_SET_GVK = { apiVersion: 'leaderworkerset.x-k8s.io/v1', kind: 'LeaderWorkerSet' };
+
+/**
+ * The oldest LeaderWorkerSet release the output is written for: the CRD vendored in
+ * src/validation/crds/lws (v0.10.0). `LWS_WORKER_INDEX` is injected from v0.6.0, `startupPolicy`
+ * from v0.4, `RecreateGroupOnPodRestart` as the default from v0.2.
+ */
+export const MIN_LWS_VERSION = '0.10';
+
+/**
+ * The oldest Kueue that admits a LeaderWorkerSet as one workload per group: its LeaderWorkerSet
+ * integration (kueue#3232, documented in kueue#4283, 2025-02: site/content/en/docs/tasks/run/
+ * leaderworkerset.md), enabled with `leaderworkerset.x-k8s.io/leaderworkerset` in
+ * `integrations.frameworks`.
+ */
+export const MIN_LWS_KUEUE_VERSION = '0.11';
+
+/** The component label of workers: not the serving component, so no Service, pool or PDB of leaders selects them. */
+export const WORKER_COMPONENT = 'inference-worker';
+
+/** The variables LWS injects into every container of a group (api/leaderworkerset/v1 leaderworkerset_types.go). */
+export const LWS_ENV = {
+  leaderAddress: 'LWS_LEADER_ADDRESS',
+  groupSize: 'LWS_GROUP_SIZE',
+  workerIndex: 'LWS_WORKER_INDEX',
+} as const;
+
+/** A LeaderWorkerSet as the library composes it: the generated types, with the pod templates typed as core/v1. */
+export interface TypedLeaderWorkerSet {
+  readonly metadata?: k8s.ObjectMeta;
+  readonly spec: Omit<lws.LeaderWorkerSetSpec, 'leaderWorkerTemplate'> & {
+    readonly leaderWorkerTemplate: Omit<
+      lws.LeaderWorkerSetSpecLeaderWorkerTemplate,
+      'leaderTemplate' | 'workerTemplate' | 'volumeClaimTemplates'
+    > & {
+      readonly leaderTemplate?: k8s.PodTemplateSpec;
+      readonly workerTemplate: k8s.PodTemplateSpec;
+      readonly volumeClaimTemplates?: k8s.KubePersistentVolumeClaimProps[];
+    };
+  };
+}
+
+/**
+ * Converts a typed LeaderWorkerSet to its API JSON: the generated converter for its own fields and
+ * cdk8s-plus-28's converters for the embedded pod templates and claims.
+ */
+export function toJson_TypedLeaderWorkerSet(
+  props: TypedLeaderWorkerSet | undefined,
+): Record<string, unknown> | undefined {
+  if (props === undefined) return undefined;
+  const t = props.spec.leaderWorkerTemplate;
+  return lws.toJson_LeaderWorkerSetProps({
+    metadata: props.metadata,
+    spec: {
+      ...props.spec,
+      leaderWorkerTemplate: {
+        ...t,
+        leaderTemplate: k8s.toJson_PodTemplateSpec(t.leaderTemplate),
+        workerTemplate: k8s.toJson_PodTemplateSpec(t.workerTemplate),
+        volumeClaimTemplates: t.volumeClaimTemplates?.map(c => k8s.toJson_KubePersistentVolumeClaimProps(c)),
+      },
+    },
+  });
+}
+
+/** The LeaderWorkerSet kind the library makes (checked against the vendored CRD after a JsonPatch). */
+export const LEADER_WORKER_SET: ManifestKind<TypedLeaderWorkerSet> = {
+  ...customKind<TypedLeaderWorkerSet>(LEADER_WORKER_SET_GVK.apiVersion, LEADER_WORKER_SET_GVK.kind),
+  toJson: toJson_TypedLeaderWorkerSet,
+};
+
+/** The group a serving replica spans, checked: what the LeaderWorkerSet is composed from. */
+export interface ServingGroup {
+  readonly nodes: number;
+  readonly launch: MultiNodeLaunch;
+  /** The engine's tensor-parallel size: GPUs per pod, or per group where the engine spans it. */
+  readonly tensorParallel: number;
+  /** The LeaderWorkerSet's name (also the name of the headless Service LWS creates for the group). */
+  readonly name: string;
+  readonly queueName?: string;
+}
+
+/** What the group needs from the serving practice's resolved props. */
+export interface GroupInputs {
+  readonly engine: ServingEngine;
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly selector: Record<string, string>;
+  readonly replicas?: number;
+  readonly termination: Termination;
+  readonly cache: { readonly claimTemplate?: k8s.KubePersistentVolumeClaimProps };
+}
+
+/** The props multi-node serving reads. */
+export interface GroupProps {
+  readonly nodes?: number;
+  readonly queueName?: string;
+  readonly gpuResource?: string;
+  readonly extraArgs?: string[];
+}
+
+/**
+ * Checks `nodes` (and what needs it) and resolves the group; undefined for one node, where the
+ * output is the single-pod StatefulSet.
+ */
+export function resolveGroup(
+  v: Validator,
+  props: GroupProps,
+  engine: ServingEngine,
+  gpus: number,
+  name: string,
+): ServingGroup | undefined {
+  const nodes = v.wholeNumber('nodes', props.nodes ?? 1, 1, 64);
+  if (nodes === 1) {
+    if (props.queueName !== undefined)
+      v.fail(
+        'queueName',
+        'needs nodes > 1: Kueue admits LeaderWorkerSet groups; one-node serving is a StatefulSet',
+        props.queueName,
+      );
+    return undefined;
+  }
+  if (typeof engine.multiNode === 'string') v.fail('nodes', `must be 1: ${engine.multiNode}`, nodes);
+  const launch = engine.multiNode;
+  if (props.gpuResource !== undefined && isMigResource(props.gpuResource))
+    v.fail('nodes', `must be 1 with a MIG resource (${props.gpuResource}): NCCL does not connect MIG instances`, nodes);
+  for (const arg of props.extraArgs ?? []) {
+    const flag = typeof arg === 'string' ? arg.split('=')[0] : '';
+    if (launch.groupOwnedFlags.includes(flag))
+      v.fail('extraArgs', `must not contain ${flag}: with nodes > 1 the construct sets it for the group launch`, arg);
+  }
+  const queueName = props.queueName === undefined ? undefined : v.dnsLabel('queueName', props.queueName);
+  // LWS names the worker StatefulSet `<lws>-<group>` and its pods `<lws>-<group>-<worker>`; the
+  // controller-revision-hash label (`<statefulset>-<10 characters>`) must stay a 63-character label
+  // value up to group 9999.
+  const lwsName = `${name}-lws`;
+  if (lwsName.length > 47)
+    v.fail(
+      'name',
+      `must leave the LeaderWorkerSet name (${lwsName}) at most 47 characters with nodes > 1, so LWS's pod and revision labels fit in 63`,
+      name,
+    );
+  return {
+    nodes,
+    launch,
+    tensorParallel: launch.tensorParallelAcrossNodes ? gpus * nodes : gpus,
+    name: lwsName,
+    queueName,
+  };
+}
+
+/** What the serving practice hands the group: the leader's pod and a way to compose another one. */
+export interface GroupEmission {
+  readonly v: Validator;
+  readonly who: string;
+  readonly group: ServingGroup;
+  readonly r: GroupInputs;
+  /** The leader's pod, composed by the serving practice. */
+  readonly leader: PodTemplate;
+  /** Composes the same pod with other labels (the workers'), without scrape annotations. */
+  readonly composeWorker: (labels: { labels: Record<string, string>; selector: Record<string, string> }) => PodTemplate;
+  readonly guaranteedQos: boolean;
+}
+
+type WritableContainer = { -readonly [K in keyof k8s.Container]: k8s.Container[K] };
+
+/**
+ * Emits the LeaderWorkerSet of a multi-node serving replica set, and the PDB of its workers.
+ *
+ * Drain: LWS deletes a group as one (a rolling update or scale-down deletes the leader, and the
+ * workers with it). The leader takes preStop + drain as a single pod does; the workers sleep for
+ * that long in their preStop before SIGTERM, so the ranks the leader's in-flight requests run on
+ * stay up until the leader has drained. Every pod's grace period is the leader's (at least
+ * preStop + drain + margin), so none is killed first.
+ */
+export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
+  const { group, r } = e;
+  const rendezvous = {
+    nodes: group.nodes,
+    leaderAddress: `$(${LWS_ENV.leaderAddress})`,
+    rank: `$(${LWS_ENV.workerIndex})`,
+  };
+  // Appended after the escaped args: the kubelet must expand these references.
+  const groupArgs = group.launch.groupArgs(rendezvous);
+  const leaderMain = e.leader.main as WritableContainer;
+  leaderMain.args = [...(leaderMain.args ?? []), ...groupArgs];
+
+  const workerLabels = labelSet({
+    name: r.labels[LABEL_NAME] ?? r.name,
+    instance: r.name,
+    component: WORKER_COMPONENT,
+  });
+  const worker = e.composeWorker(workerLabels);
+  const workerMain = worker.main as WritableContainer;
+  workerMain.args = [...(workerMain.args ?? []), ...groupArgs, ...group.launch.workerArgs];
+  // No API: no port, no probes (a worker's /health, where it has one, says nothing about the
+  // group). A rank that dies exits, and the group is recreated (RecreateGroupOnPodRestart).
+  delete workerMain.ports;
+  delete workerMain.startupProbe;
+  delete workerMain.readinessProbe;
+  delete workerMain.livenessProbe;
+  const workerHold = r.termination.preStopSeconds + r.termination.drainSeconds;
+  workerMain.lifecycle = { preStop: { exec: { command: ['sleep', String(workerHold)] } } };
+  addPodValidation(scope, worker, e.guaranteedQos, `${e.who} (workers)`);
+
+  const claim = r.cache.claimTemplate;
+  const object = new ManifestObject(scope, 'Resource', LEADER_WORKER_SET, {
+    metadata: {
+      name: group.name,
+      labels: { ...r.labels, ...(group.queueName ? { [KUEUE_QUEUE_LABEL]: group.queueName } : {}) },
+    },
+    spec: {
+      // Autoscaled: no replicas field (groups), so an apply never resets what the autoscaler chose.
+      ...(r.replicas !== undefined ? { replicas: r.replicas } : {}),
+      // Workers are created with the leader, so the group loads in parallel; the leader's startup
+      // probe waits for the whole group (its engine serves only once every rank has joined).
+      startupPolicy: lws.LeaderWorkerSetSpecStartupPolicy.LEADER_CREATED,
+      // One group at a time, and no surge: a surge group needs nodes x gpusPerReplica more GPUs.
+      rolloutStrategy: {
+        type: lws.LeaderWorkerSetSpecRolloutStrategyType.ROLLING_UPDATE,
+        rollingUpdateConfiguration: {
+          maxUnavailable: lws.LeaderWorkerSetSpecRolloutStrategyRollingUpdateConfigurationMaxUnavailable.fromNumber(1),
+          maxSurge: lws.LeaderWorkerSetSpecRolloutStrategyRollingUpdateConfigurationMaxSurge.fromNumber(0),
+        },
+      },
+      leaderWorkerTemplate: {
+        size: group.nodes,
+        // A rank that fails leaves the others hung in a collective: restart the group as one.
+        restartPolicy: lws.LeaderWorkerSetSpecLeaderWorkerTemplateRestartPolicy.RECREATE_GROUP_ON_POD_RESTART,
+        leaderTemplate: e.leader.toTemplate(),
+        workerTemplate: worker.toTemplate(),
+        ...(claim
+          ? {
+              volumeClaimTemplates: [{ ...claim, metadata: { ...claim.metadata, labels: r.labels } }],
+              // A model cache is re-downloadable: delete claims with the set or on scale-down.
+              persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
+            }
+          : {}),
+      },
+    },
+  });
+  // The leaders' PDB is the serving practice's; evicting a worker also restarts its group, so the
+  // workers have their own (disjoint: the eviction API refuses a pod that two PDBs select).
+  podDisruptionBudget(scope, 'WorkerBudget', {
+    name: `${r.name}-workers`,
+    labels: workerLabels.labels,
+    selector: workerLabels.selector,
+    budget: DisruptionBudget.maxUnavailable(1),
+  });
+  return object;
+}
+
+/** The autoscaler's target for a group: the LeaderWorkerSet's scale subresource counts groups. */
+export function groupScaleTarget(group: ServingGroup): { apiVersion: string; kind: string; name: string } {
+  return { ...LEADER_WORKER_SET_GVK, name: group.name };
+}
