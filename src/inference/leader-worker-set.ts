@@ -147,11 +147,11 @@ export function resolveGroup(
   const launch = engine.multiNode;
   if (props.gpuResource !== undefined && isMigResource(props.gpuResource))
     v.fail('nodes', `must be 1 with a MIG resource (${props.gpuResource}): NCCL does not connect MIG instances`, nodes);
-  for (const arg of props.extraArgs ?? []) {
+  (props.extraArgs ?? []).forEach((arg, i) => {
     const flag = typeof arg === 'string' ? arg.split('=')[0] : '';
     if (launch.groupOwnedFlags.includes(flag))
-      v.fail('extraArgs', `must not contain ${flag}: with nodes > 1 the construct sets it for the group launch`, arg);
-  }
+      v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it from nodes for the group launch`, arg);
+  });
   const queueName = props.queueName === undefined ? undefined : v.dnsLabel('queueName', props.queueName);
   // LWS names the worker StatefulSet `<lws>-<group>` and its pods `<lws>-<group>-<worker>`; the
   // controller-revision-hash label (`<statefulset>-<10 characters>`) must stay a 63-character label

@@ -20,11 +20,37 @@ export function embeddedJobs(objects: any[]): any[] {
 }
 
 /**
+ * The pods a LeaderWorkerSet makes, as core/v1 Pods built from its leader and worker templates, so
+ * the pod templates inside it are also checked strictly against the built-in 1.28 and 1.36 API.
+ */
+export function embeddedGroupPods(objects: any[]): any[] {
+  return objects
+    .filter(o => o?.apiVersion === 'leaderworkerset.x-k8s.io/v1' && o.kind === 'LeaderWorkerSet')
+    .flatMap(set => {
+      const t = set.spec?.leaderWorkerTemplate ?? {};
+      return [
+        ['0', t.leaderTemplate ?? t.workerTemplate],
+        ['0-1', t.workerTemplate],
+      ].map(([suffix, template]) => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { ...(template?.metadata ?? {}), name: `${set.metadata.name}-${suffix}` },
+        spec: template?.spec,
+      }));
+    });
+}
+
+/**
  * Checks a whole output: built-in kinds strictly against Kubernetes 1.28 and 1.36, custom resources
- * against their vendored CRDs, and the Jobs of every JobSet strictly as built-in Jobs.
+ * against their vendored CRDs, and the Jobs of every JobSet and the pods of every LeaderWorkerSet
+ * strictly as built-in kinds.
  */
 export function expectValidOutput(objects: any[]): void {
   const custom = objects.filter(o => isVendoredKind(o.apiVersion, o.kind));
   expectCrdValid(custom);
-  expectStrictlyValid([...objects.filter(o => !custom.includes(o)), ...embeddedJobs(custom)]);
+  expectStrictlyValid([
+    ...objects.filter(o => !custom.includes(o)),
+    ...embeddedJobs(custom),
+    ...embeddedGroupPods(custom),
+  ]);
 }

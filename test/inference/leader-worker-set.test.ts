@@ -1,0 +1,215 @@
+import { Chart, Size, Testing } from 'cdk8s';
+import {
+  Autoscaler,
+  InferenceServiceProps,
+  SglangInferenceService,
+  TgiInferenceService,
+  VllmInferenceService,
+} from '../../src';
+import { LABEL_COMPONENT } from '../../src/common/labels';
+import { KUEUE_QUEUE_LABEL } from '../../src/common/kueue';
+import { WORKER_COMPONENT } from '../../src/inference/leader-worker-set';
+import { podSecurityLevel } from '../support/pod-security';
+import { findOne, testChart, validateApp } from '../support/synth';
+import { expectValidOutput } from '../support/valid-output';
+import { flagValue } from './support';
+
+const BASE = {
+  modelId: 'meta-llama/Llama-3.1-405B-Instruct',
+  gpusPerReplica: 8,
+  nodes: 2,
+  modelSize: Size.gibibytes(800),
+};
+
+type Make = (c: Chart, id: string, p: InferenceServiceProps) => unknown;
+const ENGINES: Array<{ engine: string; make: Make; container: string; level: string }> = [
+  { engine: 'vLLM', make: (c, id, p) => new VllmInferenceService(c, id, p), container: 'vllm', level: 'restricted' },
+  {
+    engine: 'SGLang',
+    make: (c, id, p) => new SglangInferenceService(c, id, p),
+    container: 'sglang',
+    level: 'baseline',
+  },
+];
+
+function synth(make: Make, props: Partial<InferenceServiceProps> = {}): any[] {
+  const chart = testChart('ml');
+  make(chart, 'llm', { name: 'llm', ...BASE, ...props });
+  validateApp(chart);
+  const objects = Testing.synth(chart);
+  expectValidOutput(objects);
+  return objects;
+}
+
+const lwsOf = (objects: any[]) => findOne(objects, 'LeaderWorkerSet', 'llm-lws');
+const leaderOf = (set: any) => set.spec.leaderWorkerTemplate.leaderTemplate;
+const workerOf = (set: any) => set.spec.leaderWorkerTemplate.workerTemplate;
+const mainOf = (template: any, name: string) => template.spec.containers.find((c: any) => c.name === name);
+
+describe.each(ENGINES)('$engine across nodes', ({ make, container, level }) => {
+  test('one LeaderWorkerSet of groups of `nodes` pods that restart, start and roll out as one', () => {
+    const objects = synth(make, { replicas: 3 });
+    expect(objects.filter(o => o.kind === 'StatefulSet')).toEqual([]);
+    const set = lwsOf(objects);
+    expect(set.spec.replicas).toBe(3);
+    expect(set.spec.leaderWorkerTemplate.size).toBe(2);
+    expect(set.spec.leaderWorkerTemplate.restartPolicy).toBe('RecreateGroupOnPodRestart');
+    expect(set.spec.startupPolicy).toBe('LeaderCreated');
+    expect(set.spec.rolloutStrategy).toEqual({
+      type: 'RollingUpdate',
+      rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 0 },
+    });
+    for (const t of [leaderOf(set), workerOf(set)])
+      expect(mainOf(t, container).resources.limits['nvidia.com/gpu']).toBe(8);
+  });
+
+  test('only leaders are selected by the client Service, the headless Service, the PDB; workers have their own PDB', () => {
+    const objects = synth(make);
+    const set = lwsOf(objects);
+    const leaderLabels = leaderOf(set).metadata.labels;
+    const workerLabels = workerOf(set).metadata.labels;
+    expect(leaderLabels[LABEL_COMPONENT]).toBe('inference');
+    expect(workerLabels[LABEL_COMPONENT]).toBe(WORKER_COMPONENT);
+    const selects = (selector: Record<string, string>, labels: Record<string, string>) =>
+      Object.entries(selector).every(([k, val]) => labels[k] === val);
+    for (const svc of objects.filter(o => o.kind === 'Service')) {
+      expect(selects(svc.spec.selector, leaderLabels)).toBe(true);
+      expect(selects(svc.spec.selector, workerLabels)).toBe(false);
+    }
+    const leaders = findOne(objects, 'PodDisruptionBudget', 'llm').spec.selector.matchLabels;
+    const workers = findOne(objects, 'PodDisruptionBudget', 'llm-workers').spec.selector.matchLabels;
+    expect([selects(leaders, leaderLabels), selects(leaders, workerLabels)]).toEqual([true, false]);
+    expect([selects(workers, leaderLabels), selects(workers, workerLabels)]).toEqual([false, true]);
+  });
+
+  test('probes and the API port on the leader only; workers outlive the leader drain', () => {
+    const set = lwsOf(synth(make));
+    const leader = mainOf(leaderOf(set), container);
+    const worker = mainOf(workerOf(set), container);
+    expect(leader.startupProbe).toBeDefined();
+    expect(leader.readinessProbe).toBeDefined();
+    expect(leader.ports).toHaveLength(1);
+    for (const key of ['startupProbe', 'readinessProbe', 'livenessProbe', 'ports']) expect(worker[key]).toBeUndefined();
+    // Leader: sleep 15 then drain 90; workers hold 15 + 90 so the ranks stay up for the drain.
+    expect(leader.lifecycle.preStop.exec.command).toEqual(['sleep', '15']);
+    expect(worker.lifecycle.preStop.exec.command).toEqual(['sleep', '105']);
+    for (const t of [leaderOf(set), workerOf(set)]) expect(t.spec.terminationGracePeriodSeconds).toBe(120);
+    expect(workerOf(set).metadata.annotations?.['prometheus.io/scrape']).toBeUndefined();
+  });
+
+  test(`pods meet Pod Security ${level}`, () => {
+    const set = lwsOf(synth(make));
+    expect(podSecurityLevel(leaderOf(set).spec)).toBe(level);
+    expect(podSecurityLevel(workerOf(set).spec)).toBe(level);
+  });
+
+  test('autoscaling targets the LeaderWorkerSet: it counts groups', () => {
+    const objects = synth(make, {
+      modelSize: Size.gibibytes(16),
+      autoscaling: { minReplicas: 1, maxReplicas: 4, targetRequestsInFlight: 64, autoscaler: Autoscaler.hpa() },
+    });
+    expect(lwsOf(objects).spec.replicas).toBeUndefined();
+    expect(findOne(objects, 'HorizontalPodAutoscaler').spec.scaleTargetRef).toEqual({
+      apiVersion: 'leaderworkerset.x-k8s.io/v1',
+      kind: 'LeaderWorkerSet',
+      name: 'llm-lws',
+    });
+  });
+
+  test('queueName labels the LeaderWorkerSet for Kueue, and needs nodes > 1', () => {
+    expect(lwsOf(synth(make, { queueName: 'serving' })).metadata.labels[KUEUE_QUEUE_LABEL]).toBe('serving');
+    expect(() => synth(make, { nodes: 1, queueName: 'serving' })).toThrow(/queueName needs nodes > 1/);
+  });
+
+  test('nodes 1 keeps the single-pod StatefulSet', () => {
+    const objects = synth(make, { nodes: 1 });
+    expect(objects.filter(o => o.kind === 'LeaderWorkerSet')).toEqual([]);
+    expect(findOne(objects, 'StatefulSet', 'llm')).toBeDefined();
+  });
+
+  test.each([0, 1.5, 65])('nodes %p is refused naming the prop', nodes => {
+    expect(() => synth(make, { nodes })).toThrow(/'llm': nodes must be a whole number/);
+  });
+});
+
+describe('rank and address wiring', () => {
+  test('vLLM: tensor parallel per node, pipeline parallel across, mp rendezvous on the leader, headless workers', () => {
+    const set = lwsOf(synth(ENGINES[0].make));
+    const leader = mainOf(leaderOf(set), 'vllm').args;
+    const worker = mainOf(workerOf(set), 'vllm').args;
+    for (const args of [leader, worker]) {
+      expect(flagValue(args, '--tensor-parallel-size')).toBe('8');
+      expect(flagValue(args, '--pipeline-parallel-size')).toBe('2');
+      expect(flagValue(args, '--nnodes')).toBe('2');
+      expect(flagValue(args, '--node-rank')).toBe('$(LWS_WORKER_INDEX)');
+      expect(flagValue(args, '--master-addr')).toBe('$(LWS_LEADER_ADDRESS)');
+      expect(flagValue(args, '--master-port')).toBe('29501');
+      expect(flagValue(args, '--distributed-executor-backend')).toBe('mp');
+    }
+    expect(leader).not.toContain('--headless');
+    expect(worker).toContain('--headless');
+  });
+
+  test('SGLang: tensor parallel across the group, dist-init on the leader', () => {
+    const set = lwsOf(synth(ENGINES[1].make));
+    for (const t of [leaderOf(set), workerOf(set)]) {
+      const args = mainOf(t, 'sglang').args;
+      expect(flagValue(args, '--tp-size')).toBe('16');
+      expect(flagValue(args, '--nnodes')).toBe('2');
+      expect(flagValue(args, '--node-rank')).toBe('$(LWS_WORKER_INDEX)');
+      expect(flagValue(args, '--dist-init-addr')).toBe('$(LWS_LEADER_ADDRESS):20000');
+    }
+  });
+
+  test('user strings stay escaped; only the group references are expanded', () => {
+    const set = lwsOf(synth(ENGINES[0].make, { extraArgs: ['--chat-template', '/t/$(X).jinja'] }));
+    const args = mainOf(leaderOf(set), 'vllm').args;
+    expect(args).toContain('/t/$$(X).jinja');
+    expect(args).toContain('$(LWS_LEADER_ADDRESS)');
+  });
+});
+
+describe('refusals', () => {
+  test('TGI across nodes is refused with the reason', () => {
+    expect(() => synth((c, id, p) => new TgiInferenceService(c, id, p))).toThrow(
+      /TgiInferenceService 'llm': nodes must be 1: TGI runs every shard of a replica on one node/,
+    );
+  });
+
+  test.each([
+    [
+      ENGINES[0].make,
+      ['--pipeline-parallel-size', '4'],
+      /extraArgs\[0\] must not set --pipeline-parallel-size: .*set nodes/,
+    ],
+    [ENGINES[0].make, ['--nnodes=4'], /extraArgs\[0\] must not set --nnodes: .*set nodes/],
+    [
+      ENGINES[0].make,
+      ['--distributed-executor-backend', 'ray'],
+      /extraArgs\[0\] must not set --distributed-executor-backend: the construct sets it from nodes/,
+    ],
+    [
+      ENGINES[0].make,
+      ['--tensor-parallel-size', '16'],
+      /extraArgs\[0\] must not set --tensor-parallel-size: the construct sets it from gpusPerReplica/,
+    ],
+    [
+      ENGINES[1].make,
+      ['--tp-size', '8'],
+      /extraArgs\[0\] must not set --tp-size: the construct sets it from gpusPerReplica/,
+    ],
+    [ENGINES[1].make, ['--node-rank', '1'], /extraArgs\[0\] must not set --node-rank: .*set nodes/],
+  ])('parallelism that would not match nodes x gpusPerReplica: %#', (make, extraArgs, message) => {
+    expect(() => synth(make, { extraArgs })).toThrow(message);
+  });
+
+  test('a MIG resource across nodes is refused naming nodes', () => {
+    expect(() => synth(ENGINES[0].make, { gpusPerReplica: 1, gpuResource: 'nvidia.com/mig-1g.10gb' })).toThrow(
+      /'llm': nodes must be 1 with a MIG resource/,
+    );
+  });
+
+  test('a name too long for the group labels is refused', () => {
+    expect(() => synth(ENGINES[0].make, { name: 'a'.repeat(44) })).toThrow(/name must leave the LeaderWorkerSet name/);
+  });
+});
