@@ -23,8 +23,8 @@ export type {
   TrainingTopology,
 } from './training/gpu-training-job';
 export type { TrainingPracticeProps } from './training/practice';
-export { Rdma } from './training/rdma';
-export type { InfinibandOptions, SharedRdmaOptions, SriovRdmaOptions } from './training/rdma';
+export { Rdma } from './common/rdma';
+export type { InfinibandOptions, SharedRdmaOptions, SriovRdmaOptions } from './common/rdma';
 export type { AdoptedVolumes } from './training/adopt-volumes';
 
 export { TgiInferenceService, TGI_DEFAULT_IMAGE } from './inference/tgi-inference-service';

@@ -14,7 +14,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   guard: ['validation', 'common'],
   plugins: ['guard', 'validation', 'checks'],
   training: ['common', 'checks', 'validation', 'imports'],
-  inference: ['common', 'checks', 'validation'],
+  inference: ['common', 'checks', 'validation', 'imports'],
   secrets: ['common', 'checks', 'validation', 'workloads.ts'],
   monitoring: ['common', 'checks', 'validation', 'training', 'inference', 'secrets'],
   'workloads.ts': ['training', 'inference'],

@@ -1,5 +1,6 @@
 // Kueue's label and annotation keys, one home for the constructs that set them and the guard that
 // models Kueue's webhooks (kubernetes-sigs/kueue pkg/controller/constants).
+import { Validator } from '../validation/validate';
 
 /** The LocalQueue a workload is admitted through. */
 export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
@@ -25,3 +26,10 @@ export const KUEUE_PREFIX = 'kueue.x-k8s.io/';
  * updates of a StatefulSet stall (kueue#3690).
  */
 export const MIN_STATEFULSET_KUEUE_VERSION = '0.10';
+
+/** A LocalQueue name (a DNS subdomain) that is also a label value (at most 63 characters). */
+export function kueueQueueName(v: Validator, value: string): string {
+  const name = v.dnsSubdomain('queueName', value);
+  if (name.length > 63) v.fail('queueName', 'must be at most 63 characters, because it is a label value', value);
+  return name;
+}

@@ -26,6 +26,7 @@ import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
 import { BoundModelCache, ModelCache } from './model-cache';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
+import { Rdma, rdmaExtendedResources, rdmaNeedsRoot, requireRootForRdma } from '../common/rdma';
 import { groupScaleTarget, leaderWorkerSet, resolveGroup, ServingGroup } from './leader-worker-set';
 import {
   checkImageFacts,
@@ -234,6 +235,13 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * @default - not admitted through Kueue
    */
   readonly queueName?: string;
+  /**
+   * RDMA between the pods of a group, as for training: `Rdma.sharedDevice()`, `Rdma.sriov({...})` or `Rdma.efa(n)`
+   * (device resource, NCCL settings, networks). Needs `nodes` > 1: within a node NCCL uses NVLink or PCIe. Shared
+   * device and SR-IOV add IPC_LOCK, which needs a root process (the pod is then privileged).
+   * @default - NCCL over the pod network between nodes
+   */
+  readonly rdma?: Rdma;
 }
 
 /** @internal The keys of InferenceServiceProps beyond GpuWorkloadProps, for the unknown-prop check. */
@@ -266,6 +274,7 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'port',
   'nodes',
   'queueName',
+  'rdma',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -575,10 +584,16 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
 
   const { identity, uid } = resolveProcessIdentity(v, {
     // A runAsUser asks for a non-root pod: it sets the default, not a silent root.
-    runAsRoot: v.boolean('runAsRoot', props.runAsRoot, props.runAsUser !== undefined ? false : engine.runAsRoot),
+    runAsRoot: v.boolean(
+      'runAsRoot',
+      props.runAsRoot,
+      props.runAsUser !== undefined ? false : engine.runAsRoot || rdmaNeedsRoot(group?.rdma),
+    ),
     runAsUser: props.runAsUser,
     defaultUid: engine.nonRootUid,
+    addCapabilities: group?.rdma?.capabilities ?? [],
   });
+  requireRootForRdma(v, group?.rdma, identity.runAsRoot);
   // What asked for a non-root pod, for the message when the image cannot run as one.
   const nonRootBy: [string, unknown] | undefined = identity.runAsRoot
     ? undefined
@@ -634,7 +649,7 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
   });
   const cacheMount = { name: cache.volumeName, mountPath: MODEL_CACHE_PATH };
   const { template } = buildWorkloadPod(v, {
-    props,
+    props: r.group?.rdma ? { ...props, extendedResources: rdmaExtendedResources(v, props, r.group.rdma) } : props,
     gpus: r.gpus,
     identity: r.identity,
     labels: r.labels,
@@ -665,6 +680,7 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
       ...scratch.env,
       ...(r.identity.runAsRoot ? [] : [nonRootUserEnv(engine.containerName)]),
       ...engine.extraEnv(engine.home),
+      ...(r.group?.rdma?.env ?? []),
     ],
     volumes: [...scratch.volumes, ...(cache.volume ? [cache.volume] : [])],
     mounts: [...scratch.mounts, ...(cache.volume ? [cacheMount] : [])],
@@ -685,6 +701,7 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
     },
   });
   if (r.driverFloor !== undefined) requireDriver(template, r.driverFloor);
+  for (const [key, value] of Object.entries(r.group?.rdma?.annotations ?? {})) template.annotate(key, value);
   if (!r.modelId.startsWith('/')) {
     addDownload(
       v,

@@ -3,10 +3,11 @@ import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { isMigResource } from '../common/gpu';
-import { KUEUE_QUEUE_LABEL } from '../common/kueue';
+import { KUEUE_QUEUE_LABEL, kueueQueueName } from '../common/kueue';
 import { LABEL_NAME, labelSet } from '../common/labels';
 import { customKind, ManifestKind, ManifestObject } from '../common/manifest-object';
 import { PodTemplate } from '../common/pod-template';
+import { Rdma, RdmaPodParts } from '../common/rdma';
 import { addPodValidation } from '../common/workload-pod';
 import * as lws from '../imports/lws';
 import { Validator } from '../validation/validate';
@@ -101,6 +102,8 @@ export interface ServingGroup {
   /** The LeaderWorkerSet's name (also the name of the headless Service LWS creates for the group). */
   readonly name: string;
   readonly queueName?: string;
+  /** RDMA between the pods of the group. */
+  readonly rdma?: RdmaPodParts;
 }
 
 /** What the group needs from the serving practice's resolved props. */
@@ -118,6 +121,7 @@ export interface GroupInputs {
 export interface GroupProps {
   readonly nodes?: number;
   readonly queueName?: string;
+  readonly rdma?: Rdma;
   readonly gpuResource?: string;
   readonly extraArgs?: string[];
 }
@@ -141,6 +145,8 @@ export function resolveGroup(
         'needs nodes > 1: Kueue admits LeaderWorkerSet groups; one-node serving is a StatefulSet',
         props.queueName,
       );
+    if (props.rdma !== undefined)
+      v.fail('rdma', 'needs nodes > 1: within a node NCCL uses NVLink or PCIe, not the network', props.rdma);
     return undefined;
   }
   if (typeof engine.multiNode === 'string') v.fail('nodes', `must be 1: ${engine.multiNode}`, nodes);
@@ -152,7 +158,10 @@ export function resolveGroup(
     if (launch.groupOwnedFlags.includes(flag))
       v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it from nodes for the group launch`, arg);
   });
-  const queueName = props.queueName === undefined ? undefined : v.dnsLabel('queueName', props.queueName);
+  if (props.rdma !== undefined && !(props.rdma instanceof Rdma))
+    v.fail('rdma', 'must be made with Rdma.sharedDevice(), Rdma.sriov({...}) or Rdma.efa(n)', props.rdma);
+  const rdma = props.rdma?._resolve(v, 'rdma');
+  const queueName = props.queueName === undefined ? undefined : kueueQueueName(v, props.queueName);
   // LWS names the worker StatefulSet `<lws>-<group>` and its pods `<lws>-<group>-<worker>`; the
   // controller-revision-hash label (`<statefulset>-<10 characters>`) must stay a 63-character label
   // value up to group 9999.
@@ -169,6 +178,7 @@ export function resolveGroup(
     tensorParallel: launch.tensorParallelAcrossNodes ? gpus * nodes : gpus,
     name: lwsName,
     queueName,
+    rdma,
   };
 }
 

@@ -9,7 +9,7 @@ import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { ProcessIdentity, resolveProcessIdentity } from '../common/security';
 import { buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv, WorkloadPod } from '../common/workload-pod';
 import { INT32_MAX, Validator } from '../validation/validate';
-import { Rdma, RdmaPodParts } from './rdma';
+import { Rdma, RdmaPodParts, rdmaExtendedResources, rdmaNeedsRoot, requireRootForRdma } from '../common/rdma';
 import { findTorchrunConflict, shutdownTimeoutSeconds, torchrunProgram } from './rendezvous';
 
 // The training practice both backends share (GpuTrainingStatefulSet, GpuTrainingJob): the props
@@ -33,7 +33,7 @@ export const TRAINER_CONTAINER = 'trainer';
 export const TRAINING_COMPONENT = 'training';
 /** The name of the rendezvous port (rank 0's store, MASTER_PORT). */
 export const RENDEZVOUS_PORT_NAME = 'rendezvous';
-import { KUEUE_PREFIX, KUEUE_TAS_ANNOTATIONS } from '../common/kueue';
+import { KUEUE_PREFIX, KUEUE_TAS_ANNOTATIONS, kueueQueueName } from '../common/kueue';
 
 /** The pod annotation carrying a hash of gpuConfig, so that a change is a template change. */
 const GPU_CONFIG_HASH_ANNOTATION = 'cdk8s-gpu.io/gpu-config-hash';
@@ -169,18 +169,8 @@ export function resolveTraining(
     v.fail('rdma', 'must be made with Rdma.sharedDevice(), Rdma.sriov({...}) or Rdma.efa(n)', props.rdma);
   }
   const rdma = props.rdma?._resolve(v, 'rdma');
-  // Kubernetes sets no ambient capabilities, so an added capability is gone once a non-root
-  // process execs (kubernetes/kubernetes#56374): IPC_LOCK, which memory registration needs
-  // beyond the node's memlock limit, reaches the trainer only when it runs as root.
-  const rdmaNeedsRoot = (rdma?.capabilities.length ?? 0) > 0;
-  const runAsRoot = v.boolean('runAsRoot', props.runAsRoot, rdmaNeedsRoot);
-  if (rdmaNeedsRoot && !runAsRoot) {
-    v.fail(
-      'runAsRoot',
-      "must be true with Rdma.sharedDevice() or Rdma.sriov(): their IPC_LOCK reaches only a root process (Kubernetes sets no ambient capabilities), and without it verbs memory registration stops at the node's memlock limit and NCCL fails at init",
-      false,
-    );
-  }
+  const runAsRoot = v.boolean('runAsRoot', props.runAsRoot, rdmaNeedsRoot(rdma));
+  requireRootForRdma(v, rdma, runAsRoot);
   const { identity, uid } = resolveProcessIdentity(v, {
     runAsRoot,
     runAsUser: props.runAsUser,
@@ -199,13 +189,7 @@ export function resolveTraining(
   if (props.command === undefined && launch.length === 1)
     v.fail('args', "must name the training script when command is the default torchrun, e.g. ['train.py']", props.args);
 
-  let queueName: string | undefined;
-  if (props.queueName !== undefined) {
-    // A LocalQueue name (DNS subdomain) that is also a label value (at most 63 characters).
-    queueName = v.dnsSubdomain('queueName', props.queueName);
-    if (queueName.length > 63)
-      v.fail('queueName', 'must be at most 63 characters, because it is a label value', props.queueName);
-  }
+  const queueName = props.queueName === undefined ? undefined : kueueQueueName(v, props.queueName);
 
   return {
     gpusPerPod,
@@ -309,17 +293,7 @@ export function buildTrainingPod(scope: Construct, v: Validator, input: Training
   const defaults = defaultEnv.filter(e => !(gpuConfigData && e.name in gpuConfigData));
   const envFrom: k8s.EnvFromSource[] = gpuConfigMapName ? [{ configMapRef: { name: gpuConfigMapName } }] : [];
 
-  const extendedResources = { ...(props.extendedResources ?? {}) };
-  if (props.extendedResources !== undefined) v.plainObject('extendedResources', props.extendedResources);
-  for (const [resource, count] of Object.entries(rdma?.resources ?? {})) {
-    if (hasKey(extendedResources, resource))
-      v.fail(`extendedResources.${resource}`, 'is requested by rdma already', extendedResources[resource]);
-    extendedResources[resource] = count;
-  }
-  for (const key of Object.keys(rdma?.annotations ?? {})) {
-    if (hasKey(props.pod?.annotations, key))
-      v.fail(`pod.annotations.${key}`, 'is set by rdma (its networks)', props.pod!.annotations![key]);
-  }
+  const extendedResources = rdmaExtendedResources(v, props, rdma);
   for (const key of Object.keys(props.pod?.labels ?? {})) {
     if (key.startsWith(KUEUE_PREFIX))
       v.fail(

@@ -2,6 +2,7 @@ import { Chart, Size, Testing } from 'cdk8s';
 import {
   Autoscaler,
   InferenceServiceProps,
+  Rdma,
   SglangInferenceService,
   TgiInferenceService,
   VllmInferenceService,
@@ -166,6 +167,44 @@ describe('rank and address wiring', () => {
     const args = mainOf(leaderOf(set), 'vllm').args;
     expect(args).toContain('/t/$$(X).jinja');
     expect(args).toContain('$(LWS_LEADER_ADDRESS)');
+  });
+});
+
+describe('RDMA between the pods of a group', () => {
+  test('every pod of the group gets the device, the NCCL settings and the networks, as in training', () => {
+    const set = lwsOf(
+      synth(ENGINES[1].make, {
+        rdma: Rdma.sriov({ networks: ['ib-a', 'ib-b'], resourceName: 'nvidia.com/sriov_rdma_vf' }),
+      }),
+    );
+    for (const t of [leaderOf(set), workerOf(set)]) {
+      const main = mainOf(t, 'sglang');
+      expect(main.resources.limits['nvidia.com/sriov_rdma_vf']).toBe(2);
+      expect(main.env).toEqual(expect.arrayContaining([{ name: 'NCCL_NET', value: 'IB' }]));
+      expect(main.securityContext.capabilities.add).toEqual(['IPC_LOCK']);
+      expect(t.metadata.annotations['k8s.v1.cni.cncf.io/networks']).toBe('ib-a,ib-b');
+      expect(podSecurityLevel(t.spec)).toBe('privileged');
+    }
+  });
+
+  test('EFA keeps vLLM non-root and restricted', () => {
+    const set = lwsOf(synth(ENGINES[0].make, { rdma: Rdma.efa(32) }));
+    for (const t of [leaderOf(set), workerOf(set)]) {
+      expect(mainOf(t, 'vllm').resources.limits['vpc.amazonaws.com/efa']).toBe(32);
+      expect(podSecurityLevel(t.spec)).toBe('restricted');
+    }
+  });
+
+  test('a shared device runs vLLM as root by default, and refuses runAsRoot false', () => {
+    const set = lwsOf(synth(ENGINES[0].make, { rdma: Rdma.sharedDevice() }));
+    expect(mainOf(leaderOf(set), 'vllm').securityContext.capabilities.add).toEqual(['IPC_LOCK']);
+    expect(() => synth(ENGINES[0].make, { rdma: Rdma.sharedDevice(), runAsRoot: false })).toThrow(
+      /'llm': runAsRoot must be true with Rdma.sharedDevice\(\)/,
+    );
+  });
+
+  test('rdma needs nodes > 1', () => {
+    expect(() => synth(ENGINES[0].make, { nodes: 1, rdma: Rdma.efa(4) })).toThrow(/'llm': rdma needs nodes > 1/);
   });
 });
 

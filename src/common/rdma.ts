@@ -1,5 +1,5 @@
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
-import { PodSecurityLevel } from '../common/security';
+import { PodSecurityLevel } from './security';
 import { Validator } from '../validation/validate';
 
 /** The annotation Multus reads for a pod's extra network attachments. */
@@ -214,4 +214,49 @@ function attachNetworks(
   annotations[MULTUS_NETWORKS_ANNOTATION] = networks.join(',');
   env.push({ name: 'NCCL_SOCKET_IFNAME', value: 'eth0' });
   return networks;
+}
+
+/**
+ * Whether a process must run as root to hold this choice's capabilities: Kubernetes sets no ambient
+ * capabilities, so an added capability is gone once a non-root process execs
+ * (kubernetes/kubernetes#56374), and IPC_LOCK, which memory registration needs beyond the node's
+ * memlock limit, reaches the process only as root.
+ */
+export function rdmaNeedsRoot(rdma: RdmaPodParts | undefined): boolean {
+  return (rdma?.capabilities.length ?? 0) > 0;
+}
+
+/** Refuses a non-root process with an RDMA choice whose capabilities need root. */
+export function requireRootForRdma(v: Validator, rdma: RdmaPodParts | undefined, runAsRoot: boolean): void {
+  if (rdmaNeedsRoot(rdma) && !runAsRoot) {
+    v.fail(
+      'runAsRoot',
+      "must be true with Rdma.sharedDevice() or Rdma.sriov(): their IPC_LOCK reaches only a root process (Kubernetes sets no ambient capabilities), and without it verbs memory registration stops at the node's memlock limit and NCCL fails at init",
+      false,
+    );
+  }
+}
+
+/**
+ * The pod's extended resources with the RDMA choice's device resources added; a resource or a pod
+ * annotation the choice sets is refused when the user sets it too.
+ */
+export function rdmaExtendedResources(
+  v: Validator,
+  props: { extendedResources?: Record<string, number>; pod?: { annotations?: Record<string, string> } },
+  rdma: RdmaPodParts | undefined,
+): Record<string, number> {
+  const extendedResources = { ...(props.extendedResources ?? {}) };
+  if (props.extendedResources !== undefined) v.plainObject('extendedResources', props.extendedResources);
+  for (const [resource, count] of Object.entries(rdma?.resources ?? {})) {
+    if (Object.prototype.hasOwnProperty.call(extendedResources, resource))
+      v.fail(`extendedResources.${resource}`, 'is requested by rdma already', extendedResources[resource]);
+    extendedResources[resource] = count;
+  }
+  for (const key of Object.keys(rdma?.annotations ?? {})) {
+    const annotations = props.pod?.annotations;
+    if (annotations && Object.prototype.hasOwnProperty.call(annotations, key))
+      v.fail(`pod.annotations.${key}`, 'is set by rdma (its networks)', annotations[key]);
+  }
+  return extendedResources;
 }
