@@ -19,6 +19,7 @@ import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from '.
 import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
 import { addDownload, DownloadResources } from './model-download';
+import { CacheFill, fillSharedCache } from './cache-fill-job';
 import { claimSharedCache } from './shared-cache-owners';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
@@ -303,6 +304,13 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly statefulSet?: ApiObject;
   /** The Deployment, when the workload is one. */
   readonly deployment?: ApiObject;
+  /**
+   * The CPU-only Job that fills a shared (ReadWriteMany) cache, when the model is on the hub: the
+   * serving pods wait for it. Shared by the services of one claim, engine, model and revision.
+   */
+  readonly cacheFillJob?: ApiObject;
+  /** The fill Job's name: `<model>-fill-<hash>`. */
+  readonly cacheFillJobName?: string;
   /** The client Service (shared by every version and engine of this name; made by the first). */
   readonly service: ApiObject;
   /** The governing headless Service: per-pod DNS names and per-pod metrics endpoints. */
@@ -402,6 +410,9 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       : `http://${this.serviceName}`;
 
     const template = (this._podTemplate = composePod(v, props, r));
+    const fill = sharedCacheFill(this, template, r);
+    this.cacheFillJob = fill?.job;
+    this.cacheFillJobName = fill?.jobName;
 
     this.headlessService = headlessService(this, 'Headless', {
       name: this.headlessServiceName,
@@ -422,7 +433,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       progressDeadlineSeconds: progressDeadlineSeconds({
         capacitySeconds: r.capacity.seconds,
         gracePeriodSeconds: r.termination.gracePeriodSeconds,
-        cacheWaitSeconds: 0,
+        cacheWaitSeconds: fill?.waitSeconds ?? 0,
       }),
     });
     if (r.kind === WorkloadKind.STATEFUL_SET) this.statefulSet = this.workload;
@@ -478,6 +489,7 @@ interface ResolvedServing {
   readonly image: string;
   readonly termination: Termination;
   readonly startupBudgetSeconds: number;
+  readonly modelSize?: Size;
   readonly cache: BoundModelCache;
   readonly kind: WorkloadKind;
   readonly autoscaling?: ReturnType<typeof resolveAutoscaling>;
@@ -590,6 +602,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     image,
     termination,
     startupBudgetSeconds,
+    modelSize,
     cache,
     kind,
     autoscaling,
@@ -695,6 +708,18 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
     template.annotate('prometheus.io/path', engine.metricsPath);
   }
   return template;
+}
+
+/**
+ * A shared claim is filled once by a CPU-only Job, which the pods wait for: the download needs no
+ * GPU, and one filler per cache replaces one per replica. The wait allows the fill at the assumed hub
+ * bandwidth (when modelSize says how much) plus the startup budget; a longer fill restarts the wait.
+ */
+function sharedCacheFill(scope: Construct, template: PodTemplate, r: ResolvedServing): CacheFill | undefined {
+  const claim = r.cache.shared ? r.cache.volume?.persistentVolumeClaim?.claimName : undefined;
+  if (claim === undefined || r.modelId.startsWith('/')) return undefined;
+  const waitSeconds = capacityDelay(r.startupBudgetSeconds, r.modelSize, false).seconds;
+  return fillSharedCache(scope, template, { claimName: claim, waitSeconds });
 }
 
 /** An engine variable whose value holds user strings (MODEL_ID, REVISION): passed as written. */
