@@ -4,16 +4,7 @@ import { InferenceServiceProps, ModelCache, VllmInferenceService, WorkloadKind }
 import { podSecurityLevel, restrictedViolations } from '../support/pod-security';
 import { envOf, findOne, synthValid } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
-import {
-  cacheOf,
-  HUB_VERSIONS,
-  hubInstalled,
-  missingVenvTest,
-  openOffline,
-  runContainer,
-  scratch,
-  standInHub,
-} from '../support/hub-download';
+import * as hd from '../support/hub-download';
 import { StandInHub } from '../support/stand-in-hub';
 import { BASE, ENGINES } from './support';
 
@@ -188,22 +179,15 @@ describe('one fill per claim, engine, model and revision', () => {
 // The wait mode, run for real: the Job's download fills a scratch cache from a stand-in hub, and the
 // serving pod's model-cache-wait (as synthesized) passes only once the marker is there, with no request.
 jest.setTimeout(60_000);
-for (const version of HUB_VERSIONS) {
-  if (!hubInstalled(version)) {
-    missingVenvTest(version);
+for (const version of hd.HUB_VERSIONS) {
+  if (!hd.hubInstalled(version)) {
+    hd.missingVenvTest(version);
     continue;
   }
   describe(`model-cache-wait under huggingface_hub ${version}`, () => {
     let hub: StandInHub;
     let data: string;
-    beforeEach(async () => {
-      hub = await standInHub();
-      data = scratch();
-    });
-    afterEach(async () => {
-      await hub.stop();
-      fs.rmSync(data, { recursive: true, force: true });
-    });
+    hd.hubPerTest((h, d) => ((hub = h), (data = d)));
 
     const containers = (props: Partial<InferenceServiceProps> = {}) => {
       const { objects } = synth(chart => new VllmInferenceService(chart, 'a', { ...BASE, ...SHARED, ...props }));
@@ -211,7 +195,7 @@ for (const version of HUB_VERSIONS) {
       return { fill: findOne(objects, 'Job').spec.template.spec.containers[0], wait };
     };
     const waitFor = (wait: any, seconds: string, at: StandInHub | string = hub) =>
-      runContainer(version, wait, data, at, {
+      hd.runContainer(version, wait, data, at, {
         filler: 'llm-6d4cf56db6-x2v9k',
         env: { MODEL_CACHE_WAIT_SECONDS: seconds, MODEL_CACHE_WAIT_POLL_SECONDS: '0.2' },
       });
@@ -227,14 +211,14 @@ for (const version of HUB_VERSIONS) {
     test('started before the fill, it passes once the Job completes, with no request of its own; the server then opens the files offline', async () => {
       const { fill, wait } = containers({ modelId: 'org/model' });
       const waiting = waitFor(wait, '40');
-      const filled = await runContainer(version, fill, data, hub, { filler: 'org-model-fill-abc12' });
+      const filled = await hd.runContainer(version, fill, data, hub, { filler: 'org-model-fill-abc12' });
       expect(filled.status).toBe(0);
       const requestsOfFill = hub.requests.length;
       const r = await waiting;
       expect(r.status).toBe(0);
       expect(r.output).toMatch(/filled by org-model-fill-/);
       expect(hub.requests.length).toBe(requestsOfFill);
-      const opened = await openOffline(version, data, ['config.json', 'tokenizer.json']);
+      const opened = await hd.openOffline(version, data, ['config.json', 'tokenizer.json']);
       expect(opened['config.json']).toBe(hub.files['config.json'].content.toString('base64'));
       // A later start passes at once, even with no hub at all.
       expect((await waitFor(wait, '1', 'http://127.0.0.1:9')).status).toBe(0);
@@ -242,8 +226,8 @@ for (const version of HUB_VERSIONS) {
 
     test('a half-filled cache (a ref, files, no marker) is not taken for complete', async () => {
       const { fill, wait } = containers({ modelId: 'org/model' });
-      expect((await runContainer(version, fill, data, hub)).status).toBe(0);
-      const c = cacheOf(data);
+      expect((await hd.runContainer(version, fill, data, hub)).status).toBe(0);
+      const c = hd.cacheOf(data);
       fs.rmSync(`${data}/hub/.cdk8s-gpu/complete`, { recursive: true, force: true });
       expect(c.ref()).toBe(hub.sha);
       const r = await waitFor(wait, '1');

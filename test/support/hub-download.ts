@@ -62,6 +62,21 @@ export async function standInHub(files = repository()): Promise<StandInHub> {
   return hub;
 }
 
+/** Per test: a fresh stand-in hub and scratch cache (handed to `set`), stopped and removed after it. */
+export function hubPerTest(set: (hub: StandInHub, data: string) => void): void {
+  let hub: StandInHub;
+  let data: string;
+  beforeEach(async () => {
+    hub = await standInHub();
+    data = scratch();
+    set(hub, data);
+  });
+  afterEach(async () => {
+    await hub.stop();
+    fs.rmSync(data, { recursive: true, force: true });
+  });
+}
+
 export interface Run {
   readonly status: number | null;
   readonly output: string;
