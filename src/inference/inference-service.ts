@@ -116,7 +116,8 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   readonly extraArgs?: string[];
   /**
    * Where downloaded weights live (`/data`, HF_HOME). An init container downloads into it before the
-   * server starts; the server reads it offline.
+   * server starts (a shared claim is filled by a CPU-only Job the pods wait for); the server reads it
+   * offline. The cache also decides the default `workloadKind`.
    * @default ModelCache.persistentClaim({ size: Size.gibibytes(100) }) - per-replica claim, so a restart does not
    * download again; larger when modelSize needs it (modelSize + 20%)
    */
