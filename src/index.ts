@@ -32,6 +32,7 @@ export type { TgiInferenceServiceProps, SecretKeyRef } from './inference/tgi-inf
 export { ModelCache } from './inference/model-cache';
 export { TgiQuantization, VllmQuantization, SglangQuantization } from './inference/quantization';
 export { IpFamily } from './inference/inference-service';
+export { WorkloadKind } from './inference/workload-kind';
 export type { InferenceService, InferenceServiceProps } from './inference/inference-service';
 export type { DownloadResources } from './inference/model-download';
 export { VllmInferenceService, VLLM_DEFAULT_IMAGE } from './inference/vllm-inference-service';

@@ -1,6 +1,7 @@
 import { ApiObject, Duration } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { KIND, ManifestObject } from '../common/manifest-object';
+import { podNamePattern } from '../common/names';
 import { Construct } from 'constructs';
 import { Validator } from '../validation/validate';
 import { BatchLimit } from './engine';
@@ -92,7 +93,7 @@ export class Autoscaler {
       const hpa = new ManifestObject(scope, 'Autoscaler', KIND.HorizontalPodAutoscaler, {
         metadata: { name: c.name, labels: c.labels },
         spec: {
-          scaleTargetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
+          scaleTargetRef: { apiVersion: 'apps/v1', kind: c.kind, name: c.name },
           minReplicas: c.minReplicas,
           maxReplicas: c.maxReplicas,
           metrics: [
@@ -124,7 +125,7 @@ export class Autoscaler {
           undefined,
         );
       }
-      query = inFlightQuery(c.metrics, c.namespace!, `${c.name}-[0-9]+`);
+      query = inFlightQuery(c.metrics, c.namespace!, podNamePattern(c.kind, c.name));
     } else if (typeof query !== 'string' || query.trim() === '') {
       v.fail('autoscaling.autoscaler query', 'must be a non-empty PromQL query', query);
     }
@@ -135,7 +136,7 @@ export class Autoscaler {
       kind: 'ScaledObject',
       metadata: { name: c.name, labels: c.labels },
       spec: {
-        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
+        scaleTargetRef: { apiVersion: 'apps/v1', kind: c.kind, name: c.name },
         minReplicaCount: c.minReplicas,
         maxReplicaCount: c.maxReplicas,
         // keda-docs reference/scaledobject-spec.md: after this many failed polls, hold the current
@@ -243,6 +244,8 @@ export interface AutoscalingOptions {
 /** @internal */
 export interface AutoscalerContext {
   readonly v: Validator;
+  /** The scaled workload's kind (`StatefulSet`, `Deployment`) and name. */
+  readonly kind: string;
   readonly name: string;
   readonly labels: Record<string, string>;
   readonly namespace: string | undefined;

@@ -2,7 +2,8 @@ import { ApiObject, Chart, Duration } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { LABEL_COMPONENT, LABEL_NAME, labelSet } from '../common/labels';
-import { customKind, KIND, kindOf, ManifestObject } from '../common/manifest-object';
+import { DEPLOYMENT } from '../common/deployment';
+import { customKind, KIND, ManifestObject } from '../common/manifest-object';
 import { containerSecurityContext, podSecurityContext, ProcessIdentity } from '../common/security';
 import { Validator } from '../validation/validate';
 import {
@@ -34,7 +35,6 @@ const INFERENCE_MODEL_REWRITE = customKind<CustomResource>(
   'InferenceModelRewrite',
 );
 const HTTP_ROUTE = customKind<CustomResource>('gateway.networking.k8s.io/v1', 'HTTPRoute');
-const DEPLOYMENT = kindOf(k8s.KubeDeployment.GVK, k8s.toJson_KubeDeploymentProps);
 
 /** The component label of the serving pods (inference-service.ts): with the name, what every version shares. */
 const SERVING_COMPONENT = 'inference';
@@ -475,7 +475,7 @@ function servedTargets(v: Validator, rules: ModelRewriteRule[], members: readonl
         v.failDescribed(
           `modelRewrites[${i}].targets[${j}].model`,
           'must be served by every service of the pool (a served model name or LoRA adapter name): the picker may send the request to any of them',
-          `${t.model}, which ${missing.service.statefulSetName} does not serve`,
+          `${t.model}, which ${missing.service.workloadName} does not serve`,
         );
       }
     }),

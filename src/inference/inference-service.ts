@@ -13,18 +13,19 @@ import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, ProcessIdentity, resolveProcessIdentity } from '../common/security';
-import { STATEFUL_SET } from '../common/stateful-set';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
 import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
 import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
 import { addDownload, DownloadResources } from './model-download';
+import { CacheFill, fillSharedCache } from './cache-fill-job';
 import { claimSharedCache } from './shared-cache-owners';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
 import { BoundModelCache, ModelCache } from './model-cache';
+import { progressDeadlineSeconds, resolveWorkloadKind, servingWorkloadObject, WorkloadKind } from './workload-kind';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
 import {
   checkImageFacts,
@@ -74,7 +75,7 @@ export enum IpFamily {
 
 /** Props every serving construct accepts, with the same meaning and default. */
 export interface InferenceServiceProps extends GpuWorkloadProps {
-  /** The base name, a DNS-1035 label. The client Service is `name`; the StatefulSet `name` or `name-v<version>`. */
+  /** The base name, a DNS-1035 label. The client Service is `name`; the workload `name` or `name-v<version>`. */
   readonly name: string;
   /**
    * The HuggingFace model id, e.g. `meta-llama/Llama-3.1-8B-Instruct`, or an absolute path on a volume (then nothing is
@@ -115,7 +116,8 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   readonly extraArgs?: string[];
   /**
    * Where downloaded weights live (`/data`, HF_HOME). An init container downloads into it before the
-   * server starts; the server reads it offline.
+   * server starts (a shared claim is filled by a CPU-only Job the pods wait for); the server reads it
+   * offline. The cache also decides the default `workloadKind`.
    * @default ModelCache.persistentClaim({ size: Size.gibibytes(100) }) - per-replica claim, so a restart does not
    * download again; larger when modelSize needs it (modelSize + 20%)
    */
@@ -183,7 +185,7 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   readonly serviceMonitorInterval?: Duration;
   /**
    * Scale on the requests in flight (running + waiting) per replica with an HPA or KEDA. The
-   * StatefulSet's `replicas` is then not synthesized, so `kubectl apply` and GitOps never fight
+   * workload's `replicas` is then not synthesized, so `kubectl apply` and GitOps never fight
    * the autoscaler; the PDB still holds.
    * @default - a fixed replica count
    */
@@ -219,6 +221,14 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * @default - the engine's own default (TGI 8080, vLLM 8000, SGLang 30000)
    */
   readonly port?: number;
+  /**
+   * The workload that runs the replicas. A Deployment replaces pods by surge (`maxSurge: 1,
+   * maxUnavailable: 0`: one replica keeps serving through an update, a pod on a dead node is replaced
+   * without a force-delete); a StatefulSet is what a per-replica claim needs (its claim template).
+   * @default - WorkloadKind.STATEFUL_SET with ModelCache.persistentClaim() (refused otherwise), else
+   * WorkloadKind.DEPLOYMENT (a shared claim or an emptyDir: the servers keep no per-replica state)
+   */
+  readonly workloadKind?: WorkloadKind;
 }
 
 /** @internal The keys of InferenceServiceProps beyond GpuWorkloadProps, for the unknown-prop check. */
@@ -249,6 +259,7 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'minDriverVersion',
   'downloadResources',
   'port',
+  'workloadKind',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -261,7 +272,7 @@ export interface EngineBinding {
 }
 
 /**
- * The practice every LLM server shares: a StatefulSet whose pods drain instead of dropping
+ * The practice every LLM server shares: a Deployment or StatefulSet whose pods drain instead of dropping
  * requests (timings that add up), a startup probe over model load only, weights downloaded where
  * no probe can kill the download, a PDB keeping n-1 serving, a client Service stable across
  * versions and engines, per-pod metrics, optional autoscaling on the queue, and the tightest Pod
@@ -272,8 +283,12 @@ export interface EngineBinding {
 export abstract class ServingWorkload extends Construct implements IGpuWorkload {
   /** The client Service's name: `name`, stable across versions and engines, port 80. */
   readonly serviceName: string;
-  /** The StatefulSet's name: `name` or `name-v<version>`. */
-  readonly statefulSetName: string;
+  /** The workload's name (Deployment or StatefulSet): `name` or `name-v<version>`. */
+  readonly workloadName: string;
+  /** The workload's kind (`workloadKind`, or the cache's default). */
+  readonly workloadKind: WorkloadKind;
+  /** @deprecated use workloadName. The StatefulSet's name, when the workload is one. */
+  readonly statefulSetName?: string;
   /** The governing headless Service's name. */
   readonly headlessServiceName: string;
   /** `http://<service>.<namespace>.svc.<domain>` when the chart has a namespace, else `http://<service>`. */
@@ -284,8 +299,19 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly terminationGracePeriodSeconds: number;
   /** The startup probe's budget for model load and warm-up. */
   readonly startupBudgetSeconds: number;
-  /** The StatefulSet, for escape hatches (a JsonPatch applies to its API JSON and is checked). */
-  readonly statefulSet: ApiObject;
+  /** The Deployment or StatefulSet, for escape hatches (a JsonPatch applies to its API JSON and is checked). */
+  readonly workload: ApiObject;
+  /** @deprecated use workload. The StatefulSet, when the workload is one. */
+  readonly statefulSet?: ApiObject;
+  /** The Deployment, when the workload is one. */
+  readonly deployment?: ApiObject;
+  /**
+   * The CPU-only Job that fills a shared (ReadWriteMany) cache, when the model is on the hub: the
+   * serving pods wait for it. Shared by the services of one claim, engine, model and revision.
+   */
+  readonly cacheFillJob?: ApiObject;
+  /** The fill Job's name: `<model>-fill-<hash>`. */
+  readonly cacheFillJobName?: string;
   /** The client Service (shared by every version and engine of this name; made by the first). */
   readonly service: ApiObject;
   /** The governing headless Service: per-pod DNS names and per-pod metrics endpoints. */
@@ -341,7 +367,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly _templateChangesRollOut = true;
   /** @internal */
   get _podOwner(): ApiObject {
-    return this.statefulSet;
+    return this.workload;
   }
 
   /** @internal Each engine's construct passes its facts; the practice is not extended from outside. */
@@ -353,7 +379,9 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       const who = `${binding.engine.construct} '${id}'`;
       claimSharedCache(this, v, { claimName: r.cache.volume.persistentVolumeClaim.claimName, uid: r.uid, who });
     }
-    this.statefulSetName = r.name;
+    this.workloadName = r.name;
+    this.workloadKind = r.kind;
+    if (r.kind === WorkloadKind.STATEFUL_SET) this.statefulSetName = r.name;
     this.serviceName = props.name;
     this.headlessServiceName = `${r.name}-headless`;
     this.port = r.port;
@@ -383,6 +411,9 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       : `http://${this.serviceName}`;
 
     const template = (this._podTemplate = composePod(v, props, r));
+    const fill = sharedCacheFill(this, template, r);
+    this.cacheFillJob = fill?.job;
+    this.cacheFillJobName = fill?.jobName;
 
     this.headlessService = headlessService(this, 'Headless', {
       name: this.headlessServiceName,
@@ -391,29 +422,23 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       ports: [{ name: PORT_NAME, port: r.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
     });
     this.service = clientService(this, props.name);
-    this.statefulSet = new ManifestObject(this, 'Resource', STATEFUL_SET, {
-      metadata: { name: r.name, labels: r.labels },
-      spec: {
-        serviceName: this.headlessServiceName,
-        // Autoscaled: no replicas field, so an apply never resets what the autoscaler chose.
-        ...(r.replicas !== undefined ? { replicas: r.replicas } : {}),
-        // Parallel only changes scaling (all replicas start at once); it is immutable, so it is
-        // set from creation. Rolling updates still replace one pod at a time.
-        podManagementPolicy: 'Parallel',
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
-        selector: { matchLabels: r.selector },
-        template: template.toTemplate(),
-        ...(r.cache.claimTemplate
-          ? {
-              volumeClaimTemplates: [
-                { ...r.cache.claimTemplate, metadata: { ...r.cache.claimTemplate.metadata, labels: r.labels } },
-              ],
-              // A model cache is re-downloadable: delete claims with the StatefulSet or on scale-down.
-              persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
-            }
-          : {}),
-      },
+    this.workload = servingWorkloadObject(this, {
+      kind: r.kind,
+      name: r.name,
+      labels: r.labels,
+      selector: r.selector,
+      replicas: r.replicas,
+      template,
+      headlessServiceName: this.headlessServiceName,
+      cache: r.cache,
+      progressDeadlineSeconds: progressDeadlineSeconds({
+        capacitySeconds: r.capacity.seconds,
+        gracePeriodSeconds: r.termination.gracePeriodSeconds,
+        cacheWaitSeconds: fill?.waitSeconds ?? 0,
+      }),
     });
+    if (r.kind === WorkloadKind.STATEFUL_SET) this.statefulSet = this.workload;
+    else this.deployment = this.workload;
     addPodValidation(this, template, r.guaranteedQos, `${r.engine.construct} '${id}'`);
     // maxUnavailable 1 keeps n-1 serving while replicas change. With one replica it still lets a
     // drain evict the pod (a short outage) instead of blocking node maintenance forever.
@@ -436,6 +461,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     if (r.autoscaling) {
       const made = r.autoscaling.autoscaler._create(this, {
         v,
+        kind: r.kind,
         name: r.name,
         labels: r.labels,
         namespace,
@@ -464,7 +490,9 @@ interface ResolvedServing {
   readonly image: string;
   readonly termination: Termination;
   readonly startupBudgetSeconds: number;
+  readonly modelSize?: Size;
   readonly cache: BoundModelCache;
+  readonly kind: WorkloadKind;
   readonly autoscaling?: ReturnType<typeof resolveAutoscaling>;
   readonly capacity: { seconds: number; what: string };
   readonly inFlightTarget?: number;
@@ -512,6 +540,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   if (!(modelCache instanceof ModelCache))
     v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', modelCache);
   const cache = modelCache._bind(v, modelSize);
+  const kind = resolveWorkloadKind(v, props.workloadKind, cache);
 
   const capacity = capacityDelay(startupBudgetSeconds, modelSize, cache.shared);
   const batch = {
@@ -574,7 +603,9 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     image,
     termination,
     startupBudgetSeconds,
+    modelSize,
     cache,
+    kind,
     autoscaling,
     capacity,
     inFlightTarget: derivedInFlightTarget(batch),
@@ -680,6 +711,18 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
   return template;
 }
 
+/**
+ * A shared claim is filled once by a CPU-only Job, which the pods wait for: the download needs no
+ * GPU, and one filler per cache replaces one per replica. The wait allows the fill at the assumed hub
+ * bandwidth (when modelSize says how much) plus the startup budget; a longer fill restarts the wait.
+ */
+function sharedCacheFill(scope: Construct, template: PodTemplate, r: ResolvedServing): CacheFill | undefined {
+  const claim = r.cache.shared ? r.cache.volume?.persistentVolumeClaim?.claimName : undefined;
+  if (claim === undefined || r.modelId.startsWith('/')) return undefined;
+  const waitSeconds = capacityDelay(r.startupBudgetSeconds, r.modelSize, false).seconds;
+  return fillSharedCache(scope, template, { claimName: claim, waitSeconds });
+}
+
 /** An engine variable whose value holds user strings (MODEL_ID, REVISION): passed as written. */
 function escapedEnv(env: k8s.EnvVar): k8s.EnvVar {
   return env.value === undefined ? env : { ...env, value: escapeKubeletExpansion(env.value) };
@@ -687,7 +730,7 @@ function escapedEnv(env: k8s.EnvVar): k8s.EnvVar {
 
 /**
  * One client Service across versions and engines: it selects every version of this name through
- * the named port, so during a version bump both StatefulSets serve until the old one is deleted.
+ * the named port, so during a version bump both workloads serve until the old one is deleted.
  */
 function clientService(scope: Construct, name: string): ApiObject {
   return sharedObject(

@@ -134,8 +134,9 @@ describe('plan: a one-step version bump under a pruning sync', () => {
   const p = plan(llmService(1), llmService(2));
 
   test('names the deleted objects and the outage window (the new pods startup budget)', () => {
-    const sts = p.pruned.find(o => o.kind === 'StatefulSet')!;
-    const created = p.workloads.find(w => w.mode === 'new' && w.kind === 'StatefulSet')!;
+    // A shared cache: the serving workload is a Deployment.
+    const sts = p.pruned.find(o => o.kind === 'Deployment')!;
+    const created = p.workloads.find(w => w.mode === 'new' && w.kind === 'Deployment')!;
     expect(sts.replacedBy).toBe(created.object);
     expect(sts.gpus).toEqual({ min: 6, max: 6 });
     expect(sts.outageSeconds).toBe(created.startupSeconds);
@@ -149,7 +150,7 @@ describe('plan: a one-step version bump under a pruning sync', () => {
 
   test('the Markdown comment lists them under a pruning heading', () => {
     expect(formatPlanMarkdown(p)).toMatch(
-      /#### Deleted by a pruning sync\n\n(- .*\n)*- `StatefulSet\/serving\/llm-v1`: replaced by StatefulSet\/serving\/llm-v2/,
+      /#### Deleted by a pruning sync\n\n(- .*\n)*- `Deployment\/serving\/llm-v1`: replaced by Deployment\/serving\/llm-v2/,
     );
   });
 });

@@ -40,7 +40,7 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       });
       const objects = synthValid(chart);
       const byHandle = [
-        svc.statefulSet,
+        svc.workload,
         svc.service,
         svc.headlessService,
         svc.podDisruptionBudget,
