@@ -8,6 +8,7 @@ import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { headlessService } from '../common/headless-service';
 import { LABEL_COMPONENT, LABEL_NAME, LABEL_WORKLOAD, labelSet, workloadLabels } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
+import { workloadNetworkPolicy } from '../common/network-policy';
 import { statefulSetName } from '../common/names';
 import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
@@ -294,6 +295,10 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly podDisruptionBudget: ApiObject;
   /** The prometheus-operator ServiceMonitor, when `serviceMonitor` is true. */
   readonly serviceMonitor?: ApiObject;
+  /** The NetworkPolicy admitting clients to the API port and Prometheus to metrics (unless unrestricted). */
+  readonly networkPolicy?: ApiObject;
+  /** @internal Adds a peer to the API port's rule (the InferenceGateway's Endpoint Picker). */
+  readonly _allowClient?: (peer: k8s.NetworkPolicyPeer) => void;
   /** The HorizontalPodAutoscaler, with `Autoscaler.hpa()`. */
   readonly horizontalPodAutoscaler?: ApiObject;
   /** The KEDA ScaledObject, with `Autoscaler.keda()`. */
@@ -423,6 +428,13 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       selector: r.selector,
       budget: DisruptionBudget.maxUnavailable(1),
     })!;
+    const policy = workloadNetworkPolicy(this, v, props.networkPolicy, {
+      identity: { name: props.name, instance: r.name, component: COMPONENT },
+      profile: 'serving',
+      port: PORT_NAME,
+    });
+    this.networkPolicy = policy?.object;
+    this._allowClient = policy?.allowClient;
     const monitor = serviceMonitor(this, v, {
       ...props,
       autoscaled: r.autoscaling !== undefined,

@@ -46,6 +46,7 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
         svc.podDisruptionBudget,
         svc.serviceMonitor!,
         svc.horizontalPodAutoscaler!,
+        svc.networkPolicy!,
       ]
         .map(o => `${o.kind}/${o.name}`)
         .sort();
