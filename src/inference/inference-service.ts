@@ -22,6 +22,7 @@ import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } fr
 import { driverFloorOf, requireDriver } from './driver-floor';
 import { addDownload, DownloadResources } from './model-download';
 import { claimSharedCache } from './shared-cache-owners';
+import { applyServingTrust } from './serving-trust';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
@@ -214,6 +215,21 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly usageStats?: boolean;
   /**
+   * The API key clients must send (`Authorization: Bearer <key>`), from a Secret: the engine's own
+   * variable (vLLM `VLLM_API_KEY`, TGI `API_KEY`) or, for SGLang, which reads only `--api-key`, a
+   * shell wrapper that passes it from the environment. Health and metrics stay open. `--api-key` in
+   * extraArgs is refused.
+   * @default - no key: anyone the NetworkPolicy admits may call the API
+   */
+  readonly apiKeySecret?: SecretKeyRef;
+  /**
+   * Let the engine import and run Python code from the model repository (`--trust-remote-code`, TGI
+   * `TRUST_REMOTE_CODE`), for architectures transformers does not ship. Needs `revision` pinned to a
+   * commit; `--trust-remote-code` in extraArgs is refused.
+   * @default false - code from the Hub runs in the pod with its GPUs, token and network
+   */
+  readonly trustRemoteCode?: boolean;
+  /**
    * The port the engine listens on (named `http`; the client Service maps port 80 to it). Services of one model on
    * different engines behind one `InferenceGateway` need the same port: an InferencePool's target ports apply to
    * every pod it selects.
@@ -250,6 +266,8 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'minDriverVersion',
   'downloadResources',
   'port',
+  'apiKeySecret',
+  'trustRemoteCode',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -545,7 +563,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
   // Unprivileged: the pods drop every capability, NET_BIND_SERVICE included.
   const port = v.wholeNumber('port', props.port ?? engine.port, 1024, 65535);
-  const launch = engine.launch({
+  const untrusted = engine.launch({
     modelId,
     revision,
     gpus,
@@ -555,6 +573,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     usageStats: v.boolean('usageStats', props.usageStats, false),
     tuning: binding.tuning(v),
   });
+  const launch = applyServingTrust(v, engine, props, untrusted);
   const extraArgs = extraArgsOf(v, engine, props.extraArgs);
 
   const { identity, uid } = resolveProcessIdentity(v, {
