@@ -100,7 +100,7 @@ const RESTRICTED_KEYS: ReadonlyArray<keyof RestrictedNetworkOptions> = ['clients
 
 /**
  * Who may reach a workload's pods, enforced by a NetworkPolicy (on clusters whose CNI enforces
- * policy: Calico, Cilium, Antrea, a cloud's policy engine; kindnet before 1.29 and flannel alone do not).
+ * policy: Calico, Cilium, Antrea, a cloud's policy engine; flannel alone does not).
  */
 export class NetworkAccess {
   /**
