@@ -200,6 +200,8 @@ export class InferenceGateway extends Construct {
 
     const labels = labelSet({ name: r.name, instance: r.name, component: 'inference-pool' }).labels;
     const epp = labelSet({ name: r.epp, instance: r.epp, component: EPP_COMPONENT });
+    // The picker scrapes every pod's metrics on the pool's port: each service's NetworkPolicy admits it.
+    for (const { service } of r.members) service._allowClient?.({ podSelector: { matchLabels: epp.selector } });
     this.inferencePool = new ManifestObject(this, 'Pool', INFERENCE_POOL, {
       metadata: { name: r.name, labels },
       spec: {

@@ -8,6 +8,7 @@ import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { headlessService } from '../common/headless-service';
 import { LABEL_COMPONENT, LABEL_NAME, LABEL_WORKLOAD, labelSet, workloadLabels } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
+import { workloadNetworkPolicy } from '../common/network-policy';
 import { statefulSetName } from '../common/names';
 import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
@@ -21,6 +22,7 @@ import { driverFloorOf, requireDriver } from './driver-floor';
 import { addDownload, DownloadResources } from './model-download';
 import { CacheFill, fillSharedCache } from './cache-fill-job';
 import { claimSharedCache } from './shared-cache-owners';
+import { applyServingTrust } from './serving-trust';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
@@ -215,6 +217,21 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly usageStats?: boolean;
   /**
+   * The API key clients must send (`Authorization: Bearer <key>`), from a Secret: the engine's own
+   * variable (vLLM `VLLM_API_KEY`, TGI `API_KEY`) or, for SGLang, which reads only `--api-key`, a
+   * shell wrapper that passes it from the environment. Health and metrics stay open. `--api-key` in
+   * extraArgs is refused.
+   * @default - no key: anyone the NetworkPolicy admits may call the API
+   */
+  readonly apiKeySecret?: SecretKeyRef;
+  /**
+   * Let the engine import and run Python code from the model repository (`--trust-remote-code`, TGI
+   * `TRUST_REMOTE_CODE`), for architectures transformers does not ship. Needs `revision` pinned to a
+   * commit; `--trust-remote-code` in extraArgs is refused.
+   * @default false - code from the Hub runs in the pod with its GPUs, token and network
+   */
+  readonly trustRemoteCode?: boolean;
+  /**
    * The port the engine listens on (named `http`; the client Service maps port 80 to it). Services of one model on
    * different engines behind one `InferenceGateway` need the same port: an InferencePool's target ports apply to
    * every pod it selects.
@@ -260,6 +277,8 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'downloadResources',
   'port',
   'workloadKind',
+  'apiKeySecret',
+  'trustRemoteCode',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -320,6 +339,10 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly podDisruptionBudget: ApiObject;
   /** The prometheus-operator ServiceMonitor, when `serviceMonitor` is true. */
   readonly serviceMonitor?: ApiObject;
+  /** The NetworkPolicy admitting clients to the API port and Prometheus to metrics (unless unrestricted). */
+  readonly networkPolicy?: ApiObject;
+  /** @internal Adds a peer to the API port's rule (the InferenceGateway's Endpoint Picker). */
+  readonly _allowClient?: (peer: k8s.NetworkPolicyPeer) => void;
   /** The HorizontalPodAutoscaler, with `Autoscaler.hpa()`. */
   readonly horizontalPodAutoscaler?: ApiObject;
   /** The KEDA ScaledObject, with `Autoscaler.keda()`. */
@@ -448,6 +471,13 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       selector: r.selector,
       budget: DisruptionBudget.maxUnavailable(1),
     })!;
+    const policy = workloadNetworkPolicy(this, v, props.networkPolicy, {
+      identity: { name: props.name, instance: r.name, component: COMPONENT },
+      profile: 'serving',
+      port: PORT_NAME,
+    });
+    this.networkPolicy = policy?.object;
+    this._allowClient = policy?.allowClient;
     const monitor = serviceMonitor(this, v, {
       ...props,
       autoscaled: r.autoscaling !== undefined,
@@ -562,7 +592,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
   // Unprivileged: the pods drop every capability, NET_BIND_SERVICE included.
   const port = v.wholeNumber('port', props.port ?? engine.port, 1024, 65535);
-  const launch = engine.launch({
+  const untrusted = engine.launch({
     modelId,
     revision,
     gpus,
@@ -572,6 +602,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     usageStats: v.boolean('usageStats', props.usageStats, false),
     tuning: binding.tuning(v),
   });
+  const launch = applyServingTrust(v, engine, props, untrusted);
   const extraArgs = extraArgsOf(v, engine, props.extraArgs);
 
   const { identity, uid } = resolveProcessIdentity(v, {
