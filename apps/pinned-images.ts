@@ -4,6 +4,7 @@ import {
   GpuTrainingJob,
   GpuTrainingStatefulSet,
   InferenceGateway,
+  InferenceServiceMonitoring,
   NetworkAccess,
   NetworkPeer,
   Reload,
@@ -64,6 +65,8 @@ export class PinnedImagesChart extends Chart {
       gateway: { name: 'inference-gateway', namespace: 'gateway-system' },
       endpointPickerImage: EPP,
     });
+    // Alerts and a dashboard run no image: nothing to pin.
+    new InferenceServiceMonitoring(this, 'monitoring', vllm);
     new TgiInferenceService(this, 'tgi', {
       name: 'qwen-tgi',
       modelId: 'Qwen/Qwen2.5-7B-Instruct',
