@@ -97,6 +97,40 @@ describe('serving NetworkPolicy', () => {
     // The picker's pods are not the serving pods: the rule names them, not the namespace.
     expect(selects(policy, epp)).toBe(false);
   });
+
+  test("an InferenceGateway admits its Gateway's proxies: the Gateway's namespace by default, or the peers named", () => {
+    const withGateway = (props: Partial<ConstructorParameters<typeof InferenceGateway>[2]>) => {
+      const chart = testChart('serving');
+      const svc = new VllmInferenceService(chart, 'llm', {
+        name: 'llm',
+        modelId: 'org/model',
+        // Clients named: the namespace default is gone, so only what the gateway adds lets its proxies in.
+        networkPolicy: NetworkAccess.restricted({ clients: [NetworkPeer.pods({ app: 'chat-ui' })] }),
+      });
+      new InferenceGateway(chart, 'gw', { name: 'pool', services: [svc], gateway: { name: 'gw' }, ...props });
+      return policies(synthValid(chart)).find(p => p.metadata.name === 'llm')!.spec.ingress[0];
+    };
+    const inNamespace = withGateway({ gateway: { name: 'gw', namespace: 'gateway-system' } });
+    expect(inNamespace.from).toContainEqual({ namespaceSelector: { matchLabels: { [NS_LABEL]: 'gateway-system' } } });
+    expect(inNamespace.ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+    // A Gateway without a namespace is in the route's own.
+    expect(withGateway({}).from).toContainEqual({ podSelector: { matchLabels: {} } });
+    const named = withGateway({
+      gateway: { name: 'gw', namespace: 'gateway-system' },
+      gatewayPeers: [NetworkPeer.namespace('envoy-gateway-system'), NetworkPeer.cidr('10.129.0.0/23')],
+    });
+    expect(named.from).toContainEqual({ namespaceSelector: { matchLabels: { [NS_LABEL]: 'envoy-gateway-system' } } });
+    expect(named.from).toContainEqual({ ipBlock: { cidr: '10.129.0.0/23' } });
+    expect(named.from).not.toContainEqual({
+      namespaceSelector: { matchLabels: { [NS_LABEL]: 'gateway-system' } },
+    });
+    expect(() => withGateway({ gatewayPeers: [] })).toThrow(
+      /InferenceGateway 'gw': gatewayPeers must name at least one peer \(omit it for the default\) \(got \[\]\)/,
+    );
+    expect(() => withGateway({ gatewayPeers: [{} as NetworkPeer] })).toThrow(
+      /InferenceGateway 'gw': gatewayPeers\[0\] must be made with NetworkPeer\.namespace\(\)/,
+    );
+  });
 });
 
 describe('training NetworkPolicy', () => {
