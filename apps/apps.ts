@@ -1,6 +1,7 @@
 import { App } from 'cdk8s';
 import { addInference } from './inference';
 import { addLlm } from './llm';
+import { addPinnedImages } from './pinned-images';
 import { addPretraining } from './pretraining';
 import { addProduction } from './production';
 import { addRouting } from './routing';
@@ -18,4 +19,5 @@ export function buildApps(app: App): void {
   addProduction(app);
   addPretraining(app);
   addRouting(app);
+  addPinnedImages(app);
 }

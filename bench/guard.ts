@@ -1,11 +1,12 @@
-// The guard as a user runs it: `cdk8s-gpu guard --before <dir> --after <dir> --json` as a fresh
-// process on YAML files, at 1,000, 10,000 and 100,000 objects. Prints wall time and peak RSS (each
-// the median of N fresh processes, with the min-max range) and the scaling exponent between sizes.
-// Alone, the guard is compiled from src/ into a temporary folder first, so the figures are plain
-// `node` on compiled JavaScript and never those of a stale lib/; `npm run bench` passes the package's
-// bin from the lib/ it has just built.
+// `cdk8s-gpu guard` and `cdk8s-gpu plan` as a user runs them: `<command> --before <dir> --after <dir>
+// --json` as fresh `node` processes on folders of YAML at 1,000, 10,000 and 100,000 objects, output
+// written to a file. Prints per command and size the wall time, CPU time and peak RSS of the process
+// (each the median of N runs, with the min-max range; the two commands alternate round by round), and
+// the scaling exponent between sizes. Alone, the CLI is compiled from src/ into a temporary folder
+// first, so the figures are plain `node` on compiled JavaScript and never those of a stale lib/;
+// `npm run bench` passes the package's bin from the lib/ it has just built.
 //
-//   npx ts-node --transpile-only bench/guard.ts            (alone)
+//   npx ts-node --transpile-only bench/guard.ts            (alone; BENCH_GUARD_SIZES, BENCH_GUARD_RUNS)
 //   import { runGuardBench } from './guard'                 (from the bench runner)
 import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -15,10 +16,14 @@ import * as path from 'path';
 // The repository root, also when the bench runs compiled from a scratch folder (bench/start.js).
 import { ROOT } from './env';
 
+/** The CLI's commands the bench times. */
+export type GuardCommand = 'guard' | 'plan';
+const COMMANDS: readonly GuardCommand[] = ['guard', 'plan'];
+
 export interface GuardBenchOptions {
   /** Object counts to measure. @default [1000, 10000, 100000] */
   readonly sizes?: readonly number[];
-  /** Fresh processes per size (the median is reported). @default 5 */
+  /** Fresh processes per command and size (the median is reported). @default 5 */
   readonly runs?: number;
   /** Where lines go. @default console.log */
   readonly log?: (line: string) => void;
@@ -26,15 +31,24 @@ export interface GuardBenchOptions {
   readonly cli?: string;
 }
 
+/** Median, min and max of one figure over the runs. */
+export type Spread = readonly [median: number, min: number, max: number];
+
 export interface GuardBenchRow {
+  readonly command: GuardCommand;
   readonly objects: number;
+  /** The YAML read: both sides. */
   readonly yamlMiB: number;
-  /** Wall time in ms: median, min, max. */
-  readonly ms: readonly [number, number, number];
-  /** Peak RSS in MiB: median, min, max. */
-  readonly rssMiB: readonly [number, number, number];
-  readonly errors: number;
-  readonly warnings: number;
+  /** Wall time of the process in ms, start-up included. */
+  readonly ms: Spread;
+  /** CPU time (user + system, all threads) of the process in ms. */
+  readonly cpuMs: Spread;
+  /** Peak RSS of the process in MiB. */
+  readonly rssMiB: Spread;
+  /** The JSON written to stdout. */
+  readonly outputMiB: number;
+  /** What the command reported, e.g. `0 errors, 0 warnings` or `10,000 restarting, 0 pruned, 0 errors`. */
+  readonly summary: string;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -257,23 +271,69 @@ export function writeSide(dir: string, objects: number, image: string, live: boo
   return bytes;
 }
 
-/** One fresh process running the CLI; returns wall ms, peak RSS and the findings counts. */
-function runOnce(
-  cli: string,
-  before: string,
-  after: string,
-): { ms: number; rssMiB: number; errors: number; warnings: number } {
-  const script = `process.argv = [process.argv[0], ${JSON.stringify(cli)}, 'guard', '--before', ${JSON.stringify(before)}, '--after', ${JSON.stringify(after)}, '--json'];
-    let out = ''; const { main } = require(${JSON.stringify(cli)});
-    const code = main(process.argv.slice(2), s => { out += s; }, s => process.stderr.write(s + '\\n'));
-    const r = JSON.parse(out); process.stdout.write(JSON.stringify({ code, errors: r.errors, warnings: r.warnings, maxRss: process.resourceUsage().maxRSS }));`;
-  const t0 = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 1 << 26 });
-  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-  if (r.status !== 0) throw new Error(`guard bench run failed: ${r.stderr}`);
-  const out = JSON.parse(r.stdout);
-  return { ms, rssMiB: out.maxRss / 1024, errors: out.errors, warnings: out.warnings };
+/**
+ * Loaded with `node -r` into each measured process: on exit it writes the process's own peak RSS
+ * and CPU time to the file named by the environment, so the CLI runs as the package's bin does
+ * (`node cli.js <command> ...`, stdout to a file) and is measured from inside without a wrapper.
+ */
+const USAGE_PRELOAD = `process.on('exit', () => {
+  const u = process.resourceUsage();
+  require('fs').writeFileSync(process.env.CDK8S_GPU_BENCH_USAGE, JSON.stringify({ maxRss: u.maxRSS, cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000 }));
+});
+`;
+
+interface Run {
+  readonly ms: number;
+  readonly cpuMs: number;
+  readonly rssMiB: number;
+  readonly outputMiB: number;
+  readonly summary: string;
 }
+
+const num = (x: number) => x.toLocaleString('en-US');
+
+/** What the command's JSON output reports, in a few words. */
+function summarize(command: GuardCommand, output: string): string {
+  const r = JSON.parse(output);
+  const g = command === 'plan' ? r.guard : r;
+  const findings = `${num(g.errors)} errors, ${num(g.warnings)} warnings`;
+  return command === 'plan' ? `${num(r.restarting)} restarting, ${num(r.pruned.length)} pruned, ${findings}` : findings;
+}
+
+/** One fresh process running `cli <command> --before <before> --after <after> --json`, stdout to a file. */
+function runOnce(work: string, cli: string, command: GuardCommand, before: string, after: string): Run {
+  const preload = path.join(work, 'usage-preload.js');
+  if (!fs.existsSync(preload)) fs.writeFileSync(preload, USAGE_PRELOAD);
+  const usage = path.join(work, 'usage.json');
+  const output = path.join(work, 'output.json');
+  fs.rmSync(usage, { force: true });
+  const fd = fs.openSync(output, 'w');
+  let r: ReturnType<typeof spawnSync>;
+  const t0 = process.hrtime.bigint();
+  try {
+    r = spawnSync(process.execPath, ['-r', preload, cli, command, '--before', before, '--after', after, '--json'], {
+      stdio: ['ignore', fd, 'pipe'],
+      encoding: 'utf8',
+      env: { ...process.env, CDK8S_GPU_BENCH_USAGE: usage },
+    });
+  } finally {
+    fs.closeSync(fd);
+  }
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  // Exit code 1 is a forbidden change found: a result, not a failure.
+  if (r.status !== 0 && r.status !== 1) throw new Error(`${command} bench run failed (exit ${r.status}): ${r.stderr}`);
+  const u = JSON.parse(fs.readFileSync(usage, 'utf8'));
+  const text = fs.readFileSync(output, 'utf8');
+  return {
+    ms,
+    cpuMs: u.cpuMs,
+    rssMiB: u.maxRss / 1024,
+    outputMiB: Buffer.byteLength(text) / 2 ** 20,
+    summary: summarize(command, text),
+  };
+}
+
+const spread = (xs: number[]): Spread => [median(xs), Math.min(...xs), Math.max(...xs)];
 
 export function runGuardBench(options: GuardBenchOptions = {}): GuardBenchRow[] {
   const sizes = options.sizes ?? [1000, 10000, 100000];
@@ -292,9 +352,11 @@ export function runGuardBench(options: GuardBenchOptions = {}): GuardBenchRow[] 
       cli = compileGuard(jsDir);
     }
     log(
-      `Guard as a process (node ${process.version}, ${path.relative(ROOT, cli).startsWith('lib') ? 'the built package bin' : 'compiled JS'}): \`cdk8s-gpu guard --before <live export> --after <manifests> --json\`, every image bumped;`,
+      `guard and plan as processes (node ${process.version}, ${path.relative(ROOT, cli).startsWith('lib') ? 'the built package bin' : 'compiled JS'}): \`node cli.js <command> --before <live export> --after <manifests> --json > file\`, every image bumped;`,
     );
-    log(`median of ${runs} fresh processes [min-max]; wall time includes node start-up and reading the files`);
+    log(
+      `median of ${runs} fresh processes per command [min-max], the commands alternating; wall time includes node start-up, reading the files and writing the JSON`,
+    );
     // The floor every run pays: node start-up and loading the CLI (`--help` reads no input).
     const floor = median(
       Array.from({ length: runs }, () => {
@@ -304,40 +366,54 @@ export function runGuardBench(options: GuardBenchOptions = {}): GuardBenchRow[] 
       }),
     );
     log(`process floor (node start-up and the CLI, --help): ${floor.toFixed(0)} ms`);
-    log('   objects |    YAML | time                       | peak RSS                 | findings');
+    log(
+      'command |  objects |    YAML | wall time                  | CPU time | peak RSS               | output   | reported',
+    );
+    const size = (mib: number) => (mib >= 1 ? `${mib.toFixed(1)} MiB` : `${(mib * 1024).toFixed(0)} KiB`);
+    const f = (x: number) => (x >= 1000 ? `${(x / 1000).toFixed(2)} s` : `${x.toFixed(0)} ms`);
     for (const n of sizes) {
       const before = path.join(work, `before-${n}`);
       const after = path.join(work, `after-${n}`);
       const bytes =
         writeSide(before, n, 'ghcr.io/huggingface/text-generation-inference:3.3.6', true) +
         writeSide(after, n, 'ghcr.io/huggingface/text-generation-inference:3.3.7', false);
-      const results = Array.from({ length: runs }, () => runOnce(cli, before, after));
-      const ms = results.map(r => r.ms);
-      const rss = results.map(r => r.rssMiB);
-      const row: GuardBenchRow = {
-        objects: n,
-        yamlMiB: bytes / 2 ** 20,
-        ms: [median(ms), Math.min(...ms), Math.max(...ms)],
-        rssMiB: [median(rss), Math.min(...rss), Math.max(...rss)],
-        errors: results[0].errors,
-        warnings: results[0].warnings,
-      };
-      rows.push(row);
-      const f = (x: number) => (x >= 1000 ? `${(x / 1000).toFixed(2)} s` : `${x.toFixed(0)} ms`);
-      const timeCell = `${f(row.ms[0]).padStart(8)} [${f(row.ms[1])}-${f(row.ms[2])}]`;
-      const rssCell = `${row.rssMiB[0].toFixed(0).padStart(5)} MiB [${row.rssMiB[1].toFixed(0)}-${row.rssMiB[2].toFixed(0)}]`;
-      log(
-        `   ${String(n).padStart(7)} | ${row.yamlMiB.toFixed(0).padStart(3)} MiB | ${timeCell.padEnd(26)} | ${rssCell.padEnd(24)} | ${row.errors} errors, ${row.warnings} warnings`,
-      );
+      const results: Record<GuardCommand, Run[]> = { guard: [], plan: [] };
+      for (let i = 0; i < runs; i++)
+        for (let j = 0; j < COMMANDS.length; j++) {
+          const command = COMMANDS[(i + j) % COMMANDS.length];
+          results[command].push(runOnce(work, cli, command, before, after));
+        }
+      for (const command of COMMANDS) {
+        const rs = results[command];
+        const row: GuardBenchRow = {
+          command,
+          objects: n,
+          yamlMiB: bytes / 2 ** 20,
+          ms: spread(rs.map(r => r.ms)),
+          cpuMs: spread(rs.map(r => r.cpuMs)),
+          rssMiB: spread(rs.map(r => r.rssMiB)),
+          outputMiB: rs[0].outputMiB,
+          summary: rs[0].summary,
+        };
+        rows.push(row);
+        const timeCell = `${f(row.ms[0]).padStart(8)} [${f(row.ms[1])}-${f(row.ms[2])}]`;
+        const rssCell = `${row.rssMiB[0].toFixed(0).padStart(5)} MiB [${row.rssMiB[1].toFixed(0)}-${row.rssMiB[2].toFixed(0)}]`;
+        log(
+          `${command.padEnd(7)} | ${String(n).padStart(8)} | ${row.yamlMiB.toFixed(0).padStart(3)} MiB | ${timeCell.padEnd(26)} | ${f(row.cpuMs[0]).padStart(8)} | ${rssCell.padEnd(22)} | ${size(row.outputMiB).padStart(8)} | ${row.summary}`,
+        );
+      }
       fs.rmSync(before, { recursive: true, force: true });
       fs.rmSync(after, { recursive: true, force: true });
     }
-    for (let i = 1; i < rows.length; i++) {
-      const [a, b] = [rows[i - 1], rows[i]];
-      const exp = (x: number, y: number) => (Math.log(y / x) / Math.log(b.objects / a.objects)).toFixed(2);
-      log(
-        `   scaling exponent ${a.objects} -> ${b.objects}: time ${exp(a.ms[0], b.ms[0])} (above the process floor ${exp(Math.max(1, a.ms[0] - floor), Math.max(1, b.ms[0] - floor))}), peak RSS ${exp(a.rssMiB[0], b.rssMiB[0])}; 1.0 is linear`,
-      );
+    for (const command of COMMANDS) {
+      const mine = rows.filter(r => r.command === command);
+      for (let i = 1; i < mine.length; i++) {
+        const [a, b] = [mine[i - 1], mine[i]];
+        const exp = (x: number, y: number) => (Math.log(y / x) / Math.log(b.objects / a.objects)).toFixed(2);
+        log(
+          `${command} scaling exponent ${a.objects} -> ${b.objects}: time ${exp(a.ms[0], b.ms[0])} (above the process floor ${exp(Math.max(1, a.ms[0] - floor), Math.max(1, b.ms[0] - floor))}), CPU ${exp(a.cpuMs[0], b.cpuMs[0])}, peak RSS ${exp(a.rssMiB[0], b.rssMiB[0])}; 1.0 is linear`,
+        );
+      }
     }
   } finally {
     for (const d of cleanup) fs.rmSync(d, { recursive: true, force: true });

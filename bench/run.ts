@@ -4,7 +4,7 @@
 // comparison are paired round by round in rotating order. Only the package's public API and
 // cdk8s's public API are used.
 //   BENCH_ROUNDS         rounds per comparison (default and minimum 5)
-//   BENCH_ONLY           sections, comma-separated: synth, cli, guard (the default set) and load
+//   BENCH_ONLY           sections, comma-separated: synth, cli, guard (guard and plan; the default set) and load
 //   BENCH_SIZES          workload counts of the synth section (default 100,1000)
 //   BENCH_GUARD_SIZES    object counts of the guard section (default 1000,10000,100000)
 //   BENCH_LIB            another build of the library than lib/ (e.g. a candidate fix)
@@ -357,7 +357,7 @@ if (section('load')) {
 
 // ---------------------------------------------------------------------------------------------
 if (section('guard')) {
-  out('## 3. The guard as a user runs it: the CLI as a process on folders of YAML');
+  out('## 3. `guard` and `plan` as a user runs them: the CLI as a process on folders of YAML');
   out();
   progress('guard');
   // bench/guard.ts (its own owner) exports runGuardBench({ runs, log, cli }), which measures and logs its rows.
@@ -377,7 +377,7 @@ if (section('guard')) {
       cli: bin && fs.existsSync(bin) ? bin : undefined,
     });
   } catch (e) {
-    lines.push(`the guard benchmark failed: ${(e as Error).message.split('\n').slice(0, 5).join(' / ')}`);
+    lines.push(`the guard and plan benchmark failed: ${(e as Error).message.split('\n').slice(0, 5).join(' / ')}`);
     process.exitCode = 1;
   }
   out('```');

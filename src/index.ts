@@ -5,6 +5,13 @@ export { PodSecurityLevel } from './common/security';
 export type { GpuWorkload } from './workloads';
 export { EnvValue, EnvFrom } from './common/env';
 export type { GpuWorkloadProps, PodOptions, WorkloadVolume } from './common/pod-options';
+export {
+  NetworkAccess,
+  NetworkPeer,
+  NAMESPACE_NAME_LABEL,
+  DEFAULT_MONITORING_NAMESPACE,
+} from './common/network-policy';
+export type { RestrictedNetworkOptions } from './common/network-policy';
 export { StrictSchemaValidation } from './plugins/strict-schema-plugin';
 export { checkManifests } from './checks/manifests';
 export type { StrictSchemaValidationProps } from './plugins/strict-schema-plugin';
@@ -32,6 +39,7 @@ export type { TgiInferenceServiceProps, SecretKeyRef } from './inference/tgi-inf
 export { ModelCache } from './inference/model-cache';
 export { TgiQuantization, VllmQuantization, SglangQuantization } from './inference/quantization';
 export { IpFamily } from './inference/inference-service';
+export { WorkloadKind } from './inference/workload-kind';
 export type { InferenceService, InferenceServiceProps } from './inference/inference-service';
 export type { DownloadResources } from './inference/model-download';
 export { VllmInferenceService, VLLM_DEFAULT_IMAGE } from './inference/vllm-inference-service';

@@ -59,3 +59,69 @@ describe('example apps', () => {
     }
   });
 });
+
+describe('pinned-images app', () => {
+  const objects = objectsOf(synthesized.files['pinned-images.k8s.yaml'] ?? '');
+  /** Every pod template of the app: where it is, its labels and its spec. */
+  const templates = objects.flatMap((o: any): Array<{ where: string; labels: any; spec: any }> => {
+    const where = `${o.kind}/${o.metadata.name}`;
+    const t =
+      o.kind === 'JobSet'
+        ? o.spec.replicatedJobs[0].template.spec.template
+        : o.kind === 'CronJob'
+          ? o.spec.jobTemplate.spec.template
+          : ['StatefulSet', 'Deployment', 'Job'].includes(o.kind)
+            ? o.spec.template
+            : undefined;
+    return t ? [{ where, labels: t.metadata.labels, spec: t.spec }] : [];
+  });
+  const selecting = (labels: any) =>
+    objects.filter(
+      (p: any) =>
+        p.kind === 'NetworkPolicy' &&
+        Object.entries(p.spec.podSelector.matchLabels).every(([k, v]) => labels?.[k] === v),
+    );
+
+  test('runs every image by digest from the mirror: engines, downloads, picker, sidecars, rotators, trainers', () => {
+    const images = templates.flatMap(t =>
+      [...(t.spec.initContainers ?? []), ...t.spec.containers].map((c: any) => `${t.where} ${c.name} ${c.image}`),
+    );
+    for (const name of ['vllm', 'sglang', 'tgi', 'model-download', 'epp', 'rotator', 'trainer'])
+      expect(images.some(i => i.split(' ')[1] === name)).toBe(true);
+    expect(images.filter(i => i.includes('busybox')).length).toBeGreaterThanOrEqual(4);
+    for (const image of images) expect(image).toMatch(/ registry\.example\.internal\/[^ ]+@sha256:[0-9a-f]{64}$/);
+  });
+
+  test('every serving, training and rotator pod is selected by its own NetworkPolicy', () => {
+    for (const t of templates.filter(x => !x.where.startsWith('Deployment/'))) {
+      const policies = selecting(t.labels);
+      expect(`${t.where}: ${policies.length}`).toBe(`${t.where}: 1`);
+      const [policy] = policies;
+      const engine = t.spec.containers.find((c: any) => ['vllm', 'sglang', 'tgi'].includes(c.name))?.name;
+      if (engine) {
+        expect(policy.spec.ingress[1].from).toEqual([
+          { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+        ]);
+      }
+      if (engine === 'tgi') {
+        expect(policy.spec.ingress[0].from).toEqual([{ podSelector: { matchLabels: {} } }]);
+      } else if (engine) {
+        const from = policy.spec.ingress[0].from;
+        expect(from[0]).toEqual({
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'gateway-system' } },
+        });
+        // The picker, added by the InferenceGateway.
+        const epp = templates.find(x => x.where.startsWith('Deployment/'))!.labels;
+        expect(
+          from.some(
+            (p: any) => p.podSelector && Object.entries(p.podSelector.matchLabels).every(([k, v]) => epp[k] === v),
+          ),
+        ).toBe(true);
+      } else if (t.where.startsWith('CronJob/') || t.where.startsWith('Job/')) {
+        expect(policy.spec.policyTypes).toEqual(['Egress']);
+      } else {
+        expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: policy.spec.podSelector }] }]);
+      }
+    }
+  });
+});

@@ -104,8 +104,9 @@ export class EnvValue {
 
 /**
  * Names whose value is a credential: a literal would put the secret in the pod spec, readable by
- * anyone who can read the workload (and in Git). Rules as data: a name matches when it is listed or
- * ends with one of the suffixes; `notCredentials` are flags that merely end like one.
+ * anyone who can read the workload (and in Git). Rules as data: a name matches when it is listed,
+ * ends with one of the suffixes, or is a suffix itself (`API_KEY`, TGI's variable; `TOKEN`);
+ * `notCredentials` are flags that merely end like one.
  */
 export const CREDENTIAL_ENV = {
   names: ['HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'],
@@ -125,7 +126,8 @@ export function isCredentialEnvName(name: string): boolean {
   const upper = name.toUpperCase();
   if ((CREDENTIAL_ENV.notCredentials as readonly string[]).includes(upper)) return false;
   return (
-    (CREDENTIAL_ENV.names as readonly string[]).includes(upper) || CREDENTIAL_ENV.suffixes.some(s => upper.endsWith(s))
+    (CREDENTIAL_ENV.names as readonly string[]).includes(upper) ||
+    CREDENTIAL_ENV.suffixes.some(s => upper.endsWith(s) || upper === s.slice(1))
   );
 }
 

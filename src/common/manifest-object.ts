@@ -139,6 +139,7 @@ export const KIND = {
   CronJob: kindOf(k8s.KubeCronJob.GVK, k8s.toJson_KubeCronJobProps),
   HorizontalPodAutoscaler: kindOf(k8s.KubeHorizontalPodAutoscalerV2.GVK, k8s.toJson_KubeHorizontalPodAutoscalerV2Props),
   Job: kindOf(k8s.KubeJob.GVK, k8s.toJson_KubeJobProps),
+  NetworkPolicy: kindOf(k8s.KubeNetworkPolicy.GVK, k8s.toJson_KubeNetworkPolicyProps),
   PersistentVolumeClaim: kindOf(k8s.KubePersistentVolumeClaim.GVK, k8s.toJson_KubePersistentVolumeClaimProps),
   PodDisruptionBudget: kindOf(k8s.KubePodDisruptionBudget.GVK, k8s.toJson_KubePodDisruptionBudgetProps),
   Role: kindOf(k8s.KubeRole.GVK, k8s.toJson_KubeRoleProps),

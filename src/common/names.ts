@@ -42,3 +42,29 @@ export function statefulSetName(v: Validator, base: string, version: number | un
 export function claimNameFor(claimTemplate: string, statefulSet: string, ordinal: number): string {
   return `${claimTemplate}-${statefulSet}-${ordinal}`;
 }
+
+/**
+ * k8s.io/apimachinery util/rand's alphabet (no vowels, no 0, 1, 3): a ReplicaSet's
+ * pod-template-hash is the template hash's decimal digits mapped onto it (rand.SafeEncodeString,
+ * 1-10 characters), and a pod's generated suffix is 5 of its characters (SimpleNameGenerator).
+ */
+const SAFE = '[bcdfghjklmnpqrstvwxz2456789]';
+
+/**
+ * A regular expression (anchored, as PromQL matches `=~`) for the names of the pods of a workload:
+ * a StatefulSet's are `<name>-<ordinal>`, a Deployment's `<name>-<pod-template-hash>-<suffix>`, a
+ * LeaderWorkerSet's leaders `<name>-<group>` and workers `<name>-<group>-<index>`.
+ * One home for every query, rule and scaler that finds a workload's pods by name.
+ */
+export function podNamePattern(kind: string, name: string): string {
+  switch (kind) {
+    case 'StatefulSet':
+      return `${name}-[0-9]+`;
+    case 'Deployment':
+      return `${name}-${SAFE}{1,10}-${SAFE}{5}`;
+    case 'LeaderWorkerSet':
+      return `${name}-[0-9]+(-[0-9]+)?`;
+    default:
+      throw new Error(`no pod name pattern for kind ${kind}`);
+  }
+}

@@ -1,6 +1,7 @@
 import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { EnvFrom, EnvValue } from './env';
+import { NetworkAccess } from './network-policy';
 
 /**
  * Pod-level settings every workload construct accepts: scheduling, identity, metadata and extra
@@ -168,6 +169,13 @@ export interface GpuWorkloadProps {
   readonly runAsUser?: number;
   /** @default 'cluster.local' */
   readonly clusterDomain?: string;
+  /**
+   * Who may reach the pods, as a NetworkPolicy (enforced where the cluster's CNI enforces policy):
+   * serving pods take their API port from `clients` and metrics from the monitoring namespace,
+   * training pods take every port only from their own job. `NetworkAccess.unrestricted()` makes none.
+   * @default NetworkAccess.restricted() - the engines' APIs and torchrun's store have no authentication
+   */
+  readonly networkPolicy?: NetworkAccess;
   /**
    * Scheduling, identity, metadata and extra containers of the pods.
    * @default - none beyond the construct's own

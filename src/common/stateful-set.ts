@@ -9,14 +9,20 @@ import { isExtendedResourceName } from './gpu';
  * and ValidatePodSpec that a patch most easily breaks: quantities where quantities belong, a
  * selector its template matches, unique names, extended resources requested as they are limited.
  */
-export const STATEFUL_SET = kindOf(k8s.KubeStatefulSet.GVK, k8s.toJson_KubeStatefulSetProps, json => {
+export const STATEFUL_SET = kindOf(k8s.KubeStatefulSet.GVK, k8s.toJson_KubeStatefulSetProps, podControllerRules);
+
+/**
+ * The rules a JsonPatch most easily breaks on any object with a pod template and a selector (a
+ * StatefulSet, a Deployment): quantities, the selector, unique names, extended resources.
+ */
+export function podControllerRules(json: any): string[] {
   try {
-    checkQuantities(json.spec, `StatefulSet/${json.metadata?.name} spec`);
+    checkQuantities(json.spec, `${json.kind}/${json.metadata?.name} spec`);
   } catch (e) {
     return [(e as Error).message];
   }
   return statefulSetRules(json.spec ?? {});
-});
+}
 
 /** The API server's rules for a StatefulSet spec that a JsonPatch can break (messages name the path). */
 function statefulSetRules(spec: any): string[] {

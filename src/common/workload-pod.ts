@@ -37,6 +37,7 @@ export const GPU_WORKLOAD_PROP_KEYS: ReadonlyArray<keyof GpuWorkloadProps> = [
   'nodeSelector',
   'runAsUser',
   'clusterDomain',
+  'networkPolicy',
   'pod',
 ];
 const POD_OPTION_KEYS: ReadonlyArray<keyof PodOptions> = [

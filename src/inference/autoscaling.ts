@@ -1,6 +1,7 @@
 import { ApiObject, Duration } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { KIND, ManifestObject } from '../common/manifest-object';
+import { podNamePattern } from '../common/names';
 import { Construct } from 'constructs';
 import { Validator } from '../validation/validate';
 import { BatchLimit } from './engine';
@@ -92,7 +93,7 @@ export class Autoscaler {
       const hpa = new ManifestObject(scope, 'Autoscaler', KIND.HorizontalPodAutoscaler, {
         metadata: { name: c.name, labels: c.labels },
         spec: {
-          scaleTargetRef: c.scaleTarget ?? { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
+          scaleTargetRef: c.scaleTarget,
           minReplicas: c.minReplicas,
           maxReplicas: c.maxReplicas,
           metrics: [
@@ -124,7 +125,7 @@ export class Autoscaler {
           undefined,
         );
       }
-      query = inFlightQuery(c.metrics, c.namespace!, `${c.scaleTarget?.name ?? c.name}-[0-9]+`);
+      query = inFlightQuery(c.metrics, c.namespace!, podNamePattern(c.scaleTarget.kind, c.scaleTarget.name));
     } else if (typeof query !== 'string' || query.trim() === '') {
       v.fail('autoscaling.autoscaler query', 'must be a non-empty PromQL query', query);
     }
@@ -135,7 +136,7 @@ export class Autoscaler {
       kind: 'ScaledObject',
       metadata: { name: c.name, labels: c.labels },
       spec: {
-        scaleTargetRef: c.scaleTarget ?? { apiVersion: 'apps/v1', kind: 'StatefulSet', name: c.name },
+        scaleTargetRef: c.scaleTarget,
         minReplicaCount: c.minReplicas,
         maxReplicaCount: c.maxReplicas,
         // keda-docs reference/scaledobject-spec.md: after this many failed polls, hold the current
@@ -243,14 +244,15 @@ export interface AutoscalingOptions {
 /** @internal */
 export interface AutoscalerContext {
   readonly v: Validator;
+  /** The autoscaler's name. */
   readonly name: string;
   readonly labels: Record<string, string>;
   readonly namespace: string | undefined;
   /**
-   * The scale target, when not the StatefulSet `name` (a LeaderWorkerSet, whose scale subresource
-   * counts groups); its leader pods are `<target name>-<index>`.
+   * The scaled workload: a Deployment or StatefulSet, or a LeaderWorkerSet, whose scale subresource
+   * counts groups (its leaders are the pods the metric is read from).
    */
-  readonly scaleTarget?: { readonly apiVersion: string; readonly kind: string; readonly name: string };
+  readonly scaleTarget: { readonly apiVersion: string; readonly kind: string; readonly name: string };
   /** The engine's name, for the default HPA metric name. */
   readonly engine: string;
   readonly metrics: InFlightMetrics;

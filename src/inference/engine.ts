@@ -115,6 +115,21 @@ export interface Launch {
   readonly env: OwnedEnv[];
 }
 
+/** The engine's flags and variables for the two trust decisions a serving construct takes as props. */
+export interface EngineTrust {
+  /** The flag that sets the API key clients must send as `Authorization: Bearer <key>`. */
+  readonly apiKeyFlag: string;
+  /**
+   * The variable the server reads the key from; without one, the key reaches the flag through a
+   * shell wrapper that reads it from the environment (never a literal in the pod spec).
+   */
+  readonly apiKeyEnv?: string;
+  /** The flag that lets the engine import and run Python code from the model repository. */
+  readonly trustRemoteCodeFlag: string;
+  /** The variable that does the same, if the engine reads one. */
+  readonly trustRemoteCodeEnv?: string;
+}
+
 /**
  * The facts of one serving engine, each checked in its source. The serving practice (drain
  * arithmetic, probes, PDB, Services, cache, autoscaling, metrics, security) is shared and lives in
@@ -198,6 +213,8 @@ export interface ServingEngine {
    * whitespace and expands globs: such args may then contain neither.
    */
   readonly argsWordSplit: boolean;
+  /** How the server takes an API key and leave to run a model repository's code (serving-trust.ts). */
+  readonly trust: EngineTrust;
   /** Cache locations, as defaults a user variable may replace. */
   cacheEnv(cachePath: string): k8s.EnvVar[];
   /** Extra default variables (caches under the home). */

@@ -113,7 +113,7 @@ def complete(sha):
     for name, size in files.items():
         p = os.path.join(REPO_DIR, "snapshots", sha, name)
         if not os.path.isfile(p) or (size is not None and os.path.getsize(p) != size):
-            log(f"{name} is missing or changed in the cached snapshot {sha}: downloading again")
+            log(f"{name} is missing or changed in the cached snapshot {sha}: not complete")
             return False
     return True
 
@@ -159,6 +159,26 @@ if warm and complete(warm):
     log(f"{MODEL}@{warm}: complete in the cache ({marker(warm)}), nothing to download")
     finish(warm)
     sys.exit(0)
+
+# Wait mode (MODEL_CACHE_WAIT_SECONDS set): the serving pods of a shared cache that a fill Job
+# (MODEL_CACHE_FILL_JOB) fills. No network call, ever: poll for the ref and the completion marker
+# the filler writes only after every file is verified in place, then go on as a warm start. Past
+# the deadline, exit non-zero: the kubelet restarts the wait with back-off, and the pod shows why.
+if os.environ.get("MODEL_CACHE_WAIT_SECONDS") is not None:
+    wait_for = env_num("MODEL_CACHE_WAIT_SECONDS", 0)
+    poll = env_num("MODEL_CACHE_WAIT_POLL_SECONDS", 10)
+    job = os.environ.get("MODEL_CACHE_FILL_JOB") or "the fill Job"
+    until = time.monotonic() + wait_for
+    log(f"waiting up to {wait_for:g} s for {job} to fill {MODEL}@{REVISION or 'main'} (no download here)")
+    while True:
+        warm = cached_commit()
+        if warm and complete(warm):
+            log(f"{MODEL}@{warm}: complete in the cache ({marker(warm)}), filled by {job}")
+            finish(warm)
+            sys.exit(0)
+        if time.monotonic() >= until:
+            fail(f"{MODEL}@{REVISION or 'main'} is not complete in the cache after {wait_for:g} s: see kubectl logs job/{job}")
+        time.sleep(max(0.05, min(poll, until - time.monotonic())))
 
 
 def on_deadline(*_):

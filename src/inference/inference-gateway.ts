@@ -2,7 +2,9 @@ import { ApiObject, Chart, Duration } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { LABEL_COMPONENT, LABEL_NAME, labelSet } from '../common/labels';
-import { customKind, KIND, kindOf, ManifestObject } from '../common/manifest-object';
+import { DEPLOYMENT } from '../common/deployment';
+import { customKind, KIND, ManifestObject } from '../common/manifest-object';
+import { NAMESPACE_NAME_LABEL, NetworkPeer, resolvePeers } from '../common/network-policy';
 import { containerSecurityContext, podSecurityContext, ProcessIdentity } from '../common/security';
 import { Validator } from '../validation/validate';
 import {
@@ -34,7 +36,6 @@ const INFERENCE_MODEL_REWRITE = customKind<CustomResource>(
   'InferenceModelRewrite',
 );
 const HTTP_ROUTE = customKind<CustomResource>('gateway.networking.k8s.io/v1', 'HTTPRoute');
-const DEPLOYMENT = kindOf(k8s.KubeDeployment.GVK, k8s.toJson_KubeDeploymentProps);
 
 /** The component label of the serving pods (inference-service.ts): with the name, what every version shares. */
 const SERVING_COMPONENT = 'inference';
@@ -144,6 +145,16 @@ export interface InferenceGatewayProps {
    * @default - none
    */
   readonly modelRewrites?: ModelRewriteRule[];
+  /**
+   * Where the Gateway's data plane (its proxies) runs: each service's NetworkPolicy admits these peers on
+   * the API port, since the proxies send requests straight to the pods the picker chose. Name them where
+   * the proxies run elsewhere: Envoy Gateway's in its controller's namespace (`envoy-gateway-system`)
+   * unless its Gateway-namespace mode is on; a cloud's managed proxies (GKE) from the proxy-only subnet
+   * (`NetworkPeer.cidr()`).
+   * @default - every pod of the Gateway's namespace, where Istio, kgateway and NGINX Gateway Fabric deploy
+   * a Gateway's proxies; without it a restricted NetworkPolicy (the serving default) would refuse the gateway
+   */
+  readonly gatewayPeers?: NetworkPeer[];
 }
 
 const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
@@ -157,6 +168,7 @@ const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
   'endpointPickerImage',
   'objectives',
   'modelRewrites',
+  'gatewayPeers',
 ];
 
 /**
@@ -200,6 +212,12 @@ export class InferenceGateway extends Construct {
 
     const labels = labelSet({ name: r.name, instance: r.name, component: 'inference-pool' }).labels;
     const epp = labelSet({ name: r.epp, instance: r.epp, component: EPP_COMPONENT });
+    // The picker scrapes every pod's metrics on the pool's port: each service's NetworkPolicy admits it.
+    // The gateway's proxies send each request to the pod the picker chose, on the API port.
+    for (const { service } of r.members) {
+      service._allowClient?.({ podSelector: { matchLabels: epp.selector } });
+      for (const peer of r.gatewayPeers) service._allowClient?.(peer);
+    }
     this.inferencePool = new ManifestObject(this, 'Pool', INFERENCE_POOL, {
       metadata: { name: r.name, labels },
       spec: {
@@ -310,6 +328,7 @@ interface ResolvedGateway {
   readonly leaderElection: boolean;
   readonly image: string;
   readonly gateway: { name: string; namespace?: string; sectionName?: string };
+  readonly gatewayPeers: k8s.NetworkPolicyPeer[];
   readonly hostnames: string[];
   readonly requestTimeoutSeconds: number;
   readonly gracePeriodSeconds: number;
@@ -324,6 +343,7 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
   if (!Array.isArray(props.services) || props.services.length === 0)
     v.fail('services', 'must list at least one serving construct', props.services);
   const members = props.services.map((service, i) => memberOf(v, `services[${i}]`, service, namespace));
+  const gateway = gatewayRef(v, props.gateway);
   if (new Set(props.services).size !== props.services.length)
     v.fail(
       'services',
@@ -366,7 +386,13 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
     replicas,
     leaderElection: replicas > 1,
     image: v.image('endpointPickerImage', props.endpointPickerImage ?? EPP_DEFAULT_IMAGE),
-    gateway: gatewayRef(v, props.gateway),
+    gateway,
+    gatewayPeers: resolvePeers(v, 'gatewayPeers', props.gatewayPeers) ?? [
+      // A Gateway without a namespace is in the route's: every pod of this namespace.
+      gateway.namespace === undefined
+        ? { podSelector: { matchLabels: {} } }
+        : { namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: gateway.namespace } } },
+    ],
     hostnames: (v.stringArray('hostnames', props.hostnames) ?? []).map((h, i) => v.dnsSubdomain(`hostnames[${i}]`, h)),
     requestTimeoutSeconds:
       props.requestTimeout === undefined
@@ -475,7 +501,7 @@ function servedTargets(v: Validator, rules: ModelRewriteRule[], members: readonl
         v.failDescribed(
           `modelRewrites[${i}].targets[${j}].model`,
           'must be served by every service of the pool (a served model name or LoRA adapter name): the picker may send the request to any of them',
-          `${t.model}, which ${missing.service.statefulSetName} does not serve`,
+          `${t.model}, which ${missing.service.workloadName} does not serve`,
         );
       }
     }),

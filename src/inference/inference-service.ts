@@ -8,26 +8,29 @@ import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { headlessService } from '../common/headless-service';
 import { LABEL_COMPONENT, LABEL_NAME, LABEL_WORKLOAD, labelSet, workloadLabels } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
+import { workloadNetworkPolicy } from '../common/network-policy';
 import { statefulSetName } from '../common/names';
 import { GpuWorkloadProps } from '../common/pod-options';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, ProcessIdentity, resolveProcessIdentity } from '../common/security';
-import { STATEFUL_SET } from '../common/stateful-set';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
 import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
 import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
 import { addDownload, DownloadResources } from './model-download';
+import { CacheFill, fillSharedCache } from './cache-fill-job';
 import { claimSharedCache } from './shared-cache-owners';
+import { applyServingTrust } from './serving-trust';
 import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
 import { BoundModelCache, ModelCache } from './model-cache';
+import { progressDeadlineSeconds, resolveWorkloadKind, servingWorkloadObject, WorkloadKind } from './workload-kind';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
 import { Rdma, rdmaExtendedResources, rdmaNeedsRoot, requireRootForRdma } from '../common/rdma';
-import { groupScaleTarget, leaderWorkerSet, resolveGroup, ServingGroup } from './leader-worker-set';
+import { groupNetworkPolicy, groupScaleTarget, leaderWorkerSet, resolveGroup, ServingGroup } from './leader-worker-set';
 import {
   checkImageFacts,
   extraArgsOf,
@@ -76,7 +79,7 @@ export enum IpFamily {
 
 /** Props every serving construct accepts, with the same meaning and default. */
 export interface InferenceServiceProps extends GpuWorkloadProps {
-  /** The base name, a DNS-1035 label. The client Service is `name`; the StatefulSet `name` or `name-v<version>`. */
+  /** The base name, a DNS-1035 label. The client Service is `name`; the workload `name` or `name-v<version>`. */
   readonly name: string;
   /**
    * The HuggingFace model id, e.g. `meta-llama/Llama-3.1-8B-Instruct`, or an absolute path on a volume (then nothing is
@@ -117,7 +120,8 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   readonly extraArgs?: string[];
   /**
    * Where downloaded weights live (`/data`, HF_HOME). An init container downloads into it before the
-   * server starts; the server reads it offline.
+   * server starts (a shared claim is filled by a CPU-only Job the pods wait for); the server reads it
+   * offline. The cache also decides the default `workloadKind`.
    * @default ModelCache.persistentClaim({ size: Size.gibibytes(100) }) - per-replica claim, so a restart does not
    * download again; larger when modelSize needs it (modelSize + 20%)
    */
@@ -185,7 +189,7 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   readonly serviceMonitorInterval?: Duration;
   /**
    * Scale on the requests in flight (running + waiting) per replica with an HPA or KEDA. The
-   * StatefulSet's `replicas` is then not synthesized, so `kubectl apply` and GitOps never fight
+   * workload's `replicas` is then not synthesized, so `kubectl apply` and GitOps never fight
    * the autoscaler; the PDB still holds.
    * @default - a fixed replica count
    */
@@ -215,6 +219,21 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly usageStats?: boolean;
   /**
+   * The API key clients must send (`Authorization: Bearer <key>`), from a Secret: the engine's own
+   * variable (vLLM `VLLM_API_KEY`, TGI `API_KEY`) or, for SGLang, which reads only `--api-key`, a
+   * shell wrapper that passes it from the environment. Health and metrics stay open. `--api-key` in
+   * extraArgs is refused.
+   * @default - no key: anyone the NetworkPolicy admits may call the API
+   */
+  readonly apiKeySecret?: SecretKeyRef;
+  /**
+   * Let the engine import and run Python code from the model repository (`--trust-remote-code`, TGI
+   * `TRUST_REMOTE_CODE`), for architectures transformers does not ship. Needs `revision` pinned to a
+   * commit; `--trust-remote-code` in extraArgs is refused.
+   * @default false - code from the Hub runs in the pod with its GPUs, token and network
+   */
+  readonly trustRemoteCode?: boolean;
+  /**
    * The port the engine listens on (named `http`; the client Service maps port 80 to it). Services of one model on
    * different engines behind one `InferenceGateway` need the same port: an InferencePool's target ports apply to
    * every pod it selects.
@@ -222,11 +241,20 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly port?: number;
   /**
+   * The workload that runs the replicas. A Deployment replaces pods by surge (`maxSurge: 1,
+   * maxUnavailable: 0`: one replica keeps serving through an update, a pod on a dead node is replaced
+   * without a force-delete); a StatefulSet is what a per-replica claim needs (its claim template).
+   * @default - WorkloadKind.STATEFUL_SET with ModelCache.persistentClaim() (refused otherwise), else
+   * WorkloadKind.DEPLOYMENT (a shared claim or an emptyDir: the servers keep no per-replica state); with
+   * `nodes` > 1, WorkloadKind.LEADER_WORKER_SET, the only kind that runs a group
+   */
+  readonly workloadKind?: WorkloadKind;
+  /**
    * Nodes per replica, for a model larger than one node: each replica is then a LeaderWorkerSet group of `nodes` pods
    * of gpusPerReplica GPUs each (one per node), whose leader serves the API and whose workers run the other ranks
    * (vLLM: tensor parallel within a node, pipeline parallel across; SGLang: tensor parallel across the group). Needs
    * LeaderWorkerSet v0.10 or later; not for TGI, which runs a replica on one node. See docs/serving.md.
-   * @default 1 - one pod per replica, a StatefulSet
+   * @default 1 - one pod per replica, a Deployment or StatefulSet (`workloadKind`)
    */
   readonly nodes?: number;
   /**
@@ -272,6 +300,9 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'minDriverVersion',
   'downloadResources',
   'port',
+  'workloadKind',
+  'apiKeySecret',
+  'trustRemoteCode',
   'nodes',
   'queueName',
   'rdma',
@@ -287,7 +318,7 @@ export interface EngineBinding {
 }
 
 /**
- * The practice every LLM server shares: a StatefulSet whose pods drain instead of dropping
+ * The practice every LLM server shares: a Deployment or StatefulSet whose pods drain instead of dropping
  * requests (timings that add up), a startup probe over model load only, weights downloaded where
  * no probe can kill the download, a PDB keeping n-1 serving, a client Service stable across
  * versions and engines, per-pod metrics, optional autoscaling on the queue, and the tightest Pod
@@ -298,8 +329,12 @@ export interface EngineBinding {
 export abstract class ServingWorkload extends Construct implements IGpuWorkload {
   /** The client Service's name: `name`, stable across versions and engines, port 80. */
   readonly serviceName: string;
-  /** The StatefulSet's name: `name` or `name-v<version>`. */
-  readonly statefulSetName: string;
+  /** The workload's name (Deployment or StatefulSet): `name` or `name-v<version>`. */
+  readonly workloadName: string;
+  /** The workload's kind (`workloadKind`, or the cache's default). */
+  readonly workloadKind: WorkloadKind;
+  /** @deprecated use workloadName. The StatefulSet's name, when the workload is one. */
+  readonly statefulSetName?: string;
   /** The governing headless Service's name. */
   readonly headlessServiceName: string;
   /** `http://<service>.<namespace>.svc.<domain>` when the chart has a namespace, else `http://<service>`. */
@@ -311,10 +346,23 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   /** The startup probe's budget for model load and warm-up. */
   readonly startupBudgetSeconds: number;
   /**
-   * The StatefulSet, for escape hatches (a JsonPatch applies to its API JSON and is checked); with `nodes` > 1 the
-   * LeaderWorkerSet in its place.
+   * The Deployment, StatefulSet or LeaderWorkerSet, for escape hatches (a JsonPatch applies to its API JSON and is
+   * checked).
    */
-  readonly statefulSet: ApiObject;
+  readonly workload: ApiObject;
+  /** @deprecated use workload. The StatefulSet, when the workload is one. */
+  readonly statefulSet?: ApiObject;
+  /** The Deployment, when the workload is one. */
+  readonly deployment?: ApiObject;
+  /** The LeaderWorkerSet, with `nodes` > 1: a group of `nodes` pods per replica. */
+  readonly leaderWorkerSet?: ApiObject;
+  /**
+   * The CPU-only Job that fills a shared (ReadWriteMany) cache, when the model is on the hub: the
+   * serving pods wait for it. Shared by the services of one claim, engine, model and revision.
+   */
+  readonly cacheFillJob?: ApiObject;
+  /** The fill Job's name: `<model>-fill-<hash>`. */
+  readonly cacheFillJobName?: string;
   /** The client Service (shared by every version and engine of this name; made by the first). */
   readonly service: ApiObject;
   /** The governing headless Service: per-pod DNS names and per-pod metrics endpoints. */
@@ -323,6 +371,10 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly podDisruptionBudget: ApiObject;
   /** The prometheus-operator ServiceMonitor, when `serviceMonitor` is true. */
   readonly serviceMonitor?: ApiObject;
+  /** The NetworkPolicy admitting clients to the API port and Prometheus to metrics (unless unrestricted). */
+  readonly networkPolicy?: ApiObject;
+  /** @internal Adds a peer to the API port's rule (the InferenceGateway's Endpoint Picker). */
+  readonly _allowClient?: (peer: k8s.NetworkPolicyPeer) => void;
   /** The HorizontalPodAutoscaler, with `Autoscaler.hpa()`. */
   readonly horizontalPodAutoscaler?: ApiObject;
   /** The KEDA ScaledObject, with `Autoscaler.keda()`. */
@@ -367,10 +419,14 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   /** @internal */
   readonly _processAliases: Readonly<Record<string, string>>;
   /** @internal */
-  readonly _templateChangesRollOut = true;
+  readonly _templateChangesRollOut: boolean;
+  /** @internal */
+  readonly _templateChangesStay?: string;
+  /** @internal Every pod template: the one pod's, or a group's leader and workers. */
+  readonly _podTemplates: PodTemplate[];
   /** @internal */
   get _podOwner(): ApiObject {
-    return this.statefulSet;
+    return this.workload;
   }
 
   /** @internal Each engine's construct passes its facts; the practice is not extended from outside. */
@@ -382,7 +438,9 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       const who = `${binding.engine.construct} '${id}'`;
       claimSharedCache(this, v, { claimName: r.cache.volume.persistentVolumeClaim.claimName, uid: r.uid, who });
     }
-    this.statefulSetName = r.name;
+    this.workloadName = r.group?.name ?? r.name;
+    this.workloadKind = r.kind;
+    if (r.kind === WorkloadKind.STATEFUL_SET) this.statefulSetName = r.name;
     this.serviceName = props.name;
     this.headlessServiceName = `${r.name}-headless`;
     this.port = r.port;
@@ -411,7 +469,17 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       ? `http://${this.serviceName}.${namespace}.svc.${clusterDomain}`
       : `http://${this.serviceName}`;
 
+    // Stakater Reloader patches Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs
+    // (docs.stakater.com/reloader); it ignores a LeaderWorkerSet, so a restart on rotation never comes.
+    this._templateChangesRollOut = r.group === undefined;
+    if (r.group)
+      this._templateChangesStay =
+        'Stakater Reloader does not restart LeaderWorkerSets (it patches Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs)';
     const template = (this._podTemplate = composePod(v, props, r));
+    this._podTemplates = [template];
+    const fill = sharedCacheFill(this, template, r);
+    this.cacheFillJob = fill?.job;
+    this.cacheFillJobName = fill?.jobName;
 
     this.headlessService = headlessService(this, 'Headless', {
       name: this.headlessServiceName,
@@ -420,33 +488,34 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       ports: [{ name: PORT_NAME, port: r.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
     });
     this.service = clientService(this, props.name);
-    const composeWorker = (w: Pick<ResolvedServing, 'labels' | 'selector'>) =>
-      composePod(v, props, { ...r, ...w, serviceMonitor: true });
+    // A worker is the leader's pod with the workers' labels; it waits for the same fill Job.
+    const composeWorker = (w: Pick<ResolvedServing, 'labels' | 'selector'>) => {
+      const worker = composePod(v, props, { ...r, ...w, serviceMonitor: true });
+      sharedCacheFill(this, worker, r);
+      this._podTemplates.push(worker);
+      return worker;
+    };
     const emission = { v, who: `${r.engine.construct} '${id}'`, r, leader: template, composeWorker };
-    // prettier-ignore
-    this.statefulSet = r.group ? leaderWorkerSet(this, { ...emission, group: r.group, guaranteedQos: r.guaranteedQos }) : new ManifestObject(this, 'Resource', STATEFUL_SET, {
-      metadata: { name: r.name, labels: r.labels },
-      spec: {
-        serviceName: this.headlessServiceName,
-        // Autoscaled: no replicas field, so an apply never resets what the autoscaler chose.
-        ...(r.replicas !== undefined ? { replicas: r.replicas } : {}),
-        // Parallel only changes scaling (all replicas start at once); it is immutable, so it is
-        // set from creation. Rolling updates still replace one pod at a time.
-        podManagementPolicy: 'Parallel',
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
-        selector: { matchLabels: r.selector },
-        template: template.toTemplate(),
-        ...(r.cache.claimTemplate
-          ? {
-              volumeClaimTemplates: [
-                { ...r.cache.claimTemplate, metadata: { ...r.cache.claimTemplate.metadata, labels: r.labels } },
-              ],
-              // A model cache is re-downloadable: delete claims with the StatefulSet or on scale-down.
-              persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
-            }
-          : {}),
-      },
-    });
+    this.workload = r.group
+      ? leaderWorkerSet(this, { ...emission, group: r.group, guaranteedQos: r.guaranteedQos })
+      : servingWorkloadObject(this, {
+          kind: r.kind,
+          name: r.name,
+          labels: r.labels,
+          selector: r.selector,
+          replicas: r.replicas,
+          template,
+          headlessServiceName: this.headlessServiceName,
+          cache: r.cache,
+          progressDeadlineSeconds: progressDeadlineSeconds({
+            capacitySeconds: r.capacity.seconds,
+            gracePeriodSeconds: r.termination.gracePeriodSeconds,
+            cacheWaitSeconds: fill?.waitSeconds ?? 0,
+          }),
+        });
+    if (r.kind === WorkloadKind.STATEFUL_SET) this.statefulSet = this.workload;
+    else if (r.kind === WorkloadKind.DEPLOYMENT) this.deployment = this.workload;
+    else this.leaderWorkerSet = this.workload;
     addPodValidation(this, template, r.guaranteedQos, `${r.engine.construct} '${id}'`);
     // maxUnavailable 1 keeps n-1 serving while replicas change. With one replica it still lets a
     // drain evict the pod (a short outage) instead of blocking node maintenance forever.
@@ -456,6 +525,15 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       selector: r.selector,
       budget: DisruptionBudget.maxUnavailable(1),
     })!;
+    const group = r.group && groupNetworkPolicy(new Construct(this, 'Group'), v, props.networkPolicy, r);
+    const policy = workloadNetworkPolicy(this, v, props.networkPolicy, {
+      identity: { name: props.name, instance: r.name, component: COMPONENT },
+      profile: 'serving',
+      port: PORT_NAME,
+      peers: group?.leaderPeers,
+    });
+    this.networkPolicy = policy?.object;
+    this._allowClient = policy?.allowClient;
     const monitor = serviceMonitor(this, v, {
       ...props,
       autoscaled: r.autoscaling !== undefined,
@@ -472,7 +550,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
         name: r.name,
         labels: r.labels,
         namespace,
-        scaleTarget: r.group && groupScaleTarget(r.group),
+        scaleTarget: r.group ? groupScaleTarget(r.group) : { apiVersion: 'apps/v1', kind: r.kind, name: r.name },
         engine: r.engine.containerName,
         metrics: { running: r.engine.metrics.running, waiting: r.engine.queueMetric },
         minReplicas: r.autoscaling.minReplicas,
@@ -498,7 +576,9 @@ interface ResolvedServing {
   readonly image: string;
   readonly termination: Termination;
   readonly startupBudgetSeconds: number;
+  readonly modelSize?: Size;
   readonly cache: BoundModelCache;
+  readonly kind: WorkloadKind;
   readonly autoscaling?: ReturnType<typeof resolveAutoscaling>;
   readonly capacity: { seconds: number; what: string };
   readonly inFlightTarget?: number;
@@ -549,6 +629,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   if (!(modelCache instanceof ModelCache))
     v.fail('modelCache', 'must be made with ModelCache.persistentClaim(), sharedClaim() or emptyDir()', modelCache);
   const cache = modelCache._bind(v, modelSize);
+  const kind = resolveWorkloadKind(v, props.workloadKind, cache, group !== undefined);
 
   const capacity = capacityDelay(startupBudgetSeconds, modelSize, cache.shared);
   const batch = {
@@ -570,7 +651,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
   // Unprivileged: the pods drop every capability, NET_BIND_SERVICE included.
   const port = v.wholeNumber('port', props.port ?? engine.port, 1024, 65535);
-  const launch = engine.launch({
+  const untrusted = engine.launch({
     modelId,
     revision,
     gpus: group?.tensorParallel ?? gpus,
@@ -580,6 +661,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     usageStats: v.boolean('usageStats', props.usageStats, false),
     tuning: binding.tuning(v),
   });
+  const launch = applyServingTrust(v, engine, props, untrusted);
   const extraArgs = extraArgsOf(v, engine, props.extraArgs);
 
   const { identity, uid } = resolveProcessIdentity(v, {
@@ -617,7 +699,9 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     image,
     termination,
     startupBudgetSeconds,
+    modelSize,
     cache,
+    kind,
     autoscaling,
     capacity,
     inFlightTarget: derivedInFlightTarget(batch),
@@ -726,6 +810,18 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
   return template;
 }
 
+/**
+ * A shared claim is filled once by a CPU-only Job, which the pods wait for: the download needs no
+ * GPU, and one filler per cache replaces one per replica. The wait allows the fill at the assumed hub
+ * bandwidth (when modelSize says how much) plus the startup budget; a longer fill restarts the wait.
+ */
+function sharedCacheFill(scope: Construct, template: PodTemplate, r: ResolvedServing): CacheFill | undefined {
+  const claim = r.cache.shared ? r.cache.volume?.persistentVolumeClaim?.claimName : undefined;
+  if (claim === undefined || r.modelId.startsWith('/')) return undefined;
+  const waitSeconds = capacityDelay(r.startupBudgetSeconds, r.modelSize, false).seconds;
+  return fillSharedCache(scope, template, { claimName: claim, waitSeconds });
+}
+
 /** An engine variable whose value holds user strings (MODEL_ID, REVISION): passed as written. */
 function escapedEnv(env: k8s.EnvVar): k8s.EnvVar {
   return env.value === undefined ? env : { ...env, value: escapeKubeletExpansion(env.value) };
@@ -733,7 +829,7 @@ function escapedEnv(env: k8s.EnvVar): k8s.EnvVar {
 
 /**
  * One client Service across versions and engines: it selects every version of this name through
- * the named port, so during a version bump both StatefulSets serve until the old one is deleted.
+ * the named port, so during a version bump both workloads serve until the old one is deleted.
  */
 function clientService(scope: Construct, name: string): ApiObject {
   return sharedObject(

@@ -4,7 +4,8 @@ import { Construct } from 'constructs';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { isMigResource } from '../common/gpu';
 import { KUEUE_QUEUE_LABEL, kueueQueueName } from '../common/kueue';
-import { LABEL_NAME, labelSet } from '../common/labels';
+import { LABEL_NAME, labelSet, selectorLabels, WorkloadIdentity } from '../common/labels';
+import { NetworkAccess, workloadNetworkPolicy } from '../common/network-policy';
 import { customKind, ManifestKind, ManifestObject } from '../common/manifest-object';
 import { PodTemplate } from '../common/pod-template';
 import { Rdma, RdmaPodParts } from '../common/rdma';
@@ -218,11 +219,7 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   const leaderMain = e.leader.main as WritableContainer;
   leaderMain.args = [...(leaderMain.args ?? []), ...groupArgs];
 
-  const workerLabels = labelSet({
-    name: r.labels[LABEL_NAME] ?? r.name,
-    instance: r.name,
-    component: WORKER_COMPONENT,
-  });
+  const workerLabels = labelSet(workerIdentity(r));
   const worker = e.composeWorker(workerLabels);
   const workerMain = worker.main as WritableContainer;
   workerMain.args = [...(workerMain.args ?? []), ...groupArgs, ...group.launch.workerArgs];
@@ -281,6 +278,34 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
     budget: DisruptionBudget.maxUnavailable(1),
   });
   return object;
+}
+
+/** The workers' identity: the leaders' name and instance, another component. */
+function workerIdentity(r: Pick<GroupInputs, 'labels' | 'name'>): WorkloadIdentity {
+  return { name: r.labels[LABEL_NAME] ?? r.name, instance: r.name, component: WORKER_COMPONENT };
+}
+
+/**
+ * The NetworkPolicy of the workers, and the peers the leaders' policy admits on every port: the
+ * ranks of a group connect to each other (the engine's rendezvous on the leader, NCCL both ways) on
+ * ports the engines choose, so every pod of the set admits every other on all ports. Workers serve
+ * no clients and no metrics. Undefined with `NetworkAccess.unrestricted()`.
+ */
+export function groupNetworkPolicy(
+  scope: Construct,
+  v: Validator,
+  access: NetworkAccess | undefined,
+  r: Pick<GroupInputs, 'labels' | 'name' | 'selector'>,
+): { workers?: ApiObject; leaderPeers: k8s.NetworkPolicyPeer[] } {
+  const worker = workerIdentity(r);
+  const leaderPeers = [{ podSelector: { matchLabels: selectorLabels(worker) } }];
+  const workers = workloadNetworkPolicy(scope, v, access, {
+    identity: worker,
+    profile: 'gang',
+    peers: [{ podSelector: { matchLabels: r.selector } }],
+    name: `${r.name}-workers`,
+  });
+  return { workers: workers?.object, leaderPeers };
 }
 
 /** The autoscaler's target for a group: the LeaderWorkerSet's scale subresource counts groups. */

@@ -3,6 +3,7 @@ import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { versionedName } from '../common/names';
 import { PodTemplate } from '../common/pod-template';
 import { Validator } from '../validation/validate';
+import { CACHE_WAIT_CONTAINER, filledDownload } from './cache-fill-job';
 import { DOWNLOAD_CONTAINER } from './model-download';
 import { modelIdOf, revisionOf } from './serving-inputs';
 
@@ -86,14 +87,14 @@ export function addAdapterDownloads(
   const hub = adapters.filter(a => a.download);
   if (hub.length === 0) return;
   const init = template.spec.initContainers ?? [];
-  const base = init.findIndex(c => c.name === DOWNLOAD_CONTAINER);
+  // On a shared cache a fill Job downloads and the pod waits for it (cache-fill-job.ts): so for adapters.
+  const base = init.findIndex(c => c.name === DOWNLOAD_CONTAINER || c.name === CACHE_WAIT_CONTAINER);
   const download = init[base];
   // The base download's command: python3 -c <script> <engine> <model> <revision>.
   const [python, flag, script, engine] = download.command!;
-  const containers: k8s.Container[] = hub.map((a, i) => ({
-    ...download,
-    name: `${DOWNLOAD_CONTAINER}-lora-${i}`,
-    command: [
+  const containers: k8s.Container[] = hub.map((a, i) => {
+    const name = `${download.name}-lora-${i}`;
+    const command = [
       python,
       flag,
       script,
@@ -102,7 +103,8 @@ export function addAdapterDownloads(
       escapeKubeletExpansion(a.revision ?? ''),
       escapeKubeletExpansion(a.path),
       maxRank === undefined ? '' : String(maxRank),
-    ],
-  }));
+    ];
+    return filledDownload(template, command, name) ?? { ...download, name, command };
+  });
   template.spec.initContainers = [...init.slice(0, base + 1), ...containers, ...init.slice(base + 1)];
 }

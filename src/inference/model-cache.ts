@@ -19,9 +19,9 @@ export interface BoundModelCache {
 }
 
 /**
- * Where a model server keeps downloaded weights. Whatever the choice, an init container runs the
- * engine's own download command into the cache before the server starts, where no probe can
- * kill a long download; the server then reads the cache with the hub offline
+ * Where a model server keeps downloaded weights. An init container downloads into the cache before
+ * the server starts (for a shared claim, a fill Job does and the init container waits for it), where
+ * no probe can kill a long download; the server then reads the cache with the hub offline
  * (`HF_HUB_OFFLINE=1`), so its startup probe covers loading only.
  */
 export class ModelCache {
@@ -40,18 +40,13 @@ export class ModelCache {
 
   /**
    * An existing ReadWriteMany claim (NFS, EFS, Filestore, CephFS, Azure Files...) mounted by every
-   * replica and every version: the weights are downloaded once for the whole service.
-   *
-   * Concurrency: each replica's init container runs the download; huggingface_hub's
-   * `hf_hub_download` takes a per-file lock (`<cache>/hub/.locks/<repo>/<etag>.lock`, a
-   * `WeakFileLock`, i.e. `flock`), downloads to a temporary `.incomplete` file and renames it into
-   * place. When replicas start together, one downloads each file while the others wait on its lock
-   * and then find it present; a warm cache costs only metadata requests. The kernel releases the
-   * lock when its holder dies, so a killed download leaves no stale lock. On a filesystem without
-   * `flock` across nodes (NFS mounted `nolock`, Lustre without `-o flock`) the hub logs a warning
-   * and goes on without the lock: replicas may then fetch the same file in parallel (wasted
-   * bandwidth, not a corrupt cache, since each file appears only by rename). The claim's files must
-   * be writable by the pod's UID (NFS drivers do not apply fsGroup).
+   * replica and every version: the weights are downloaded once for the whole service, by a CPU-only
+   * Job (`<model>-fill-<hash>`, Argo CD sync wave -1) that the services of one claim, engine, model and
+   * revision share; the serving pods wait for its completion marker with the hub offline, and hold
+   * no GPU idle during a download. Concurrent fillers (two Jobs, or a Job and a per-pod download)
+   * never corrupt the cache: each writes verified files by rename under its own lock files, which work
+   * without `flock` (NFS `nolock`). The claim's files must be writable by the pod's UID (NFS drivers do
+   * not apply fsGroup), and every service on the claim runs as one UID.
    */
   static sharedClaim(o: { readonly claimName: string }): ModelCache {
     return new ModelCache('shared', undefined, undefined, o?.claimName, o, ['claimName']);

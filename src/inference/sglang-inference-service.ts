@@ -93,7 +93,8 @@ export class SglangInferenceService extends ServingWorkload {
         return sglangTuning(v, props, adapters);
       },
     });
-    addAdapterDownloads(this._podTemplate, adapters, props.maxLoraRank);
+    // Every rank of a group loads the adapters from its own disk.
+    for (const t of this._podTemplates) addAdapterDownloads(t, adapters, props.maxLoraRank);
     this.loraAdapterNames = adapters.map(a => a.name);
     this.servedModelNames = [props.servedModelName ?? props.modelId, ...this.loraAdapterNames];
   }

@@ -95,7 +95,8 @@ export class VllmInferenceService extends ServingWorkload {
         return vllmTuning(v, props, lora.adapters, lora.maxRank);
       },
     });
-    addAdapterDownloads(this._podTemplate, lora.adapters, lora.maxRank);
+    // Every rank of a group loads the adapters from its own disk.
+    for (const t of this._podTemplates) addAdapterDownloads(t, lora.adapters, lora.maxRank);
     this.loraAdapterNames = lora.adapters.map(a => a.name);
     this.servedModelNames = [...(props.servedModelNames ?? [props.modelId]), ...this.loraAdapterNames];
   }

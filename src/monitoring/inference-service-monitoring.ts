@@ -108,9 +108,9 @@ export class InferenceServiceMonitoring extends Construct {
     if (ttftTarget !== undefined && m.timeToFirstToken === undefined)
       v.fail('timeToFirstTokenTarget', 'needs an engine that exports time to first token (vLLM, SGLang)', ttftTarget);
 
-    const name = service.statefulSetName;
+    const name = service.workloadName;
     const ns = namespaceMatcher(service);
-    const pods = podMatcher(name);
+    const pods = podMatcher(name, service.workloadKind);
     const window = rateWindowSeconds(service.scrapeIntervalSeconds);
     const w = `[${window}s]`;
     const limits = service.autoscalingLimits;
@@ -226,7 +226,8 @@ export class InferenceServiceMonitoring extends Construct {
       labels: { ...labels, ...shared.ruleLabels },
       group: `${name}.serving`,
       rules: () => this.alerts,
-      ruleLabels: { statefulset: name },
+      // The workload's kind as kube-state-metrics labels it (`statefulset`, `deployment`).
+      ruleLabels: { [service.workloadKind.toLowerCase()]: name },
       runbookBase: shared.runbookBaseUrl,
     });
 
@@ -326,7 +327,7 @@ export class InferenceServiceMonitoring extends Construct {
         title: 'GPU utilization',
         description: `${DCGM.gpuUtil} from the DCGM exporter, per pod.`,
         unit: 'percent',
-        queries: [{ expr: dcgmPerPod('avg', DCGM.gpuUtil, service, name), legend: '{{pod}}' }],
+        queries: [{ expr: dcgmPerPod('avg', DCGM.gpuUtil, service, name, service.workloadKind), legend: '{{pod}}' }],
       },
     ];
     this.panels = panels;

@@ -1,6 +1,7 @@
 import { ApiObject, Chart, Lazy } from 'cdk8s';
 import { Construct } from 'constructs';
 import { customKind, KIND, ManifestObject } from '../common/manifest-object';
+import { podNamePattern } from '../common/names';
 import { Validator } from '../validation/validate';
 import { DCGM } from './metric-facts';
 
@@ -102,8 +103,14 @@ export function namespaceMatcher(scope: Construct): string | undefined {
  * attaches `namespace` and `pod`, which stay so with `honorLabels: true` and become
  * `exported_namespace` and `exported_pod` otherwise (they clash with the target's own labels).
  */
-export function dcgmPerPod(aggregation: 'avg' | 'sum', metric: string, scope: Construct, statefulSetName: string) {
-  return dcgmPerPodMatching(aggregation, metric, scope, `${statefulSetName}-[0-9]+`);
+export function dcgmPerPod(
+  aggregation: 'avg' | 'sum',
+  metric: string,
+  scope: Construct,
+  workloadName: string,
+  kind = 'StatefulSet',
+) {
+  return dcgmPerPodMatching(aggregation, metric, scope, podNamePattern(kind, workloadName));
 }
 
 /**
@@ -138,9 +145,9 @@ export function dcgmPerPodMatching(aggregation: 'avg' | 'sum', metric: string, s
   );
 }
 
-/** The pods of a StatefulSet: `<name>-<ordinal>`. */
-export function podMatcher(statefulSetName: string): string {
-  return `pod=~${quote(`${statefulSetName}-[0-9]+`)}`;
+/** The pods of a workload (a StatefulSet's `<name>-<ordinal>`, a Deployment's `<name>-<hash>-<suffix>`). */
+export function podMatcher(workloadName: string, kind = 'StatefulSet'): string {
+  return `pod=~${quote(podNamePattern(kind, workloadName))}`;
 }
 
 /** A rate window of at least four scrapes (Prometheus docs: range at least 4x the scrape interval), 60 s at least. */

@@ -1,6 +1,7 @@
 import { ApiObject, Chart, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY } from '../common/labels';
+import { podNamePattern } from '../common/names';
 import { GpuTrainingJob } from '../training/gpu-training-job';
 import { GpuTrainingStatefulSet } from '../training/gpu-training-stateful-set';
 import { TRAINER_CONTAINER } from '../training/practice';
@@ -243,7 +244,11 @@ function statefulSetTrainingSignals(
         },
       ],
     },
-    ...trainerGpuPanels(job, `${name}-[0-9]+`, 'rank while Ready means a stuck rendezvous or a finished run'),
+    ...trainerGpuPanels(
+      job,
+      podNamePattern('StatefulSet', name),
+      'rank while Ready means a stuck rendezvous or a finished run',
+    ),
   ];
   return { alerts, panels };
 }

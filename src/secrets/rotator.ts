@@ -4,6 +4,7 @@ import { Construct } from 'constructs';
 import { contentHash } from '../common/hash';
 import { LABEL_COMPONENT } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
+import { egressNetworkPolicy, NetworkPeer, resolvePeers } from '../common/network-policy';
 import { containerSecurityContext, DEFAULT_NON_ROOT_UID, podSecurityContext } from '../common/security';
 import { toleration } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
@@ -21,6 +22,7 @@ const ROTATION_PROPS = [
   'nodeSelector',
   'tolerations',
   'serviceAccountAnnotations',
+  'egress',
 ];
 
 /** The user's rotator: a program that obtains a fresh credential and writes it into the Secret. */
@@ -72,6 +74,14 @@ export interface SecretRotation {
    * @default - none
    */
   readonly serviceAccountAnnotations?: Record<string, string>;
+  /**
+   * Where the rotator may connect: with it, a NetworkPolicy lets its pods reach only these peers and
+   * DNS. Name the API server (it writes the Secret there: `NetworkPeer.cidr()` of the addresses
+   * `kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes` lists, since
+   * policies see the address after the Service is translated) and the credential provider.
+   * @default - no egress policy: the library cannot know the API server's or the provider's addresses
+   */
+  readonly egress?: NetworkPeer[];
 }
 
 /**
@@ -89,6 +99,8 @@ export interface SecretRotator {
   readonly cronJob: ApiObject;
   /** The first rotation, named by a hash of its spec. */
   readonly initialJob: ApiObject;
+  /** The rotator pods' egress policy, with `rotation.egress`. */
+  readonly egressPolicy?: ApiObject;
 }
 
 /** A checked `SecretRotation`, with its defaults. */
@@ -105,6 +117,7 @@ export interface ResolvedRotation {
   readonly nodeSelector: Record<string, string>;
   readonly tolerations: k8s.Toleration[];
   readonly accountAnnotations: Record<string, string>;
+  readonly egress?: k8s.NetworkPolicyPeer[];
 }
 
 /** Checks the rotation props and fills in their defaults; throws naming the prop. */
@@ -141,6 +154,7 @@ export function resolveRotation(v: Validator, r: SecretRotation, secretName: str
     nodeSelector: v.labels('rotation.nodeSelector', r.nodeSelector),
     tolerations: [...tolerations],
     accountAnnotations: v.annotations('rotation.serviceAccountAnnotations', r.serviceAccountAnnotations),
+    egress: resolvePeers(v, 'rotation.egress', r.egress),
   };
 }
 
@@ -209,7 +223,8 @@ export function emitRotator(scope: Construct, r: ResolvedRotation, target: Rotat
     metadata: { name: fitName(`${account}-initial`, `-${hash}`, LABEL_MAX), labels },
     spec: jobSpec,
   });
-  return { serviceAccount, role, roleBinding, cronJob, initialJob };
+  const egressPolicy = r.egress ? egressNetworkPolicy(scope, r.egress, { name: account, labels }) : undefined;
+  return { serviceAccount, role, roleBinding, cronJob, initialJob, egressPolicy };
 }
 
 function rotationJobSpec(r: ResolvedRotation, target: RotatorTarget, labels: Record<string, string>): k8s.JobSpec {

@@ -252,6 +252,8 @@ export class GpuTrainingJob extends Construct implements IGpuWorkload {
   readonly gpuConfigMapName?: string;
   /** The ConfigMap holding `gpuConfig`, if any. */
   readonly gpuConfigMap?: ApiObject;
+  /** The NetworkPolicy admitting only the job's own pods (unless `networkPolicy` is unrestricted). */
+  readonly networkPolicy?: ApiObject;
   /** @internal */
   readonly _podTemplate: PodTemplate;
   /** @internal */
@@ -376,6 +378,7 @@ export class GpuTrainingJob extends Construct implements IGpuWorkload {
     this._podTemplate = pod.template;
     this.gpuConfigMapName = pod.gpuConfigMapName;
     this.gpuConfigMap = pod.gpuConfigMap;
+    this.networkPolicy = pod.networkPolicy;
     if (topology.required) pod.template.annotate(KUEUE_TAS_ANNOTATIONS[0], topology.required);
     if (topology.preferred) pod.template.annotate(KUEUE_TAS_ANNOTATIONS[1], topology.preferred);
     addPodValidation(

@@ -241,6 +241,8 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly gpuConfigMapName?: string;
   /** The ConfigMap holding `gpuConfig`, if any. */
   readonly gpuConfigMap?: ApiObject;
+  /** The NetworkPolicy admitting only the job's own pods (unless `networkPolicy` is unrestricted). */
+  readonly networkPolicy?: ApiObject;
   /** The checkpoint claim template name, if storage is set. */
   readonly claimName?: string;
   /** The names of the per-rank checkpoint claims the StatefulSet will use, in ordinal order. */
@@ -435,6 +437,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
     this._podTemplate = pod.template;
     this.gpuConfigMapName = pod.gpuConfigMapName;
     this.gpuConfigMap = pod.gpuConfigMap;
+    this.networkPolicy = pod.networkPolicy;
 
     // Known only now that the pod is built: the rank spec the gang must agree on.
     this.rendezvousId = wiring.rendezvousId.value = rendezvousIdFor(

@@ -118,11 +118,38 @@ start_command() {
   interrupted=
   child=
   # Set before the command starts, so no TERM falls between its start and the trap.
-  trap 'terminating=1; interrupted=1; if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null; fi' TERM INT
+  trap 'terminating=1; interrupted=1; if [ -n "$child" ]; then forward_term; fi' TERM INT
   [ -z "$terminating" ] || exit 143
   "$@" &
   child=$!
-  if [ -n "$terminating" ]; then kill -TERM "$child" 2>/dev/null; fi
+  if [ -n "$terminating" ]; then forward_term; fi
+}
+
+# Whether the child is still this shell's copy between its fork and its exec, with the copy's TERM
+# handler. A TERM it takes then is dropped, and the command starts without it: dash and busybox
+# clear a background child's traps before the exec (a TERM sent at once after `cmd &` is lost 197
+# times in 200 under dash). The copy has this shell's command line; the command never has.
+forking() {
+  cgt=
+  while read -r key value; do
+    if [ "$key" = SigCgt: ]; then cgt=$value; break; fi
+  done 2>/dev/null < /proc/"$child"/status
+  # SIGTERM is signal 15: bit 14, the value 4 of the fourth hexadecimal digit from the right.
+  cgt=${cgt%???}
+  case ${cgt#"${cgt%?}"} in [4567cdefCDEF]) ;; *) return 1 ;; esac
+  [ -n "$own_cmdline" ] || own_cmdline=$(head -c 65536 /proc/$$/cmdline 2>/dev/null)
+  [ "$(head -c 65536 /proc/"$child"/cmdline 2>/dev/null)" = "$own_cmdline" ]
+}
+
+# Forwards TERM to the child once it can no longer drop it (forking, above): checked before the
+# kill, since a dropped TERM cannot be seen afterwards. Waits at most 2 s for the exec.
+forward_term() {
+  tries=0
+  while [ "$tries" -lt 200 ] && forking; do
+    sleep 0.01
+    tries=$((tries + 1))
+  done
+  kill -TERM "$child" 2>/dev/null
 }
 
 # Waits for the child however long it takes (the wrapper's exit would SIGKILL every process of the

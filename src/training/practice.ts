@@ -3,7 +3,9 @@ import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { configKey } from '../common/env';
 import { contentHash } from '../common/hash';
+import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
+import { workloadNetworkPolicy } from '../common/network-policy';
 import { GpuWorkloadProps } from '../common/pod-options';
 import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { ProcessIdentity, resolveProcessIdentity } from '../common/security';
@@ -261,6 +263,7 @@ export interface TrainingPodInput {
 export interface TrainingPod extends WorkloadPod {
   readonly gpuConfigMapName?: string;
   readonly gpuConfigMap?: ApiObject;
+  readonly networkPolicy?: ApiObject;
 }
 
 /**
@@ -347,7 +350,16 @@ export function buildTrainingPod(scope: Construct, v: Validator, input: Training
     });
     pod.template.annotate(GPU_CONFIG_HASH_ANNOTATION, contentHash(gpuConfigData));
   }
-  return { ...pod, gpuConfigMapName, gpuConfigMap };
+  // torchrun's store (MASTER_PORT) and NCCL's ephemeral ports have no authentication: only the job's pods.
+  const policy = workloadNetworkPolicy(scope, v, props.networkPolicy, {
+    identity: {
+      name: input.labels[LABEL_NAME],
+      instance: input.labels[LABEL_INSTANCE],
+      component: input.labels[LABEL_COMPONENT],
+    },
+    profile: 'gang',
+  });
+  return { ...pod, gpuConfigMapName, gpuConfigMap, networkPolicy: policy?.object };
 }
 
 /** Checks gpuConfig: variable names that are ConfigMap keys, set in one place, never a variable the construct owns. */

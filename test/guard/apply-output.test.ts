@@ -78,7 +78,7 @@ async function withStub<T>(run: (server: string) => T): Promise<T> {
     expect(documented!.status).toBe(0);
     for (const o of objects)
       expect(String(documented!.stdout)).toMatch(
-        new RegExp(`^${o.kind.toLowerCase()}(\\.[a-z.]+)?/${o.metadata.name} created \\(dry run\\)$`, 'm'),
+        new RegExp(`^${o.kind.toLowerCase()}(\\.[a-z0-9.]+)?/${o.metadata.name} created \\(dry run\\)$`, 'm'),
       );
     expect(String(documented!.stdout).trim().split('\n')).toHaveLength(objects.length);
   }, 120_000);

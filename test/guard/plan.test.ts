@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Size, Testing } from 'cdk8s';
-import { ModelCache, VllmInferenceService } from '../../src';
+import { Autoscaler, ModelCache, VllmInferenceService } from '../../src';
 import { main } from '../../src/guard/cli';
 import { parseObjects } from '../../src/guard/load';
 import type { KubeObject } from '../../src/guard/normalize';
@@ -13,6 +13,18 @@ const SNAPSHOTS = path.join(__dirname, '..', '..', 'snapshots');
 const snapshotText = (f: string) => fs.readFileSync(path.join(SNAPSHOTS, f), 'utf8');
 const read = (text: string, name = 'x.yaml') => parseObjects(text, name);
 const EXAMPLES = fs.readdirSync(SNAPSHOTS).filter(f => f.endsWith('.k8s.yaml'));
+
+/**
+ * The llm example after a vLLM image bump, as the construct synthesizes it: every use of the image
+ * changes, and the cache-fill Job, whose name hashes its pod spec, gets a new name.
+ */
+function imageBump(text: string): string {
+  const job = /name: (\S+-fill-[0-9a-f]{10})$/m.exec(text)![1];
+  return text
+    .replace(/vllm\/vllm-openai:v0\.31\.0/g, 'vllm/vllm-openai:v0.32.0')
+    .split(job)
+    .join(job.replace(/[0-9a-f]{10}$/, '0123456789'));
+}
 
 /** A line of the training launch wrapper, embedded in every training pod's command (read from the script). */
 const WRAPPER = fs
@@ -72,30 +84,38 @@ describe('plan: an embedded script change (a library upgrade edits the training 
 
 describe('plan: a serving fleet rolled by a template change', () => {
   const before = snapshotText('llm.k8s.yaml');
-  const after = before.replace('vllm/vllm-openai:v0.31.0', 'vllm/vllm-openai:v0.32.0');
+  const after = imageBump(before);
   const p = plan(read(before), read(after));
   const llm = p.workloads.find(w => w.name === 'llm')!;
 
-  test('an autoscaled StatefulSet restarts its 2-8 replicas one ordinal at a time, with the startup budget', () => {
+  test('an autoscaled Deployment replaces its 2-8 replicas one surge pod at a time, with the startup budget', () => {
     // startupProbe: periodSeconds 10 x failureThreshold 47; terminationGracePeriodSeconds 120.
     expect(llm).toMatchObject({
+      kind: 'Deployment',
       restarts: true,
       mode: 'rolling',
-      changes: ['spec.containers[vllm].image'],
+      changes: expect.arrayContaining(['spec.containers[vllm].image', 'spec.initContainers[model-cache-wait].image']),
       pods: { min: 2, max: 8 },
       perStep: 1,
       drainSeconds: 120,
       startupSeconds: 470,
       seconds: { min: 2 * 590, max: 8 * 590 },
       gpus: { min: 2, max: 8 },
-      gpusDuringRollout: { min: 2, max: 8 },
+      // maxSurge 1: one pod more than the replicas while the new one loads.
+      gpusDuringRollout: { min: 3, max: 9 },
     });
-    expect(formatPlan(p)).toMatch(/gpus: {3}2–8 GPU\(s\) \(1 per pod\)/);
+    expect(llm.note).toMatch(/maxSurge 1, maxUnavailable 0/);
+    expect(formatPlan(p)).toMatch(/gpus: {3}2–8 GPU\(s\) \(1 per pod\), 3–9 during the rollout/);
+  });
+
+  test('the renamed fill Job is new, and the old one is pruned', () => {
+    expect(p.workloads.find(w => w.kind === 'Job')).toMatchObject({ mode: 'new', gpus: { min: 0, max: 0 } });
+    expect(p.pruned.map(o => o.kind)).toEqual(['Job']);
   });
 
   test('a live export gives the replicas the autoscaler chose', () => {
     const live = read(before).map(o =>
-      o.kind === 'StatefulSet'
+      o.kind === 'Deployment'
         ? { ...o, spec: { ...o.spec, replicas: 5 }, status: { replicas: 5, readyReplicas: 5 } }
         : o,
     );
@@ -107,7 +127,7 @@ describe('plan: a serving fleet rolled by a template change', () => {
     const md = formatPlanMarkdown(p);
     expect(md).toMatch(/^### cdk8s-gpu plan/);
     expect(md).toContain(
-      '| `StatefulSet/serving/llm` | rolling | 2–8 | 19.7 min–78.7 min | 2–8 (2–8) | spec.containers[vllm].image |',
+      '| `Deployment/serving/llm` | rolling | 2–8 | 19.7 min–78.7 min | 2–8 (3–9) | spec.containers[vllm].image; ',
     );
     const json = planToJson(p) as any;
     expect(json.workloads.find((w: any) => w.name === 'llm').seconds).toEqual({ min: 1180, max: 4720 });
@@ -134,8 +154,9 @@ describe('plan: a one-step version bump under a pruning sync', () => {
   const p = plan(llmService(1), llmService(2));
 
   test('names the deleted objects and the outage window (the new pods startup budget)', () => {
-    const sts = p.pruned.find(o => o.kind === 'StatefulSet')!;
-    const created = p.workloads.find(w => w.mode === 'new' && w.kind === 'StatefulSet')!;
+    // A shared cache: the serving workload is a Deployment.
+    const sts = p.pruned.find(o => o.kind === 'Deployment')!;
+    const created = p.workloads.find(w => w.mode === 'new' && w.kind === 'Deployment')!;
     expect(sts.replacedBy).toBe(created.object);
     expect(sts.gpus).toEqual({ min: 6, max: 6 });
     expect(sts.outageSeconds).toBe(created.startupSeconds);
@@ -149,7 +170,7 @@ describe('plan: a one-step version bump under a pruning sync', () => {
 
   test('the Markdown comment lists them under a pruning heading', () => {
     expect(formatPlanMarkdown(p)).toMatch(
-      /#### Deleted by a pruning sync\n\n(- .*\n)*- `StatefulSet\/serving\/llm-v1`: replaced by StatefulSet\/serving\/llm-v2/,
+      /#### Deleted by a pruning sync\n\n(- .*\n)*- `Deployment\/serving\/llm-v1`: replaced by Deployment\/serving\/llm-v2/,
     );
   });
 });
@@ -172,7 +193,7 @@ describe('cdk8s-gpu plan CLI', () => {
   const b = path.join(dir, 'before.yaml');
   const a = path.join(dir, 'after.yaml');
   fs.writeFileSync(b, snapshotText('llm.k8s.yaml'));
-  fs.writeFileSync(a, snapshotText('llm.k8s.yaml').replace('vllm/vllm-openai:v0.31.0', 'vllm/vllm-openai:v0.32.0'));
+  fs.writeFileSync(a, imageBump(snapshotText('llm.k8s.yaml')));
   const run = (...args: string[]) => {
     const out: string[] = [];
     const err: string[] = [];
@@ -187,7 +208,7 @@ describe('cdk8s-gpu plan CLI', () => {
   test('text, json and markdown; exit 0 without forbidden changes', () => {
     expect(run('plan', '--before', b, '--after', a)).toMatchObject({
       code: 0,
-      out: expect.stringMatching(/^RESTARTS StatefulSet\/serving\/llm/),
+      out: expect.stringMatching(/^NEW Job\/serving\/\S+-fill-0123456789\n(.*\n)*RESTARTS Deployment\/serving\/llm\n/),
     });
     expect(JSON.parse(run('plan', '--before', b, '--after', a, '--format', 'json').out).restarting).toBe(1);
     expect(JSON.parse(run('plan', '--before', b, '--after', a, '--json').out).restarting).toBe(1);
@@ -196,10 +217,11 @@ describe('cdk8s-gpu plan CLI', () => {
 
   test('exit 1 when the guard refuses a change, with its remedy in the plan', () => {
     const refused = path.join(dir, 'refused.yaml');
-    fs.writeFileSync(refused, snapshotText('llm.k8s.yaml').replace('serviceName: llm-headless', 'serviceName: other'));
+    // The fill Job's pod template changed under the same name: the API server refuses it.
+    fs.writeFileSync(refused, snapshotText('llm.k8s.yaml').replace('restartPolicy: OnFailure', 'restartPolicy: Never'));
     const r = run('plan', '--before', b, '--after', refused);
     expect(r.code).toBe(1);
-    expect(r.out).toMatch(/FORBIDDEN StatefulSet\/serving\/llm spec\.serviceName/);
+    expect(r.out).toMatch(/FORBIDDEN Job\/serving\/\S+ spec\.template/);
     expect(r.out).toMatch(/remedy: /);
   });
 
@@ -219,7 +241,7 @@ describe('cdk8s-gpu plan CLI', () => {
 
 describe('GPU counts of an autoscaled workload', () => {
   test('the replaced-StatefulSet warning counts 2–8 GPUs for a service of 2–8 replicas, not 1', () => {
-    const before = read(snapshotText('llm.k8s.yaml'));
+    const before = autoscaledStatefulSet();
     const after = before.map(o =>
       o.kind === 'StatefulSet' ? { ...o, metadata: { ...o.metadata, name: 'llm-v2' } } : o,
     );
@@ -231,7 +253,38 @@ describe('GPU counts of an autoscaled workload', () => {
       replacedBy: 'StatefulSet/serving/llm-v2',
     });
   });
+
+  test('a renamed Deployment is pruned with the GPUs of its 2–8 replicas', () => {
+    const before = read(snapshotText('llm.k8s.yaml'));
+    const after = before.map(o =>
+      o.kind === 'Deployment' ? { ...o, metadata: { ...o.metadata, name: 'llm-v2' } } : o,
+    );
+    expect(plan(before, after).pruned.find(o => o.kind === 'Deployment')).toMatchObject({
+      gpus: { min: 2, max: 8 },
+      replacedBy: 'Deployment/serving/llm-v2',
+    });
+  });
 });
+
+/** The llm example's service on per-replica claims: a StatefulSet, autoscaled 2–8. */
+function autoscaledStatefulSet(): KubeObject[] {
+  const chart = testChart('serving');
+  new VllmInferenceService(chart, 'llm', {
+    name: 'llm',
+    modelId: 'meta-llama/Llama-3.1-8B-Instruct',
+    gpusPerReplica: 1,
+    hfTokenSecret: { name: 'hf-token', key: 'token' },
+    modelSize: Size.gibibytes(15),
+    modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(40) }),
+    autoscaling: {
+      minReplicas: 2,
+      maxReplicas: 8,
+      targetRequestsInFlight: 200,
+      autoscaler: Autoscaler.keda({ serverAddress: 'http://prometheus-operated.monitoring.svc:9090' }),
+    },
+  });
+  return Testing.synth(chart) as KubeObject[];
+}
 
 describe('the validation plugin logs the plan', () => {
   test('GuardValidation reports the restarting workloads after cdk8s synth', async () => {
@@ -239,10 +292,7 @@ describe('the validation plugin logs the plan', () => {
     const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'plan-plugin-'));
     fs.writeFileSync(path.join(dir, 'base.yaml'), snapshotText('llm.k8s.yaml'));
     const manifest = path.join(dir, 'app.k8s.yaml');
-    fs.writeFileSync(
-      manifest,
-      snapshotText('llm.k8s.yaml').replace('vllm/vllm-openai:v0.31.0', 'vllm/vllm-openai:v0.32.0'),
-    );
+    fs.writeFileSync(manifest, imageBump(snapshotText('llm.k8s.yaml')));
     const logs: string[] = [];
     let status = '';
     await new GuardValidation({ baseline: path.join(dir, 'base.yaml') }).validate({
@@ -251,7 +301,9 @@ describe('the validation plugin logs the plan', () => {
       logger: { log: m => logs.push(m) },
     });
     expect(status).toBe('success');
-    expect(logs.join('\n')).toMatch(/^RESTARTS StatefulSet\/serving\/llm\n {2}RollingUpdate, one ordinal at a time/m);
+    expect(logs.join('\n')).toMatch(
+      /^RESTARTS Deployment\/serving\/llm\n {2}RollingUpdate, maxSurge 1, maxUnavailable 0/m,
+    );
     expect(logs.join('\n')).toMatch(/plan: 1 workload\(s\) restart/);
   });
 });

@@ -3,6 +3,7 @@ import * as path from 'path';
 import {
   cacheOf,
   HUB_VERSIONS,
+  hubPerTest,
   hubInstalled,
   missingVenvTest,
   openOffline,
@@ -65,14 +66,7 @@ for (const version of HUB_VERSIONS) {
   describe.each(engines)(`$construct model download, huggingface_hub ${version}`, e => {
     let hub: StandInHub;
     let data: string;
-    beforeEach(async () => {
-      hub = await standInHub();
-      data = scratch();
-    });
-    afterEach(async () => {
-      await hub.stop();
-      fs.rmSync(data, { recursive: true, force: true });
-    });
+    hubPerTest((h, d) => ((hub = h), (data = d)));
 
     test('a cold cache: every file the engine opens offline, byte for byte; no weights it does not load; then a warm start with no network call, even with the hub gone', async () => {
       const cold = await runDownload(e, version, data, hub);

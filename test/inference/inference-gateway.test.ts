@@ -36,7 +36,7 @@ function build(props: Partial<InferenceGatewayProps> = {}, namespace = 'serving'
   const gw = new InferenceGateway(chart, 'gw', { name: 'qwen-pool', services: [v1, v2, sgl], gateway, ...props });
   const objects = synthValid(chart);
   expectValidOutput(objects);
-  return { chart, gw, objects, epp: findOne(objects, 'Deployment') };
+  return { chart, gw, objects, epp: findOne(objects, 'Deployment', gw.endpointPickerName) };
 }
 
 /** Every pod template in an output, with where it is. */
@@ -60,9 +60,9 @@ describe('InferenceGateway', () => {
     const pool = findOne(objects, 'InferencePool');
     const selected = podTemplates(objects).filter(p => selects(pool.spec.selector.matchLabels, p.labels));
     expect(selected.map(p => p.where).sort()).toEqual([
+      'Deployment/qwen-v3',
       'StatefulSet/qwen-v1',
       'StatefulSet/qwen-v2',
-      'StatefulSet/qwen-v3',
     ]);
     // The picker's pods and the other model's are outside it; so the client Service selects the same pods.
     const client = findOne(objects, 'Service', 'qwen');
@@ -81,7 +81,7 @@ describe('InferenceGateway', () => {
     });
     const svc = findOne(objects, 'Service', 'qwen-pool-epp');
     expect(svc.spec.ports.find((p: any) => p.port === 9002).targetPort).toBe('grpc');
-    const eppPod = findOne(objects, 'Deployment').spec.template;
+    const eppPod = findOne(objects, 'Deployment', 'qwen-pool-epp').spec.template;
     expect(selects(svc.spec.selector, eppPod.metadata.labels)).toBe(true);
   });
 
@@ -164,8 +164,10 @@ describe('InferenceGateway', () => {
         cacheNumBlocksLabelName: 'num_pages',
       },
     ]);
+    // qwen-v3 serves from a shared cache: a Deployment.
     const engineOf = (name: string) =>
-      findOne(objects, 'StatefulSet', name).spec.template.metadata.labels['inference.networking.k8s.io/engine-type'];
+      objects.find(o => /^(StatefulSet|Deployment)$/.test(o.kind) && o.metadata.name === name).spec.template.metadata
+        .labels['inference.networking.k8s.io/engine-type'];
     expect([engineOf('qwen-v1'), engineOf('qwen-v3'), engineOf('qwen-other')]).toEqual(['vllm', 'sglang', undefined]);
   });
 
@@ -256,7 +258,7 @@ describe('InferenceGateway', () => {
         ],
       },
     ]);
-    expectCrdValid(objects.filter(o => o.apiVersion.includes('networking')));
+    expectCrdValid(objects.filter(o => o.apiVersion.includes('networking') && o.kind !== 'NetworkPolicy'));
     expect(s.servedModelNames).toEqual([MODEL, 'sql-v1', 'sql-v2']);
   });
 

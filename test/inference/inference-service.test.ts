@@ -40,12 +40,13 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       });
       const objects = synthValid(chart);
       const byHandle = [
-        svc.statefulSet,
+        svc.workload,
         svc.service,
         svc.headlessService,
         svc.podDisruptionBudget,
         svc.serviceMonitor!,
         svc.horizontalPodAutoscaler!,
+        svc.networkPolicy!,
       ]
         .map(o => `${o.kind}/${o.name}`)
         .sort();
@@ -428,8 +429,8 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
       expect(() => make({ extraArgs: ['--port=9000'] })).toThrow(/extraArgs\[0\] must not set --port/);
       const hostFlag = e.construct === 'TgiInferenceService' ? '--hostname' : '--host';
       expect(() => make({ extraArgs: [`${hostFlag}=::`] })).toThrow(/from ipFamily/);
-      const ok = synthEngine(e, { extraArgs: ['--trust-remote-code'] }).main;
-      expect(ok.args).toContain('--trust-remote-code');
+      const ok = synthEngine(e, { extraArgs: ['--enable-prefix-caching'] }).main;
+      expect(ok.args).toContain('--enable-prefix-caching');
     });
   });
 

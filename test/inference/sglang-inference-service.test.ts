@@ -95,7 +95,7 @@ describe('SglangInferenceService', () => {
       'SglangInferenceService \'sgl\': extraArgs[0] must not abbreviate --context-length: argparse expands --contex to it (or refuses it as ambiguous), and the construct sets it from contextLength (got "--contex")',
     );
     expect(() => synth({ extraArgs: ['--po=1'] })).toThrow(/must not abbreviate --port/);
-    expect(synth({ extraArgs: ['--trust-remote-code', '--chunked-prefill-size', '4096'] }).main.args).toContain(
+    expect(synth({ extraArgs: ['--enable-cache-report', '--chunked-prefill-size', '4096'] }).main.args).toContain(
       '--chunked-prefill-size',
     );
   });

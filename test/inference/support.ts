@@ -150,7 +150,8 @@ export function synthEngine(e: EngineCase, props: Partial<InferenceServiceProps>
   const chart = new Chart(Testing.app(), 'test', namespace ? { namespace } : {});
   const svc = e.make(chart, 'svc', { ...BASE, ...props });
   const objects = synthValid(chart);
-  const sts = findOne(objects, 'StatefulSet');
+  // The workload, whichever kind the cache gave it (a StatefulSet for the default per-replica claim).
+  const sts = findOne(objects, svc.workloadKind);
   const pod = sts.spec.template.spec;
   const main = pod.containers.find((c: any) => c.name === e.container);
   return {

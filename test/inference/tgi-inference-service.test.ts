@@ -18,7 +18,7 @@ function synth(props: Partial<TgiInferenceServiceProps> = {}, namespace?: string
   const chart = new Chart(Testing.app(), 'test', { namespace });
   const tgi = new TgiInferenceService(chart, 'tgi', { ...base, ...props });
   const objects = synthValid(chart);
-  const sts = findOne(objects, 'StatefulSet');
+  const sts = findOne(objects, tgi.workloadKind);
   const pod = sts.spec.template.spec;
   return { tgi, objects, sts, pod, main: pod.containers[0], env: envOf(pod.containers[0]) };
 }

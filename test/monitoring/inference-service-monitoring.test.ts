@@ -6,6 +6,7 @@ import {
   SglangInferenceService,
   TgiInferenceService,
   VllmInferenceService,
+  WorkloadKind,
 } from '../../src';
 import { expectCrdValid } from '../support/crd-schema';
 import {
@@ -32,6 +33,8 @@ function vllmApp() {
     modelId: 'meta-llama/Llama-3.1-8B-Instruct',
     modelSize: Size.gibibytes(15),
     modelCache: ModelCache.sharedClaim({ claimName: 'model-cache' }),
+    // Ordinal pod names (`llm-0`) in the series below; the Deployment's are tested in workload-kind.test.ts.
+    workloadKind: WorkloadKind.STATEFUL_SET,
     autoscaling: {
       minReplicas: 2,
       maxReplicas: 8,

@@ -62,6 +62,21 @@ export async function standInHub(files = repository()): Promise<StandInHub> {
   return hub;
 }
 
+/** Per test: a fresh stand-in hub and scratch cache (handed to `set`), stopped and removed after it. */
+export function hubPerTest(set: (hub: StandInHub, data: string) => void): void {
+  let hub: StandInHub;
+  let data: string;
+  beforeEach(async () => {
+    hub = await standInHub();
+    data = scratch();
+    set(hub, data);
+  });
+  afterEach(async () => {
+    await hub.stop();
+    fs.rmSync(data, { recursive: true, force: true });
+  });
+}
+
 export interface Run {
   readonly status: number | null;
   readonly output: string;
@@ -89,14 +104,39 @@ export function runDownload(
   } = {},
 ): Promise<Run> {
   const { init } = synthEngine(e, { modelId: REPO, ...(opts.revision ? { revision: opts.revision } : {}) });
+  expect(init.command[0]).toBe('python3');
+  expect(init.command[4]).toBe(REPO);
+  return runContainer(version, init, data, hub, {
+    ...opts,
+    command: opts.model ? (argv: string[]) => [...argv.slice(0, 4), opts.model!, ...argv.slice(5)] : undefined,
+  });
+}
+
+/**
+ * Runs a synthesized container's command (after the kubelet's `$(VAR)` expansion of it, with its
+ * literal env, HF_TOKEN set) under a real huggingface_hub, the cache volume `/data` at `data`, the
+ * hub at `hub`, in its own process group (killed whole after `killAfterMs`, as the kubelet kills a
+ * container).
+ */
+export function runContainer(
+  version: string,
+  container: { command: string[]; env?: Array<{ name: string; value?: string }> },
+  data: string,
+  hub: StandInHub | string,
+  opts: {
+    env?: Record<string, string>;
+    filler?: string;
+    killAfterMs?: number;
+    command?: (argv: string[]) => string[];
+  } = {},
+): Promise<Run> {
   const podEnv: Record<string, string> = {};
-  for (const v of init.env ?? []) if (v.value !== undefined) podEnv[v.name] = kubeletExpand(v.value, podEnv);
+  for (const v of container.env ?? []) if (v.value !== undefined) podEnv[v.name] = kubeletExpand(v.value, podEnv);
   for (const [k, v] of Object.entries(podEnv)) podEnv[k] = v.replace(/^\/data(?=\/|$)/, data);
   podEnv.HF_TOKEN = 'hf_secret_token';
-  const argv: string[] = init.command.map((a: string) => kubeletExpand(a, podEnv));
+  let argv: string[] = container.command.map((a: string) => kubeletExpand(a, podEnv).replace(/^\/data(?=\/|$)/, data));
+  if (opts.command) argv = opts.command(argv);
   expect(argv[0]).toBe('python3');
-  expect(argv[4]).toBe(REPO);
-  if (opts.model) argv[4] = opts.model;
   const env = {
     PATH: process.env.PATH!,
     ...podEnv,

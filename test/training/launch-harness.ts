@@ -16,7 +16,8 @@ import { Testing } from 'cdk8s';
  */
 
 /** A new PID namespace (and a user namespace, so it works unprivileged) whose PID 1 is the wrapper. */
-const UNSHARE_ARGS = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child'];
+// --mount-proc: the wrapper reads /proc/<pid> of its child, which must be its own PID namespace's.
+const UNSHARE_ARGS = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', '--mount', '--mount-proc'];
 
 /** The wrapper as shipped (src/training/launch.sh). */
 export const LAUNCH_SCRIPT = fs.readFileSync(path.join(__dirname, '..', '..', 'src', 'training', 'launch.sh'), 'utf8');

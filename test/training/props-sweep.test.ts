@@ -5,6 +5,8 @@ import {
   EnvFrom,
   GpuTrainingStatefulSet,
   GpuTrainingStatefulSetProps,
+  NetworkAccess,
+  NetworkPeer,
   Rdma,
   TrainingUpdateStrategy,
 } from '../../src';
@@ -126,6 +128,17 @@ const TABLE: Record<string, Values> = {
   },
   runAsUser: { ok: [1, 2147483647], bad: [0, -1, '1000', 2 ** 31] },
   clusterDomain: { ok: ['corp.local', 'cluster.local'], bad: ['Corp', '', 5] },
+  networkPolicy: {
+    ok: [NetworkAccess.unrestricted(), NetworkAccess.restricted({ clients: [NetworkPeer.namespace('tools')] })],
+    bad: [
+      {},
+      'none',
+      NetworkAccess.restricted({ clients: 'x' as any }),
+      NetworkAccess.restricted({ clients: [NetworkPeer.cidr('169.254.169.254/32')] }),
+      NetworkAccess.restricted({ clients: [{} as any] }),
+      NetworkAccess.restricted({ port: 1 } as any),
+    ],
+  },
   pod: {
     ok: [{ priorityClassName: 'x' }, {}],
     bad: [

@@ -151,6 +151,9 @@ export const SGLANG: ServingEngine = {
   // server_args.py builds a plain argparse.ArgumentParser (allow_abbrev on).
   argsWordSplit: false,
   abbreviatedFlags: true,
+  // srt/server_args.py: `--api-key` (type str) with no variable; srt/utils.py add_api_key_middleware
+  // exempts /health and /metrics. `--trust-remote-code` is a store_true flag.
+  trust: { apiKeyFlag: '--api-key', trustRemoteCodeFlag: '--trust-remote-code' },
   cacheEnv: path => [{ name: 'HF_HOME', value: path }],
   extraEnv: () => [],
   launch(o: LaunchOptions): Launch {

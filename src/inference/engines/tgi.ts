@@ -108,6 +108,14 @@ export const TGI: ServingEngine = {
   // tgi-entrypoint.sh runs `exec text-generation-launcher $@`, unquoted.
   argsWordSplit: true,
   abbreviatedFlags: false,
+  // launcher/src/main.rs: `#[clap(long, env)] api_key` (API_KEY), passed to the router, whose
+  // server.rs guards the generation routes (not /health, /metrics); `trust_remote_code` (TRUST_REMOTE_CODE).
+  trust: {
+    apiKeyFlag: '--api-key',
+    apiKeyEnv: 'API_KEY',
+    trustRemoteCodeFlag: '--trust-remote-code',
+    trustRemoteCodeEnv: 'TRUST_REMOTE_CODE',
+  },
   cacheEnv: path => [
     { name: 'HF_HOME', value: path },
     { name: 'HUGGINGFACE_HUB_CACHE', value: `${path}/hub` },

@@ -197,6 +197,10 @@ export const VLLM: ServingEngine = {
   // FlexibleArgumentParser is an argparse.ArgumentParser: treat prefixes as the flags they expand to.
   argsWordSplit: false,
   abbreviatedFlags: true,
+  // vllm/envs.py: VLLM_API_KEY; entrypoints/openai/api_server.py: `args.api_key or envs.VLLM_API_KEY`
+  // guards the /v1 routes only (health and metrics stay open for probes and Prometheus).
+  // --trust-remote-code is a ModelConfig field (BooleanOptionalAction); vLLM reads no variable for it.
+  trust: { apiKeyFlag: '--api-key', apiKeyEnv: 'VLLM_API_KEY', trustRemoteCodeFlag: '--trust-remote-code' },
   cacheEnv: path => [{ name: 'HF_HOME', value: path }],
   // torch.compile and CUDA graph caches (VLLM_CACHE_ROOT defaults to ~/.cache/vllm, under the home).
   extraEnv: () => [],
