@@ -270,6 +270,14 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * @default - NCCL over the pod network between nodes
    */
   readonly rdma?: Rdma;
+  /**
+   * Groups an update starts before it takes old ones out of service (the LeaderWorkerSet's maxSurge; maxUnavailable is
+   * then 0, so capacity never drops). Each surge group needs `nodes` x gpusPerReplica free GPUs for the length of a
+   * group's load. Needs `nodes` > 1.
+   * @default 0 - one group out of service at a time (maxUnavailable 1): a full GPU pool has no room for a surge group;
+   * with one replica an update is then an outage of one group's drain and load
+   */
+  readonly groupSurge?: number;
 }
 
 /** @internal The keys of InferenceServiceProps beyond GpuWorkloadProps, for the unknown-prop check. */
@@ -306,6 +314,7 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'nodes',
   'queueName',
   'rdma',
+  'groupSurge',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */
@@ -620,7 +629,13 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   const termination = resolveTermination(v, props);
 
   const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
-  const startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime, { modelId, gpus });
+  // A group's pods load their shards at once: the whole model's budget covers the slowest shard and
+  // the group's rendezvous; its GPUs decide whether the model is large enough to need modelSize.
+  const startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime, {
+    modelId,
+    gpus: gpus * (group?.nodes ?? 1),
+    gpusWhat: group ? 'gpusPerReplica x nodes' : undefined,
+  });
   const defaultCacheGib = Math.max(
     DEFAULT_CACHE_GIB,
     modelSize ? Math.ceil((modelSize.toKibibytes() * CACHE_HEADROOM) / 1024 ** 2) : 0,
@@ -646,6 +661,13 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     );
   }
   const replicas = autoscaling ? undefined : v.wholeNumber('replicas', props.replicas ?? 1, 1);
+  const groups = replicas ?? autoscaling!.maxReplicas;
+  if (group && group.surge > groups)
+    v.fail(
+      'groupSurge',
+      `must be at most the groups an update replaces (${groups}): more surge starts no sooner`,
+      group.surge,
+    );
 
   if (props.ipFamily !== undefined && !Object.values(IpFamily).includes(props.ipFamily))
     v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);

@@ -105,6 +105,8 @@ export interface ServingGroup {
   readonly queueName?: string;
   /** RDMA between the pods of the group. */
   readonly rdma?: RdmaPodParts;
+  /** Groups an update starts before it takes old ones out (LWS maxSurge); 0 replaces one group at a time. */
+  readonly surge: number;
 }
 
 /** What the group needs from the serving practice's resolved props. */
@@ -123,6 +125,7 @@ export interface GroupProps {
   readonly nodes?: number;
   readonly queueName?: string;
   readonly rdma?: Rdma;
+  readonly groupSurge?: number;
   readonly gpuResource?: string;
   readonly extraArgs?: string[];
 }
@@ -148,6 +151,8 @@ export function resolveGroup(
       );
     if (props.rdma !== undefined)
       v.fail('rdma', 'needs nodes > 1: within a node NCCL uses NVLink or PCIe, not the network', props.rdma);
+    if (props.groupSurge !== undefined)
+      v.fail('groupSurge', 'needs nodes > 1: a one-node replica surges by one pod (workloadKind)', props.groupSurge);
     return undefined;
   }
   if (typeof engine.multiNode === 'string') v.fail('nodes', `must be 1: ${engine.multiNode}`, nodes);
@@ -180,6 +185,7 @@ export function resolveGroup(
     name: lwsName,
     queueName,
     rdma,
+    surge: v.wholeNumber('groupSurge', props.groupSurge ?? 0, 0),
   };
 }
 
@@ -245,12 +251,16 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
       // Workers are created with the leader, so the group loads in parallel; the leader's startup
       // probe waits for the whole group (its engine serves only once every rank has joined).
       startupPolicy: lws.LeaderWorkerSetSpecStartupPolicy.LEADER_CREATED,
-      // One group at a time, and no surge: a surge group needs nodes x gpusPerReplica more GPUs.
+      // Without surge, one group out at a time: a surge group needs nodes x gpusPerReplica more GPUs,
+      // which a full pool lacks. With surge, none out until the new groups serve (as the
+      // Deployment's maxSurge 1 / maxUnavailable 0).
       rolloutStrategy: {
         type: lws.LeaderWorkerSetSpecRolloutStrategyType.ROLLING_UPDATE,
         rollingUpdateConfiguration: {
-          maxUnavailable: lws.LeaderWorkerSetSpecRolloutStrategyRollingUpdateConfigurationMaxUnavailable.fromNumber(1),
-          maxSurge: lws.LeaderWorkerSetSpecRolloutStrategyRollingUpdateConfigurationMaxSurge.fromNumber(0),
+          maxUnavailable: lws.LeaderWorkerSetSpecRolloutStrategyRollingUpdateConfigurationMaxUnavailable.fromNumber(
+            group.surge > 0 ? 0 : 1,
+          ),
+          maxSurge: lws.LeaderWorkerSetSpecRolloutStrategyRollingUpdateConfigurationMaxSurge.fromNumber(group.surge),
         },
       },
       leaderWorkerTemplate: {

@@ -88,7 +88,7 @@ export function startupBudget(
   v: Validator,
   modelSize: Size | undefined,
   maxModelLoadTime: Duration | undefined,
-  model: { modelId: string; gpus: number } = { modelId: '', gpus: 1 },
+  model: { modelId: string; gpus: number; gpusWhat?: string } = { modelId: '', gpus: 1 },
 ): number {
   // The startup probe's failureThreshold (budget / period) is an int32.
   const max = INT32_MAX * STARTUP_PERIOD_SECONDS;
@@ -106,7 +106,7 @@ export function startupBudget(
     if (model.gpus >= LARGE_MODEL_GPUS) {
       v.fail(
         'modelSize',
-        `is needed (or maxModelLoadTime) with gpusPerReplica ${model.gpus}: the model id states no parameter count, and the default ${DEFAULT_MAX_MODEL_LOAD_SECONDS}s startup budget is too short for a model that needs ${LARGE_MODEL_GPUS} GPUs or more (a 70B model in bf16, 140 GB, takes ${derivedLoadSeconds(Size.gibibytes(131))}s at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s with warm-up)`,
+        `is needed (or maxModelLoadTime) with ${model.gpusWhat ?? 'gpusPerReplica'} ${model.gpus}: the model id states no parameter count, and the default ${DEFAULT_MAX_MODEL_LOAD_SECONDS}s startup budget is too short for a model that needs ${LARGE_MODEL_GPUS} GPUs or more (a 70B model in bf16, 140 GB, takes ${derivedLoadSeconds(Size.gibibytes(131))}s at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s with warm-up)`,
         undefined,
       );
     }

@@ -2,7 +2,12 @@ import { Chart, Size, Testing } from 'cdk8s';
 import {
   Autoscaler,
   InferenceServiceProps,
+  ModelCache,
+  NetworkAccess,
   Rdma,
+  Reload,
+  RotatingGpuSecret,
+  WorkloadKind,
   SglangInferenceService,
   TgiInferenceService,
   VllmInferenceService,
@@ -250,5 +255,117 @@ describe('refusals', () => {
 
   test('a name too long for the group labels is refused', () => {
     expect(() => synth(ENGINES[0].make, { name: 'a'.repeat(44) })).toThrow(/name must leave the LeaderWorkerSet name/);
+  });
+});
+
+describe('the group in the serving practice', () => {
+  const vllm = ENGINES[0].make;
+  const selects = (selector: Record<string, string>, labels: Record<string, string>) =>
+    Object.entries(selector).every(([k, val]) => labels[k] === val);
+
+  test('the ranks of a group admit each other on every port; clients and Prometheus reach only the leader API', () => {
+    const objects = synth(vllm);
+    const set = lwsOf(objects);
+    const leader = leaderOf(set).metadata.labels;
+    const worker = workerOf(set).metadata.labels;
+    const leaders = findOne(objects, 'NetworkPolicy', 'llm');
+    const workers = findOne(objects, 'NetworkPolicy', 'llm-workers');
+    expect(selects(leaders.spec.podSelector.matchLabels, leader)).toBe(true);
+    expect(selects(workers.spec.podSelector.matchLabels, worker)).toBe(true);
+    expect(selects(workers.spec.podSelector.matchLabels, leader)).toBe(false);
+    // The leader: the API and metrics port as a single pod, and every port from its workers (the
+    // mp rendezvous on --master-port, NCCL both ways).
+    const fromWorkers = leaders.spec.ingress.find((r: any) => r.ports === undefined);
+    expect(fromWorkers.from.map((p: any) => selects(p.podSelector.matchLabels, worker))).toEqual([true]);
+    expect(leaders.spec.ingress.filter((r: any) => r.ports).map((r: any) => r.ports[0].port)).toEqual(['http', 'http']);
+    // The workers: every port from their own kind and the leaders, nothing else.
+    expect(workers.spec.ingress).toHaveLength(1);
+    const peers = workers.spec.ingress[0].from.map((p: any) => [
+      selects(p.podSelector.matchLabels, leader),
+      selects(p.podSelector.matchLabels, worker),
+    ]);
+    expect(peers).toEqual([
+      [false, true],
+      [true, false],
+    ]);
+    expect(workers.spec.ingress[0].ports).toBeUndefined();
+    const open = synth(vllm, { networkPolicy: NetworkAccess.unrestricted() });
+    expect(open.filter(o => o.kind === 'NetworkPolicy')).toEqual([]);
+  });
+
+  test('groupSurge starts new groups before old ones leave; it needs nodes > 1 and at most the groups', () => {
+    const set = lwsOf(synth(vllm, { replicas: 2, groupSurge: 1 }));
+    expect(set.spec.rolloutStrategy.rollingUpdateConfiguration).toEqual({ maxUnavailable: 0, maxSurge: 1 });
+    expect(() => synth(vllm, { replicas: 2, groupSurge: 3 })).toThrow(
+      /'llm': groupSurge must be at most the groups an update replaces \(2\)/,
+    );
+    expect(() => synth(vllm, { groupSurge: -1 })).toThrow(/'llm': groupSurge must be a whole number/);
+    expect(() => synth(vllm, { nodes: 1, groupSurge: 1 })).toThrow(/'llm': groupSurge needs nodes > 1/);
+  });
+
+  test('the workload kind of a group is the LeaderWorkerSet, and only a group is', () => {
+    const chart = testChart('ml');
+    const svc = new VllmInferenceService(chart, 'llm', { name: 'llm', ...BASE });
+    expect(svc.workloadKind).toBe(WorkloadKind.LEADER_WORKER_SET);
+    expect(svc.workloadName).toBe('llm-lws');
+    expect(svc.leaderWorkerSet).toBe(svc.workload);
+    expect([svc.statefulSet, svc.deployment]).toEqual([undefined, undefined]);
+    expect(() => synth(vllm, { workloadKind: WorkloadKind.DEPLOYMENT })).toThrow(
+      /'llm': workloadKind must be WorkloadKind.LEADER_WORKER_SET \(or unset\) with nodes > 1/,
+    );
+    expect(() => synth(vllm, { nodes: 1, workloadKind: WorkloadKind.LEADER_WORKER_SET })).toThrow(
+      /'llm': workloadKind needs nodes > 1/,
+    );
+  });
+
+  test('a shared cache: the fill Job fills once, leader and workers wait for it', () => {
+    const objects = synth(vllm, { modelCache: ModelCache.sharedClaim({ claimName: 'models' }) });
+    expect(objects.filter(o => o.kind === 'Job')).toHaveLength(1);
+    const set = lwsOf(objects);
+    for (const t of [leaderOf(set), workerOf(set)])
+      expect(t.spec.initContainers.map((c: any) => c.name)).toEqual(['model-cache-wait']);
+  });
+
+  test('every rank downloads the LoRA adapters it loads', () => {
+    const set = lwsOf(synth(vllm, { loraAdapters: [{ name: 'sql', modelId: 'org/sql-lora', revision: 'v1' }] }));
+    for (const t of [leaderOf(set), workerOf(set)])
+      expect(t.spec.initContainers.map((c: any) => c.name)).toEqual(['model-download', 'model-download-lora-0']);
+  });
+
+  test('a KEDA query reads the in-flight requests of this set only', () => {
+    const objects = synth(vllm, {
+      modelSize: Size.gibibytes(16),
+      autoscaling: {
+        minReplicas: 1,
+        maxReplicas: 2,
+        targetRequestsInFlight: 64,
+        autoscaler: Autoscaler.keda({ serverAddress: 'http://prometheus.monitoring:9090' }),
+      },
+    });
+    const scaled = findOne(objects, 'ScaledObject');
+    expect(scaled.spec.scaleTargetRef).toEqual({
+      apiVersion: 'leaderworkerset.x-k8s.io/v1',
+      kind: 'LeaderWorkerSet',
+      name: 'llm-lws',
+    });
+    const query: string = scaled.spec.triggers[0].metadata.query;
+    const pattern = new RegExp(`^(?:${/pod=~"([^"]+)"/.exec(query)![1]})$`);
+    expect(['llm-lws-0', 'llm-lws-12'].every(p => pattern.test(p))).toBe(true);
+    expect(['llm-lws', 'llm-0', 'llm-lws2-0', 'other-lws-0'].some(p => pattern.test(p))).toBe(false);
+  });
+
+  test('the startup budget counts the group GPUs: 2 x 2 GPUs need modelSize when the id states none', () => {
+    expect(() => synth(vllm, { modelId: 'org/house-model', modelSize: undefined, gpusPerReplica: 2 })).toThrow(
+      /'llm': modelSize is needed \(or maxModelLoadTime\) with gpusPerReplica x nodes 4/,
+    );
+  });
+
+  test('Reload.restart() is refused: Stakater Reloader does not restart LeaderWorkerSets', () => {
+    const chart = testChart('ml');
+    const svc = new VllmInferenceService(chart, 'llm', { name: 'llm', ...BASE });
+    const creds = new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' });
+    expect(() => creds.mountInto(svc, { path: '/etc/gpu', onRotation: Reload.restart() })).toThrow(
+      /onRotation Reload.restart\(\) needs a workload that rolls pod-template changes out: Stakater Reloader does not restart LeaderWorkerSets/,
+    );
   });
 });
