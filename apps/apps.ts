@@ -1,6 +1,7 @@
 import { App } from 'cdk8s';
 import { addInference } from './inference';
 import { addLlm } from './llm';
+import { addMultiNode } from './multi-node';
 import { addPinnedImages } from './pinned-images';
 import { addPretraining } from './pretraining';
 import { addProduction } from './production';
@@ -9,7 +10,8 @@ import { addSecrets } from './secrets';
 import { addTraining } from './training';
 
 /**
- * Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a production cluster.
+ * Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a production cluster,
+ * models larger than one node.
  */
 export function buildApps(app: App): void {
   addTraining(app);
@@ -20,4 +22,5 @@ export function buildApps(app: App): void {
   addPretraining(app);
   addRouting(app);
   addPinnedImages(app);
+  addMultiNode(app);
 }

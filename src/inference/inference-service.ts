@@ -629,12 +629,14 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   const termination = resolveTermination(v, props);
 
   const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
-  // A group's pods load their shards at once: the whole model's budget covers the slowest shard and
-  // the group's rendezvous; its GPUs decide whether the model is large enough to need modelSize.
+  // A group's pods load their shares of the weights at once (vLLM: a pipeline stage's layers, SGLang:
+  // its tensor-parallel slices), so the budget is one share's; the group's GPUs decide whether the
+  // model is large enough to need modelSize.
   const startupBudgetSeconds = startupBudget(v, modelSize, props.maxModelLoadTime, {
     modelId,
     gpus: gpus * (group?.nodes ?? 1),
     gpusWhat: group ? 'gpusPerReplica x nodes' : undefined,
+    shards: group?.nodes,
   });
   const defaultCacheGib = Math.max(
     DEFAULT_CACHE_GIB,

@@ -88,11 +88,14 @@ export function startupBudget(
   v: Validator,
   modelSize: Size | undefined,
   maxModelLoadTime: Duration | undefined,
-  model: { modelId: string; gpus: number; gpusWhat?: string } = { modelId: '', gpus: 1 },
+  model: { modelId: string; gpus: number; gpusWhat?: string; shards?: number } = { modelId: '', gpus: 1 },
 ): number {
   // The startup probe's failureThreshold (budget / period) is an int32.
   const max = INT32_MAX * STARTUP_PERIOD_SECONDS;
-  const derived = modelSize === undefined ? undefined : derivedLoadSeconds(modelSize);
+  // The pods of a multi-node group load their shares of the weights at once, each from its own node.
+  const shards = model.shards ?? 1;
+  const share = (size: Size) => (shards === 1 ? size : Size.kibibytes(Math.ceil(size.toKibibytes() / shards)));
+  const derived = modelSize === undefined ? undefined : derivedLoadSeconds(share(modelSize));
   if (derived !== undefined && derived > max)
     v.fail(
       'modelSize',
@@ -102,7 +105,7 @@ export function startupBudget(
   if (maxModelLoadTime === undefined) {
     if (derived !== undefined) return derived;
     const stated = sizeFromModelId(model.modelId);
-    if (stated) return Math.max(DEFAULT_MAX_MODEL_LOAD_SECONDS, derivedLoadSeconds(stated.size));
+    if (stated) return Math.max(DEFAULT_MAX_MODEL_LOAD_SECONDS, derivedLoadSeconds(share(stated.size)));
     if (model.gpus >= LARGE_MODEL_GPUS) {
       v.fail(
         'modelSize',
@@ -116,7 +119,7 @@ export function startupBudget(
   if (derived !== undefined && explicit < derived) {
     v.fail(
       'maxModelLoadTime',
-      `must be at least the load budget of modelSize (${show(modelSize)}): ${modelGb(modelSize!)} GB at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s + ${WARMUP_SECONDS}s warm-up = ${derived}s, or the startup probe restarts a server that is still loading`,
+      `must be at least the load budget of modelSize (${show(modelSize)}): ${modelGb(share(modelSize!))} GB${shards > 1 ? ` a pod (1/${shards})` : ''} at ${ASSUMED_LOAD_MB_PER_SECOND} MB/s + ${WARMUP_SECONDS}s warm-up = ${derived}s, or the startup probe restarts a server that is still loading`,
       maxModelLoadTime,
     );
   }

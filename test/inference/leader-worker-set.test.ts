@@ -327,7 +327,8 @@ describe('the group in the serving practice', () => {
   });
 
   test('every rank downloads the LoRA adapters it loads', () => {
-    const set = lwsOf(synth(vllm, { loraAdapters: [{ name: 'sql', modelId: 'org/sql-lora', revision: 'v1' }] }));
+    const lora = { loraAdapters: [{ name: 'sql', modelId: 'org/sql-lora', revision: 'v1' }] };
+    const set = lwsOf(synth(vllm, lora as Partial<InferenceServiceProps>));
     for (const t of [leaderOf(set), workerOf(set)])
       expect(t.spec.initContainers.map((c: any) => c.name)).toEqual(['model-download', 'model-download-lora-0']);
   });
