@@ -16,9 +16,9 @@ const GATEWAY = { name: 'inference-gateway', namespace: 'gateway-system' };
  * Models larger than one 8-GPU node, each replica a LeaderWorkerSet group of 2 pods of 8 GPUs (docs/serving.md,
  * "Multi-node serving"). vLLM serves Llama 3.1 405B in bf16 (tensor parallel 8 within a node, pipeline parallel 2
  * across) over EFA, behind an InferencePool that selects only the leaders; SGLang serves DeepSeek-V3 (tensor
- * parallel 16 across the group), each group admitted whole through Kueue. Neither is autoscaled: a group loads for
- * about an hour (a 321-378 GB share at 100 MB/s), longer than the HPA's longest scale-down window. Each reads a ReadWriteMany
- * cache that a CPU-only Job fills once, so no pod of a group downloads 700 GB on its own.
+ * parallel 16 across the group), each group admitted whole through Kueue. Neither is autoscaled: a pod loads its
+ * 345-406 GB share in about an hour at the assumed 100 MB/s, longer than the HPA's longest scale-down window. Each
+ * reads a ReadWriteMany cache that a CPU-only Job fills once, so no pod of a group downloads 700 GB on its own.
  */
 export class MultiNodeChart extends Chart {
   constructor(scope: Construct, id: string, props: ChartProps = {}) {
