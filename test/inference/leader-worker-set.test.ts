@@ -15,6 +15,8 @@ import {
 import { LABEL_COMPONENT } from '../../src/common/labels';
 import { KUEUE_QUEUE_LABEL } from '../../src/common/kueue';
 import { WORKER_COMPONENT } from '../../src/inference/leader-worker-set';
+import { KubeObject } from '../../src/guard/normalize';
+import { servingBumpWarnings } from '../../src/guard/serving-bump';
 import { podSecurityLevel } from '../support/pod-security';
 import { findOne, testChart, validateApp } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
@@ -368,5 +370,24 @@ describe('the group in the serving practice', () => {
     expect(() => creds.mountInto(svc, { path: '/etc/gpu', onRotation: Reload.restart() })).toThrow(
       /onRotation Reload.restart\(\) needs a workload that rolls pod-template changes out: Stakater Reloader does not restart LeaderWorkerSets/,
     );
+  });
+});
+
+describe('the guard knows serving groups', () => {
+  test('a one-step version bump of a group is warned about, with the wait LWS supports', () => {
+    const output = (version: number) => {
+      const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+      new VllmInferenceService(chart, 'llm', { name: 'llm', ...BASE, version });
+      return Testing.synth(chart) as KubeObject[];
+    };
+    const before = output(1);
+    const after = output(2);
+    const same = (a: KubeObject, b: KubeObject) => a.kind === b.kind && a.metadata.name === b.metadata.name;
+    const matched = new Set(before.filter(o => after.some(a => same(a, o))));
+    const created = after.filter(a => !before.some(o => same(a, o)));
+    const out: any[] = [];
+    servingBumpWarnings(before, matched, created, out);
+    expect(out.map(f => [f.code, f.before, f.after])).toEqual([['serving-version-gap', 'llm-v1-lws', 'llm-v2-lws']]);
+    expect(out[0].remedy).toContain('kubectl wait --for=condition=Available leaderworkerset/llm-v2-lws -n serving');
   });
 });
