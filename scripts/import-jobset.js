@@ -3,69 +3,27 @@
 // `cdk8s import` from the vendored CRD of the pinned release (src/validation/crds/jobset, see its
 // README for the release and commit). Run: node scripts/import-jobset.js
 //
-// Two edits before and after the import, both so that nothing is typed twice:
-// - The Job spec embedded in `replicatedJobs[].template.spec` is the batch/v1 JobSpec. The library
-//   composes it as cdk8s-plus-28's typed `k8s.JobSpec` (quantities, IntOrString) and converts it with
-//   cdk8s-plus-28's own converter, like every built-in kind; the import would emit a second,
-//   incompatible copy of JobSpec and PodSpec (about 19 000 lines). It is imported as an open object
-//   here and typed in src/training/job-set.ts. The same holds for the PVC templates of
-//   `volumeClaimPolicies`, which the library does not use.
-// - The generated `JobSet` class is dropped: like cdk8s-plus-28's Kube* classes it applies a
-//   JsonPatch to the typed props before converting them, where a patched value can vanish. The
-//   library emits JobSets with ManifestObject, whose body is the converted API JSON.
-const fs = require('fs');
-const os = require('os');
-const path = require('path');
-const { execFileSync } = require('child_process');
-const YAML = require('yaml');
+// The Job spec embedded in `replicatedJobs[].template.spec` is the batch/v1 JobSpec. The library
+// composes it as cdk8s-plus-28's typed `k8s.JobSpec` (quantities, IntOrString) and converts it with
+// cdk8s-plus-28's own converter, like every built-in kind; the import would emit a second, incompatible
+// copy of JobSpec and PodSpec (about 19 000 lines). It is imported as an open object here and typed in
+// src/training/job-set.ts. The same holds for the PVC templates of `volumeClaimPolicies`, which the
+// library does not use. The rest is scripts/import-crd.js.
+const { importCrd, open } = require('./import-crd');
 
-const root = path.join(__dirname, '..');
-const crdFile = path.join(root, 'src/validation/crds/jobset/jobset.x-k8s.io_jobsets.json');
-const out = path.join(root, 'src/imports/jobset.ts');
-const sources = JSON.parse(fs.readFileSync(path.join(root, 'src/validation/crds/sources.json'), 'utf8'));
-
-const crd = JSON.parse(fs.readFileSync(crdFile, 'utf8'));
-const version = crd.spec.versions.find(v => v.name === 'v1alpha2');
-const spec = version.schema.openAPIV3Schema.properties.spec.properties;
-const open = description => ({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true, description });
-spec.replicatedJobs.items.properties.template.properties.spec = open(
-  'The batch/v1 JobSpec of the replicated Job: typed as cdk8s-plus-28 k8s.JobSpec in src/training/job-set.ts.',
-);
-const claimTemplate = spec.volumeClaimPolicies.items.properties.templates.items.properties;
-claimTemplate.spec = open('A core/v1 PersistentVolumeClaimSpec (not used by the library).');
-claimTemplate.status = open('A core/v1 PersistentVolumeClaimStatus (not used by the library).');
-crd.spec.versions = [version];
-
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jobset-import-'));
-fs.writeFileSync(path.join(tmp, 'jobset.yaml'), YAML.stringify(crd));
-execFileSync(path.join(root, 'node_modules/.bin/cdk8s'), ['import', 'jobset.yaml', '-l', 'typescript', '-o', 'out'], {
-  cwd: tmp,
-  stdio: ['ignore', 'ignore', 'inherit'],
+importCrd({
+  crd: 'jobset/jobset.x-k8s.io_jobsets.json',
+  version: 'v1alpha2',
+  kind: 'JobSet',
+  repo: 'kubernetes-sigs/jobset',
+  out: 'jobset.ts',
+  script: 'scripts/import-jobset.js',
+  edit: spec => {
+    spec.replicatedJobs.items.properties.template.properties.spec = open(
+      'The batch/v1 JobSpec of the replicated Job: typed as cdk8s-plus-28 k8s.JobSpec in src/training/job-set.ts.',
+    );
+    const claimTemplate = spec.volumeClaimPolicies.items.properties.templates.items.properties;
+    claimTemplate.spec = open('A core/v1 PersistentVolumeClaimSpec (not used by the library).');
+    claimTemplate.status = open('A core/v1 PersistentVolumeClaimStatus (not used by the library).');
+  },
 });
-let ts = fs.readFileSync(path.join(tmp, 'out/jobset.x-k8s.io.ts'), 'utf8');
-fs.rmSync(tmp, { recursive: true, force: true });
-
-// Drop the class (from its doc comment to the interface that follows it) and the imports it needed.
-const classStart = ts.lastIndexOf('/**', ts.indexOf('export class JobSet '));
-const propsStart = ts.lastIndexOf('/**', ts.indexOf('export interface JobSetProps '));
-if (classStart < 0 || propsStart <= classStart) throw new Error('unexpected cdk8s import output: no JobSet class');
-ts = ts.slice(0, classStart) + ts.slice(propsStart);
-ts = ts.replace(
-  "import { ApiObject, ApiObjectMetadata, GroupVersionKind } from 'cdk8s';\nimport { Construct } from 'constructs';\n",
-  "import { ApiObjectMetadata } from 'cdk8s';\n",
-);
-// One file-wide max-len exemption (generated doc comments are long) instead of cdk8s's per-converter
-// directives, which also name rules this repository does not use.
-ts = ts.replace(/^\/\* eslint-(disable|enable) max-len.*\*\/\n/gm, '');
-if (/\bApiObject\b|\bConstruct\b/.test(ts)) throw new Error('unexpected cdk8s import output: class references left');
-
-const source = sources.find(s => s.repo === 'kubernetes-sigs/jobset') ?? {};
-const url = `https://github.com/${source.repo}/blob/${source.commit}/${source.path}`;
-const header = `/* eslint-disable max-len */
-// Generated by scripts/import-jobset.js with \`cdk8s import\` (cdk8s-cli) from
-// src/validation/crds/jobset/jobset.x-k8s.io_jobsets.json: kubernetes-sigs/jobset ${source.tag ?? ''}
-// (${url}). Do not edit.
-`;
-fs.mkdirSync(path.dirname(out), { recursive: true });
-fs.writeFileSync(out, header + ts.replace(/^\/\/ generated by cdk8s\n/, ''));
-console.log(`wrote ${path.relative(root, out)} (${ts.split('\n').length} lines)`);

@@ -3,68 +3,32 @@
 // with `cdk8s import` from the vendored CRD of the pinned release (src/validation/crds/lws, see its
 // README for the release and commit). Run: node scripts/import-lws.js
 //
-// The same two edits as scripts/import-jobset.js, for the same reasons:
-// - The leader and worker pod templates (`leaderWorkerTemplate.leaderTemplate` / `workerTemplate`) are
-//   core/v1 PodTemplateSpecs and `volumeClaimTemplates` are core/v1 PersistentVolumeClaims: the library
-//   composes them as cdk8s-plus-28's typed k8s.PodTemplateSpec / k8s.KubePersistentVolumeClaimProps and
-//   converts them with cdk8s-plus-28's converters, like every built-in kind. They are imported as open
-//   objects here and typed in src/inference/leader-worker-set.ts.
-// - The generated `LeaderWorkerSet` class is dropped: the library emits LeaderWorkerSets with
-//   ManifestObject, whose body is the converted API JSON.
-const fs = require('fs');
-const os = require('os');
-const path = require('path');
-const { execFileSync } = require('child_process');
-const YAML = require('yaml');
+// The leader and worker pod templates (`leaderWorkerTemplate.leaderTemplate` / `workerTemplate`) are
+// core/v1 PodTemplateSpecs and `volumeClaimTemplates` are core/v1 PersistentVolumeClaims: the library
+// composes them as cdk8s-plus-28's typed k8s.PodTemplateSpec / k8s.KubePersistentVolumeClaimProps and
+// converts them with cdk8s-plus-28's converters, like every built-in kind. They are imported as open
+// objects here and typed in src/inference/leader-worker-set.ts. The rest is scripts/import-crd.js.
+const { importCrd, open } = require('./import-crd');
 
-const root = path.join(__dirname, '..');
-const crdFile = path.join(root, 'src/validation/crds/lws/leaderworkerset.x-k8s.io_leaderworkersets.json');
-const out = path.join(root, 'src/imports/lws.ts');
-const sources = JSON.parse(fs.readFileSync(path.join(root, 'src/validation/crds/sources.json'), 'utf8'));
-
-const crd = JSON.parse(fs.readFileSync(crdFile, 'utf8'));
-const version = crd.spec.versions.find(v => v.name === 'v1');
-const spec = version.schema.openAPIV3Schema.properties.spec.properties;
-const open = description => ({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true, description });
-const template = spec.leaderWorkerTemplate.properties;
-template.leaderTemplate = open('The core/v1 PodTemplateSpec of leaders: typed in src/inference/leader-worker-set.ts.');
-template.workerTemplate = open('The core/v1 PodTemplateSpec of workers: typed in src/inference/leader-worker-set.ts.');
-template.volumeClaimTemplates = {
-  type: 'array',
-  items: open('A core/v1 PersistentVolumeClaim: typed in src/inference/leader-worker-set.ts.'),
-  description: template.volumeClaimTemplates.description,
-};
-crd.spec.versions = [version];
-
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lws-import-'));
-fs.writeFileSync(path.join(tmp, 'lws.yaml'), YAML.stringify(crd));
-execFileSync(path.join(root, 'node_modules/.bin/cdk8s'), ['import', 'lws.yaml', '-l', 'typescript', '-o', 'out'], {
-  cwd: tmp,
-  stdio: ['ignore', 'ignore', 'inherit'],
+importCrd({
+  crd: 'lws/leaderworkerset.x-k8s.io_leaderworkersets.json',
+  version: 'v1',
+  kind: 'LeaderWorkerSet',
+  repo: 'kubernetes-sigs/lws',
+  out: 'lws.ts',
+  script: 'scripts/import-lws.js',
+  edit: spec => {
+    const template = spec.leaderWorkerTemplate.properties;
+    template.leaderTemplate = open(
+      'The core/v1 PodTemplateSpec of leaders: typed in src/inference/leader-worker-set.ts.',
+    );
+    template.workerTemplate = open(
+      'The core/v1 PodTemplateSpec of workers: typed in src/inference/leader-worker-set.ts.',
+    );
+    template.volumeClaimTemplates = {
+      type: 'array',
+      items: open('A core/v1 PersistentVolumeClaim: typed in src/inference/leader-worker-set.ts.'),
+      description: template.volumeClaimTemplates.description,
+    };
+  },
 });
-let ts = fs.readFileSync(path.join(tmp, 'out/leaderworkerset.x-k8s.io.ts'), 'utf8');
-fs.rmSync(tmp, { recursive: true, force: true });
-
-// Drop the class (from its doc comment to the interface that follows it) and the imports it needed.
-const classStart = ts.lastIndexOf('/**', ts.indexOf('export class LeaderWorkerSet '));
-const propsStart = ts.lastIndexOf('/**', ts.indexOf('export interface LeaderWorkerSetProps '));
-if (classStart < 0 || propsStart <= classStart)
-  throw new Error('unexpected cdk8s import output: no LeaderWorkerSet class');
-ts = ts.slice(0, classStart) + ts.slice(propsStart);
-ts = ts.replace(
-  "import { ApiObject, ApiObjectMetadata, GroupVersionKind } from 'cdk8s';\nimport { Construct } from 'constructs';\n",
-  "import { ApiObjectMetadata } from 'cdk8s';\n",
-);
-ts = ts.replace(/^\/\* eslint-(disable|enable) max-len.*\*\/\n/gm, '');
-if (/\bApiObject\b|\bConstruct\b/.test(ts)) throw new Error('unexpected cdk8s import output: class references left');
-
-const source = sources.find(s => s.repo === 'kubernetes-sigs/lws') ?? {};
-const url = `https://github.com/${source.repo}/blob/${source.commit}/${source.path}`;
-const header = `/* eslint-disable max-len */
-// Generated by scripts/import-lws.js with \`cdk8s import\` (cdk8s-cli) from
-// src/validation/crds/lws/leaderworkerset.x-k8s.io_leaderworkersets.json: kubernetes-sigs/lws ${source.tag ?? ''}
-// (${url}). Do not edit.
-`;
-fs.mkdirSync(path.dirname(out), { recursive: true });
-fs.writeFileSync(out, header + ts.replace(/^\/\/ generated by cdk8s\n/, ''));
-console.log(`wrote ${path.relative(root, out)} (${ts.split('\n').length} lines)`);
