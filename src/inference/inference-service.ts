@@ -30,7 +30,14 @@ import { BoundModelCache, ModelCache } from './model-cache';
 import { progressDeadlineSeconds, resolveWorkloadKind, servingWorkloadObject, WorkloadKind } from './workload-kind';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
 import { Rdma, rdmaExtendedResources, rdmaNeedsRoot, requireRootForRdma } from '../common/rdma';
-import { groupNetworkPolicy, groupScaleTarget, leaderWorkerSet, resolveGroup, ServingGroup } from './leader-worker-set';
+import {
+  groupNetworkPolicy,
+  groupPodSelector,
+  groupScaleTarget,
+  leaderWorkerSet,
+  resolveGroup,
+  ServingGroup,
+} from './leader-worker-set';
 import {
   checkImageFacts,
   extraArgsOf,
@@ -376,7 +383,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly service: ApiObject;
   /** The governing headless Service: per-pod DNS names and per-pod metrics endpoints. */
   readonly headlessService: ApiObject;
-  /** Keeps n-1 replicas serving through voluntary disruptions. */
+  /** Keeps n-1 replicas serving through voluntary disruptions (with `nodes` > 1, over every pod of the groups). */
   readonly podDisruptionBudget: ApiObject;
   /** The prometheus-operator ServiceMonitor, when `serviceMonitor` is true. */
   readonly serviceMonitor?: ApiObject;
@@ -527,11 +534,12 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     else this.leaderWorkerSet = this.workload;
     addPodValidation(this, template, r.guaranteedQos, `${r.engine.construct} '${id}'`);
     // maxUnavailable 1 keeps n-1 serving while replicas change. With one replica it still lets a
-    // drain evict the pod (a short outage) instead of blocking node maintenance forever.
+    // drain evict the pod (a short outage) instead of blocking node maintenance forever. A group's
+    // budget covers its workers too: evicting any rank recreates the group.
     this.podDisruptionBudget = podDisruptionBudget(this, 'Budget', {
       name: r.name,
       labels: r.labels,
-      selector: r.selector,
+      selector: r.group ? groupPodSelector(r) : r.selector,
       budget: DisruptionBudget.maxUnavailable(1),
     })!;
     const group = r.group && groupNetworkPolicy(new Construct(this, 'Group'), v, props.networkPolicy, r);

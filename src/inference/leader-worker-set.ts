@@ -1,10 +1,9 @@
 import { ApiObject } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
-import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { isMigResource } from '../common/gpu';
 import { KUEUE_QUEUE_LABEL, kueueQueueName } from '../common/kueue';
-import { LABEL_NAME, labelSet, selectorLabels, WorkloadIdentity } from '../common/labels';
+import { LABEL_COMPONENT, LABEL_NAME, labelSet, selectorLabels, WorkloadIdentity } from '../common/labels';
 import { NetworkAccess, workloadNetworkPolicy } from '../common/network-policy';
 import { customKind, ManifestKind, ManifestObject } from '../common/manifest-object';
 import { PodTemplate } from '../common/pod-template';
@@ -205,7 +204,7 @@ export interface GroupEmission {
 type WritableContainer = { -readonly [K in keyof k8s.Container]: k8s.Container[K] };
 
 /**
- * Emits the LeaderWorkerSet of a multi-node serving replica set, and the PDB of its workers.
+ * Emits the LeaderWorkerSet of a multi-node serving replica set.
  *
  * Drain: LWS deletes a group as one (a rolling update or scale-down deletes the leader, and the
  * workers with it). The leader takes preStop + drain as a single pod does; the workers sleep for
@@ -279,15 +278,18 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
       },
     },
   });
-  // The leaders' PDB is the serving practice's; evicting a worker also restarts its group, so the
-  // workers have their own (disjoint: the eviction API refuses a pod that two PDBs select).
-  podDisruptionBudget(scope, 'WorkerBudget', {
-    name: `${r.name}-workers`,
-    labels: workerLabels.labels,
-    selector: workerLabels.selector,
-    budget: DisruptionBudget.maxUnavailable(1),
-  });
   return object;
+}
+
+/**
+ * Every pod of the set, leaders and workers: what the group's one PDB selects. Evicting any pod
+ * recreates its group, so one budget over all of them (maxUnavailable 1) lets a drain take one
+ * group at a time; a budget per role would let it take a leader of one group and a worker of
+ * another at once (and the eviction API refuses a pod that two budgets select).
+ */
+export function groupPodSelector(r: Pick<GroupInputs, 'labels' | 'name'>): Record<string, string> {
+  const { [LABEL_COMPONENT]: _, ...selector } = selectorLabels(workerIdentity(r));
+  return selector;
 }
 
 /** The workers' identity: the leaders' name and instance, another component. */

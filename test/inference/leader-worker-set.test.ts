@@ -71,7 +71,7 @@ describe.each(ENGINES)('$engine across nodes', ({ make, container, level }) => {
       expect(mainOf(t, container).resources.limits['nvidia.com/gpu']).toBe(8);
   });
 
-  test('only leaders are selected by the client Service, the headless Service, the PDB; workers have their own PDB', () => {
+  test('only leaders are selected by the Services; one PDB covers leaders and workers, so a drain takes one group', () => {
     const objects = synth(make);
     const set = lwsOf(objects);
     const leaderLabels = leaderOf(set).metadata.labels;
@@ -84,10 +84,17 @@ describe.each(ENGINES)('$engine across nodes', ({ make, container, level }) => {
       expect(selects(svc.spec.selector, leaderLabels)).toBe(true);
       expect(selects(svc.spec.selector, workerLabels)).toBe(false);
     }
-    const leaders = findOne(objects, 'PodDisruptionBudget', 'llm').spec.selector.matchLabels;
-    const workers = findOne(objects, 'PodDisruptionBudget', 'llm-workers').spec.selector.matchLabels;
-    expect([selects(leaders, leaderLabels), selects(leaders, workerLabels)]).toEqual([true, false]);
-    expect([selects(workers, leaderLabels), selects(workers, workerLabels)]).toEqual([false, true]);
+    const budgets = objects.filter(o => o.kind === 'PodDisruptionBudget');
+    expect(budgets).toHaveLength(1);
+    const budget = budgets[0].spec;
+    expect(budget.maxUnavailable).toBe(1);
+    expect([
+      selects(budget.selector.matchLabels, leaderLabels),
+      selects(budget.selector.matchLabels, workerLabels),
+    ]).toEqual([true, true]);
+    // Not another version's pods, nor the fill Job's.
+    const other = { ...leaderLabels, 'app.kubernetes.io/instance': 'llm-v2' };
+    expect(selects(budget.selector.matchLabels, other)).toBe(false);
   });
 
   test('probes and the API port on the leader only; workers outlive the leader drain', () => {
