@@ -1,6 +1,7 @@
 import { Chart, Size, Testing } from 'cdk8s';
 import {
   Autoscaler,
+  InferenceServiceMonitoring,
   InferenceServiceProps,
   ModelCache,
   NetworkAccess,
@@ -17,6 +18,8 @@ import { KUEUE_QUEUE_LABEL } from '../../src/common/kueue';
 import { WORKER_COMPONENT } from '../../src/inference/leader-worker-set';
 import { KubeObject } from '../../src/guard/normalize';
 import { servingBumpWarnings } from '../../src/guard/serving-bump';
+import { podNamePattern } from '../../src/common/names';
+import { describePromtool, evaluationAtOrAfter, fires, ruleSpec, silent, testRules } from '../monitoring/promtool';
 import { podSecurityLevel } from '../support/pod-security';
 import { findOne, testChart, validateApp } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
@@ -396,5 +399,50 @@ describe('the guard knows serving groups', () => {
     servingBumpWarnings(before, matched, created, out);
     expect(out.map(f => [f.code, f.before, f.after])).toEqual([['serving-version-gap', 'llm-v1-lws', 'llm-v2-lws']]);
     expect(out[0].remedy).toContain('kubectl wait --for=condition=Available leaderworkerset/llm-v2-lws -n serving');
+  });
+});
+
+describe('monitoring a group', () => {
+  const app = () => {
+    const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+    const svc = new VllmInferenceService(chart, 'llm', { name: 'llm', ...BASE });
+    return { svc, monitoring: new InferenceServiceMonitoring(chart, 'monitoring', svc) };
+  };
+
+  test("the rules find the set's leaders and workers by name, and label alerts with the LeaderWorkerSet", () => {
+    const { monitoring } = app();
+    const rules = ruleSpec(monitoring).groups[0].rules;
+    expect(rules.every((r: any) => r.labels.leaderworkerset === 'llm-lws')).toBe(true);
+    const pattern = new RegExp(`^(?:${podNamePattern('LeaderWorkerSet', 'llm-lws')})$`);
+    expect(['llm-lws-0', 'llm-lws-0-1', 'llm-lws-3-1'].every(p => pattern.test(p))).toBe(true);
+    expect(['llm-0', 'llm-lws-x', 'llm-lws-0-1-2', 'llm-v2-lws-0'].some(p => pattern.test(p))).toBe(false);
+  });
+
+  describePromtool('under promtool', () => {
+    test('GpuServingPodNotReady fires for a worker that is not Ready, not for a pod of another version', () => {
+      const { monitoring, svc } = app();
+      const spec = ruleSpec(monitoring);
+      const at = evaluationAtOrAfter(svc.capacitySeconds);
+      const ready = (pod: string) => ({
+        series: `kube_pod_status_ready{namespace="serving",pod="${pod}",condition="true"}`,
+        values: `0x${Math.ceil(at / 60) + 2}`,
+      });
+      const r = testRules(spec, [
+        {
+          interval: '1m',
+          input_series: [ready('llm-lws-1-1')],
+          alert_rule_test: [
+            fires(spec, 'GpuServingPodNotReady', at, { namespace: 'serving', pod: 'llm-lws-1-1', condition: 'true' }),
+          ],
+        },
+        {
+          interval: '1m',
+          input_series: [ready('llm-v2-lws-1-1')],
+          alert_rule_test: [silent('GpuServingPodNotReady', at)],
+        },
+      ]);
+      expect(r.output).toMatch(/SUCCESS/);
+      expect(r.ok).toBe(true);
+    });
   });
 });
