@@ -111,10 +111,25 @@ export function replicasOf(o: KubeObject, live: KubeObject | undefined, scalers:
 export const rangeText = (r: Range, f: (n: number) => string = String) =>
   r.min === r.max ? f(r.min) : `${f(r.min)}–${f(r.max)}`;
 
-/** GPUs a workload holds: per pod times its replicas (a range under an autoscaler). */
+/**
+ * GPUs of one replica: a pod, or a LeaderWorkerSet's group (the leader, whose template defaults to
+ * the workers', and `leaderWorkerTemplate.size - 1` workers).
+ */
+export function unitGpus(o: KubeObject): number {
+  if (templateOf(o) === undefined) return 0;
+  const specs = podSpecs(o);
+  if (kindKey(o) === LWS)
+    return gpusOfPod(specs[0]) + (num(o.spec?.leaderWorkerTemplate?.size, 1) - 1) * gpusOfPod(specs[1]);
+  return gpusOfPod(specs[0]);
+}
+
+/** The longest a replica takes to stop: the largest terminationGracePeriodSeconds of its pods. */
+export const drainOf = (o: KubeObject) =>
+  Math.max(...podSpecs(o).map(s => num(s?.terminationGracePeriodSeconds, DEFAULT_GRACE)));
+
+/** GPUs a workload holds: per pod (or group) times its replicas (a range under an autoscaler). */
 export function gpuRange(o: KubeObject, scalers: Map<string, Range>): Range {
-  const specs = templateOf(o) === undefined ? [] : podSpecs(o);
-  const per = specs.reduce((n: number, s) => n + gpusOfPod(s), 0);
+  const per = unitGpus(o);
   const r = replicasOf(o, o, scalers);
   return { min: r.min * per, max: r.max * per };
 }
