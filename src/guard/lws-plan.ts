@@ -6,14 +6,7 @@
 import { lwsView, scaled } from './lws-check';
 import type { KubeObject } from './normalize';
 import { isObject } from './object';
-import { num, podSpecs, type Range, startupOf, unitGpus } from './workload';
-
-/**
- * The first server minor whose kube-controller-manager honours a StatefulSet's maxUnavailable by
- * default: MaxUnavailableStatefulSet, alpha (off) from 1.24, beta (on) from 1.35 (KEP-961,
- * pkg/features/versioned_kube_features.go).
- */
-export const STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON = 35;
+import { num, podSpecs, type Range, STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON, startupOf, unitGpus } from './workload';
 
 /**
  * What a revision of the LeaderWorkerSet holds (getPatch): `leaderWorkerTemplate` and

@@ -21,6 +21,7 @@ import {
   Range,
   rangeText,
   replicasOf,
+  STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON,
   startupOf,
   templateOf,
   unitGpus,
@@ -246,17 +247,19 @@ function planWorkload(
       // Pods with an ordinal at or above the partition are updated (StatefulSetUpdateStrategy).
       const partition = num(strategy.rollingUpdate?.partition, 0);
       const pods = { min: Math.max(replicas.min - partition, 0), max: Math.max(replicas.max - partition, 0) };
-      // maxUnavailable (the MaxUnavailableStatefulSet feature) replaces several at once; otherwise one
-      // ordinal at a time, highest first. A pod is deleted before its replacement starts: no surge.
+      // maxUnavailable (the MaxUnavailableStatefulSet feature, on by default from 1.35) replaces several
+      // at once; otherwise one ordinal at a time, highest first. A pod is deleted before its
+      // replacement starts: no surge.
       const maxUnavailable = intOrPercent(strategy.rollingUpdate?.maxUnavailable, replicas.max, 1, false) || 1;
-      const parallel = a.spec?.podManagementPolicy === 'Parallel' && maxUnavailable > 1;
+      const gate = (minor ?? 0) >= STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON;
+      const parallel = a.spec?.podManagementPolicy === 'Parallel' && maxUnavailable > 1 && gate;
       return rolling(
         pods,
         parallel ? maxUnavailable : 1,
         0,
         parallel
           ? `RollingUpdate, maxUnavailable ${maxUnavailable}`
-          : 'RollingUpdate, one ordinal at a time from the highest (each waits for the previous to be Ready)',
+          : `RollingUpdate, one ordinal at a time from the highest (each waits for the previous to be Ready)${maxUnavailable > 1 && !gate ? `: maxUnavailable ${maxUnavailable} needs the MaxUnavailableStatefulSet feature gate before 1.${STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON}` : ''}`,
       );
     }
     case 'apps/Deployment': {

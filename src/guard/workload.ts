@@ -21,6 +21,12 @@ export const DEFAULT_PERIOD = 10;
 export const DEFAULT_FAILURES = 3;
 export const WORKLOADS = new Set(['apps/StatefulSet', 'apps/Deployment', 'apps/DaemonSet', 'apps/ReplicaSet']);
 export const LWS = 'leaderworkerset.x-k8s.io/LeaderWorkerSet';
+/**
+ * The first server minor whose kube-controller-manager honours a StatefulSet's maxUnavailable by
+ * default: MaxUnavailableStatefulSet, alpha (off) from 1.24, beta (on) from 1.35 (KEP-961,
+ * pkg/features/versioned_kube_features.go).
+ */
+export const STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON = 35;
 
 export const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isFinite(v) ? v : d);
 export const kindKey = (o: KubeObject) => `${groupOf(o)}/${o.kind}`;
