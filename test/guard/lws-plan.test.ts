@@ -4,6 +4,7 @@
 import type { KubeObject } from '../../src/guard/normalize';
 import { plan } from '../../src/guard/plan';
 import { formatPlan } from '../../src/guard/plan-report';
+import { liveExport } from './live-export';
 
 /** A pod: 60 s grace, a startup budget of 30 + 10 × 9 = 120 s, `gpus` GPUs. */
 const pod = (image = 'i:1', gpus = 2, grace = 60, startup = 9) => ({
@@ -158,6 +159,21 @@ describe('plan: a LeaderWorkerSet whose templates change', () => {
     expect(planOf(lws({}, { restartPolicy: 'None' }), lws({}, { restartPolicy: 'Default' }))).toMatchObject({
       restarts: false,
     });
+  });
+
+  test('a live export carries the defaults the server stored: the same manifest restarts nothing', () => {
+    const live = liveExport(lws());
+    live.spec.startupPolicy = 'LeaderCreated';
+    live.spec.networkConfig = { subdomainPolicy: 'Shared' };
+    live.spec.rolloutStrategy = {
+      type: 'RollingUpdate',
+      rollingUpdateConfiguration: { maxSurge: 0, maxUnavailable: 1, partition: 0 },
+    };
+    live.spec.leaderWorkerTemplate.restartPolicy = 'RecreateGroupOnPodRestart';
+    const result = plan([live], [lws()]);
+    expect(result.guard.findings).toEqual([]);
+    expect(result.workloads[0]).toMatchObject({ restarts: false, changes: [] });
+    expect(plan([live], [bumped()]).workloads[0]).toMatchObject({ restarts: true, perStep: 1 });
   });
 
   test('a new LeaderWorkerSet: its groups start, needing their GPUs', () => {

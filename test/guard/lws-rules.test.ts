@@ -123,6 +123,14 @@ describe('LeaderWorkerSet guard rules (lws v0.10.0)', () => {
       ]);
       expect(paths(lws(), lws(ru({ maxUnavailable: 0, maxSurge: 1 })))).toEqual([]);
       expect(paths(lws(), lws(ru({})))).toEqual([]);
+      // From a live export: the apply keeps the stored maxSurge 0, and deletes a maxUnavailable the
+      // last apply set and the manifest dropped (the server then defaults it to 1).
+      const live = liveExport(lws({ replicas: 2, ...ru({ maxUnavailable: '50%' }) }));
+      live.spec.rolloutStrategy.rollingUpdateConfiguration = { maxUnavailable: '50%', maxSurge: 0, partition: 0 };
+      expect(paths(live, lws({ replicas: 1, ...ru({ maxUnavailable: '50%' }) }))).toEqual([
+        'spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable',
+      ]);
+      expect(paths(live, lws({ replicas: 1 }))).toEqual([]);
     });
 
     test('a size that subGroupSize no longer divides is refused: size may change, subGroupSize may not', () => {
