@@ -2,6 +2,7 @@
 import { withDefaults } from './crd';
 import { semanticEqual, quantityNanos } from './equal';
 import { checkReplicatedJobs } from './jobset-check';
+import { checkLwsSpec, checkSubGroupSize } from './lws-check';
 import { arr, clone, isLiveExport, KubeObject, StatusFacts } from './normalize';
 import { get, isObject, lastKey, show } from './object';
 import { FieldRule, GuardCheck } from './rules';
@@ -342,6 +343,8 @@ const CHECKS: Partial<Record<GuardCheck, CheckFn>> = {
     return;
   },
   [GuardCheck.JOBSET_REPLICATED_JOBS]: ({ rule, p, bv, av, emit }) => checkReplicatedJobs(rule, p, bv, av, emit),
+  [GuardCheck.LWS_SUB_GROUP_SIZE]: ({ rule, bv, av, emit }) => checkSubGroupSize(rule, bv, av, emit),
+  [GuardCheck.LWS_SPEC]: ({ rule, b, a, emit }) => checkLwsSpec(rule, b, a, emit),
   [GuardCheck.JOB_COMPLETIONS]: ({ rule, a, bv, av, emit }) => {
     if (semanticEqual(bv, av)) return;
     const indexed = a.spec?.completionMode === 'Indexed';

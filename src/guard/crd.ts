@@ -1,6 +1,6 @@
 // Immutable fields of custom resources, read from their CRDs when the input carries them: a
 // property whose `x-kubernetes-validations` has the transition rule `self == oldSelf` (the idiom
-// JobSet, LeaderWorkerSet, KEDA and most operators use) may not change once set. The server
+// JobSet, KEDA and most operators use; LeaderWorkerSet v0.10.0 has none) may not change once set. The server
 // evaluates transition rules only when the old and the new object both have the value
 // (apiextensions-apiserver pkg/apiserver/schema/cel/validation.go).
 import { GuardCheck, type FieldRule } from './rules';

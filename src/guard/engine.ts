@@ -162,7 +162,7 @@ export function runGuard(
       remedy ??= remedyFor(before);
       errors.push({
         severity: 'error',
-        code: 'immutable-field',
+        code: rule.code ?? 'immutable-field',
         ...identity(after),
         namespace,
         path,

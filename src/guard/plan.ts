@@ -6,14 +6,14 @@ import type { GuardOptions, GuardResult } from './diff';
 import { runGuard, storedPair } from './engine';
 import { semanticEqual } from './equal';
 import { arr, KubeObject } from './normalize';
+import { lwsRevision, lwsRollout, lwsStartup } from './lws-plan';
 import { describe, isObject } from './object';
 import { appName } from './remedy';
 import { minorOf } from './rules';
 import { serverOwned } from './warnings';
 import {
   autoscaled,
-  DEFAULT_GRACE,
-  gpusOfPod,
+  drainOf,
   kindKey,
   LWS,
   num,
@@ -21,8 +21,10 @@ import {
   Range,
   rangeText,
   replicasOf,
+  STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON,
   startupOf,
   templateOf,
+  unitGpus,
 } from './workload';
 
 export type { Range } from './workload';
@@ -157,6 +159,8 @@ export function changedPaths(b: unknown, a: unknown, at: string, out: string[], 
   else out.push(at);
 }
 
+/** The startup budget of one replica: its longest startup probe; a LeaderWorkerSet group's as lwsStartup reads it. */
+const startupFor = (o: KubeObject) => (kindKey(o) === LWS ? lwsStartup(o) : Math.max(...podSpecs(o).map(startupOf)));
 const idOf = (o: KubeObject) => `${kindKey(o)}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 const minutes = (s: number) => (s < 90 ? `${s} s` : `${Math.round(s / 6) / 10} min`);
 
@@ -172,15 +176,14 @@ function planWorkload(
   if (templateOf(after) === undefined) return undefined;
   const { b, a } = pair ?? storedPair(before, after, minor);
   const changes: string[] = [];
-  changedPaths(templateOf(b), templateOf(a), '', changes);
-  const specs = podSpecs(a);
-  const gpusPerPod = specs.reduce((n: number, s) => n + gpusOfPod(s), 0) || gpusOfPod(specs[0]);
-  const drain = num(specs[0]?.terminationGracePeriodSeconds, DEFAULT_GRACE);
-  const startup = Math.max(...specs.map(startupOf));
+  // A LeaderWorkerSet's revision is its leaderWorkerTemplate and networkConfig, as stored.
+  if (k === LWS) changedPaths(lwsRevision(b), lwsRevision(a), '', changes);
+  else changedPaths(templateOf(b), templateOf(a), '', changes);
+  const drain = drainOf(a);
+  const startup = startupFor(a);
   const replicas = replicasOf(after, before, scalers);
   const unit = k === LWS ? 'group' : 'pod';
-  const size = k === LWS ? num(a.spec?.leaderWorkerTemplate?.size, 1) : 1;
-  const perUnitGpus = k === LWS ? gpusOfPod(specs[0]) + (size - 1) * gpusOfPod(specs[1]) : gpusPerPod;
+  const perUnitGpus = unitGpus(a);
   const gpus = { min: replicas.min * perUnitGpus, max: replicas.max * perUnitGpus };
   const base = {
     object: describe(after),
@@ -208,8 +211,13 @@ function planWorkload(
   const step = drain + startup;
   const budget = `${minutes(drain)} drain + ${startup ? `${minutes(startup)} startup budget` : 'no startup probe (startup not counted)'}`;
   // Steps of `perStep` over `pods`, each a drain then a startup; `surge` extra units beside the old ones.
-  const rolling = (pods: Range, perStep: number, surge: number, how: string): WorkloadPlan => {
-    const steps = (n: number) => Math.ceil(n / Math.max(perStep, 1));
+  const rolling = (
+    pods: Range,
+    perStep: number,
+    surge: number,
+    how: string,
+    steps = (n: number) => Math.ceil(n / Math.max(perStep, 1)),
+  ): WorkloadPlan => {
     const seconds = { min: steps(pods.min) * step, max: steps(pods.max) * step };
     return {
       ...base,
@@ -239,17 +247,19 @@ function planWorkload(
       // Pods with an ordinal at or above the partition are updated (StatefulSetUpdateStrategy).
       const partition = num(strategy.rollingUpdate?.partition, 0);
       const pods = { min: Math.max(replicas.min - partition, 0), max: Math.max(replicas.max - partition, 0) };
-      // maxUnavailable (the MaxUnavailableStatefulSet feature) replaces several at once; otherwise one
-      // ordinal at a time, highest first. A pod is deleted before its replacement starts: no surge.
+      // maxUnavailable (the MaxUnavailableStatefulSet feature, on by default from 1.35) replaces several
+      // at once; otherwise one ordinal at a time, highest first. A pod is deleted before its
+      // replacement starts: no surge.
       const maxUnavailable = intOrPercent(strategy.rollingUpdate?.maxUnavailable, replicas.max, 1, false) || 1;
-      const parallel = a.spec?.podManagementPolicy === 'Parallel' && maxUnavailable > 1;
+      const gate = (minor ?? 0) >= STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON;
+      const parallel = a.spec?.podManagementPolicy === 'Parallel' && maxUnavailable > 1 && gate;
       return rolling(
         pods,
         parallel ? maxUnavailable : 1,
         0,
         parallel
           ? `RollingUpdate, maxUnavailable ${maxUnavailable}`
-          : 'RollingUpdate, one ordinal at a time from the highest (each waits for the previous to be Ready)',
+          : `RollingUpdate, one ordinal at a time from the highest (each waits for the previous to be Ready)${maxUnavailable > 1 && !gate ? `: maxUnavailable ${maxUnavailable} needs the MaxUnavailableStatefulSet feature gate before 1.${STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON}` : ''}`,
       );
     }
     case 'apps/Deployment': {
@@ -289,10 +299,8 @@ function planWorkload(
       return rolling(replicas, 1, 0, 'RollingUpdate, one node at a time (one pod per matching node; counted as 1)');
     }
     case LWS: {
-      const ru = a.spec?.rolloutStrategy?.rollingUpdateConfiguration ?? {};
-      const unavailable = intOrPercent(ru.maxUnavailable, replicas.max, 1, false) || 1;
-      const surge = intOrPercent(ru.maxSurge, replicas.max, 0, true);
-      return rolling(replicas, unavailable + surge, surge, `RollingUpdate by group of ${size} pod(s)`);
+      const r = lwsRollout(b, a, replicas, minor);
+      return { ...rolling(r.groups, r.perStep, r.surge, r.how, r.steps), gpusDuringRollout: r.gpusDuringRollout };
     }
     case 'batch/CronJob':
       return none('a CronJob: running Jobs keep their template; the next Job it creates uses the new one', 'next-run');
@@ -347,10 +355,9 @@ export function plan(
     if (templateOf(o) === undefined) continue;
     if (!old) {
       created.push(o);
-      const specs = podSpecs(o);
       const replicas = replicasOf(o, undefined, afterScalers);
-      const per = specs.reduce((n: number, s) => n + gpusOfPod(s), 0) || gpusOfPod(specs[0]);
-      const startup = Math.max(...specs.map(startupOf));
+      const per = unitGpus(o);
+      const startup = startupFor(o);
       const gpus = { min: replicas.min * per, max: replicas.max * per };
       workloads.push({
         object: describe(o),
@@ -363,13 +370,13 @@ export function plan(
         pods: replicas,
         unit: kindKey(o) === LWS ? 'group' : 'pod',
         perStep: replicas.max,
-        drainSeconds: num(specs[0]?.terminationGracePeriodSeconds, DEFAULT_GRACE),
+        drainSeconds: drainOf(o),
         startupSeconds: startup,
         seconds: { min: startup, max: startup },
         gpusPerPod: per,
         gpus: { min: 0, max: 0 },
         gpusDuringRollout: gpus,
-        note: `new: ${rangeText(replicas)} pod(s) start, each within ${startup ? minutes(startup) : 'an unknown time (no startup probe)'}, needing ${rangeText(gpus)} GPU(s) more`,
+        note: `new: ${rangeText(replicas)} ${kindKey(o) === LWS ? 'group' : 'pod'}(s) start, each within ${startup ? minutes(startup) : 'an unknown time (no startup probe)'}, needing ${rangeText(gpus)} GPU(s) more`,
       });
       continue;
     }
@@ -390,14 +397,14 @@ export function plan(
     if (matched.has(o) || serverOwned(o) || fromTemplate(o)) continue;
     const specs = templateOf(o) === undefined ? [] : podSpecs(o);
     const replicas = replicasOf(o, o, scalers);
-    const per = specs.reduce((n: number, s) => n + gpusOfPod(s), 0);
+    const per = unitGpus(o);
     const gpus = { min: replicas.min * per, max: replicas.max * per };
     const app = appName(o);
     const replacement =
       specs.length > 0 && app
         ? created.find(c => appName(c) === app && (c.metadata.namespace ?? '') === (o.metadata.namespace ?? ''))
         : undefined;
-    const startup = replacement ? Math.max(...podSpecs(replacement).map(startupOf)) : undefined;
+    const startup = replacement ? startupFor(replacement) : undefined;
     const note = replacement
       ? `replaced by ${describe(replacement)}: a pruning sync deletes it while the new pods start, so nothing serves for up to ${startup ? minutes(startup) : 'an unknown time (no startup probe on the new pods)'} (the new pods' startup budget) unless the old one is kept until the new one is Ready (Argo CD PruneLast=true, or prune in a later sync)`
       : specs.length > 0

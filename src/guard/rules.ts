@@ -42,6 +42,10 @@ export enum GuardCheck {
   JOB_COMPLETIONS = 'job-completions',
   /** A JobSet's replicatedJobs; Kueue's scheduling fields of a suspended (old or new) JobSet may change. */
   JOBSET_REPLICATED_JOBS = 'jobset-replicated-jobs',
+  /** A LeaderWorkerSet's subGroupSize: may not change, nor the subGroupPolicy be added or removed. */
+  LWS_SUB_GROUP_SIZE = 'lws-sub-group-size',
+  /** A LeaderWorkerSet's create checks, which its webhook runs on the new object of an update too. */
+  LWS_SPEC = 'lws-spec',
   /** Service cluster IPs and IP families: may not change once set; dual-stack up/downgrade allowed. */
   SERVICE_IP_FAMILIES = 'service-ip-families',
   /**
@@ -147,6 +151,8 @@ export interface FieldRule {
   readonly message: string;
   /** What to do, when it is particular to the rule; otherwise the remedy of the object's kind. @default by kind */
   readonly remedy?: string;
+  /** The finding's code. @default `immutable-field` */
+  readonly code?: string;
 }
 
 export interface KindRules {
@@ -799,8 +805,9 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
       },
     ],
   },
-  // Loaded here, after GuardCheck exists: jobset-rules.ts reads it.
+  // Loaded here, after GuardCheck exists: jobset-rules.ts and lws-rules.ts read it.
   (require('./jobset-rules') as typeof import('./jobset-rules')).JOBSET_RULES,
+  (require('./lws-rules') as typeof import('./lws-rules')).LWS_RULES,
 ];
 
 /** `1.NN` as NN, or undefined when not a Kubernetes minor version. @internal */

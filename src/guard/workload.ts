@@ -21,6 +21,12 @@ export const DEFAULT_PERIOD = 10;
 export const DEFAULT_FAILURES = 3;
 export const WORKLOADS = new Set(['apps/StatefulSet', 'apps/Deployment', 'apps/DaemonSet', 'apps/ReplicaSet']);
 export const LWS = 'leaderworkerset.x-k8s.io/LeaderWorkerSet';
+/**
+ * The first server minor whose kube-controller-manager honours a StatefulSet's maxUnavailable by
+ * default: MaxUnavailableStatefulSet, alpha (off) from 1.24, beta (on) from 1.35 (KEP-961,
+ * pkg/features/versioned_kube_features.go).
+ */
+export const STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON = 35;
 
 export const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isFinite(v) ? v : d);
 export const kindKey = (o: KubeObject) => `${groupOf(o)}/${o.kind}`;
@@ -111,10 +117,25 @@ export function replicasOf(o: KubeObject, live: KubeObject | undefined, scalers:
 export const rangeText = (r: Range, f: (n: number) => string = String) =>
   r.min === r.max ? f(r.min) : `${f(r.min)}–${f(r.max)}`;
 
-/** GPUs a workload holds: per pod times its replicas (a range under an autoscaler). */
+/**
+ * GPUs of one replica: a pod, or a LeaderWorkerSet's group (the leader, whose template defaults to
+ * the workers', and `leaderWorkerTemplate.size - 1` workers).
+ */
+export function unitGpus(o: KubeObject): number {
+  if (templateOf(o) === undefined) return 0;
+  const specs = podSpecs(o);
+  if (kindKey(o) === LWS)
+    return gpusOfPod(specs[0]) + (num(o.spec?.leaderWorkerTemplate?.size, 1) - 1) * gpusOfPod(specs[1]);
+  return gpusOfPod(specs[0]);
+}
+
+/** The longest a replica takes to stop: the largest terminationGracePeriodSeconds of its pods. */
+export const drainOf = (o: KubeObject) =>
+  Math.max(...podSpecs(o).map(s => num(s?.terminationGracePeriodSeconds, DEFAULT_GRACE)));
+
+/** GPUs a workload holds: per pod (or group) times its replicas (a range under an autoscaler). */
 export function gpuRange(o: KubeObject, scalers: Map<string, Range>): Range {
-  const specs = templateOf(o) === undefined ? [] : podSpecs(o);
-  const per = specs.reduce((n: number, s) => n + gpusOfPod(s), 0);
+  const per = unitGpus(o);
   const r = replicasOf(o, o, scalers);
   return { min: r.min * per, max: r.max * per };
 }

@@ -370,20 +370,32 @@ describe('rollout sequencing by kind and strategy', () => {
     });
     expect(w.seconds.max).toBe(3 * 180);
   });
+  const sts = (image: string, spec: object) => ({
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name: 's', namespace: 'n' },
+    spec: {
+      serviceName: 's',
+      selector: { matchLabels: { a: 'b' } },
+      template: { metadata: { labels: { a: 'b' } }, spec: podSpec(image) },
+      ...spec,
+    },
+  });
   test('a StatefulSet with a partition restarts only the ordinals at or above it', () => {
-    const sts = (image: string) => ({
-      apiVersion: 'apps/v1',
-      kind: 'StatefulSet',
-      metadata: { name: 's', namespace: 'n' },
-      spec: {
-        replicas: 5,
-        serviceName: 's',
-        selector: { matchLabels: { a: 'b' } },
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 3 } },
-        template: { metadata: { labels: { a: 'b' } }, spec: podSpec(image) },
-      },
-    });
-    const w = plan([sts('i:1')] as KubeObject[], [sts('i:2')] as KubeObject[]).workloads[0];
+    const spec = { replicas: 5, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 3 } } };
+    const w = plan([sts('i:1', spec)] as KubeObject[], [sts('i:2', spec)] as KubeObject[]).workloads[0];
     expect(w).toMatchObject({ pods: { min: 2, max: 2 }, perStep: 1, seconds: { min: 360, max: 360 } });
+  });
+  test('a Parallel StatefulSet with maxUnavailable replaces several at once only from 1.35 (MaxUnavailableStatefulSet)', () => {
+    const spec = {
+      replicas: 4,
+      podManagementPolicy: 'Parallel',
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } },
+    };
+    const at = (serverVersion: string) =>
+      plan([sts('i:1', spec)] as KubeObject[], [sts('i:2', spec)] as KubeObject[], { serverVersion }).workloads[0];
+    expect(at('1.35')).toMatchObject({ perStep: 2, seconds: { min: 360, max: 360 } });
+    expect(at('1.34')).toMatchObject({ perStep: 1, seconds: { min: 720, max: 720 } });
+    expect(at('1.34').note).toMatch(/maxUnavailable 2 needs the MaxUnavailableStatefulSet feature gate before 1\.35/);
   });
 });
