@@ -1,11 +1,11 @@
 // The common shape of generated manifests and live exports, read without a general YAML parser:
-// block mappings and sequences, one-line plain and quoted scalars, `{}` and `[]`, and `---`
-// between documents, literal block scalars (`|`, `|-`, `|+`) for scripts. Anything else (comments,
-// anchors, tags, folded or multi-line scalars, flow collections with content, a repeated key, odd
-// indentation) returns undefined, and the caller reads
-// the text with js-yaml instead, which gives the same values and reports the errors. Reading a
-// large export this way does less than js-yaml's general machinery (about twice as fast; see the
-// Performance section of docs/guard.md). Required only by yaml.ts.
+// block mappings and sequences, one-line quoted scalars, plain scalars (wrapped over lines too),
+// `{}` and `[]`, literal block scalars (`|`, `|-`, `|+`) for scripts, and `---` between documents.
+// Anything else (comments, anchors, tags, folded or multi-line quoted scalars, flow collections
+// with content, a repeated key, odd indentation) returns undefined, and the caller reads the text
+// with js-yaml instead, which gives the same values and reports the errors. Reading a large export
+// this way does less than js-yaml's general machinery (see the Performance section of
+// docs/guard.md). Required only by yaml.ts.
 
 /** A document's value and the 1-based line its content starts on (as yaml.ts reports it). */
 export interface BlockDocument {
@@ -24,6 +24,7 @@ const COLON = 58;
 const DASH = 45;
 const SQUOTE = 39;
 const DQUOTE = 34;
+const HASH = 35;
 
 /** Characters that start something other than a plain scalar (YAML 1.2 c-indicator), `-` aside. */
 const INDICATOR = new Set([...'?:,[]{}#&*!|>\'"%@`'].map(c => c.charCodeAt(0)));
@@ -176,12 +177,29 @@ export function readBlockDocuments(text: string, plain: (s: string) => unknown):
       throw NOT_BLOCK;
     }
     if (INDICATOR.has(c) || (c === DASH && (p + 1 === ce || text.charCodeAt(p + 1) === SPACE))) throw NOT_BLOCK;
-    const s = text.slice(p, ce);
-    // `a: b` in a value, or a trailing `:`, is a mapping where a scalar stands: an error js-yaml names.
-    // A `#` after a space starts a comment (`#` elsewhere is text, as in a URL): left to js-yaml.
-    if (s.includes(': ') || s.charCodeAt(s.length - 1) === COLON || s.includes(' #')) throw NOT_BLOCK;
+    let s = text.slice(p, ce);
+    plainLine(s);
+    let last = lineNo;
     next();
+    // Lines indented past the owner continue the scalar (a long string wrapped by the writer),
+    // folded as js-yaml's readPlainScalar folds them: one line break a space, n breaks n-1 newlines.
+    while (!eof && col > owner) {
+      const t = text.slice(cs, ce);
+      if (t.charCodeAt(0) === HASH) throw NOT_BLOCK;
+      plainLine(t);
+      s += lineNo - last === 1 ? ' ' : '\n'.repeat(lineNo - last - 1);
+      s += t;
+      last = lineNo;
+      next();
+    }
     return plain(s);
+  };
+
+  /** A line of a plain scalar. */
+  const plainLine = (s: string): void => {
+    // `a: b`, or a trailing `:`, is a mapping where a scalar stands: an error js-yaml names. A `#`
+    // after a space starts a comment (`#` elsewhere is text, as in a URL): left to js-yaml.
+    if (s.includes(': ') || s.charCodeAt(s.length - 1) === COLON || s.includes(' #')) throw NOT_BLOCK;
   };
 
   /** Where the key of a `key: value` or `key:` line ends, or -1. */

@@ -109,6 +109,22 @@ const READ: Record<string, string> = {
   ].join('\n'),
 };
 
+READ['plain scalars wrapped over lines, blank lines kept as line breaks'] = [
+  'a: the quick brown',
+  '  fox jumps',
+  '',
+  '  over',
+  '',
+  '',
+  '     the dog',
+  'b:',
+  '- p',
+  '  q - r',
+  '-  k: r',
+  '     s',
+  '   m: 1',
+].join('\n');
+
 const DECLINED: Record<string, string> = {
   'a comment line': 'a: 1\n# note\nb: 2\n',
   'a comment after a value': 'a: 1 # note\n',
@@ -121,7 +137,9 @@ const DECLINED: Record<string, string> = {
   'a key YAML 1.1 reads as a bool': 'on: 1\n',
   'a quoted key': `'a': 1\n`,
   'a merge key': '<<: {}\n',
-  'a multi-line plain scalar': 'a: b\n  c\n',
+  'a mapping in a wrapped plain scalar': 'a: b\n  c: d\n',
+  'a comment after a wrapped plain scalar': 'a: b\n  # c\n',
+  'a line of a compact mapping that is not an entry': '- k: a\n  b\n',
   'a multi-line quoted scalar': 'a: "b\n  c"\n',
   'a tab': 'a:\t1\n',
   'CRLF line ends': 'a: 1\r\nb: 2\r\n',
