@@ -25,6 +25,23 @@ const DASH = 45;
 const SQUOTE = 39;
 const DQUOTE = 34;
 const HASH = 35;
+const BACKSLASH = 92;
+const NL = 10;
+
+/** Escapes of a double-quoted scalar whose meaning JSON and YAML share, and `\\ ` (a space). */
+const ESCAPES = new Map<number, string>(
+  [
+    ['"', '"'],
+    ['\\', '\\'],
+    ['/', '/'],
+    ['b', '\b'],
+    ['f', '\f'],
+    ['n', '\n'],
+    ['r', '\r'],
+    ['t', '\t'],
+    [' ', ' '],
+  ].map(([k, v]) => [k.charCodeAt(0), v]),
+);
 
 /** Characters that start something other than a plain scalar (YAML 1.2 c-indicator), `-` aside. */
 const INDICATOR = new Set([...'?:,[]{}#&*!|>\'"%@`'].map(c => c.charCodeAt(0)));
@@ -125,6 +142,75 @@ export function readBlockDocuments(text: string, plain: (s: string) => unknown):
     return out;
   };
 
+  /**
+   * A double-quoted scalar over several lines, as js-yaml's readDoubleQuotedScalar reads it: a line
+   * break folds to a space (n breaks to n-1 newlines), a line's trailing and the next line's leading
+   * spaces go, and `\` at the end of a line joins the lines. Escapes as in JSON, plus `\ `.
+   */
+  const quotedLines = (p: number, owner: number): string => {
+    let out = '';
+    let i = p + 1;
+    let from = i;
+    let to = i;
+    /** Past the line break at `i` and any blank lines, into the next line's content. */
+    const breaks = (): number => {
+      let count = 0;
+      while (text.charCodeAt(i) === NL) {
+        count++;
+        lineNo++;
+        i++;
+        const lineStart = i;
+        while (text.charCodeAt(i) === SPACE) i++;
+        // A continuation at or left of the owner's column (a document marker, say) is js-yaml's.
+        if (i < n && text.charCodeAt(i) !== NL && i - lineStart <= owner) throw NOT_BLOCK;
+      }
+      if (i >= n) throw NOT_BLOCK;
+      return count;
+    };
+    for (;;) {
+      if (i >= n) throw NOT_BLOCK;
+      const ch = text.charCodeAt(i);
+      if (ch === DQUOTE) {
+        out += text.slice(from, i);
+        i++;
+        break;
+      }
+      if (ch === BACKSLASH) {
+        out += text.slice(from, i);
+        const e = text.charCodeAt(i + 1);
+        i++;
+        if (e === NL) breaks();
+        else if (e === 117 /* u */) {
+          const hex = text.slice(i + 1, i + 5);
+          if (!/^[0-9a-fA-F]{4}$/.test(hex)) throw NOT_BLOCK;
+          out += String.fromCharCode(parseInt(hex, 16));
+          i += 5;
+        } else {
+          const esc = ESCAPES.get(e);
+          if (esc === undefined) throw NOT_BLOCK;
+          out += esc;
+          i++;
+        }
+        from = to = i;
+        continue;
+      }
+      if (ch === NL) {
+        out += text.slice(from, to);
+        const count = breaks();
+        out += count === 1 ? ' ' : '\n'.repeat(count - 1);
+        from = to = i;
+        continue;
+      }
+      i++;
+      if (ch !== SPACE) to = i;
+    }
+    let e = text.indexOf('\n', i);
+    if (e < 0) e = n;
+    for (let k = i; k < e; k++) if (text.charCodeAt(k) !== SPACE) throw NOT_BLOCK;
+    seek(e + 1);
+    return out;
+  };
+
   /** `v`, the current line read. */
   const done = <T>(v: T): T => {
     next();
@@ -156,7 +242,10 @@ export function readBlockDocuments(text: string, plain: (s: string) => unknown):
       }
     }
     if (c === DQUOTE) {
-      if (ce - p < 2 || text.charCodeAt(ce - 1) !== DQUOTE) throw NOT_BLOCK;
+      let j = p + 1;
+      while (j < ce && text.charCodeAt(j) !== DQUOTE) j += text.charCodeAt(j) === BACKSLASH ? 2 : 1;
+      if (j >= ce) return quotedLines(p, owner);
+      if (j !== ce - 1) throw NOT_BLOCK;
       const body = text.slice(p + 1, ce - 1);
       if (!body.includes('\\')) {
         if (body.includes('"')) throw NOT_BLOCK;

@@ -125,6 +125,19 @@ READ['plain scalars wrapped over lines, blank lines kept as line breaks'] = [
   '   m: 1',
 ].join('\n');
 
+READ['double-quoted scalars wrapped over lines, with escaped line breaks'] = [
+  'a: "Threshold 1115s: the time',
+  '  a new replica takes"',
+  'b:',
+  '- "k: v, \\',
+  '    w"',
+  '- "p',
+  '',
+  '  q\\u00e9\\t\\/\\\\ \\" r   ',
+  '   s"  ',
+  'c: 1',
+].join('\n');
+
 const DECLINED: Record<string, string> = {
   'a comment line': 'a: 1\n# note\nb: 2\n',
   'a comment after a value': 'a: 1 # note\n',
@@ -140,7 +153,9 @@ const DECLINED: Record<string, string> = {
   'a mapping in a wrapped plain scalar': 'a: b\n  c: d\n',
   'a comment after a wrapped plain scalar': 'a: b\n  # c\n',
   'a line of a compact mapping that is not an entry': '- k: a\n  b\n',
-  'a multi-line quoted scalar': 'a: "b\n  c"\n',
+  'a multi-line single-quoted scalar': "a: 'b\n  c'\n",
+  'a wrapped double-quoted scalar whose next line is not indented': 'a: "b\nc"\n',
+  'a wrapped double-quoted scalar followed by text': 'a: "b\n  c" d\n',
   'a tab': 'a:\t1\n',
   'CRLF line ends': 'a: 1\r\nb: 2\r\n',
   'a byte order mark': '\ufeffa: 1\n',
