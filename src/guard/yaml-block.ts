@@ -143,11 +143,14 @@ export function readBlockDocuments(text: string, plain: (s: string) => unknown):
   };
 
   /**
-   * A double-quoted scalar over several lines, as js-yaml's readDoubleQuotedScalar reads it: a line
-   * break folds to a space (n breaks to n-1 newlines), a line's trailing and the next line's leading
-   * spaces go, and `\` at the end of a line joins the lines. Escapes as in JSON, plus `\ `.
+   * A quoted scalar over several lines, as js-yaml's readSingleQuotedScalar and
+   * readDoubleQuotedScalar read it: a line break folds to a space (n breaks to n-1 newlines), a
+   * line's trailing and the next line's leading spaces go. Single-quoted: `''` is a quote.
+   * Double-quoted: `\` at the end of a line joins the lines; escapes as in JSON, plus `\ `.
    */
   const quotedLines = (p: number, owner: number): string => {
+    const quote = text.charCodeAt(p);
+    const single = quote === SQUOTE;
     let out = '';
     let i = p + 1;
     let from = i;
@@ -170,12 +173,18 @@ export function readBlockDocuments(text: string, plain: (s: string) => unknown):
     for (;;) {
       if (i >= n) throw NOT_BLOCK;
       const ch = text.charCodeAt(i);
-      if (ch === DQUOTE) {
+      if (ch === quote) {
+        if (single && text.charCodeAt(i + 1) === SQUOTE) {
+          out += text.slice(from, i + 1);
+          i += 2;
+          from = to = i;
+          continue;
+        }
         out += text.slice(from, i);
         i++;
         break;
       }
-      if (ch === BACKSLASH) {
+      if (ch === BACKSLASH && !single) {
         out += text.slice(from, i);
         const e = text.charCodeAt(i + 1);
         i++;
@@ -230,7 +239,7 @@ export function readBlockDocuments(text: string, plain: (s: string) => unknown):
       let doubled = false;
       for (;;) {
         const q = text.indexOf("'", j);
-        if (q < 0 || q >= ce) throw NOT_BLOCK;
+        if (q < 0 || q >= ce) return quotedLines(p, owner);
         if (text.charCodeAt(q + 1) === SQUOTE && q + 1 < ce) {
           doubled = true;
           j = q + 2;

@@ -138,6 +138,15 @@ READ['double-quoted scalars wrapped over lines, with escaped line breaks'] = [
   'c: 1',
 ].join('\n');
 
+READ['single-quoted scalars wrapped over lines'] = [
+  "a: 'it''s a long",
+  "  string''s end  ",
+  '',
+  "  ''",
+  "  '",
+  'b: 1',
+].join('\n');
+
 const DECLINED: Record<string, string> = {
   'a comment line': 'a: 1\n# note\nb: 2\n',
   'a comment after a value': 'a: 1 # note\n',
@@ -153,7 +162,7 @@ const DECLINED: Record<string, string> = {
   'a mapping in a wrapped plain scalar': 'a: b\n  c: d\n',
   'a comment after a wrapped plain scalar': 'a: b\n  # c\n',
   'a line of a compact mapping that is not an entry': '- k: a\n  b\n',
-  'a multi-line single-quoted scalar': "a: 'b\n  c'\n",
+
   'a wrapped double-quoted scalar whose next line is not indented': 'a: "b\nc"\n',
   'a wrapped double-quoted scalar followed by text': 'a: "b\n  c" d\n',
   'a tab': 'a:\t1\n',
