@@ -1,6 +1,8 @@
 // The block reader (src/guard/yaml-block.ts) reads the common shape of manifests and exports
 // without js-yaml: what it reads must equal what the js-yaml path reads, value and line, and what
 // it does not know it must leave to js-yaml (undefined) rather than guess.
+import * as fs from 'fs';
+import * as path from 'path';
 import * as block from '../../src/guard/yaml-block';
 import { parseYamlDocuments, plainScalar } from '../../src/guard/yaml';
 
@@ -206,5 +208,15 @@ describe('the block reader', () => {
       duplicates: [{ key: 'a', line: 2 }],
     });
     expect(() => parseYamlDocuments('a: b: c\n')).toThrow(/line|mapping/);
+  });
+
+  // The library's own output, every example app: the shape the reader is for, read without js-yaml
+  // and to the same values and lines.
+  const snapshots = path.join(__dirname, '..', '..', 'snapshots');
+  test.each(fs.readdirSync(snapshots).filter(f => f.endsWith('.yaml')))('reads snapshots/%s as js-yaml does', file => {
+    const text = fs.readFileSync(path.join(snapshots, file), 'utf8');
+    const read = block.readBlockDocuments(text, plainScalar);
+    expect(read).toBeDefined();
+    expect(read).toEqual(viaJsYaml(text));
   });
 });
