@@ -60,27 +60,38 @@ export function firstDecodeError(obj: { apiVersion: string; kind: string }): Dec
   const name = definitionOf(obj.apiVersion, obj.kind);
   if (!name) return undefined;
   let found: DecodeError | undefined;
-  const walk = (value: unknown, schema: Schema, at: string): void => {
+  // The path is written out only for the value found: most objects have none.
+  const keys: Array<string | number> = [];
+  const pathOf = () => {
+    let at = '';
+    for (const k of keys) at = typeof k === 'number' ? `${at}[${k}]` : at ? `${at}.${k}` : k;
+    return at;
+  };
+  const into = (k: string | number, v: unknown, sub: Schema): void => {
+    keys.push(k);
+    walk(v, sub);
+    keys.pop();
+  };
+  const walk = (value: unknown, schema: Schema): void => {
     if (found || value === null || value === undefined) return;
     const s = resolved(schema);
     if (s.oneOf) return;
     const type = s.type ?? (s.properties ? 'object' : undefined);
     if (type === undefined) return;
     if (wrongType(type, value)) {
-      found = { path: at, value, expected: type };
+      found = { path: pathOf(), value, expected: type };
       return;
     }
-    if (type === 'array' && s.items && Array.isArray(value)) value.forEach((x, i) => walk(x, s.items!, `${at}[${i}]`));
+    if (type === 'array' && s.items && Array.isArray(value)) value.forEach((x, i) => into(i, x, s.items!));
     else if (type === 'object' && typeof value === 'object' && !Array.isArray(value)) {
       const o = value as Record<string, unknown>;
-      const join = (k: string) => (at ? `${at}.${k}` : k);
       if (s.properties) {
-        for (const k of Object.keys(o)) if (s.properties[k]) walk(o[k], s.properties[k], join(k));
+        for (const k of Object.keys(o)) if (s.properties[k]) into(k, o[k], s.properties[k]);
       } else if (s.additionalProperties && typeof s.additionalProperties === 'object') {
-        for (const k of Object.keys(o)) walk(o[k], s.additionalProperties, join(k));
+        for (const k of Object.keys(o)) into(k, o[k], s.additionalProperties);
       }
     }
   };
-  walk(obj, { $ref: `#/definitions/${name}` }, '');
+  walk(obj, { $ref: `#/definitions/${name}` });
   return found;
 }

@@ -88,12 +88,15 @@ export function storedPair(
   return { b, a, merged };
 }
 
-/** The comparison behind guard(); `pairs` collects each compared object's normalized pair. @internal */
+/**
+ * The comparison behind guard(); `onPair` is given each compared object's normalized pair as soon as
+ * it is made, with the server minor version, so that a caller uses it before it is dropped. @internal
+ */
 export function runGuard(
   beforeObjects: readonly KubeObject[],
   afterObjects: readonly KubeObject[],
   options: GuardOptions = {},
-  pairs?: Map<KubeObject, { b: KubeObject; a: KubeObject }>,
+  onPair?: (before: KubeObject, after: KubeObject, pair: { b: KubeObject; a: KubeObject }, minor: number) => void,
 ): GuardResult {
   const serverVersion = options.serverVersion ?? MIN_SERVER_VERSION;
   const minor = minorOf(serverVersion);
@@ -153,7 +156,7 @@ export function runGuard(
       continue;
     const { b, a, merged } = storedPair(before, after, minor);
     // The plan reads the same pair rather than merging and normalizing again.
-    pairs?.set(after, { b, a });
+    onPair?.(before, after, { b, a }, minor);
     const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
     let remedy: string | undefined;
     // The object as the manifest names it; its namespace is the one it matched in, if it names none.

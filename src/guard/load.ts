@@ -35,15 +35,27 @@ export function sourceOf(o: object): ObjectSource | undefined {
 const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
 const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'list' : typeof v);
 
+/** What checkStrings reads from the engine's modules, loaded once when the first object is checked. */
+let checkModules: {
+  isLiveExport: (o: KubeObject) => boolean;
+  firstDecodeError: typeof import('./decode').firstDecodeError;
+};
+const checkers = () =>
+  (checkModules ??= {
+    isLiveExport: (require('./normalize') as typeof import('./normalize')).isLiveExport,
+    firstDecodeError: (require('./decode') as typeof import('./decode')).firstDecodeError,
+  });
+
 /**
  * String fields where YAML 1.1 turns an unquoted `yes`, `0644`, `1.10` or `true` into a bool or a
  * number, which the API server refuses to decode ("cannot unmarshal bool into Go struct field ...
  * of type string"). kubectl applies nothing from such a file, so neither does the guard.
  */
-function checkStrings(o: KubeObject, where: string): void {
+function checkStrings(o: KubeObject, source: string, line: number): void {
+  const where = () => `${source}:${line}`;
   const fail = (p: string, v: unknown) => {
     throw new GuardInputError(
-      `${where}: ${o.kind}/${o.metadata.name}: ${p} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`,
+      `${where()}: ${o.kind}/${o.metadata.name}: ${p} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`,
     );
   };
   const stringMap = (m: unknown, p: string) => {
@@ -91,9 +103,8 @@ function checkStrings(o: KubeObject, where: string): void {
   // Every other field of a built-in kind, from its schema: a selector's `v: 1.10`, a Service's
   // `app: on`, `serviceName: no`, and a quoted number in an integer field (`replicas: "3"`).
   // What the API server wrote (a live export) decoded there already: only manifests are walked.
-  const { isLiveExport } = require('./normalize') as typeof import('./normalize');
+  const { isLiveExport, firstDecodeError } = checkers();
   if (isLiveExport(o)) return;
-  const { firstDecodeError } = require('./decode') as typeof import('./decode');
   const wrong = firstDecodeError(o);
   if (!wrong) return;
   if (wrong.expected === 'string') fail(wrong.path, wrong.value);
@@ -105,7 +116,7 @@ function checkStrings(o: KubeObject, where: string): void {
         ? 'YAML 1.1 reads yes/no/on/off so'
         : 'not a whole number';
   throw new GuardInputError(
-    `${where}: ${o.kind}/${o.metadata.name}: ${wrong.path} must be ${article} ${wrong.expected}, got ${typeName(wrong.value)} ${JSON.stringify(wrong.value)} (${hint}); the API server cannot decode it, so kubectl applies nothing from this file`,
+    `${where()}: ${o.kind}/${o.metadata.name}: ${wrong.path} must be ${article} ${wrong.expected}, got ${typeName(wrong.value)} ${JSON.stringify(wrong.value)} (${hint}); the API server cannot decode it, so kubectl applies nothing from this file`,
   );
 }
 
@@ -125,6 +136,9 @@ function parseJson(text: string): Array<{ value: unknown; line: number; duplicat
   }
 }
 
+/** The fields that name an object, which must be strings. */
+const IDENTITY = ['apiVersion', 'kind', 'metadata.name'] as const;
+
 /**
  * Parses multi-document YAML (or JSON) as kubectl does; `List` objects are expanded into their
  * items. Throws GuardInputError naming `source` and the line for anything kubectl would reject.
@@ -142,19 +156,21 @@ export function parseObjects(text: string, source: string): KubeObject[] {
   const out: KubeObject[] = [];
   for (const { value, line, duplicates } of docs) {
     if (value === null || value === undefined) continue;
-    const where = `${source}:${line}`;
     const isList =
       isObject(value) && typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items);
     const items: unknown[] = isList ? (value as any).items : [value];
     for (const item of items) {
-      for (const [field, v] of [
-        ['apiVersion', isObject(item) ? item.apiVersion : undefined],
-        ['kind', isObject(item) ? item.kind : undefined],
-        ['metadata.name', isObject(item) && isObject(item.metadata) ? item.metadata.name : undefined],
-      ] as const) {
+      for (const field of IDENTITY) {
+        const v = !isObject(item)
+          ? undefined
+          : field !== 'metadata.name'
+            ? item[field]
+            : isObject(item.metadata)
+              ? item.metadata.name
+              : undefined;
         if (v !== undefined && v !== null && typeof v !== 'string') {
           throw new GuardInputError(
-            `${where}: ${field} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`,
+            `${source}:${line}: ${field} must be a string, got ${typeName(v)} ${JSON.stringify(v)} (YAML 1.1 reads it so; quote it). kubectl rejects this file`,
           );
         }
       }
@@ -166,9 +182,11 @@ export function parseObjects(text: string, source: string): KubeObject[] {
         typeof item.metadata.name !== 'string' ||
         item.metadata.name === ''
       ) {
-        throw new GuardInputError(`${where}: not a Kubernetes object (needs apiVersion, kind and metadata.name)`);
+        throw new GuardInputError(
+          `${source}:${line}: not a Kubernetes object (needs apiVersion, kind and metadata.name)`,
+        );
       }
-      checkStrings(item as KubeObject, where);
+      checkStrings(item as KubeObject, source, line);
       SOURCES.set(item, { file: source, line });
       if (duplicates.length > 0) DUPLICATES.set(item, duplicates);
       out.push(item as KubeObject);

@@ -328,9 +328,15 @@ export function plan(
   after: readonly KubeObject[],
   options: GuardOptions = {},
 ): PlanResult {
-  const pairs = new Map<KubeObject, { b: KubeObject; a: KubeObject }>();
-  const guard = runGuard(before, after, options, pairs);
-  const scalers = autoscaled([...before, ...after]);
+  // A workload is planned as soon as the guard has compared it, from the pair the guard made: the
+  // normalized copies are then dropped at once rather than held for every object until the end.
+  const early = new Map<KubeObject, { old: KubeObject; plan: WorkloadPlan | undefined }>();
+  let scalersOf: Map<string, Range> | undefined;
+  const guard = runGuard(before, after, options, (old, o, pair, minor) => {
+    scalersOf ??= autoscaled([...before, ...after]);
+    if (templateOf(o) !== undefined) early.set(o, { old, plan: planWorkload(old, o, scalersOf, minor, pair) });
+  });
+  const scalers = scalersOf ?? autoscaled([...before, ...after]);
   const afterScalers = autoscaled(after);
   const byId = new Map<string, KubeObject>();
   const byName = new Map<string, KubeObject[]>();
@@ -380,7 +386,12 @@ export function plan(
       });
       continue;
     }
-    const p = planWorkload(old, o, scalers, minorOf(guard.serverVersion), pairs.get(o));
+    // The plan matches by identity and the guard by name; where they chose different objects, the
+    // guard's pair is made again (storedPair reads only its arguments) for the plan's match.
+    const e = early.get(o);
+    const minor = minorOf(guard.serverVersion);
+    const p =
+      e?.old === old ? e.plan : planWorkload(old, o, scalers, minor, e ? storedPair(e.old, o, minor) : undefined);
     if (p) workloads.push(p);
   }
   // Claims a StatefulSet made from its templates (`<template>-<sts>-<ordinal>`) are in no manifest.

@@ -1,9 +1,12 @@
 // YAML read the way kubectl reads it: sigs.k8s.io/yaml, which decodes with its fork of go-yaml v2
 // (YAML 1.1 scalars) and converts the result to JSON. Parsed with js-yaml (8-10x faster than `yaml`
 // on large exports, see bench/guard.ts) under a schema that resolves plain scalars as go-yaml v2's
-// resolve.go does. This module is required only when the guard runs (load.ts requires it lazily).
+// resolve.go does; plain block YAML (what synth and exports mostly are) is read by yaml-block.ts with
+// the same scalar rules, and anything else by js-yaml. This module is required only when the guard
+// runs (load.ts requires it lazily).
 import * as jsyaml from 'js-yaml';
 import { goInt, isGoFloat, isGoInt } from '../validation/go-yaml-scalars';
+import { readBlockDocuments } from './yaml-block';
 
 /** go-yaml v2 resolve.go: the YAML 1.1 booleans, not only `true`/`false`. */
 // Maps, not object literals: `'toString' in {}` is true, and `in` on a literal is slow at scale.
@@ -28,26 +31,28 @@ const SPECIAL_FLOATS = new Map<string, number>(
     '-.INF': -Infinity,
   }),
 );
-const nullType = new jsyaml.Type('tag:yaml.org,2002:null', {
-  kind: 'scalar',
-  resolve: (s: string) => s === '' || (s.length <= 4 && NULLS.has(s)),
-  construct: () => null,
-});
+const isNull = (s: string) => s === '' || (s.length <= 4 && NULLS.has(s));
+const isBool = (s: string) => s.length <= 5 && BOOLS.has(s);
+const isFloat = (s: string) => (s.length <= 5 && SPECIAL_FLOATS.has(s)) || isGoFloat(s);
+const toInt = (s: string) => goInt(s.replace(/_/g, ''));
+const toFloat = (s: string) => SPECIAL_FLOATS.get(s) ?? parseFloat(s.replace(/_/g, ''));
+const nullType = new jsyaml.Type('tag:yaml.org,2002:null', { kind: 'scalar', resolve: isNull, construct: () => null });
 const boolType = new jsyaml.Type('tag:yaml.org,2002:bool', {
   kind: 'scalar',
-  resolve: (s: string) => s.length <= 5 && BOOLS.has(s),
+  resolve: isBool,
   construct: (s: string) => BOOLS.get(s),
 });
-const intType = new jsyaml.Type('tag:yaml.org,2002:int', {
-  kind: 'scalar',
-  resolve: isGoInt,
-  construct: (s: string) => goInt(s.replace(/_/g, '')),
-});
-const floatType = new jsyaml.Type('tag:yaml.org,2002:float', {
-  kind: 'scalar',
-  resolve: (s: string) => (s.length <= 5 && SPECIAL_FLOATS.has(s)) || isGoFloat(s),
-  construct: (s: string) => SPECIAL_FLOATS.get(s) ?? parseFloat(s.replace(/_/g, '')),
-});
+const intType = new jsyaml.Type('tag:yaml.org,2002:int', { kind: 'scalar', resolve: isGoInt, construct: toInt });
+const floatType = new jsyaml.Type('tag:yaml.org,2002:float', { kind: 'scalar', resolve: isFloat, construct: toFloat });
+
+/** A plain scalar's value, resolved as the schema below resolves it (for the block reader, yaml-block.ts). */
+export function plainScalar(s: string): unknown {
+  if (isNull(s)) return null;
+  if (isBool(s)) return BOOLS.get(s);
+  if (isGoInt(s)) return toInt(s);
+  if (isFloat(s)) return toFloat(s);
+  return s;
+}
 
 /** `<<` merge keys, which go-yaml v2 applies like js-yaml's loader does for this tag. */
 const mergeType = new jsyaml.Type('tag:yaml.org,2002:merge', { kind: 'scalar', resolve: (s: string) => s === '<<' });
@@ -88,6 +93,9 @@ export class YamlSyntaxError extends Error {
  * without go-yaml's strict mode; kubernetes#14791), and is listed in the document's `duplicates`.
  */
 export function parseYamlDocuments(text: string): YamlDocument[] {
+  // Generated manifests and exports are plain block YAML, read without the general parser.
+  const block = readBlockDocuments(text, plainScalar);
+  if (block) return block;
   try {
     return load(text, false);
   } catch (e) {
