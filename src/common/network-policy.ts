@@ -142,6 +142,12 @@ export interface WorkloadPolicyInput {
   readonly peers?: k8s.NetworkPolicyPeer[];
   /** @default - the identity's instance */
   readonly name?: string;
+  /**
+   * Whether `clients` are admitted (gang: on every port). False for the workers of a serving group,
+   * which serve no clients: their ports (store, NCCL, message queues) have no authentication.
+   * @default true
+   */
+  readonly admitClients?: boolean;
 }
 
 /** A workload's NetworkPolicy, and how other constructs of the library add peers to it. */
@@ -175,7 +181,8 @@ export function workloadNetworkPolicy(
   const ingress: k8s.NetworkPolicyIngressRule[] = [];
   if (input.profile === 'gang') {
     // Every port: torchrun's store listens on MASTER_PORT, NCCL and Gloo on ephemeral ports.
-    from.push({ podSelector: { matchLabels: selector } }, ...(input.peers ?? []), ...clients);
+    const admitted = input.admitClients === false ? [] : clients;
+    from.push({ podSelector: { matchLabels: selector } }, ...(input.peers ?? []), ...admitted);
     ingress.push({ from });
   } else {
     if (input.peers) ingress.push({ from: [...input.peers] });

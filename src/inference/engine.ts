@@ -102,6 +102,11 @@ export interface MultiNodeLaunch {
   groupArgs(o: GroupRendezvous): string[];
   /** Args only the workers add. */
   readonly workerArgs: readonly string[];
+  /**
+   * The port on the leader every rank stays connected to (the torch.distributed store of the
+   * group's rendezvous): a worker's preStop holds while that connection is up.
+   */
+  readonly rendezvousPort: number;
   /** Flags the group launch sets that single-node serving allows in `extraArgs`: refused with `nodes` > 1. */
   readonly groupOwnedFlags: readonly string[];
   /** Where these facts come from. */

@@ -1,3 +1,5 @@
+import * as fs from 'fs';
+import * as path from 'path';
 import { ApiObject } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
@@ -27,15 +29,16 @@ export const LEADER_WORKER_SET_GVK = { apiVersion: 'leaderworkerset.x-k8s.io/v1'
 /**
  * The oldest LeaderWorkerSet release the output is written for: the CRD vendored in
  * src/validation/crds/lws (v0.10.0). `LWS_WORKER_INDEX` is injected from v0.6.0, `startupPolicy`
- * from v0.4, `RecreateGroupOnPodRestart` as the default from v0.2.
+ * exists from v0.3.0, `volumeClaimTemplates` from v0.8, `RecreateGroupOnPodRestart` as the default
+ * from v0.2.
  */
 export const MIN_LWS_VERSION = '0.10';
 
 /**
  * The oldest Kueue that admits a LeaderWorkerSet as one workload per group: its LeaderWorkerSet
  * integration (kueue#3232, documented in kueue#4283, 2025-02: site/content/en/docs/tasks/run/
- * leaderworkerset.md), enabled with `leaderworkerset.x-k8s.io/leaderworkerset` in
- * `integrations.frameworks`.
+ * leaderworkerset.md), enabled with both `pod` and `leaderworkerset.x-k8s.io/leaderworkerset` in
+ * `integrations.frameworks` (the integration admits a group as a pod group).
  */
 export const MIN_LWS_KUEUE_VERSION = '0.11';
 
@@ -206,11 +209,12 @@ type WritableContainer = { -readonly [K in keyof k8s.Container]: k8s.Container[K
 /**
  * Emits the LeaderWorkerSet of a multi-node serving replica set.
  *
- * Drain: LWS deletes a group as one (a rolling update or scale-down deletes the leader, and the
- * workers with it). The leader takes preStop + drain as a single pod does; the workers sleep for
- * that long in their preStop before SIGTERM, so the ranks the leader's in-flight requests run on
- * stay up until the leader has drained. Every pod's grace period is the leader's (at least
- * preStop + drain + margin), so none is killed first.
+ * Drain: the leader takes preStop + drain as a single pod does, and every pod has its grace period
+ * (at least preStop + drain + margin). A worker's preStop (group-hold.py) holds while its engine is
+ * still connected to the leader's rendezvous port, at most preStop + drain: an evicted worker keeps
+ * its rank up while the leader drains the requests that run on it, and a worker deleted after its
+ * leader (a rolling update deletes the leader; garbage collection takes the workers once it is
+ * gone) stops at once.
  */
 export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   const { group, r } = e;
@@ -235,7 +239,14 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   delete workerMain.readinessProbe;
   delete workerMain.livenessProbe;
   const workerHold = r.termination.preStopSeconds + r.termination.drainSeconds;
-  workerMain.lifecycle = { preStop: { exec: { command: ['sleep', String(workerHold)] } } };
+  workerMain.lifecycle = {
+    preStop: {
+      exec: { command: ['python3', '-c', groupHoldScript(), String(group.launch.rendezvousPort), String(workerHold)] },
+    },
+  };
+  // One pod of the set per node: a group split over fewer nodes than pods would send NCCL between
+  // two pods of one node over the network, and a second group's pod on a node halves its GPUs' links.
+  for (const t of [e.leader, worker]) onePodPerNode(t, groupPodSelector(r));
   addPodValidation(scope, worker, e.guaranteedQos, `${e.who} (workers)`);
 
   const claim = r.cache.claimTemplate;
@@ -271,14 +282,44 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
         ...(claim
           ? {
               volumeClaimTemplates: [{ ...claim, metadata: { ...claim.metadata, labels: r.labels } }],
-              // A model cache is re-downloadable: delete claims with the set or on scale-down.
-              persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
+              // LWS gives each worker StatefulSet this policy, and that StatefulSet is owned by its
+              // leader pod: deleted whenever the group is recreated or rolled. `Delete` would drop the
+              // workers' claims then (a full download each time, while the leader's claim stays warm);
+              // `Retain` lets the recreated StatefulSet adopt them by name. Scale-down deletes the
+              // leaders' claims; the removed groups' worker claims stay (docs/serving.md).
+              persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Retain', whenScaled: 'Delete' },
             }
           : {}),
       },
     },
   });
   return object;
+}
+
+let holdScript: string | undefined;
+
+/** group-hold.py, read once (it ships beside this file). */
+function groupHoldScript(): string {
+  holdScript ??= fs.readFileSync(path.join(__dirname, 'group-hold.py'), 'utf8');
+  return holdScript;
+}
+
+/** A required anti-affinity term: no two pods of the set on one node. */
+function onePodPerNode(template: PodTemplate, selector: Record<string, string>): void {
+  // The template stays mutable until synthesis (pod-template.ts); PodSpec's typings are readonly.
+  const spec = template.spec as { affinity?: k8s.Affinity };
+  const affinity = spec.affinity ?? {};
+  const anti = affinity.podAntiAffinity;
+  spec.affinity = {
+    ...affinity,
+    podAntiAffinity: {
+      ...anti,
+      requiredDuringSchedulingIgnoredDuringExecution: [
+        ...(anti?.requiredDuringSchedulingIgnoredDuringExecution ?? []),
+        { labelSelector: { matchLabels: selector }, topologyKey: 'kubernetes.io/hostname' },
+      ],
+    },
+  };
 }
 
 /**
@@ -316,6 +357,7 @@ export function groupNetworkPolicy(
     profile: 'gang',
     peers: [{ podSelector: { matchLabels: r.selector } }],
     name: `${r.name}-workers`,
+    admitClients: false,
   });
   return { workers: workers?.object, leaderPeers };
 }

@@ -5,6 +5,7 @@ import {
   InferenceServiceProps,
   ModelCache,
   NetworkAccess,
+  NetworkPeer,
   Rdma,
   Reload,
   RotatingGpuSecret,
@@ -33,13 +34,20 @@ const BASE = {
 };
 
 type Make = (c: Chart, id: string, p: InferenceServiceProps) => unknown;
-const ENGINES: Array<{ engine: string; make: Make; container: string; level: string }> = [
-  { engine: 'vLLM', make: (c, id, p) => new VllmInferenceService(c, id, p), container: 'vllm', level: 'restricted' },
+const ENGINES: Array<{ engine: string; make: Make; container: string; level: string; rendezvousPort: string }> = [
+  {
+    engine: 'vLLM',
+    make: (c, id, p) => new VllmInferenceService(c, id, p),
+    container: 'vllm',
+    level: 'restricted',
+    rendezvousPort: '29501', // --master-port
+  },
   {
     engine: 'SGLang',
     make: (c, id, p) => new SglangInferenceService(c, id, p),
     container: 'sglang',
     level: 'baseline',
+    rendezvousPort: '20000', // --dist-init-addr's port
   },
 ];
 
@@ -57,7 +65,7 @@ const leaderOf = (set: any) => set.spec.leaderWorkerTemplate.leaderTemplate;
 const workerOf = (set: any) => set.spec.leaderWorkerTemplate.workerTemplate;
 const mainOf = (template: any, name: string) => template.spec.containers.find((c: any) => c.name === name);
 
-describe.each(ENGINES)('$engine across nodes', ({ make, container, level }) => {
+describe.each(ENGINES)('$engine across nodes', ({ make, container, level, rendezvousPort }) => {
   test('one LeaderWorkerSet of groups of `nodes` pods that restart, start and roll out as one', () => {
     const objects = synth(make, { replicas: 3 });
     expect(objects.filter(o => o.kind === 'StatefulSet')).toEqual([]);
@@ -100,7 +108,7 @@ describe.each(ENGINES)('$engine across nodes', ({ make, container, level }) => {
     expect(selects(budget.selector.matchLabels, other)).toBe(false);
   });
 
-  test('probes and the API port on the leader only; workers outlive the leader drain', () => {
+  test('probes and the API port on the leader only; workers hold through the leader drain', () => {
     const set = lwsOf(synth(make));
     const leader = mainOf(leaderOf(set), container);
     const worker = mainOf(workerOf(set), container);
@@ -108,9 +116,12 @@ describe.each(ENGINES)('$engine across nodes', ({ make, container, level }) => {
     expect(leader.readinessProbe).toBeDefined();
     expect(leader.ports).toHaveLength(1);
     for (const key of ['startupProbe', 'readinessProbe', 'livenessProbe', 'ports']) expect(worker[key]).toBeUndefined();
-    // Leader: sleep 15 then drain 90; workers hold 15 + 90 so the ranks stay up for the drain.
+    // Leader: sleep 15 then drain 90; a worker holds while connected to the leader's rendezvous
+    // port, at most 15 + 90 (group-hold.test.ts runs the hook against real torch ranks).
     expect(leader.lifecycle.preStop.exec.command).toEqual(['sleep', '15']);
-    expect(worker.lifecycle.preStop.exec.command).toEqual(['sleep', '105']);
+    const [python, flag, script, port, hold] = worker.lifecycle.preStop.exec.command;
+    expect([python, flag, port, hold]).toEqual(['python3', '-c', rendezvousPort, '105']);
+    expect(script).toContain('/proc/net/tcp');
     for (const t of [leaderOf(set), workerOf(set)]) expect(t.spec.terminationGracePeriodSeconds).toBe(120);
     expect(workerOf(set).metadata.annotations?.['prometheus.io/scrape']).toBeUndefined();
   });
@@ -444,5 +455,55 @@ describe('monitoring a group', () => {
       expect(r.output).toMatch(/SUCCESS/);
       expect(r.ok).toBe(true);
     });
+  });
+});
+
+describe('placement and claims of a group', () => {
+  const vllm = ENGINES[0].make;
+
+  test('no two pods of the set on one node, beside the pod option terms', () => {
+    const zone = { key: 'topology.kubernetes.io/zone', operator: 'In', values: ['a'] };
+    const user = { labelSelector: { matchLabels: { team: 'x' } }, topologyKey: 'topology.kubernetes.io/zone' };
+    const set = lwsOf(
+      synth(vllm, {
+        pod: {
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [zone] }] },
+            },
+            podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [user] },
+          },
+        },
+      }),
+    );
+    for (const t of [leaderOf(set), workerOf(set)]) {
+      const terms = t.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution;
+      expect(terms).toEqual([
+        user,
+        {
+          labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'llm', 'app.kubernetes.io/instance': 'llm' } },
+          topologyKey: 'kubernetes.io/hostname',
+        },
+      ]);
+      expect(JSON.stringify(t.spec.affinity.nodeAffinity)).toContain('topology.kubernetes.io/zone');
+      for (const labels of [leaderOf(set).metadata.labels, workerOf(set).metadata.labels])
+        expect(Object.entries(terms[1].labelSelector.matchLabels).every(([k, v]) => labels[k] === v)).toBe(true);
+    }
+  });
+
+  test("per-pod claims are retained when LWS deletes a group's worker StatefulSet, deleted on scale-down", () => {
+    const set = lwsOf(synth(vllm));
+    const t = set.spec.leaderWorkerTemplate;
+    expect(t.volumeClaimTemplates).toHaveLength(1);
+    expect(t.persistentVolumeClaimRetentionPolicy).toEqual({ whenDeleted: 'Retain', whenScaled: 'Delete' });
+  });
+
+  test('the workers admit no clients, even named ones: only the leaders serve them', () => {
+    const objects = synth(vllm, {
+      networkPolicy: NetworkAccess.restricted({ clients: [NetworkPeer.namespace('gateway-system')] }),
+    });
+    const workers = findOne(objects, 'NetworkPolicy', 'llm-workers');
+    expect(JSON.stringify(workers.spec)).not.toContain('gateway-system');
+    expect(JSON.stringify(findOne(objects, 'NetworkPolicy', 'llm').spec)).toContain('gateway-system');
   });
 });

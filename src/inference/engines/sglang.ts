@@ -92,6 +92,7 @@ export const SGLANG: ServingEngine = {
       `${g.leaderAddress}:${SGLANG_DIST_INIT_PORT}`,
     ],
     workerArgs: [],
+    rendezvousPort: SGLANG_DIST_INIT_PORT,
     groupOwnedFlags: [],
     source:
       'kubernetes-sigs/lws docs/examples/sglang/lws.yaml; SGLang server_args.py (--nnodes, --node-rank, --dist-init-addr)',

@@ -110,6 +110,7 @@ export const VLLM: ServingEngine = {
       String(VLLM_MASTER_PORT),
     ],
     workerArgs: ['--headless'],
+    rendezvousPort: VLLM_MASTER_PORT,
     groupOwnedFlags: ['--distributed-executor-backend'],
     source: 'vLLM docs/serving/parallelism_scaling.md (multiprocessing across nodes), vllm/config/parallel.py',
   },
