@@ -16,6 +16,11 @@ export interface LaunchOptions {
   readonly host: string;
   /** The engine's own drain timeout, from `drainTimeout`. */
   readonly drainSeconds: number;
+  /**
+   * The startup probe's budget for load and warm-up: an engine with its own startup deadline gets
+   * it, so the probe, not a shorter internal timeout, decides when a start has failed.
+   */
+  readonly startupSeconds: number;
   readonly usageStats: boolean;
   /** The construct-specific props (context length, quantization, ...) as args and env. */
   readonly tuning: EngineTuning;

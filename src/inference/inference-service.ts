@@ -690,6 +690,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     port,
     host: props.ipFamily === IpFamily.IPV6 ? '::' : '0.0.0.0',
     drainSeconds: termination.drainSeconds,
+    startupSeconds: startupBudgetSeconds,
     usageStats: v.boolean('usageStats', props.usageStats, false),
     tuning: binding.tuning(v),
   });

@@ -15,6 +15,16 @@ function synth(props: Partial<VllmInferenceServiceProps> = {}) {
 }
 
 describe('VllmInferenceService', () => {
+  test("the engine's own startup deadline is the startup probe's budget, not vLLM's 600 s", () => {
+    const { main, llm } = synth({ modelId: 'meta-llama/Llama-3.1-70B-Instruct', gpusPerReplica: 4 });
+    expect(llm.startupBudgetSeconds).toBeGreaterThan(600);
+    expect(envOf(main).VLLM_ENGINE_READY_TIMEOUT_S).toBe(String(llm.startupBudgetSeconds));
+    expect(envOf(synth({ maxModelLoadTime: Duration.minutes(50) }).main).VLLM_ENGINE_READY_TIMEOUT_S).toBe('3000');
+    expect(() => synth({ env: { VLLM_ENGINE_READY_TIMEOUT_S: '600' } })).toThrow(
+      /'llm': env.VLLM_ENGINE_READY_TIMEOUT_S is set by the construct; set maxModelLoadTime instead/,
+    );
+  });
+
   test('the issue example: `vllm serve <model>` via the image entrypoint, with the practice flags', () => {
     const { main, llm } = synth({
       replicas: 2,

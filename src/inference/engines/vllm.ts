@@ -224,6 +224,14 @@ export const VLLM: ServingEngine = {
       ],
       env: [
         ...o.tuning.env,
+        // The API server gives its engine cores VLLM_ENGINE_READY_TIMEOUT_S (default 600) to report
+        // ready, model load included (vllm/envs.py; v1/engine/utils.py wait_for_engine_startup): a
+        // model that loads longer (a 70B takes about 1,700 s at 100 MB/s) would fail its start at
+        // 10 minutes. The startup probe's budget decides instead.
+        {
+          env: { name: 'VLLM_ENGINE_READY_TIMEOUT_S', value: String(o.startupSeconds) },
+          via: 'maxModelLoadTime',
+        },
         // vLLM reports anonymous usage unless VLLM_NO_USAGE_STATS=1 or DO_NOT_TRACK=1 (docs
         // serving/usage_stats.md; vllm/usage/usage_lib.py).
         ...(o.usageStats
