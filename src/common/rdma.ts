@@ -216,6 +216,13 @@ function attachNetworks(
   return networks;
 }
 
+/** The `rdma` prop checked and resolved; undefined when not given. */
+export function resolveRdma(v: Validator, rdma: Rdma | undefined): RdmaPodParts | undefined {
+  if (rdma !== undefined && !(rdma instanceof Rdma))
+    v.fail('rdma', 'must be made with Rdma.sharedDevice(), Rdma.sriov({...}) or Rdma.efa(n)', rdma);
+  return rdma?._resolve(v, 'rdma');
+}
+
 /**
  * Whether a process must run as root to hold this choice's capabilities: Kubernetes sets no ambient
  * capabilities, so an added capability is gone once a non-root process execs

@@ -25,6 +25,7 @@ import {
   startupOf,
   templateOf,
   unitGpus,
+  unitOf,
 } from './workload';
 
 export type { Range } from './workload';
@@ -182,7 +183,7 @@ function planWorkload(
   const drain = drainOf(a);
   const startup = startupFor(a);
   const replicas = replicasOf(after, before, scalers);
-  const unit = k === LWS ? 'group' : 'pod';
+  const unit = unitOf(a);
   const perUnitGpus = unitGpus(a);
   const gpus = { min: replicas.min * perUnitGpus, max: replicas.max * perUnitGpus };
   const base = {
@@ -374,7 +375,7 @@ export function plan(
         mode: 'new',
         changes: [],
         pods: replicas,
-        unit: kindKey(o) === LWS ? 'group' : 'pod',
+        unit: unitOf(o),
         perStep: replicas.max,
         drainSeconds: drainOf(o),
         startupSeconds: startup,
@@ -382,7 +383,7 @@ export function plan(
         gpusPerPod: per,
         gpus: { min: 0, max: 0 },
         gpusDuringRollout: gpus,
-        note: `new: ${rangeText(replicas)} ${kindKey(o) === LWS ? 'group' : 'pod'}(s) start, each within ${startup ? minutes(startup) : 'an unknown time (no startup probe)'}, needing ${rangeText(gpus)} GPU(s) more`,
+        note: `new: ${rangeText(replicas)} ${unitOf(o)}(s) start, each within ${startup ? minutes(startup) : 'an unknown time (no startup probe)'}, needing ${rangeText(gpus)} GPU(s) more`,
       });
       continue;
     }

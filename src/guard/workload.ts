@@ -129,6 +129,9 @@ export function unitGpus(o: KubeObject): number {
   return gpusOfPod(specs[0]);
 }
 
+/** What one replica is: a pod, or a LeaderWorkerSet's group. */
+export const unitOf = (o: KubeObject): 'pod' | 'group' => (kindKey(o) === LWS ? 'group' : 'pod');
+
 /** The longest a replica takes to stop: the largest terminationGracePeriodSeconds of its pods. */
 export const drainOf = (o: KubeObject) =>
   Math.max(...podSpecs(o).map(s => num(s?.terminationGracePeriodSeconds, DEFAULT_GRACE)));

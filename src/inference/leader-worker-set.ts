@@ -9,7 +9,7 @@ import { LABEL_COMPONENT, LABEL_NAME, labelSet, selectorLabels, WorkloadIdentity
 import { NetworkAccess, workloadNetworkPolicy } from '../common/network-policy';
 import { customKind, ManifestKind, ManifestObject } from '../common/manifest-object';
 import { PodTemplate } from '../common/pod-template';
-import { Rdma, RdmaPodParts } from '../common/rdma';
+import { Rdma, RdmaPodParts, resolveRdma } from '../common/rdma';
 import { addPodValidation } from '../common/workload-pod';
 import * as lws from '../imports/lws';
 import { Validator } from '../validation/validate';
@@ -166,9 +166,7 @@ export function resolveGroup(
     if (launch.groupOwnedFlags.includes(flag))
       v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it from nodes for the group launch`, arg);
   });
-  if (props.rdma !== undefined && !(props.rdma instanceof Rdma))
-    v.fail('rdma', 'must be made with Rdma.sharedDevice(), Rdma.sriov({...}) or Rdma.efa(n)', props.rdma);
-  const rdma = props.rdma?._resolve(v, 'rdma');
+  const rdma = resolveRdma(v, props.rdma);
   const queueName = props.queueName === undefined ? undefined : kueueQueueName(v, props.queueName);
   // LWS names the worker StatefulSet `<lws>-<group>` and its pods `<lws>-<group>-<worker>`; the
   // controller-revision-hash label (`<statefulset>-<10 characters>`) must stay a 63-character label

@@ -11,7 +11,14 @@ import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { ProcessIdentity, resolveProcessIdentity } from '../common/security';
 import { buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv, WorkloadPod } from '../common/workload-pod';
 import { INT32_MAX, Validator } from '../validation/validate';
-import { Rdma, RdmaPodParts, rdmaExtendedResources, rdmaNeedsRoot, requireRootForRdma } from '../common/rdma';
+import {
+  Rdma,
+  RdmaPodParts,
+  rdmaExtendedResources,
+  rdmaNeedsRoot,
+  requireRootForRdma,
+  resolveRdma,
+} from '../common/rdma';
 import { findTorchrunConflict, shutdownTimeoutSeconds, torchrunProgram } from './rendezvous';
 
 // The training practice both backends share (GpuTrainingStatefulSet, GpuTrainingJob): the props
@@ -167,10 +174,7 @@ export function resolveTraining(
   );
   const clusterDomain = v.dnsSubdomain('clusterDomain', props.clusterDomain ?? 'cluster.local');
 
-  if (props.rdma !== undefined && !(props.rdma instanceof Rdma)) {
-    v.fail('rdma', 'must be made with Rdma.sharedDevice(), Rdma.sriov({...}) or Rdma.efa(n)', props.rdma);
-  }
-  const rdma = props.rdma?._resolve(v, 'rdma');
+  const rdma = resolveRdma(v, props.rdma);
   const runAsRoot = v.boolean('runAsRoot', props.runAsRoot, rdmaNeedsRoot(rdma));
   requireRootForRdma(v, rdma, runAsRoot);
   const { identity, uid } = resolveProcessIdentity(v, {

@@ -63,6 +63,16 @@ afterEach(() => {
   for (const r of ranks.splice(0)) r.child.kill('SIGKILL');
 });
 
+/** A formed two-rank group: the leader stays `leaderSeconds` after joining, the worker 120 s. */
+async function group(leaderSeconds: number): Promise<{ port: number; leader: Rank; worker: Rank }> {
+  const port = await freePort();
+  const leader = rank(0, port, leaderSeconds);
+  const worker = rank(1, port, 120);
+  ranks.push(leader, worker);
+  await Promise.all([leader.up, worker.up]);
+  return { port, leader, worker };
+}
+
 const torchTest = PYTHON ? test : test.skip;
 
 test('a real torch is here, so the hook is tested against real ranks', () => {
@@ -73,11 +83,7 @@ describe('the worker preStop hook, with two torch.distributed ranks', () => {
   jest.setTimeout(120_000);
 
   torchTest('holds while the leader runs, and returns once the leader process exits', async () => {
-    const port = await freePort();
-    const leader = rank(0, port, 6);
-    const worker = rank(1, port, 120);
-    ranks.push(leader, worker);
-    await Promise.all([leader.up, worker.up]);
+    const { port, leader, worker } = await group(6);
     const returned = await hook(port, 100);
     const leaderGone = await leader.exited;
     // Not before the leader's process ended, and soon after (the hook polls every second).
@@ -87,11 +93,7 @@ describe('the worker preStop hook, with two torch.distributed ranks', () => {
   });
 
   torchTest('returns at once when the leader is already gone', async () => {
-    const port = await freePort();
-    const leader = rank(0, port, 0);
-    const worker = rank(1, port, 120);
-    ranks.push(leader, worker);
-    await Promise.all([leader.up, worker.up]);
+    const { port, leader, worker } = await group(0);
     const leaderGone = await leader.exited;
     const returned = await hook(port, 100);
     // Far from its 100 s bound, while the worker still runs.
@@ -100,11 +102,7 @@ describe('the worker preStop hook, with two torch.distributed ranks', () => {
   });
 
   torchTest('returns at its bound while the leader still runs', async () => {
-    const port = await freePort();
-    const leader = rank(0, port, 120);
-    const worker = rank(1, port, 120);
-    ranks.push(leader, worker);
-    await Promise.all([leader.up, worker.up]);
+    const { port, leader } = await group(120);
     const started = Date.now();
     const returned = await hook(port, 2);
     expect(returned - started).toBeGreaterThanOrEqual(2_000);

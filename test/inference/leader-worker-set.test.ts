@@ -20,7 +20,7 @@ import { WORKER_COMPONENT } from '../../src/inference/leader-worker-set';
 import { KubeObject } from '../../src/guard/normalize';
 import { servingBumpWarnings } from '../../src/guard/serving-bump';
 import { podNamePattern } from '../../src/common/names';
-import { describePromtool, evaluationAtOrAfter, fires, ruleSpec, silent, testRules } from '../monitoring/promtool';
+import { describePromtool, podNotReadyRun, ruleSpec } from '../monitoring/promtool';
 import { podSecurityLevel } from '../support/pod-security';
 import { findOne, testChart, validateApp } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
@@ -432,26 +432,7 @@ describe('monitoring a group', () => {
   describePromtool('under promtool', () => {
     test('GpuServingPodNotReady fires for a worker that is not Ready, not for a pod of another version', () => {
       const { monitoring, svc } = app();
-      const spec = ruleSpec(monitoring);
-      const at = evaluationAtOrAfter(svc.capacitySeconds);
-      const ready = (pod: string) => ({
-        series: `kube_pod_status_ready{namespace="serving",pod="${pod}",condition="true"}`,
-        values: `0x${Math.ceil(at / 60) + 2}`,
-      });
-      const r = testRules(spec, [
-        {
-          interval: '1m',
-          input_series: [ready('llm-lws-1-1')],
-          alert_rule_test: [
-            fires(spec, 'GpuServingPodNotReady', at, { namespace: 'serving', pod: 'llm-lws-1-1', condition: 'true' }),
-          ],
-        },
-        {
-          interval: '1m',
-          input_series: [ready('llm-v2-lws-1-1')],
-          alert_rule_test: [silent('GpuServingPodNotReady', at)],
-        },
-      ]);
+      const r = podNotReadyRun(monitoring, svc.capacitySeconds, 'llm-lws-1-1', 'llm-v2-lws-1-1');
       expect(r.output).toMatch(/SUCCESS/);
       expect(r.ok).toBe(true);
     });

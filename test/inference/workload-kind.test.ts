@@ -11,7 +11,7 @@ import { podNamePattern } from '../../src/common/names';
 import { plan } from '../../src/guard/plan';
 import { KubeObject } from '../../src/guard/normalize';
 import { servingBumpWarnings } from '../../src/guard/serving-bump';
-import { describePromtool, evaluationAtOrAfter, fires, ruleSpec, silent, testRules } from '../monitoring/promtool';
+import { describePromtool, podNotReadyRun, ruleSpec } from '../monitoring/promtool';
 import { findOne, synthValid } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
 import { BASE, configError, ENGINES, synthEngine } from './support';
@@ -159,30 +159,7 @@ describe('pod names: one pattern per kind, for every query that finds pods by na
   describePromtool('under promtool', () => {
     test('GpuServingPodNotReady fires for a Deployment pod, not for a pod of another version', () => {
       const { monitoring, svc } = deploymentApp();
-      const spec = ruleSpec(monitoring);
-      const at = evaluationAtOrAfter(svc.capacitySeconds);
-      const ready = (pod: string) => ({
-        series: `kube_pod_status_ready{namespace="serving",pod="${pod}",condition="true"}`,
-        values: `0x${Math.ceil(at / 60) + 2}`,
-      });
-      const r = testRules(spec, [
-        {
-          interval: '1m',
-          input_series: [ready('llm-6d4cf56db6-x2v9k')],
-          alert_rule_test: [
-            fires(spec, 'GpuServingPodNotReady', at, {
-              namespace: 'serving',
-              pod: 'llm-6d4cf56db6-x2v9k',
-              condition: 'true',
-            }),
-          ],
-        },
-        {
-          interval: '1m',
-          input_series: [ready('llm-v2-6d4cf56db6-x2v9k')],
-          alert_rule_test: [silent('GpuServingPodNotReady', at)],
-        },
-      ]);
+      const r = podNotReadyRun(monitoring, svc.capacitySeconds, 'llm-6d4cf56db6-x2v9k', 'llm-v2-6d4cf56db6-x2v9k');
       expect(r.output).toMatch(/SUCCESS/);
       expect(r.ok).toBe(true);
     });

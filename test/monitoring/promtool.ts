@@ -122,6 +122,33 @@ export function silent(name: string, seconds: number): AlertCheck {
   return { eval_time: `${seconds}s`, alertname: name, exp_alerts: [] };
 }
 
+/**
+ * Runs GpuServingPodNotReady under promtool with `pod` of namespace `serving` not Ready past the
+ * service's capacity delay (it must fire), and the same for `otherPod` (it must not: not this
+ * workload's pod).
+ */
+export function podNotReadyRun(
+  monitoring: Construct,
+  capacitySeconds: number,
+  pod: string,
+  otherPod: string,
+): PromtoolResult {
+  const spec = ruleSpec(monitoring);
+  const at = evaluationAtOrAfter(capacitySeconds);
+  const ready = (p: string) => ({
+    series: `kube_pod_status_ready{namespace="serving",pod="${p}",condition="true"}`,
+    values: `0x${Math.ceil(at / 60) + 2}`,
+  });
+  return testRules(spec, [
+    {
+      interval: '1m',
+      input_series: [ready(pod)],
+      alert_rule_test: [fires(spec, 'GpuServingPodNotReady', at, { namespace: 'serving', pod, condition: 'true' })],
+    },
+    { interval: '1m', input_series: [ready(otherPod)], alert_rule_test: [silent('GpuServingPodNotReady', at)] },
+  ]);
+}
+
 /** The alert data of a monitoring construct, by name. */
 export function alertOf(alerts: readonly AlertRule[], name: string): AlertRule {
   const a = alerts.find(x => x.alert === name);
