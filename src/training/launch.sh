@@ -503,14 +503,20 @@ count_failure() {
 # another rank ends the run FAILED, this rank's torchrun would otherwise wait in the rendezvous
 # for it (--rdzv-conf join_timeout, 600 s by default) and fail, start after start; and a rank that
 # rejoined a run that then completed without it would wait there as long.
+# The wrapper stops it with TERM once the launcher has exited, and waits for it. A TERM that comes
+# before this subshell has replaced the wrapper's inherited trap is dropped (as for the command,
+# see forking), so the watcher also ends by itself once the launcher is gone: the wrapper waits at
+# most one poll for it, never forever.
 watch_run() {
   nap_pid=
   trap 'if [ -n "$nap_pid" ]; then kill "$nap_pid" 2>/dev/null; fi; exit 0' TERM
   while :; do
+    kill -0 "$child" 2>/dev/null || exit 0
     sleep "$poll" &
     nap_pid=$!
     wait "$nap_pid"
     nap_pid=
+    kill -0 "$child" 2>/dev/null || exit 0
     # ${$} is the wrapper's pid in this subshell too: a wrapper killed outright leaves no watcher.
     kill -0 "${$}" 2>/dev/null || exit 0
     if any_failed; then

@@ -24,11 +24,13 @@ import {
  * A stand-in for torchrun: records each start (with the rendezvous id it saw) and its arguments,
  * blocks while a `block` file exists, records SIGTERM (and keeps running while an `ignore-term`
  * file exists, like a launcher still checkpointing), and exits with the code in the `rc` file.
+ * Its trap is set before it records its start, so a test that signals once it has started is
+ * never ahead of the trap.
  */
 const FAKE_TORCHRUN = [
+  'trap \'echo term >> "$WORK/runs"; [ -f "$WORK/ignore-term" ] || exit 0\' TERM',
   'echo "run $PET_RDZV_ID" >> "$WORK/runs"',
   'printf \'%s\\n\' "$@" > "$WORK/args"',
-  'trap \'echo term >> "$WORK/runs"; [ -f "$WORK/ignore-term" ] || exit 0\' TERM',
   'while [ -f "$WORK/block" ]; do sleep 0.05; done',
   'read -r rc < "$WORK/rc"',
   'exit "$rc"',
@@ -454,6 +456,17 @@ describe.each(available)('the launch wrapper under %s', shell => {
       // CDK8S_GPU_STATE_SHARED=1 says it is shared: then rank 1 waits for rank 0.
       const shared = two(1, { pod: 'pod-x', env: { CDK8S_GPU_RUN_ID: 'job-2', CDK8S_GPU_STATE_SHARED: '1' } });
       expect(await waitFor(() => shared.output.includes('not complete until ranks 0 finish'), 5000)).toBe(true);
+    });
+
+    // The wrapper stops its run watcher (a subshell) with TERM when the launcher exits. A TERM that
+    // reaches the subshell before it has replaced the wrapper's trap with its own is dropped (dash
+    // and busybox clear an inherited trap after the fork): the watcher must still end, or the
+    // wrapper waits on it forever. A launcher that exits at once makes that window likely.
+    test('a launcher that exits at once never leaves the wrapper waiting on its run watcher', async () => {
+      for (let i = 0; i < 30; i++) {
+        const r = two(1, { pod: `pod-w${i}`, env: { CDK8S_GPU_RUN_ID: `job-w${i}` } });
+        expect(await Promise.race([r.exited, deadline(10000, 'still running after 10 s')])).toBe(0);
+      }
     });
 
     test("a rank outside the run's ranks fails loudly", async () => {
