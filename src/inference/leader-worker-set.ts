@@ -130,6 +130,8 @@ export interface GroupProps {
   readonly groupSurge?: number;
   readonly gpuResource?: string;
   readonly extraArgs?: string[];
+  readonly port?: number;
+  readonly env?: Record<string, unknown>;
 }
 
 /**
@@ -166,6 +168,23 @@ export function resolveGroup(
     if (launch.groupOwnedFlags.includes(flag))
       v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it from nodes for the group launch`, arg);
   });
+  // The leader's engine listens on its rendezvous port for the group's ranks: an API server on the
+  // same port would fail to bind, or the ranks would rendezvous with it.
+  if ((props.port ?? engine.port) === launch.rendezvousPort)
+    v.fail(
+      'port',
+      `must not be ${launch.rendezvousPort} with nodes > 1: the leader's engine binds it for the group's ranks`,
+      props.port ?? engine.port,
+    );
+  // LWS's pod webhook puts its own values of these in front of a container's env and drops any given
+  // here (pkg/utils/pod/pod_utils.go, addEnvVarsIfNotExists): a value set here would never arrive.
+  for (const name of Object.values(LWS_ENV))
+    if (props.env !== null && typeof props.env === 'object' && Object.prototype.hasOwnProperty.call(props.env, name))
+      v.fail(
+        `env.${name}`,
+        "is set by LeaderWorkerSet's pod webhook on every pod of a group, replacing this value",
+        name,
+      );
   const rdma = resolveRdma(v, props.rdma);
   const queueName = props.queueName === undefined ? undefined : kueueQueueName(v, props.queueName);
   // LWS names the worker StatefulSet `<lws>-<group>` and its pods `<lws>-<group>-<worker>`; the

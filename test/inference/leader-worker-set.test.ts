@@ -270,6 +270,26 @@ describe('refusals', () => {
     expect(() => synth(make, { extraArgs })).toThrow(message);
   });
 
+  test.each(ENGINES)("$engine: the API port cannot be the leader's rendezvous port; its neighbours can", e => {
+    const port = Number(e.rendezvousPort);
+    expect(() => synth(e.make, { port })).toThrow(
+      new RegExp(`'llm': port must not be ${port} with nodes > 1: the leader's engine binds it .*\\(got ${port}\\)`),
+    );
+    for (const near of [port - 1, port + 1]) expect(() => synth(e.make, { port: near })).not.toThrow();
+    // One pod rendezvouses with nothing: the port is free there.
+    expect(() => synth(e.make, { port, nodes: 1, gpusPerReplica: 8 })).not.toThrow();
+  });
+
+  test.each(['LWS_LEADER_ADDRESS', 'LWS_GROUP_SIZE', 'LWS_WORKER_INDEX'])(
+    "%s in env is refused for a group (LWS's webhook replaces it), and is a plain variable on one node",
+    name => {
+      expect(() => synth(ENGINES[0].make, { env: { [name]: 'x' } })).toThrow(
+        new RegExp(`'llm': env.${name} is set by LeaderWorkerSet's pod webhook .*\\(got "${name}"\\)`),
+      );
+      expect(() => synth(ENGINES[0].make, { env: { [name]: 'x' }, nodes: 1 })).not.toThrow();
+    },
+  );
+
   test('a MIG resource across nodes is refused naming nodes', () => {
     expect(() => synth(ENGINES[0].make, { gpusPerReplica: 1, gpuResource: 'nvidia.com/mig-1g.10gb' })).toThrow(
       /'llm': nodes must be 1 with a MIG resource/,
