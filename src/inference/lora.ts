@@ -7,9 +7,13 @@ import { CACHE_WAIT_CONTAINER, filledDownload } from './cache-fill-job';
 import { DOWNLOAD_CONTAINER } from './model-download';
 import { modelIdOf, revisionOf } from './serving-inputs';
 
-/** A LoRA adapter the server loads at start, by the name clients put in the OpenAI `model` field. */
+/** A LoRA adapter the server loads at start, selected by the OpenAI `model` field. */
 export interface LoraAdapter {
-  /** The name clients request it by (`model`), a word (letters, digits, `-`, `_`, `.`). */
+  /**
+   * The adapter's name, without whitespace, `=` or `,`; with `/`, its directory in the cache nests (no empty, `.` or
+   * `..` segment). vLLM serves it as `model: "<name>"`, SGLang as `model: "<served model name>:<name>"` (SGLang answers
+   * a bare adapter name with the base model); see docs/routing.md.
+   */
   readonly name: string;
   /**
    * The adapter's HuggingFace repository (downloaded into the model cache with the base model, before the server
@@ -37,7 +41,7 @@ const ADAPTERS_DIR = 'lora';
 export function resolveAdapters(
   v: Validator,
   adapters: LoraAdapter[] | undefined,
-  o: { cachePath: string; name: string; version?: number; baseModelId: string },
+  o: { cachePath: string; name: string; version?: number; baseModelId: string; servedNames?: unknown },
 ): ResolvedAdapter[] {
   if (adapters === undefined) return [];
   if (!Array.isArray(adapters) || adapters.length === 0)
@@ -50,7 +54,19 @@ export function resolveAdapters(
     v.knownProps(`${at}.`, a, ['name', 'modelId', 'revision']);
     const name = v.word(`${at}.name`, a.name);
     if (names.has(name)) v.fail(`${at}.name`, 'must not repeat a name', name);
-    if (name === o.baseModelId) v.fail(`${at}.name`, 'must differ from the base model, which clients also name', name);
+    const served = [o.baseModelId, ...(Array.isArray(o.servedNames) ? o.servedNames : [])];
+    if (served.includes(name))
+      v.fail(`${at}.name`, 'must differ from the names the base model is served by, which clients also request', name);
+    // vLLM's LoRAParserAction (cli_args.py) splits `name=path` at its one "=" and reads an item with a "," as JSON;
+    // SGLang's LoRAPathAction splits at the first "=".
+    if (/[=,]/.test(name)) v.fail(`${at}.name`, 'must not contain "=" or "," (the engines read name=path)', name);
+    // The name is the adapter's directory under the workload's in the cache: no segment may leave it.
+    if (name.split('/').some(seg => seg === '' || seg === '.' || seg === '..'))
+      v.fail(
+        `${at}.name`,
+        'must not have an empty, "." or ".." path segment: it names the adapter\'s directory in the cache',
+        name,
+      );
     names.add(name);
     const modelId = modelIdOf(v, a.modelId, undefined, `${at}.modelId`);
     const revision = revisionOf(v, a.revision, `${at}.revision`);

@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
 import { Validator } from '../validation/validate';
 import { EngineTuning } from './engine';
-import { SGLANG } from './engines/sglang';
+import { SGLANG, SGLANG_ADAPTER_SEPARATOR } from './engines/sglang';
 import { InferenceServiceProps, ServingWorkload } from './inference-service';
 import { addAdapterDownloads, LoraAdapter, ResolvedAdapter, resolveAdapters } from './lora';
 import { SglangQuantization } from './quantization';
@@ -73,9 +73,13 @@ const KEYS: ReadonlyArray<keyof SglangInferenceServiceProps> = [
  * and optional autoscaling on `sglang:num_queue_reqs`. The image runs as root (baseline).
  */
 export class SglangInferenceService extends ServingWorkload {
-  /** The LoRA adapters' names, as clients request them. */
+  /** The LoRA adapters' names (`--lora-paths name=path`); clients request one as `<served model name>:<name>`. */
   readonly loraAdapterNames: string[];
-  /** The names clients may put in `model`: the served model name and the adapters'. */
+  /**
+   * The names clients may put in `model`: the served model name, and `<served model name>:<adapter>` for each
+   * adapter. SGLang's OpenAI API selects an adapter only by that form; a bare adapter name is served by the base
+   * model, without an error (openai/serving_base.py `_resolve_lora_path`, sgl-project/sglang#11570).
+   */
   readonly servedModelNames: string[];
 
   constructor(scope: Construct, id: string, props: SglangInferenceServiceProps) {
@@ -96,7 +100,8 @@ export class SglangInferenceService extends ServingWorkload {
     // Every rank of a group loads the adapters from its own disk.
     for (const t of this._podTemplates) addAdapterDownloads(t, adapters, props.maxLoraRank);
     this.loraAdapterNames = adapters.map(a => a.name);
-    this.servedModelNames = [props.servedModelName ?? props.modelId, ...this.loraAdapterNames];
+    const served = props.servedModelName ?? props.modelId;
+    this.servedModelNames = [served, ...this.loraAdapterNames.map(a => `${served}${SGLANG_ADAPTER_SEPARATOR}${a}`)];
   }
 }
 
@@ -134,6 +139,16 @@ function sglangTuning(
   if (props.servedModelName !== undefined) {
     args.push('--served-model-name', v.word('servedModelName', props.servedModelName));
   }
+  // SGLang reads a `model` with a ":" as `<base>:<adapter>` and fails the request when no adapter has
+  // that name (sgl-project/sglang#12745): a served name with one could never be requested.
+  const servedProp = props.servedModelName !== undefined ? 'servedModelName' : 'modelId';
+  const served = props.servedModelName ?? props.modelId;
+  if (typeof served === 'string' && served.includes(SGLANG_ADAPTER_SEPARATOR))
+    v.fail(
+      servedProp,
+      `must not contain "${SGLANG_ADAPTER_SEPARATOR}" as the served model name: SGLang reads a requested model "<base>:<adapter>" as a LoRA adapter request${props.servedModelName === undefined ? ' (set servedModelName)' : ''}`,
+      served,
+    );
   if (props.maxRunningRequests !== undefined)
     args.push('--max-running-requests', String(v.wholeNumber('maxRunningRequests', props.maxRunningRequests, 1)));
   if (props.memFractionStatic !== undefined) {

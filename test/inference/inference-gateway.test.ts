@@ -210,10 +210,18 @@ describe('InferenceGateway', () => {
       { name: 'sql-v1', modelId: 'org/sql-v1' },
       { name: 'sql-v2', modelId: 'org/sql-v2' },
     ];
-    const v = new VllmInferenceService(chart, 'v', { name: 'qwen', modelId: MODEL, loraAdapters });
+    // SGLang serves an adapter as `<served name>:<adapter>`: vLLM's adapters take those names, so one request name
+    // reaches the same adapter on either engine.
+    const v = new VllmInferenceService(chart, 'v', {
+      name: 'qwen',
+      modelId: MODEL,
+      servedModelNames: ['qwen'],
+      loraAdapters: loraAdapters.map(a => ({ ...a, name: `qwen:${a.name}` })),
+    });
     const s = new SglangInferenceService(chart, 's', {
       name: 'qwen',
       modelId: MODEL,
+      servedModelName: 'qwen',
       version: 2,
       port: 8000,
       loraAdapters,
@@ -230,8 +238,8 @@ describe('InferenceGateway', () => {
         {
           model: 'sql',
           targets: [
-            { model: 'sql-v1', weight: 90 },
-            { model: 'sql-v2', weight: 10 },
+            { model: 'qwen:sql-v1', weight: 90 },
+            { model: 'qwen:sql-v2', weight: 10 },
           ],
         },
       ],
@@ -253,13 +261,38 @@ describe('InferenceGateway', () => {
       {
         matches: [{ model: { type: 'Exact', value: 'sql' } }],
         targets: [
-          { modelRewrite: 'sql-v1', weight: 90 },
-          { modelRewrite: 'sql-v2', weight: 10 },
+          { modelRewrite: 'qwen:sql-v1', weight: 90 },
+          { modelRewrite: 'qwen:sql-v2', weight: 10 },
         ],
       },
     ]);
     expectCrdValid(objects.filter(o => o.apiVersion.includes('networking') && o.kind !== 'NetworkPolicy'));
-    expect(s.servedModelNames).toEqual([MODEL, 'sql-v1', 'sql-v2']);
+    expect(s.servedModelNames).toEqual(['qwen', 'qwen:sql-v1', 'qwen:sql-v2']);
+    expect(v.servedModelNames).toEqual(s.servedModelNames);
+  });
+
+  test("a rewrite to a bare adapter name is refused when SGLang serves the pool: it would get SGLang's base model", () => {
+    const chart = testChart('serving');
+    const loraAdapters = [{ name: 'sql', modelId: 'org/sql' }];
+    const v = new VllmInferenceService(chart, 'v', { name: 'qwen', modelId: MODEL, loraAdapters });
+    const s = new SglangInferenceService(chart, 's', {
+      name: 'qwen',
+      modelId: MODEL,
+      version: 2,
+      port: 8000,
+      loraAdapters,
+    });
+    expect(
+      () =>
+        new InferenceGateway(chart, 'gw', {
+          name: 'p',
+          services: [v, s],
+          gateway,
+          modelRewrites: [{ model: 'sql-latest', targets: [{ model: 'sql' }] }],
+        }),
+    ).toThrow(
+      /modelRewrites\[0\]\.targets\[0\]\.model must be served by every service .*\(got sql, which qwen-v2 does not serve\)/,
+    );
   });
 
   test('a rewrite to a name some server of the pool does not serve is refused', () => {

@@ -59,6 +59,19 @@ describe('LoRA adapters', () => {
     ]);
   });
 
+  test('an adapter name may hold "/", ":" and dots within segments: its directory nests under the workload\'s', () => {
+    const { main } = vllm({
+      loraAdapters: [
+        { name: 'org/sql.v1', modelId: ADAPTER },
+        { name: 'llama:chat..2', modelId: 'org/chat' },
+      ],
+    });
+    expect(flagValues(main.args, '--lora-modules')).toEqual([
+      'org/sql.v1=/data/lora/llm/org/sql.v1',
+      'llama:chat..2=/data/lora/llm/llama:chat..2',
+    ]);
+  });
+
   test('a local adapter path is loaded as is, with nothing downloaded', () => {
     const { main, pod } = vllm({ loraAdapters: [{ name: 'local', modelId: '/models/local-adapter' }] });
     expect(flagValues(main.args, '--lora-modules')).toEqual(['local=/models/local-adapter']);
@@ -81,12 +94,47 @@ describe('LoRA adapters', () => {
     expect(flagValue(args, '--max-lora-rank')).toBe('64');
     expect(pod.initContainers[1].command.slice(3)).toEqual(['sglang', ADAPTER, '', '/data/lora/sgl/sql', '64']);
     expect(svc.loraAdapterNames).toEqual(['sql', 'chat']);
+    // SGLang selects an adapter by `<base>:<adapter>`; a bare adapter name gets the base model.
+    expect(svc.servedModelNames).toEqual([MODEL, `${MODEL}:sql`, `${MODEL}:chat`]);
+  });
+
+  test('SGLang: a served model name with ":" is refused, naming the prop that set it', () => {
+    const make = (props: object) => () =>
+      new SglangInferenceService(testChart('serving'), 'sgl', { name: 'sgl', modelId: MODEL, ...props });
+    expect(make({ servedModelName: 'llama:8b' })).toThrow(
+      /SglangInferenceService 'sgl': servedModelName must not contain ":" as the served model name: .*\(got "llama:8b"\)/,
+    );
+    expect(make({ modelId: '/models/llama:8b' })).toThrow(
+      /'sgl': modelId must not contain ":" as the served model name: .*\(set servedModelName\) \(got "\/models\/llama:8b"\)/,
+    );
+    expect(make({ modelId: '/models/llama:8b', servedModelName: 'llama-8b' })).not.toThrow();
+    const svc = new SglangInferenceService(testChart('serving'), 'ok', {
+      name: 'sgl',
+      modelId: MODEL,
+      servedModelName: 'llama',
+      loraAdapters: adapters,
+    });
+    expect(svc.servedModelNames).toEqual(['llama', 'llama:sql', 'llama:chat']);
   });
 
   test.each<[Partial<VllmInferenceServiceProps>, RegExp]>([
     [{ loraAdapters: [] }, /loraAdapters must list at least one adapter/],
     [{ loraAdapters: [adapters[0], adapters[0]] }, /loraAdapters\[1\]\.name must not repeat a name/],
-    [{ loraAdapters: [{ name: MODEL, modelId: ADAPTER }] }, /loraAdapters\[0\]\.name/],
+    [{ loraAdapters: [{ name: MODEL, modelId: ADAPTER }] }, /loraAdapters\[0\]\.name must differ from the names/],
+    [
+      { servedModelNames: ['llama', 'sql'], loraAdapters: [{ name: 'sql', modelId: ADAPTER }] },
+      /loraAdapters\[0\]\.name must differ from the names the base model is served by, .*\(got "sql"\)/,
+    ],
+    ...['a=b', 'a,b'].map((name): [Partial<VllmInferenceServiceProps>, RegExp] => [
+      { loraAdapters: [{ name, modelId: ADAPTER }] },
+      /loraAdapters\[0\]\.name must not contain "=" or ","/,
+    ]),
+    ...['.', '..', '../x', 'a/../../b', 'a//b', 'a/', '/a'].map(
+      (name): [Partial<VllmInferenceServiceProps>, RegExp] => [
+        { loraAdapters: [{ name, modelId: ADAPTER }] },
+        /loraAdapters\[0\]\.name must not have an empty, "\." or "\.\." path segment/,
+      ],
+    ),
     [{ loraAdapters: [{ name: 'a', modelId: 'not a repo' }] }, /loraAdapters\[0\]\.modelId must be a hub id/],
     [{ loraAdapters: [{ name: 'a', modelId: '/x', revision: 'main' }] }, /loraAdapters\[0\]\.revision needs a hub/],
     [{ loraAdapters: [{ name: 'a', modelId: '/x=y' }] }, /loraAdapters\[0\]\.modelId must not contain "=" or ","/],

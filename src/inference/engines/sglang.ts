@@ -15,6 +15,11 @@ export const SGLANG_DEFAULT_IMAGE = 'lmsysorg/sglang:v0.5.20';
 export const SGLANG_PORT = 30000;
 /** The rendezvous port on the leader of a multi-node group (the LWS example's `--dist-init-addr ...:20000`). */
 export const SGLANG_DIST_INIT_PORT = 20000;
+/**
+ * SGLang's OpenAI API selects a LoRA adapter by `model: "<base>:<adapter>"` (openai/serving_base.py
+ * `_resolve_lora_path`, since sgl-project/sglang#11570): a name without it is served by the base model.
+ */
+export const SGLANG_ADAPTER_SEPARATOR = ':';
 
 export const SGLANG: ServingEngine = {
   construct: 'SglangInferenceService',
