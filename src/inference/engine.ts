@@ -214,6 +214,11 @@ export interface ServingEngine {
    */
   readonly loadFormat?: { readonly flag: string; readonly served: readonly string[] };
   /**
+   * Flags whose value splits the engine's tensor-parallel ranks into groups, so it must divide their
+   * number (`gpusPerReplica`, times `nodes` where tensor parallel spans the group), with why.
+   */
+  readonly tensorParallelDivisors?: { readonly flags: readonly string[]; readonly why: string };
+  /**
    * Whether the engine parses flags with Python's argparse defaults (`allow_abbrev`), which expand
    * an unambiguous prefix (`--tp` for `--tp-size`): a prefix of an owned flag is then refused too.
    */

@@ -695,7 +695,10 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     tuning: binding.tuning(v),
   });
   const launch = applyServingTrust(v, engine, props, untrusted);
-  const extraArgs = extraArgsOf(v, engine, props.extraArgs);
+  const extraArgs = extraArgsOf(v, engine, props.extraArgs, {
+    size: group?.tensorParallel ?? gpus,
+    of: group?.launch.tensorParallelAcrossNodes ? 'gpusPerReplica x nodes' : 'gpusPerReplica',
+  });
 
   const { identity, uid } = resolveProcessIdentity(v, {
     // A runAsUser asks for a non-root pod: it sets the default, not a silent root.

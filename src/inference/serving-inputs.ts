@@ -59,7 +59,12 @@ export function revisionOf(v: Validator, value: string | undefined, prop = 'revi
 }
 
 /** Extra engine flags: none the construct sets or the engine cannot run with, in any spelling. */
-export function extraArgsOf(v: Validator, engine: ServingEngine, value: string[] | undefined): string[] {
+export function extraArgsOf(
+  v: Validator,
+  engine: ServingEngine,
+  value: string[] | undefined,
+  tensorParallel: { size: number; of: string },
+): string[] {
   const extraArgs = v.stringArray('extraArgs', value) ?? [];
   const refusedFlags = extraArgs.length > 0 ? refusedFlagsOf(engine) : undefined;
   extraArgs.forEach((arg, i) => {
@@ -86,7 +91,37 @@ export function extraArgsOf(v: Validator, engine: ServingEngine, value: string[]
   });
   refuseHubReferences(v, engine, extraArgs);
   refuseUnservedLoadFormat(v, engine, extraArgs);
+  refuseIndivisibleParallelism(v, engine, extraArgs, tensorParallel);
   return extraArgs;
+}
+
+/** A group size that does not divide the tensor-parallel ranks leaves the engine no way to form its groups. */
+function refuseIndivisibleParallelism(
+  v: Validator,
+  engine: ServingEngine,
+  extraArgs: string[],
+  tp: { size: number; of: string },
+): void {
+  const divisors = engine.tensorParallelDivisors;
+  if (!divisors) return;
+  extraArgs.forEach((arg, i) => {
+    const [flag, inline] = arg.includes('=')
+      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+      : [arg];
+    const named = divisors.flags.find(
+      f => f === flag || (engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2 && f.startsWith(flag)),
+    );
+    if (named === undefined) return;
+    const at = inline !== undefined ? i : i + 1;
+    const value = inline ?? extraArgs[i + 1];
+    const n = /^[1-9][0-9]*$/.test(value ?? '') ? Number(value) : NaN;
+    if (!(n >= 1 && tp.size % n === 0))
+      v.fail(
+        `extraArgs[${at}]`,
+        `must be a whole number dividing the tensor-parallel size ${tp.size} (${tp.of}) as ${named}: ${divisors.why}`,
+        value,
+      );
+  });
 }
 
 /** A weight format the download does not fetch would leave the offline server without its files. */

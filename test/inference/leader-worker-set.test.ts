@@ -290,6 +290,13 @@ describe('refusals', () => {
     },
   );
 
+  test("SGLang's expert-parallel size must divide the group's tensor-parallel ranks, gpusPerReplica x nodes", () => {
+    for (const ep of ['8', '16']) expect(() => synth(ENGINES[1].make, { extraArgs: ['--ep-size', ep] })).not.toThrow();
+    expect(() => synth(ENGINES[1].make, { extraArgs: ['--ep-size', '32'] })).toThrow(
+      /'llm': extraArgs\[1\] must be a whole number dividing the tensor-parallel size 16 \(gpusPerReplica x nodes\) as --ep-size: .*\(got "32"\)/,
+    );
+  });
+
   test('a MIG resource across nodes is refused naming nodes', () => {
     expect(() => synth(ENGINES[0].make, { gpusPerReplica: 1, gpuResource: 'nvidia.com/mig-1g.10gb' })).toThrow(
       /'llm': nodes must be 1 with a MIG resource/,

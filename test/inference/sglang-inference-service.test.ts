@@ -99,4 +99,26 @@ describe('SglangInferenceService', () => {
       '--chunked-prefill-size',
     );
   });
+
+  // Expert groups are taken within the tensor-parallel ranks: their size must divide the ranks (4 GPUs here).
+  test.each([['--ep-size', '4'], ['--ep-size=2'], ['--expert-parallel-size', '1'], ['--expert-par=4']])(
+    'an expert-parallel size dividing the tensor-parallel size is passed on: %s',
+    (...extraArgs) => {
+      expect(synth({ gpusPerReplica: 4, extraArgs }).main.args.slice(-extraArgs.length)).toEqual(extraArgs);
+    },
+  );
+
+  test.each([
+    [['--ep-size', '8'], 1, '"8"'],
+    [['--ep-size=3'], 0, '"3"'],
+    [['--expert-parallel-size', '0'], 1, '"0"'],
+    [['--ep-s', '16'], 1, '"16"'],
+    [['--ep-size', 'x'], 1, '"x"'],
+    [['--ep-size'], 1, 'undefined'],
+  ])('an expert-parallel size the tensor-parallel size cannot hold is refused: %j', (extraArgs, at, got) => {
+    expect(() => synth({ gpusPerReplica: 4, extraArgs: extraArgs })).toThrow(
+      `SglangInferenceService 'sgl': extraArgs[${at}] must be a whole number dividing the tensor-parallel size 4 (gpusPerReplica) as --`,
+    );
+    expect(() => synth({ gpusPerReplica: 4, extraArgs: extraArgs })).toThrow(`(got ${got})`);
+  });
 });

@@ -149,6 +149,13 @@ export const SGLANG: ServingEngine = {
   ggufModelForm: false,
   // server_args.py --load-format: `auto` as vLLM's (safetensors, else bin/pt); `dummy` loads none.
   loadFormat: { flag: '--load-format', served: ['auto', 'safetensors', 'dummy'] },
+  // server_args.py: `--expert-parallel-size`/`--ep-size`; distributed/parallel_state.py
+  // initialize_model_parallel: moe_tp_size = tensor_model_parallel_size // moe_ep_size, the expert
+  // groups taken within the tensor-parallel ranks (ep_size is not a factor of the world size).
+  tensorParallelDivisors: {
+    flags: ['--expert-parallel-size', '--ep-size'],
+    why: 'SGLang places the experts within the tensor-parallel ranks, in groups of this size (distributed/parallel_state.py)',
+  },
   // --lora-paths is the loraAdapters prop's (ownedFlags), which downloads hub adapters into the cache.
   offlinePathFlags: {
     '--tokenizer-path': 'a tokenizer',
