@@ -43,6 +43,11 @@ export interface GuardResult {
   /** The Kueue version whose StatefulSet webhook rules were applied, as given (`0.NN` or `0.NN.P`). */
   readonly kueueVersion: string;
   readonly objects: GuardObjectCounts;
+  /**
+   * `group/Kind` of the custom resources compared with no CRD in the input or `--crds` and no rules of
+   * the guard's own: their CEL transition rules were not checked.
+   */
+  readonly uncheckedKinds: readonly string[];
   readonly findings: Finding[];
   readonly errors: number;
   readonly warnings: number;

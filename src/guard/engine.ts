@@ -124,6 +124,7 @@ export function runGuard(
   const warnings: Finding[] = [];
   const matched = new Set<KubeObject>();
   const created: KubeObject[] = [];
+  const unchecked = new Set<string>();
   for (const after of afterObjects) {
     const group = groupOf(after);
     const ns = after.metadata.namespace;
@@ -142,6 +143,7 @@ export function runGuard(
     matched.add(before);
     const kindKey = `${groupOf(after)}/${after.kind}`;
     let kindRules = [...(rules.get(kindKey) ?? []), ...celRulesFor(crdRules, kindKey, after)];
+    if (!rules.has(kindKey) && !crdRules.has(kindKey) && !isBuiltInGroup(group, minor)) unchecked.add(kindKey);
     // Kueue's webhook rules apply to a StatefulSet that has, or had, a queue name.
     // Some releases check replicas on every StatefulSet (everyStatefulSet).
     if (kindKey === 'apps/StatefulSet' && !queued(before) && !queued(after))
@@ -216,6 +218,7 @@ export function runGuard(
     serverVersion: { value: `1.${minor}`, enumerable: false },
     kueueVersion: { value: kueueVersion.replace(/^v/, ''), enumerable: false },
     objects: { value: { before: beforeObjects.length, after: afterObjects.length }, enumerable: false },
+    uncheckedKinds: { value: [...unchecked].sort(), enumerable: false },
   });
   return result;
 }

@@ -15,6 +15,10 @@ export function formatReport(result: GuardResult): string {
     ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}; Kueue ${result.kueueVersion ?? '0.9'} webhook rules on queued StatefulSets`
     : '';
   if (read) lines.push(`guard: ${read}`);
+  if (result.uncheckedKinds?.length)
+    lines.push(
+      `guard: no CRD for ${result.uncheckedKinds.join(', ')}: their transition rules (x-kubernetes-validations) were not checked; give the CRDs with --crds`,
+    );
   lines.push(
     result.errors === 0
       ? `guard: no forbidden changes${result.warnings ? `, ${result.warnings} warning(s)` : ''}`
@@ -87,6 +91,7 @@ export function toJson(result: GuardResult): object {
     objects: { before: result.objects.before, after: result.objects.after },
     errors: result.errors,
     warnings: result.warnings,
+    uncheckedKinds: result.uncheckedKinds ?? [],
     findings: result.findings.map(f => ({
       severity: f.severity,
       code: f.code,

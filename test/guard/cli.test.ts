@@ -49,6 +49,7 @@ describe('cdk8s-gpu guard CLI', () => {
       'objects',
       'errors',
       'warnings',
+      'uncheckedKinds',
       'findings',
     ]);
     expect(json).toMatchObject({
@@ -107,6 +108,55 @@ describe('cdk8s-gpu guard CLI', () => {
     const bad = run(['guard', '--before', b, '--after', a, '--server-version', '1.20']);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/not supported/);
+  });
+
+  test('custom resources compared without their CRD are named: their transition rules were not checked', () => {
+    const snap = (driver: string) =>
+      stringify({
+        apiVersion: 'snapshot.storage.k8s.io/v1',
+        kind: 'VolumeSnapshotClass',
+        metadata: { name: 'vsc' },
+        driver,
+        deletionPolicy: 'Delete',
+      });
+    const b = write('vsc-before.yaml', snap('a.csi'));
+    const a = write('vsc-after.yaml', snap('b.csi'));
+    const text = run(['guard', '--before', b, '--after', a]);
+    expect(text.status).toBe(0);
+    expect(text.stdout).toContain(
+      'guard: no CRD for snapshot.storage.k8s.io/VolumeSnapshotClass: their transition rules (x-kubernetes-validations) were not checked; give the CRDs with --crds',
+    );
+    expect(JSON.parse(run(['guard', '--before', b, '--after', a, '--json']).stdout).uncheckedKinds).toEqual([
+      'snapshot.storage.k8s.io/VolumeSnapshotClass',
+    ]);
+    // Its CRD given: checked (this one has no transition rule on driver), so nothing is named.
+    const crd = write(
+      'crds/vsc.yaml',
+      stringify({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: 'volumesnapshotclasses.snapshot.storage.k8s.io' },
+        spec: {
+          group: 'snapshot.storage.k8s.io',
+          names: { kind: 'VolumeSnapshotClass', plural: 'volumesnapshotclasses' },
+          scope: 'Cluster',
+          versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } }],
+        },
+      }),
+    );
+    const checked = run(['guard', '--before', b, '--after', a, '--crds', crd]);
+    expect(checked.status).toBe(0);
+    expect(checked.stdout).not.toContain('no CRD for');
+    // Built-in kinds and the kinds the guard has rules of its own for are never named.
+    expect(
+      JSON.parse(run(['guard', '--before', before, '--after', sameAfter, '--json']).stdout).uncheckedKinds,
+    ).toEqual([]);
+    const app = path.join(__dirname, '..', '..', 'snapshots', 'multi-node.k8s.yaml');
+    expect(JSON.parse(run(['guard', '--before', app, '--after', app, '--json']).stdout).uncheckedKinds).toEqual([
+      'gateway.networking.k8s.io/HTTPRoute',
+      'inference.networking.k8s.io/InferencePool',
+      'monitoring.coreos.com/PrometheusRule',
+    ]);
   });
 
   test('--crds reads CustomResourceDefinitions whose self == oldSelf rules apply', () => {
