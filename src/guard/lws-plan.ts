@@ -3,6 +3,7 @@
 // (2161f38): pkg/controllers/leaderworkerset_controller.go (rollingUpdateParameters,
 // rollingUpdatePartition, constructLeaderStatefulSetApplyConfiguration), pkg/controllers/
 // pod_controller.go and pkg/utils/revision/revision_utils.go (getPatch).
+import { LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION, LWS_SUBGROUP_EXCLUSIVE_TOPOLOGY_ANNOTATION } from '../common/lws';
 import { lwsView, scaled } from './lws-check';
 import type { KubeObject } from './normalize';
 import { isObject } from './object';
@@ -22,6 +23,21 @@ export function lwsRevision(o: KubeObject): { leaderWorkerTemplate: unknown; net
   if (isObject(t.subGroupPolicy)) t.subGroupPolicy = { subGroupPolicyType: 'LeaderWorker', ...t.subGroupPolicy };
   const n = isObject(o.spec?.networkConfig) ? o.spec.networkConfig : {};
   return { leaderWorkerTemplate: t, networkConfig: { ...n, subdomainPolicy: n.subdomainPolicy ?? 'Shared' } };
+}
+
+/**
+ * Annotations of the LeaderWorkerSet that the controller copies onto every leader pod's template
+ * (constructLeaderStatefulSetApplyConfiguration): a change to one changes the leader StatefulSet's
+ * template without a new revision, so the StatefulSet controller replaces the leaders, and each
+ * leader's group with it.
+ */
+const LEADER_POD_ANNOTATIONS = [LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION, LWS_SUBGROUP_EXCLUSIVE_TOPOLOGY_ANNOTATION];
+
+/** What restarts a LeaderWorkerSet's groups: its revision, and the annotations its leader pods carry. */
+export function lwsRestartInputs(o: KubeObject): Record<string, unknown> {
+  const annotations = isObject(o.metadata?.annotations) ? o.metadata.annotations : {};
+  const copied = Object.fromEntries(LEADER_POD_ANNOTATIONS.map(k => [k, annotations[k] ?? null]));
+  return { ...lwsRevision(o), metadata: { annotations: copied } };
 }
 
 /**

@@ -6,7 +6,7 @@ import type { GuardOptions, GuardResult } from './diff';
 import { runGuard, storedPair } from './engine';
 import { semanticEqual } from './equal';
 import { arr, KubeObject } from './normalize';
-import { lwsRevision, lwsRollout, lwsStartup } from './lws-plan';
+import { lwsRestartInputs, lwsRollout, lwsStartup } from './lws-plan';
 import { describe, isObject } from './object';
 import { appName } from './remedy';
 import { minorOf } from './rules';
@@ -177,8 +177,9 @@ function planWorkload(
   if (templateOf(after) === undefined) return undefined;
   const { b, a } = pair ?? storedPair(before, after, minor);
   const changes: string[] = [];
-  // A LeaderWorkerSet's revision is its leaderWorkerTemplate and networkConfig, as stored.
-  if (k === LWS) changedPaths(lwsRevision(b), lwsRevision(a), '', changes);
+  // A LeaderWorkerSet's revision is its leaderWorkerTemplate and networkConfig, as stored; the
+  // annotations its controller copies onto the leader pods restart the groups too.
+  if (k === LWS) changedPaths(lwsRestartInputs(b), lwsRestartInputs(a), '', changes);
   else changedPaths(templateOf(b), templateOf(a), '', changes);
   const drain = drainOf(a);
   const startup = startupFor(a);

@@ -285,6 +285,15 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * with one replica an update is then an outage of one group's drain and load
    */
   readonly groupSurge?: number;
+  /**
+   * A node label whose domains each hold one group alone (LeaderWorkerSet exclusive placement,
+   * `leaderworkerset.sigs.k8s.io/exclusive-topology`): a group's pods share one domain (a rack, a network block, an
+   * NVLink domain), where no pod of another group of the namespace runs. Needs as many domains as groups, surge
+   * groups included. Needs `nodes` > 1.
+   * @default - no placement of its own: the scheduler may put a group's pods in different racks or zones, where RDMA
+   * between them may not reach (EFA and most InfiniBand fabrics do not span zones)
+   */
+  readonly groupExclusiveTopology?: string;
 }
 
 /** @internal The keys of InferenceServiceProps beyond GpuWorkloadProps, for the unknown-prop check. */
@@ -322,6 +331,7 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'queueName',
   'rdma',
   'groupSurge',
+  'groupExclusiveTopology',
 ];
 
 /** @internal What a concrete serving construct passes to the shared practice. */

@@ -6,6 +6,7 @@ import { Construct } from 'constructs';
 import { isMigResource } from '../common/gpu';
 import { KUEUE_QUEUE_LABEL, kueueQueueName } from '../common/kueue';
 import { LABEL_COMPONENT, LABEL_NAME, labelSet, selectorLabels, WorkloadIdentity } from '../common/labels';
+import { LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION } from '../common/lws';
 import { NetworkAccess, workloadNetworkPolicy } from '../common/network-policy';
 import { customKind, ManifestKind, ManifestObject } from '../common/manifest-object';
 import { PodTemplate } from '../common/pod-template';
@@ -109,6 +110,8 @@ export interface ServingGroup {
   readonly rdma?: RdmaPodParts;
   /** Groups an update starts before it takes old ones out (LWS maxSurge); 0 replaces one group at a time. */
   readonly surge: number;
+  /** The node label whose domains each hold one group alone (LWS exclusive placement). */
+  readonly exclusiveTopology?: string;
 }
 
 /** What the group needs from the serving practice's resolved props. */
@@ -132,6 +135,8 @@ export interface GroupProps {
   readonly extraArgs?: string[];
   readonly port?: number;
   readonly env?: Record<string, unknown>;
+  readonly groupExclusiveTopology?: string;
+  readonly pod?: { readonly annotations?: Record<string, string> };
 }
 
 /**
@@ -157,6 +162,12 @@ export function resolveGroup(
       v.fail('rdma', 'needs nodes > 1: within a node NCCL uses NVLink or PCIe, not the network', props.rdma);
     if (props.groupSurge !== undefined)
       v.fail('groupSurge', 'needs nodes > 1: a one-node replica surges by one pod (workloadKind)', props.groupSurge);
+    if (props.groupExclusiveTopology !== undefined)
+      v.fail(
+        'groupExclusiveTopology',
+        'needs nodes > 1: it places the pods of a LeaderWorkerSet group',
+        props.groupExclusiveTopology,
+      );
     return undefined;
   }
   if (typeof engine.multiNode === 'string') v.fail('nodes', `must be 1: ${engine.multiNode}`, nodes);
@@ -185,6 +196,16 @@ export function resolveGroup(
         "is set by LeaderWorkerSet's pod webhook on every pod of a group, replacing this value",
         name,
       );
+  if (props.pod?.annotations?.[LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION] !== undefined)
+    v.fail(
+      `pod.annotations.${LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION}`,
+      'is set by the construct: use groupExclusiveTopology',
+      props.pod.annotations[LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION],
+    );
+  const exclusiveTopology =
+    props.groupExclusiveTopology === undefined
+      ? undefined
+      : v.qualifiedName('groupExclusiveTopology', props.groupExclusiveTopology);
   const rdma = resolveRdma(v, props.rdma);
   const queueName = props.queueName === undefined ? undefined : kueueQueueName(v, props.queueName);
   // LWS names the worker StatefulSet `<lws>-<group>` and its pods `<lws>-<group>-<worker>`; the
@@ -205,6 +226,7 @@ export function resolveGroup(
     queueName,
     rdma,
     surge: v.wholeNumber('groupSurge', props.groupSurge ?? 0, 0),
+    ...(exclusiveTopology !== undefined ? { exclusiveTopology } : {}),
   };
 }
 
@@ -271,6 +293,12 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
     metadata: {
       name: group.name,
       labels: { ...r.labels, ...(group.queueName ? { [KUEUE_QUEUE_LABEL]: group.queueName } : {}) },
+      // The controller copies it onto the group's pods, where LWS's pod webhook adds a required pod
+      // affinity to the group's own key and an anti-affinity to every other group's, both on this
+      // topology key (pkg/webhooks/pod_webhook.go SetExclusiveAffinities, v0.10.0).
+      ...(group.exclusiveTopology
+        ? { annotations: { [LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION]: group.exclusiveTopology } }
+        : {}),
     },
     spec: {
       // Autoscaled: no replicas field (groups), so an apply never resets what the autoscaler chose.

@@ -40,6 +40,31 @@ const planOf = (before: KubeObject, after: KubeObject, serverVersion?: string) =
   plan([before], [after], { serverVersion }).workloads[0];
 const STEP = 60 + 120;
 
+describe('plan: a LeaderWorkerSet whose leader pods change without a new revision', () => {
+  // constructLeaderStatefulSetApplyConfiguration copies the exclusive-topology annotation onto the leader
+  // StatefulSet's pod template: adding, changing or removing it replaces every leader, and each group with it.
+  const placed = (key?: string) => {
+    const o = lws();
+    return key === undefined
+      ? o
+      : { ...o, metadata: { ...o.metadata, annotations: { 'leaderworkerset.sigs.k8s.io/exclusive-topology': key } } };
+  };
+  test.each([
+    [undefined, 'rack'],
+    ['rack', 'block'],
+    ['rack', undefined],
+  ])('exclusive-topology %p -> %p restarts every group', (from, to) => {
+    const w = planOf(placed(from), placed(to));
+    expect(w).toMatchObject({ restarts: true, unit: 'group', pods: { min: 3, max: 3 } });
+    expect(w.changes).toEqual(['metadata.annotations.leaderworkerset.sigs.k8s.io/exclusive-topology']);
+  });
+  test('another annotation of the LeaderWorkerSet restarts nothing', () => {
+    const o = lws();
+    const w = planOf(o, { ...o, metadata: { ...o.metadata, annotations: { team: 'x' } } });
+    expect(w.restarts).toBe(false);
+  });
+});
+
 describe('plan: a LeaderWorkerSet whose templates change', () => {
   test('replaces groups, not pods, one at a time by default (maxUnavailable 1, maxSurge 0)', () => {
     const w = planOf(lws(), bumped());

@@ -469,6 +469,28 @@ describe('monitoring a group', () => {
 describe('placement and claims of a group', () => {
   const vllm = ENGINES[0].make;
 
+  test('groupExclusiveTopology: the LeaderWorkerSet carries LWS exclusive placement on that node label', () => {
+    const key = 'network.topology.kubernetes.io/block';
+    const set = lwsOf(synth(vllm, { groupExclusiveTopology: key }));
+    expect(set.metadata.annotations).toEqual({ 'leaderworkerset.sigs.k8s.io/exclusive-topology': key });
+    // Without it, no placement annotation: the scheduler decides.
+    expect(lwsOf(synth(vllm)).metadata.annotations).toBeUndefined();
+  });
+
+  test.each<[Partial<InferenceServiceProps>, RegExp]>([
+    [
+      { groupExclusiveTopology: 'rack', nodes: 1 },
+      /'llm': groupExclusiveTopology needs nodes > 1: it places the pods of a LeaderWorkerSet group \(got "rack"\)/,
+    ],
+    [{ groupExclusiveTopology: 'not a label/' }, /'llm': groupExclusiveTopology .*\(got "not a label\/"\)/],
+    [
+      { pod: { annotations: { 'leaderworkerset.sigs.k8s.io/exclusive-topology': 'rack' } } },
+      /pod\.annotations\.leaderworkerset\.sigs\.k8s\.io\/exclusive-topology is set by the construct: use groupExclusiveTopology/,
+    ],
+  ])('groupExclusiveTopology refusals: %j', (props, message) => {
+    expect(() => synth(vllm, props)).toThrow(message);
+  });
+
   test('no two pods of the set on one node, beside the pod option terms', () => {
     const zone = { key: 'topology.kubernetes.io/zone', operator: 'In', values: ['a'] };
     const user = { labelSelector: { matchLabels: { team: 'x' } }, topologyKey: 'topology.kubernetes.io/zone' };
