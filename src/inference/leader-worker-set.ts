@@ -194,7 +194,7 @@ export function resolveGroup(
       v.fail(
         `env.${name}`,
         "is set by LeaderWorkerSet's pod webhook on every pod of a group, replacing this value",
-        name,
+        typeof props.env[name] === 'string' ? props.env[name] : name,
       );
   if (props.pod?.annotations?.[LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION] !== undefined)
     v.fail(

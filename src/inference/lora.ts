@@ -41,7 +41,14 @@ const ADAPTERS_DIR = 'lora';
 export function resolveAdapters(
   v: Validator,
   adapters: LoraAdapter[] | undefined,
-  o: { cachePath: string; name: string; version?: number; baseModelId: string; servedNames?: unknown },
+  o: {
+    cachePath: string;
+    name: string;
+    version?: number;
+    baseModelId: string;
+    /** The names the base model answers to, when an adapter's bare name would collide with them (vLLM). */
+    servedNames?: readonly string[];
+  },
 ): ResolvedAdapter[] {
   if (adapters === undefined) return [];
   if (!Array.isArray(adapters) || adapters.length === 0)
@@ -54,8 +61,7 @@ export function resolveAdapters(
     v.knownProps(`${at}.`, a, ['name', 'modelId', 'revision']);
     const name = v.word(`${at}.name`, a.name);
     if (names.has(name)) v.fail(`${at}.name`, 'must not repeat a name', name);
-    const served = [o.baseModelId, ...(Array.isArray(o.servedNames) ? o.servedNames : [])];
-    if (served.includes(name))
+    if (o.servedNames?.includes(name))
       v.fail(`${at}.name`, 'must differ from the names the base model is served by, which clients also request', name);
     // vLLM's LoRAParserAction (cli_args.py) splits `name=path` at its one "=" and reads an item with a "," as JSON;
     // SGLang's LoRAPathAction splits at the first "=".
@@ -65,6 +71,14 @@ export function resolveAdapters(
       v.fail(
         `${at}.name`,
         'must not have an empty, "." or ".." path segment: it names the adapter\'s directory in the cache',
+        name,
+      );
+    // One adapter's directory would hold the other's link (or replace it): the download fails or links the wrong files.
+    const nested = [...names].find(n => n.startsWith(`${name}/`) || name.startsWith(`${n}/`));
+    if (nested !== undefined)
+      v.fail(
+        `${at}.name`,
+        `must not be a path prefix of another adapter's name, or have one (${nested}): each names a directory in the cache`,
         name,
       );
     names.add(name);

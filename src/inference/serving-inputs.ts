@@ -114,7 +114,9 @@ function refuseIndivisibleParallelism(
     if (named === undefined) return;
     const at = inline !== undefined ? i : i + 1;
     const value = inline ?? extraArgs[i + 1];
-    const n = /^[1-9][0-9]*$/.test(value ?? '') ? Number(value) : NaN;
+    if (value === undefined) v.fail(`extraArgs[${i}]`, `needs a value after ${named}`, arg);
+    // argparse's int(): surrounding whitespace, a sign and leading zeros are accepted.
+    const n = /^\s*\+?\d+\s*$/.test(value) ? Number(value) : NaN;
     if (!(n >= 1 && tp.size % n === 0))
       v.fail(
         `extraArgs[${at}]`,

@@ -108,7 +108,7 @@ function vllmLora(v: Validator, props: VllmInferenceServiceProps): { adapters: R
     name: props.name,
     version: props.version,
     baseModelId: props.modelId,
-    servedNames: props.servedModelNames,
+    servedNames: Array.isArray(props.servedModelNames) ? props.servedModelNames : [props.modelId],
   });
   if (adapters.length === 0) {
     if (props.maxLoras !== undefined) v.fail('maxLoras', 'needs loraAdapters', props.maxLoras);

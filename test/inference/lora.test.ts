@@ -98,6 +98,19 @@ describe('LoRA adapters', () => {
     expect(svc.servedModelNames).toEqual([MODEL, `${MODEL}:sql`, `${MODEL}:chat`]);
   });
 
+  test('an adapter may share a name the base model no longer answers to', () => {
+    // vLLM answers only to servedModelNames once they are set; SGLang serves adapters as `<served>:<name>`.
+    expect(
+      vllm({ servedModelNames: ['llama'], loraAdapters: [{ name: MODEL, modelId: ADAPTER }] }).svc.loraAdapterNames,
+    ).toEqual([MODEL]);
+    const sgl = new SglangInferenceService(testChart('serving'), 'sgl', {
+      name: 'sgl',
+      modelId: MODEL,
+      loraAdapters: [{ name: MODEL, modelId: ADAPTER }],
+    });
+    expect(sgl.servedModelNames).toEqual([MODEL, `${MODEL}:${MODEL}`]);
+  });
+
   test('SGLang: a served model name with ":" is refused, naming the prop that set it', () => {
     const make = (props: object) => () =>
       new SglangInferenceService(testChart('serving'), 'sgl', { name: 'sgl', modelId: MODEL, ...props });
@@ -125,6 +138,20 @@ describe('LoRA adapters', () => {
       { servedModelNames: ['llama', 'sql'], loraAdapters: [{ name: 'sql', modelId: ADAPTER }] },
       /loraAdapters\[0\]\.name must differ from the names the base model is served by, .*\(got "sql"\)/,
     ],
+    ...[
+      ['a', 'a/b'],
+      ['a/b', 'a'],
+    ].map(([first, second]): [Partial<VllmInferenceServiceProps>, RegExp] => [
+      {
+        loraAdapters: [
+          { name: first, modelId: ADAPTER },
+          { name: second, modelId: 'org/other' },
+        ],
+      },
+      new RegExp(
+        `loraAdapters\\[1\\]\\.name must not be a path prefix of another adapter's name, or have one \\(${first}\\)`,
+      ),
+    ]),
     ...['a=b', 'a,b'].map((name): [Partial<VllmInferenceServiceProps>, RegExp] => [
       { loraAdapters: [{ name, modelId: ADAPTER }] },
       /loraAdapters\[0\]\.name must not contain "=" or ","/,

@@ -101,12 +101,15 @@ describe('SglangInferenceService', () => {
   });
 
   // Expert groups are taken within the tensor-parallel ranks: their size must divide the ranks (4 GPUs here).
-  test.each([['--ep-size', '4'], ['--ep-size=2'], ['--expert-parallel-size', '1'], ['--expert-par=4']])(
-    'an expert-parallel size dividing the tensor-parallel size is passed on: %s',
-    (...extraArgs) => {
-      expect(synth({ gpusPerReplica: 4, extraArgs }).main.args.slice(-extraArgs.length)).toEqual(extraArgs);
-    },
-  );
+  test.each([
+    ['--ep-size', '4'],
+    ['--ep-size=2'],
+    ['--expert-parallel-size', '1'],
+    ['--expert-par=4'],
+    ['--ep-size', '04'],
+  ])('an expert-parallel size dividing the tensor-parallel size is passed on: %s', (...extraArgs) => {
+    expect(synth({ gpusPerReplica: 4, extraArgs }).main.args.slice(-extraArgs.length)).toEqual(extraArgs);
+  });
 
   test.each([
     [['--ep-size', '8'], 1, '"8"'],
@@ -114,11 +117,16 @@ describe('SglangInferenceService', () => {
     [['--expert-parallel-size', '0'], 1, '"0"'],
     [['--ep-s', '16'], 1, '"16"'],
     [['--ep-size', 'x'], 1, '"x"'],
-    [['--ep-size'], 1, 'undefined'],
   ])('an expert-parallel size the tensor-parallel size cannot hold is refused: %j', (extraArgs, at, got) => {
     expect(() => synth({ gpusPerReplica: 4, extraArgs: extraArgs })).toThrow(
       `SglangInferenceService 'sgl': extraArgs[${at}] must be a whole number dividing the tensor-parallel size 4 (gpusPerReplica) as --`,
     );
     expect(() => synth({ gpusPerReplica: 4, extraArgs: extraArgs })).toThrow(`(got ${got})`);
+  });
+
+  test('an expert-parallel flag without its value is refused naming the flag', () => {
+    expect(() => synth({ gpusPerReplica: 4, extraArgs: ['--ep-size'] })).toThrow(
+      `SglangInferenceService 'sgl': extraArgs[0] needs a value after --ep-size (got "--ep-size")`,
+    );
   });
 });
