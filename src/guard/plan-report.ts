@@ -1,7 +1,7 @@
 // The plan as a terminal report, as JSON for tools, and as Markdown for a pull-request comment.
 import type { PlanResult, WorkloadPlan } from './plan';
 import { rangeText, type Range } from './workload';
-import { formatReport, toJson } from './report';
+import { formatReport, toJson, uncheckedKindsText } from './report';
 
 const minutes = (s: number) => (s < 90 ? `${s} s` : `${Math.round(s / 6) / 10} min`);
 const MAX_CHANGES = 8;
@@ -70,12 +70,14 @@ export function formatPlanMarkdown(p: PlanResult): string {
     for (const o of p.pruned) out.push(`- \`${o.object}\`: ${cell(o.note)}`);
     out.push('');
   }
-  if (p.guard.findings.length > 0) {
+  const unchecked = uncheckedKindsText(p.guard);
+  if (p.guard.findings.length > 0 || unchecked) {
     out.push('#### Guard', '');
     for (const f of p.guard.findings)
       out.push(
         `- **${f.severity === 'error' ? 'FORBIDDEN' : 'warning'}** \`${f.object}\`${f.path ? ` \`${f.path}\`` : ''}: ${cell(f.message).replace(/\.$/, '')}. Remedy: ${cell(f.remedy)}`,
       );
+    if (unchecked) out.push(`- **not checked**: ${cell(unchecked)}`);
     out.push('');
   }
   return out.join('\n');

@@ -15,16 +15,20 @@ export function formatReport(result: GuardResult): string {
     ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}; Kueue ${result.kueueVersion ?? '0.9'} webhook rules on queued StatefulSets`
     : '';
   if (read) lines.push(`guard: ${read}`);
-  if (result.uncheckedKinds?.length)
-    lines.push(
-      `guard: no CRD for ${result.uncheckedKinds.join(', ')}: their transition rules (x-kubernetes-validations) were not checked; give the CRDs with --crds`,
-    );
+  const unchecked = uncheckedKindsText(result);
+  if (unchecked) lines.push(`guard: ${unchecked}`);
   lines.push(
     result.errors === 0
       ? `guard: no forbidden changes${result.warnings ? `, ${result.warnings} warning(s)` : ''}`
       : `guard: ${result.errors} forbidden change(s), ${result.warnings} warning(s)`,
   );
   return lines.join('\n');
+}
+
+/** The custom-resource kinds compared with no CRD and no rules of the guard's own, as a sentence; else undefined. */
+export function uncheckedKindsText(result: GuardResult): string | undefined {
+  if (!result.uncheckedKinds?.length) return undefined;
+  return `no CRD for ${result.uncheckedKinds.join(', ')}: their transition rules (x-kubernetes-validations) were not checked; give the CRDs with --crds`;
 }
 
 const isStructure = (v: unknown) => v !== null && typeof v === 'object';

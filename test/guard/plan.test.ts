@@ -185,6 +185,11 @@ describe('plan: an allowed change that restarts nothing', () => {
     expect(p.workloads.every(w => !w.restarts)).toBe(true);
     expect(formatPlan(p)).toMatch(/plan: 0 workload\(s\) restart, 0 new, 0 object\(s\) deleted/);
     expect(formatPlanMarkdown(p)).toContain('No pod restarts.');
+    // The production app's PrometheusRule is compared without its CRD: each format says so.
+    const unchecked = 'no CRD for monitoring.coreos.com/PrometheusRule: their transition rules';
+    expect(formatPlan(p)).toContain(`guard: ${unchecked}`);
+    expect(formatPlanMarkdown(p)).toContain(`- **not checked**: ${unchecked}`);
+    expect((planToJson(p) as any).guard.uncheckedKinds).toEqual(['monitoring.coreos.com/PrometheusRule']);
   });
 });
 
