@@ -4,6 +4,7 @@
 // rollingUpdatePartition, constructLeaderStatefulSetApplyConfiguration), pkg/controllers/
 // pod_controller.go and pkg/utils/revision/revision_utils.go (getPatch).
 import { LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION, LWS_SUBGROUP_EXCLUSIVE_TOPOLOGY_ANNOTATION } from '../common/lws';
+import { semanticEqual } from './equal';
 import { lwsView, scaled } from './lws-check';
 import type { KubeObject } from './normalize';
 import { isObject } from './object';
@@ -38,6 +39,30 @@ export function lwsRestartInputs(o: KubeObject): Record<string, unknown> {
   const annotations = isObject(o.metadata?.annotations) ? o.metadata.annotations : {};
   const copied = Object.fromEntries(LEADER_POD_ANNOTATIONS.map(k => [k, annotations[k] ?? null]));
   return { ...lwsRevision(o), metadata: { annotations: copied } };
+}
+
+/**
+ * Only the leader pods' copied annotations changed: no new revision, so the controller keeps the
+ * partition at 0 and creates no surge groups, and the leader StatefulSet replaces its pods in
+ * place, maxUnavailable + maxSurge at a time (its maxUnavailable as LWS sets it; one at a time
+ * before 1.35). Each replaced leader takes its group out of service: capacity drops even with
+ * maxUnavailable 0.
+ */
+function inPlaceRoll(a: KubeObject, replicas: Range, perStep: number, size: number, stsHonours: boolean): LwsRollout {
+  const per = unitGpus(a);
+  return {
+    groups: replicas,
+    perStep,
+    surge: 0,
+    steps: n => Math.ceil(Math.max(n, 0) / perStep),
+    gpusDuringRollout: { min: replicas.min * per, max: replicas.max * per },
+    how: [
+      `the leader pods' annotations changed without a new revision: the leader StatefulSet replaces its pods in place, each with its group of ${size} pod(s)`,
+      stsHonours
+        ? `no surge groups, ${perStep} group(s) out of service at a time`
+        : `no surge groups, one group out of service at a time (before 1.${STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON} the leader StatefulSet's maxUnavailable needs the MaxUnavailableStatefulSet feature gate)`,
+    ].join('; '),
+  };
 }
 
 /**
@@ -77,15 +102,17 @@ export interface LwsRollout {
  */
 export function lwsRollout(b: KubeObject, a: KubeObject, replicas: Range, minor: number | undefined): LwsRollout {
   const v = lwsView(a);
+  // GetScaledValueFromIntOrPercent against spec.replicas: maxUnavailable rounds down, maxSurge up.
+  const unavailable = Math.max(scaled(v.maxUnavailable, replicas.max, false) ?? 1, 0);
+  const rawSurge = Math.min(Math.max(scaled(v.maxSurge, replicas.max, true) ?? 0, 0), replicas.max);
+  const stsHonours = (minor ?? 0) >= STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON;
+  const perStep = stsHonours ? Math.max(unavailable + rawSurge, 1) : 1;
+  if (semanticEqual(lwsRevision(b), lwsRevision(a))) return inPlaceRoll(a, replicas, perStep, v.size, stsHonours);
+  const surge = rawSurge;
   const groups = {
     min: Math.max(replicas.min - v.partition, 0),
     max: Math.max(replicas.max - v.partition, 0),
   };
-  // GetScaledValueFromIntOrPercent against spec.replicas: maxUnavailable rounds down, maxSurge up.
-  const unavailable = Math.max(scaled(v.maxUnavailable, replicas.max, false) ?? 1, 0);
-  const surge = Math.min(Math.max(scaled(v.maxSurge, replicas.max, true) ?? 0, 0), replicas.max);
-  const stsHonours = (minor ?? 0) >= STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON;
-  const perStep = stsHonours ? Math.max(unavailable + surge, 1) : 1;
   // The first wave replaces maxUnavailable old groups while the surge groups start; with
   // maxUnavailable 0 it only starts the surge groups.
   const first = stsHonours ? unavailable : Math.min(unavailable, 1);

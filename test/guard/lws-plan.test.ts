@@ -58,6 +58,33 @@ describe('plan: a LeaderWorkerSet whose leader pods change without a new revisio
     expect(w).toMatchObject({ restarts: true, unit: 'group', pods: { min: 3, max: 3 } });
     expect(w.changes).toEqual(['metadata.annotations.leaderworkerset.sigs.k8s.io/exclusive-topology']);
   });
+  test('the leaders roll in place: no surge groups, capacity drops by a group at a time even with maxSurge', () => {
+    const surged = (key?: string) => ({
+      ...placed(key),
+      spec: { ...placed(key).spec, ...ru({ maxUnavailable: 0, maxSurge: 1 }) },
+    });
+    for (const version of ['1.28', '1.35']) {
+      const w = planOf(surged(), surged('rack'), version);
+      expect(w).toMatchObject({
+        restarts: true,
+        pods: { min: 3, max: 3 },
+        perStep: 1,
+        seconds: { min: 3 * STEP, max: 3 * STEP },
+        gpusDuringRollout: { min: 24, max: 24 },
+      });
+      expect(w.note).toMatch(
+        /without a new revision: the leader StatefulSet replaces its pods in place.*no surge groups, (1 group\(s\)|one group) out of service at a time/,
+      );
+    }
+    // The same strategy with a new revision starts the surge group first.
+    expect(
+      planOf(surged('rack'), {
+        ...surged('rack'),
+        spec: { ...surged('rack').spec, leaderWorkerTemplate: { size: 4, workerTemplate: pod('i:2') } },
+      }).gpusDuringRollout,
+    ).toEqual({ min: 32, max: 32 });
+  });
+
   test('another annotation of the LeaderWorkerSet restarts nothing', () => {
     const o = lws();
     const w = planOf(o, { ...o, metadata: { ...o.metadata, annotations: { team: 'x' } } });
