@@ -122,6 +122,12 @@ export interface LaunchOptions {
    * started (torchrun and its workers), as the end of a container does.
    */
   readonly group?: boolean;
+  /**
+   * Start the wrapper with SIGTERM ignored: a non-interactive shell cannot trap a signal ignored on
+   * entry (POSIX; dash and busybox ash), so no TERM it or its subshells send each other arrives, as
+   * when one falls in the window between a subshell's fork and its own trap.
+   */
+  readonly termIgnored?: boolean;
 }
 
 /** A run of the wrapper the test started. */
@@ -150,9 +156,13 @@ export class Launch {
     ];
     this.pid1 = options.pid1 === true;
     this.group = !this.pid1 && options.group === true;
+    // `exec` keeps an ignored disposition, so the wrapper's shell starts with TERM ignored.
+    const ignoring = [...(shell === 'busybox' ? ['sh'] : []), '-c', `trap '' TERM; exec "$0" "$@"`, SHELLS[shell]!];
     this.proc = this.pid1
       ? spawn(onPath('unshare')!, [...UNSHARE_ARGS, SHELLS[shell]!, ...argv], { env: fullEnv })
-      : spawn(SHELLS[shell]!, argv, { env: fullEnv, detached: this.group });
+      : options.termIgnored
+        ? spawn(SHELLS[shell]!, [...ignoring, ...argv], { env: fullEnv, detached: this.group })
+        : spawn(SHELLS[shell]!, argv, { env: fullEnv, detached: this.group });
     this.proc.stdout!.on('data', d => {
       this.output += d;
     });

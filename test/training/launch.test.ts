@@ -117,7 +117,7 @@ describe.each(available)('the launch wrapper under %s', shell => {
         POD_NAMESPACE: 'ml',
         ...o.env,
       },
-      { pid1: o.pid1 },
+      { pid1: o.pid1, termIgnored: o.termIgnored },
     );
     launches.push(launch);
     return launch;
@@ -461,11 +461,22 @@ describe.each(available)('the launch wrapper under %s', shell => {
     // The wrapper stops its run watcher (a subshell) with TERM when the launcher exits. A TERM that
     // reaches the subshell before it has replaced the wrapper's trap with its own is dropped (dash
     // and busybox clear an inherited trap after the fork): the watcher must still end, or the
-    // wrapper waits on it forever. A launcher that exits at once makes that window likely.
-    test('a launcher that exits at once never leaves the wrapper waiting on its run watcher', async () => {
-      for (let i = 0; i < 30; i++) {
-        const r = two(1, { pod: `pod-w${i}`, env: { CDK8S_GPU_RUN_ID: `job-w${i}` } });
+    // wrapper waits on it forever. Started with TERM ignored, the watcher never gets its TERM at all.
+    test('a launcher that exits at once never leaves the wrapper waiting on a watcher that missed its TERM', async () => {
+      for (let i = 0; i < 3; i++) {
+        const r = start({
+          pod: `pod-w${i}`,
+          termIgnored: true,
+          env: {
+            NNODES: '2',
+            NODE_RANK: '1',
+            HOSTNAME: 'job-1',
+            CDK8S_GPU_POLL_SECONDS: '0.1',
+            CDK8S_GPU_RUN_ID: `job-w${i}`,
+          },
+        });
         expect(await Promise.race([r.exited, deadline(10000, 'still running after 10 s')])).toBe(0);
+        expect(r.output).toContain('completion is per rank');
       }
     });
 
