@@ -104,11 +104,10 @@ export function lwsRollout(b: KubeObject, a: KubeObject, replicas: Range, minor:
   const v = lwsView(a);
   // GetScaledValueFromIntOrPercent against spec.replicas: maxUnavailable rounds down, maxSurge up.
   const unavailable = Math.max(scaled(v.maxUnavailable, replicas.max, false) ?? 1, 0);
-  const rawSurge = Math.min(Math.max(scaled(v.maxSurge, replicas.max, true) ?? 0, 0), replicas.max);
+  const surge = Math.min(Math.max(scaled(v.maxSurge, replicas.max, true) ?? 0, 0), replicas.max);
   const stsHonours = (minor ?? 0) >= STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON;
-  const perStep = stsHonours ? Math.max(unavailable + rawSurge, 1) : 1;
+  const perStep = stsHonours ? Math.max(unavailable + surge, 1) : 1;
   if (semanticEqual(lwsRevision(b), lwsRevision(a))) return inPlaceRoll(a, replicas, perStep, v.size, stsHonours);
-  const surge = rawSurge;
   const groups = {
     min: Math.max(replicas.min - v.partition, 0),
     max: Math.max(replicas.max - v.partition, 0),

@@ -181,11 +181,12 @@ export function resolveGroup(
   });
   // The leader's engine listens on its rendezvous port for the group's ranks: an API server on the
   // same port would fail to bind, or the ranks would rendezvous with it.
-  if ((props.port ?? engine.port) === launch.rendezvousPort)
+  const port = props.port ?? engine.port;
+  if (port === launch.rendezvousPort)
     v.fail(
       'port',
       `must not be ${launch.rendezvousPort} with nodes > 1: the leader's engine binds it for the group's ranks`,
-      props.port ?? engine.port,
+      port,
     );
   // LWS's pod webhook puts its own values of these in front of a container's env and drops any given
   // here (pkg/utils/pod/pod_utils.go, addEnvVarsIfNotExists): a value set here would never arrive.

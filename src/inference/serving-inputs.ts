@@ -58,6 +58,17 @@ export function revisionOf(v: Validator, value: string | undefined, prop = 'revi
   return revision;
 }
 
+/** `--flag=value` as [flag, value]; any other argument as [argument, undefined]. */
+function splitFlag(arg: string): [string, string | undefined] {
+  const eq = arg.indexOf('=');
+  return eq > 0 && arg.startsWith('--') ? [arg.slice(0, eq), arg.slice(eq + 1)] : [arg, undefined];
+}
+
+/** Whether argparse (allow_abbrev) would expand `flag`, a prefix, to `target`. */
+function abbreviates(engine: ServingEngine, flag: string, target: string): boolean {
+  return engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2 && target.startsWith(flag);
+}
+
 /** Extra engine flags: none the construct sets or the engine cannot run with, in any spelling. */
 export function extraArgsOf(
   v: Validator,
@@ -78,10 +89,7 @@ export function extraArgsOf(
     const flag = arg.split('=')[0];
     const exact = refusedFlags!.get(flag);
     if (exact) v.fail(`extraArgs[${i}]`, `must not set ${flag}: ${exact.set}`, arg);
-    const expands =
-      engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2
-        ? [...refusedFlags!.keys()].find(f => f.startsWith(flag))
-        : undefined;
+    const expands = [...refusedFlags!.keys()].find(f => abbreviates(engine, flag, f));
     if (expands)
       v.fail(
         `extraArgs[${i}]`,
@@ -105,12 +113,8 @@ function refuseIndivisibleParallelism(
   const divisors = engine.tensorParallelDivisors;
   if (!divisors) return;
   extraArgs.forEach((arg, i) => {
-    const [flag, inline] = arg.includes('=')
-      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
-      : [arg];
-    const named = divisors.flags.find(
-      f => f === flag || (engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2 && f.startsWith(flag)),
-    );
+    const [flag, inline] = splitFlag(arg);
+    const named = divisors.flags.find(f => f === flag || abbreviates(engine, flag, f));
     if (named === undefined) return;
     const at = inline !== undefined ? i : i + 1;
     const value = inline ?? extraArgs[i + 1];
@@ -150,10 +154,7 @@ function refuseUnservedLoadFormat(v: Validator, engine: ServingEngine, extraArgs
  */
 function refuseHubReferences(v: Validator, engine: ServingEngine, extraArgs: string[]): void {
   extraArgs.forEach((arg, i) => {
-    const [flag, inline] =
-      arg.includes('=') && arg.startsWith('--')
-        ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
-        : [arg, undefined];
+    const [flag, inline] = splitFlag(arg);
     const what = Object.prototype.hasOwnProperty.call(engine.offlinePathFlags, flag)
       ? engine.offlinePathFlags[flag]
       : undefined;

@@ -100,10 +100,13 @@ export class SglangInferenceService extends ServingWorkload {
     // Every rank of a group loads the adapters from its own disk.
     for (const t of this._podTemplates) addAdapterDownloads(t, adapters, props.maxLoraRank);
     this.loraAdapterNames = adapters.map(a => a.name);
-    const served = props.servedModelName ?? props.modelId;
+    const served = servedNameOf(props);
     this.servedModelNames = [served, ...this.loraAdapterNames.map(a => `${served}${SGLANG_ADAPTER_SEPARATOR}${a}`)];
   }
 }
+
+/** The name SGLang serves the base model under: `--served-model-name`, else the model path. */
+const servedNameOf = (props: SglangInferenceServiceProps) => props.servedModelName ?? props.modelId;
 
 function sglangTuning(
   v: Validator,
@@ -142,7 +145,7 @@ function sglangTuning(
   // SGLang reads a `model` with a ":" as `<base>:<adapter>` and fails the request when no adapter has
   // that name (sgl-project/sglang#12745): a served name with one could never be requested.
   const servedProp = props.servedModelName !== undefined ? 'servedModelName' : 'modelId';
-  const served = props.servedModelName ?? props.modelId;
+  const served = servedNameOf(props);
   if (typeof served === 'string' && served.includes(SGLANG_ADAPTER_SEPARATOR))
     v.fail(
       servedProp,
