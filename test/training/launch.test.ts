@@ -19,6 +19,7 @@ import {
   waitFor,
   WRAPPER_TOOLS,
 } from './launch-harness';
+import { missingTool } from '../support/missing-tool';
 
 /**
  * A stand-in for torchrun: records each start (with the rendezvous id it saw) and its arguments,
@@ -63,8 +64,7 @@ test("both shells training images have are installed here (dash, and busybox fro
   const message =
     `!!! The training launch wrapper was NOT tested under: ${missing.join(', ')}. ` +
     'Install it (apt-get install -y busybox dash); .ci/run does this in CI.';
-  console.warn(message);
-  if (process.env.CI) throw new Error(message);
+  missingTool(message);
 });
 
 describe.each(available)('the launch wrapper under %s', shell => {
