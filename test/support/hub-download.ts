@@ -5,6 +5,7 @@ import * as path from 'path';
 import { kubeletExpand } from '../../src/common/kubelet-expansion';
 import { EngineCase, synthEngine } from '../inference/support';
 import { HubFile, StandInHub } from './stand-in-hub';
+import { missingTool } from './missing-tool';
 
 /**
  * The real huggingface_hub releases the download is tested under, each in a virtualenv that
@@ -211,7 +212,6 @@ for f in json.loads(sys.argv[1]):
         out[f] = None
 print(json.dumps(out))
 `;
-import { missingTool } from './missing-tool';
   return new Promise((resolve, reject) => {
     const child = spawn(venvPython(version), ['-c', script, JSON.stringify(files)], {
       env: { PATH: process.env.PATH!, HF_HOME: data, HF_HUB_OFFLINE: '1', HF_HUB_DISABLE_TELEMETRY: '1' },
