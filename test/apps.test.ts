@@ -103,7 +103,7 @@ describe('pinned-images app', () => {
         ]);
       }
       if (engine === 'tgi') {
-        expect(policy.spec.ingress[0].from).toEqual([{ podSelector: { matchLabels: {} } }]);
+        expect(policy.spec.ingress[0].from).toEqual([{ podSelector: {} }]);
       } else if (engine) {
         const from = policy.spec.ingress[0].from;
         expect(from[0]).toEqual({

@@ -44,3 +44,12 @@ export function labelSet(id: WorkloadIdentity): { labels: Record<string, string>
 export function workloadLabels(id: WorkloadIdentity): Record<string, string> {
   return { ...selectorLabels(id), [LABEL_MANAGED_BY]: MANAGED_BY };
 }
+
+/**
+ * A label selector for `labels`: `{}` (every object) when there are none. The API server drops an empty
+ * `matchLabels` when it stores a selector, so a manifest that sends one differs from the stored object
+ * on every server-side apply: the generation rises and GitOps tools see a change that is not there.
+ */
+export function labelSelector(labels: Record<string, string>): { matchLabels?: Record<string, string> } {
+  return Object.keys(labels).length === 0 ? {} : { matchLabels: labels };
+}

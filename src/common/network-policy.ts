@@ -1,7 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
-import { selectorLabels, WorkloadIdentity, workloadLabels } from './labels';
+import { labelSelector, selectorLabels, WorkloadIdentity, workloadLabels } from './labels';
 import { KIND, ManifestObject } from './manifest-object';
 import { Validator } from '../validation/validate';
 
@@ -59,7 +59,7 @@ export class NetworkPeer {
         return { namespaceSelector: namespaceSelector(v, `${prop} namespace`, s.namespace) };
       case 'pods':
         return {
-          podSelector: { matchLabels: { ...v.labels(`${prop} labels`, s.labels) } },
+          podSelector: labelSelector({ ...v.labels(`${prop} labels`, s.labels) }),
           ...(s.namespace !== undefined
             ? { namespaceSelector: namespaceSelector(v, `${prop} namespace`, s.namespace) }
             : {}),
@@ -182,11 +182,11 @@ export function workloadNetworkPolicy(
   if (input.profile === 'gang') {
     // Every port: torchrun's store listens on MASTER_PORT, NCCL and Gloo on ephemeral ports.
     const admitted = input.admitClients === false ? [] : clients;
-    from.push({ podSelector: { matchLabels: selector } }, ...(input.peers ?? []), ...admitted);
+    from.push({ podSelector: labelSelector(selector) }, ...(input.peers ?? []), ...admitted);
     ingress.push({ from });
   } else {
     if (input.peers) ingress.push({ from: [...input.peers] });
-    from.push(...(o.clients === undefined ? [{ podSelector: { matchLabels: {} } }] : clients));
+    from.push(...(o.clients === undefined ? [{ podSelector: labelSelector({}) }] : clients));
     ingress.push({ from, ports: [{ port: k8s.IntOrString.fromString(input.port!), protocol: 'TCP' }] });
     const monitoring = v.dnsLabel(
       'networkPolicy.monitoringNamespace',
@@ -199,7 +199,7 @@ export function workloadNetworkPolicy(
   }
   const object = new ManifestObject(scope, 'NetworkPolicy', KIND.NetworkPolicy, {
     metadata: { name: input.name ?? input.identity.instance, labels: workloadLabels(input.identity) },
-    spec: { podSelector: { matchLabels: selector }, policyTypes: ['Ingress'], ingress },
+    spec: { podSelector: labelSelector(selector), policyTypes: ['Ingress'], ingress },
   });
   return {
     object,
@@ -241,7 +241,7 @@ export function egressNetworkPolicy(
   }));
   return new ManifestObject(scope, 'EgressPolicy', KIND.NetworkPolicy, {
     metadata: { name: `${o.name}-egress`, labels: o.labels },
-    spec: { podSelector: { matchLabels: o.labels }, policyTypes: ['Egress'], egress: [{ to }, { ports: dns }] },
+    spec: { podSelector: labelSelector(o.labels), policyTypes: ['Egress'], egress: [{ to }, { ports: dns }] },
   });
 }
 

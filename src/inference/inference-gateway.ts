@@ -1,7 +1,7 @@
 import { ApiObject, Chart, Duration } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
-import { LABEL_COMPONENT, LABEL_NAME, labelSet } from '../common/labels';
+import { LABEL_COMPONENT, LABEL_NAME, labelSelector, labelSet } from '../common/labels';
 import { DEPLOYMENT } from '../common/deployment';
 import { customKind, KIND, ManifestObject } from '../common/manifest-object';
 import { NAMESPACE_NAME_LABEL, NetworkPeer, resolvePeers } from '../common/network-policy';
@@ -390,7 +390,7 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
     gatewayPeers: resolvePeers(v, 'gatewayPeers', props.gatewayPeers) ?? [
       // A Gateway without a namespace is in the route's: every pod of this namespace.
       gateway.namespace === undefined
-        ? { podSelector: { matchLabels: {} } }
+        ? { podSelector: labelSelector({}) }
         : { namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: gateway.namespace } } },
     ],
     hostnames: (v.stringArray('hostnames', props.hostnames) ?? []).map((h, i) => v.dnsSubdomain(`hostnames[${i}]`, h)),

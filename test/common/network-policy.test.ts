@@ -41,7 +41,7 @@ describe('serving NetworkPolicy', () => {
     expect(policy.spec.podSelector.matchLabels).not.toHaveProperty('app.kubernetes.io/managed-by');
     expect(policy.spec.policyTypes).toEqual(['Ingress']);
     expect(policy.spec.ingress).toEqual([
-      { from: [{ podSelector: { matchLabels: {} } }], ports: [{ port: 'http', protocol: 'TCP' }] },
+      { from: [{ podSelector: {} }], ports: [{ port: 'http', protocol: 'TCP' }] },
       {
         from: [{ namespaceSelector: { matchLabels: { [NS_LABEL]: 'monitoring' } } }],
         ports: [{ port: 'http', protocol: 'TCP' }],
@@ -114,7 +114,7 @@ describe('serving NetworkPolicy', () => {
     expect(inNamespace.from).toContainEqual({ namespaceSelector: { matchLabels: { [NS_LABEL]: 'gateway-system' } } });
     expect(inNamespace.ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
     // A Gateway without a namespace is in the route's own.
-    expect(withGateway({}).from).toContainEqual({ podSelector: { matchLabels: {} } });
+    expect(withGateway({}).from).toContainEqual({ podSelector: {} });
     const named = withGateway({
       gateway: { name: 'gw', namespace: 'gateway-system' },
       gatewayPeers: [NetworkPeer.namespace('envoy-gateway-system'), NetworkPeer.cidr('10.129.0.0/23')],
