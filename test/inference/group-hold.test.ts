@@ -80,7 +80,7 @@ test('a real torch is here, so the hook is tested against real ranks', () => {
   if (PYTHON === undefined)
     missingTool(
       "The multi-node worker's preStop hook was NOT tested against real torch.distributed ranks: no torchrun " +
-        '(set TORCHRUN, or install Debian python3-torch; .ci/run does this in CI).',
+        '(set TORCHRUN, or run .ci/run to make .cache/torch-venv).',
     );
 });
 

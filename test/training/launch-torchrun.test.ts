@@ -36,7 +36,7 @@ const READY = TORCHRUN !== undefined && SHELLS.dash !== undefined && SHELLS.busy
 test('torchrun and both shells are here, so the wrapper is tested against a real torchrun', () => {
   if (READY) return;
   const message =
-    `!!! The launch wrapper was NOT tested against a real torchrun: ${TORCHRUN ? '' : 'no torchrun (set TORCHRUN, or install Debian python3-torch as .ci/run does) '}` +
+    `!!! The launch wrapper was NOT tested against a real torchrun: ${TORCHRUN ? '' : 'no torchrun (set TORCHRUN, or run .ci/run to make .cache/torch-venv) '}` +
     `${SHELLS.dash ? '' : 'no dash '}${SHELLS.busybox ? '' : 'no busybox'}`;
   missingTool(message);
 });
