@@ -63,6 +63,8 @@ export default tseslint.config(
         process: 'readonly',
         __dirname: 'readonly',
         console: 'readonly',
+        setTimeout: 'readonly',
+        globalThis: 'readonly',
       },
     },
   },

@@ -10,4 +10,7 @@ module.exports = {
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.dev.json' }] },
   maxWorkers: '100%',
   testTimeout: 120000,
+  // The real control plane (test/cluster/cluster.js) the cluster tests apply the output to.
+  globalSetup: '<rootDir>/test/cluster/global-setup.js',
+  globalTeardown: '<rootDir>/test/cluster/global-teardown.js',
 };

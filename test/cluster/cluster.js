@@ -1,0 +1,504 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * A real Kubernetes control plane for the tests: etcd, kube-apiserver, kube-controller-manager and
+ * kube-scheduler built from the pinned Go modules beside this file (versions.json) and run on 127.0.0.1.
+ *
+ *   node test/cluster/cluster.js build   builds the binaries that are missing from the cache
+ *   node test/cluster/cluster.js up      builds what is missing, starts the control plane (or finds it
+ *                                        running), waits for /readyz, prints `export KUBECONFIG=...`
+ *   node test/cluster/cluster.js down    stops every process `up` started, by its pid file, and removes
+ *                                        the run directory (etcd's data, certificates, logs)
+ *
+ * The API server runs with its default admission plugins (PodSecurity, ServiceAccount, ResourceQuota,
+ * the webhook and policy plugins among them) and RBAC, as a managed cluster does; the tests apply the
+ * library's output to it, so the server, not the library's reading of it, is the judge.
+ *
+ * Binaries are cached under .cache/cluster/bin/<module>-<version>/ (CDK8S_GPU_CLUSTER_CACHE moves the
+ * whole cache) and rebuilt only when a pin changes; Go's own build cache makes a rebuild in a fresh
+ * clone on the same machine a link step.
+ */
+const { spawn, spawnSync } = require('child_process');
+const fs = require('fs');
+const https = require('https');
+const net = require('net');
+const path = require('path');
+
+const VERSIONS = require('./versions.json');
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const CACHE = process.env.CDK8S_GPU_CLUSTER_CACHE || path.join(ROOT, '.cache', 'cluster');
+/** One directory per running control plane, named by its Kubernetes release. */
+const RUNS = path.join(CACHE, 'run');
+
+/** `v1.36.3` -> `v1.36`: each minor has its own Go module (k8s.io/kubernetes pins its staging modules). */
+const minorOf = v => v.split('.').slice(0, 2).join('.');
+
+/**
+ * Each Go module beside this file, by its directory: the commands it builds, at which version.
+ * Without the version ldflags the Kubernetes binaries report v0.0.0-master, and `kubectl version` and
+ * the server's /version would not say which release answered.
+ */
+const MODULES = {
+  ...Object.fromEntries(
+    VERSIONS.kubernetes.map(v => [
+      `kubernetes-${minorOf(v)}`,
+      {
+        version: v,
+        packages: {
+          'kube-apiserver': 'k8s.io/kubernetes/cmd/kube-apiserver',
+          'kube-controller-manager': 'k8s.io/kubernetes/cmd/kube-controller-manager',
+          'kube-scheduler': 'k8s.io/kubernetes/cmd/kube-scheduler',
+          kubectl: 'k8s.io/kubernetes/cmd/kubectl',
+        },
+        ldflags: () => {
+          const [major, minor] = v.replace(/^v/, '').split('.');
+          const pkg = 'k8s.io/component-base/version';
+          return `-X ${pkg}.gitVersion=${v} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean`;
+        },
+      },
+    ]),
+  ),
+  etcd: { version: VERSIONS.etcd, packages: { etcd: 'go.etcd.io/etcd/server/v3' }, ldflags: () => '' },
+};
+
+function log(message) {
+  process.stderr.write(`cluster: ${message}\n`);
+}
+
+/** The directory holding a module's binaries at its pinned version (`kubernetes-v1.36` -> `kubernetes-v1.36.3`). */
+function binDir(module) {
+  return path.join(CACHE, 'bin', `${module.replace(/-v1\.\d+$/, '')}-${MODULES[module].version}`);
+}
+
+/** The path of a command's binary; Kubernetes commands at release `version`. */
+function bin(command, version) {
+  return command === 'etcd'
+    ? path.join(binDir('etcd'), 'etcd')
+    : path.join(CACHE, 'bin', `kubernetes-${version}`, command);
+}
+
+/** Why the binaries cannot be built here, or undefined when Go is on the PATH. */
+function goMissing() {
+  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
+  return go.status === 0 ? undefined : 'Go is not installed (the control plane is built from Go modules)';
+}
+
+const commandsOf = module => Object.keys(MODULES[module].packages);
+
+/** Whether every binary is cached. */
+function built() {
+  return Object.keys(MODULES).every(m => commandsOf(m).every(c => fs.existsSync(path.join(binDir(m), c))));
+}
+
+/** Builds each module whose binaries are missing; a partial build never lands in the cache. */
+function build() {
+  for (const [module, spec] of Object.entries(MODULES)) {
+    const dir = binDir(module);
+    if (commandsOf(module).every(c => fs.existsSync(path.join(dir, c)))) continue;
+    const missing = goMissing();
+    if (missing) throw new Error(`cluster: cannot build ${module} ${spec.version}: ${missing}`);
+    const tmp = `${dir}.tmp-${process.pid}`;
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.mkdirSync(tmp, { recursive: true });
+    const commands = commandsOf(module);
+    const out = commands.length === 1 ? path.join(tmp, commands[0]) : tmp + path.sep;
+    const started = Date.now();
+    log(`building ${module} ${spec.version} (${commandsOf(module).join(', ')}); cold, this takes minutes`);
+    const result = spawnSync(
+      'go',
+      [
+        'build',
+        '-trimpath',
+        '-ldflags',
+        `-s -w ${spec.ldflags()}`.trim(),
+        // One package is written to the file named; several to the directory, each named by Go after its
+        // import path (which would name etcd's binary `server`, from go.etcd.io/etcd/server/v3).
+        '-o',
+        out,
+        ...Object.values(spec.packages),
+      ],
+      {
+        cwd: path.join(__dirname, module),
+        stdio: ['ignore', 'inherit', 'inherit'],
+        // Static binaries, as upstream releases them; the project's own flags, not the caller's.
+        env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-buildvcs=false' },
+      },
+    );
+    if (result.status !== 0) {
+      fs.rmSync(tmp, { recursive: true, force: true });
+      throw new Error(`cluster: go build of ${module} ${spec.version} failed (exit ${result.status})`);
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.renameSync(tmp, dir);
+    log(`built ${module} ${spec.version} in ${Math.round((Date.now() - started) / 1000)} s`);
+  }
+}
+
+/** A free TCP port on 127.0.0.1. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function openssl(args, cwd) {
+  const result = spawnSync('openssl', args, { cwd, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`cluster: openssl ${args.join(' ')} failed: ${result.stderr}`);
+}
+
+/** The first address of the service range: the in-cluster `kubernetes` Service, in the serving certificate. */
+const SERVICE_RANGE = '10.96.0.0/16';
+const KUBERNETES_SERVICE_IP = '10.96.0.1';
+
+/**
+ * A CA, the API server's serving certificate (127.0.0.1, localhost and the in-cluster names), an admin
+ * client certificate in system:masters, and the service-account signing key pair.
+ */
+function makePki(dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  const days = '3650';
+  const ca = ['-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', days];
+  openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      days,
+      '-subj',
+      '/CN=cdk8s-gpu-test-ca',
+    ],
+    dir,
+  );
+  const sign = (name, subject, ext) => {
+    fs.writeFileSync(path.join(dir, `${name}.ext`), ext);
+    openssl(
+      ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject],
+      dir,
+    );
+    openssl(['x509', '-req', '-in', `${name}.csr`, ...ca, '-out', `${name}.crt`, '-extfile', `${name}.ext`], dir);
+  };
+  const names = ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
+  const sans = [`IP:127.0.0.1`, `IP:${KUBERNETES_SERVICE_IP}`, 'DNS:localhost', ...names.map(n => `DNS:${n}`)];
+  sign('apiserver', '/CN=kube-apiserver', `subjectAltName=${sans.join(',')}\nextendedKeyUsage=serverAuth\n`);
+  sign('admin', '/O=system:masters/CN=cdk8s-gpu-test-admin', 'extendedKeyUsage=clientAuth\n');
+  openssl(['genrsa', '-out', 'sa.key', '2048'], dir);
+  openssl(['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
+}
+
+function kubeconfigText(pki, port) {
+  const b64 = f => fs.readFileSync(path.join(pki, f)).toString('base64');
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: cdk8s-gpu-test',
+    '  cluster:',
+    `    server: https://127.0.0.1:${port}`,
+    `    certificate-authority-data: ${b64('ca.crt')}`,
+    'users:',
+    '- name: admin',
+    '  user:',
+    `    client-certificate-data: ${b64('admin.crt')}`,
+    `    client-key-data: ${b64('admin.key')}`,
+    'contexts:',
+    '- name: cdk8s-gpu-test',
+    '  context: {cluster: cdk8s-gpu-test, user: admin}',
+    'current-context: cdk8s-gpu-test',
+    '',
+  ].join('\n');
+}
+
+/** Whether `pid` is alive and runs the binary `exe` (a recycled pid is not ours). */
+function ours(pid, exe) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === exe;
+  } catch {
+    return false;
+  }
+}
+
+/** GET `urlPath` on an API server with the admin certificate; resolves with the status code and body. */
+function get(pki, port, urlPath) {
+  return new Promise(resolve => {
+    const req = https.get(
+      {
+        host: '127.0.0.1',
+        port,
+        path: urlPath,
+        ca: fs.readFileSync(path.join(pki, 'ca.crt')),
+        cert: fs.readFileSync(path.join(pki, 'admin.crt')),
+        key: fs.readFileSync(path.join(pki, 'admin.key')),
+        timeout: 5000,
+      },
+      res => {
+        let body = '';
+        res.on('data', d => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', e => resolve({ status: 0, body: String(e.message) }));
+  });
+}
+
+const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
+
+/**
+ * One control plane at one Kubernetes release, in <cache>/run/<version>/: pki/, etcd/, a log and a pid
+ * file per component, kubeconfig and state.json (ports, pids, versions).
+ */
+class ControlPlane {
+  constructor(version) {
+    this.version = version;
+    this.dir = path.join(RUNS, version);
+    this.pki = path.join(this.dir, 'pki');
+    this.kubeconfig = path.join(this.dir, 'kubeconfig');
+    this.stateFile = path.join(this.dir, 'state.json');
+  }
+
+  exe(component) {
+    return bin(component, this.version);
+  }
+
+  /** Starts one component detached, its output in <name>.log and its pid in <name>.pid. */
+  start(name, args) {
+    const out = fs.openSync(path.join(this.dir, `${name}.log`), 'a');
+    const child = spawn(this.exe(name), args, { detached: true, stdio: ['ignore', out, out] });
+    fs.closeSync(out);
+    // A binary that cannot start shows up as a component that exited, with its log, in waitFor.
+    child.on('error', e => fs.appendFileSync(path.join(this.dir, `${name}.log`), `spawn failed: ${e.message}\n`));
+    // The pid and the binary it runs: `down` signals only a process that still runs that binary.
+    fs.writeFileSync(path.join(this.dir, `${name}.pid`), `${child.pid} ${this.exe(name)}\n`);
+    child.unref();
+    return child.pid;
+  }
+
+  /** The tail of each component's log, for a failure message. */
+  logTails() {
+    return COMPONENTS.map(c => {
+      const file = path.join(this.dir, `${c}.log`);
+      const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').slice(-15).join('\n') : '(no log)';
+      return `--- ${c} (${file}) ---\n${text}`;
+    }).join('\n');
+  }
+
+  /** Waits until `check` resolves true, polling, for at most `seconds`; the error shows the logs. */
+  async waitFor(what, seconds, check) {
+    const deadline = Date.now() + seconds * 1000;
+    for (;;) {
+      const last = await check();
+      if (last === true) return;
+      if (Date.now() > deadline) {
+        throw new Error(`cluster ${this.version}: ${what} not within ${seconds} s (last: ${last})\n${this.logTails()}`);
+      }
+      await new Promise(r => setTimeout(r, 250));
+    }
+  }
+
+  /** The state of this control plane if all of it runs and the API server is ready. */
+  async running() {
+    if (!fs.existsSync(this.stateFile)) return undefined;
+    const state = JSON.parse(fs.readFileSync(this.stateFile, 'utf8'));
+    if (!COMPONENTS.every(c => ours(state.pids[c], this.exe(c)))) return undefined;
+    const ready = await get(this.pki, state.apiserverPort, '/readyz');
+    return ready.status === 200 ? state : undefined;
+  }
+
+  async up() {
+    const existing = await this.running();
+    if (existing) {
+      log(`${this.version} already up on https://127.0.0.1:${existing.apiserverPort}`);
+      return existing;
+    }
+    // A crash or kill left pid files or data behind: stop what is still ours and start clean.
+    this.down({ quiet: true });
+    fs.mkdirSync(this.dir, { recursive: true });
+    makePki(this.pki);
+    const [etcdPort, peerPort, apiserverPort] = [await freePort(), await freePort(), await freePort()];
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const pids = {};
+    const state = {
+      version: this.version,
+      apiserverPort,
+      etcdPort,
+      pids,
+      kubeconfig: this.kubeconfig,
+      etcd: VERSIONS.etcd,
+    };
+    const save = () => fs.writeFileSync(this.stateFile, JSON.stringify(state, null, 2));
+    const pki = f => path.join(this.pki, f);
+    try {
+      pids.etcd = this.start('etcd', [
+        `--data-dir=${path.join(this.dir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+        // A test cluster's data is thrown away: no fsync keeps etcd fast on a shared CI disk.
+        '--unsafe-no-fsync',
+        '--log-level=warn',
+      ]);
+      pids['kube-apiserver'] = this.start('kube-apiserver', [
+        `--etcd-servers=${etcdUrl}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiserverPort}`,
+        `--cert-dir=${this.pki}`,
+        `--tls-cert-file=${pki('apiserver.crt')}`,
+        `--tls-private-key-file=${pki('apiserver.key')}`,
+        `--client-ca-file=${pki('ca.crt')}`,
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${pki('sa.pub')}`,
+        `--service-account-signing-key-file=${pki('sa.key')}`,
+        // Large enough for the thousands of Services the guard's differential test creates.
+        `--service-cluster-ip-range=${SERVICE_RANGE}`,
+        '--authorization-mode=Node,RBAC',
+        // Pod Security admission, per namespace, is what refuses privileged pods in the tests.
+        '--allow-privileged=true',
+        '--profiling=false',
+      ]);
+      save();
+      fs.writeFileSync(this.kubeconfig, kubeconfigText(this.pki, apiserverPort));
+      await this.waitFor('the API server /readyz', 180, async () => {
+        for (const c of ['etcd', 'kube-apiserver']) if (!ours(pids[c], this.exe(c))) return `${c} exited`;
+        const r = await get(this.pki, apiserverPort, '/readyz');
+        return r.status === 200 || `${r.status} ${r.body.slice(0, 200)}`;
+      });
+      const clientFlags = [
+        `--kubeconfig=${this.kubeconfig}`,
+        `--authentication-kubeconfig=${this.kubeconfig}`,
+        `--authorization-kubeconfig=${this.kubeconfig}`,
+        '--leader-elect=false',
+        '--bind-address=127.0.0.1',
+        '--profiling=false',
+      ];
+      pids['kube-controller-manager'] = this.start('kube-controller-manager', [
+        ...clientFlags,
+        `--secure-port=${await freePort()}`,
+        `--service-account-private-key-file=${pki('sa.key')}`,
+        `--root-ca-file=${pki('ca.crt')}`,
+        `--cluster-signing-cert-file=${pki('ca.crt')}`,
+        `--cluster-signing-key-file=${pki('ca.key')}`,
+        '--use-service-account-credentials=true',
+      ]);
+      pids['kube-scheduler'] = this.start('kube-scheduler', [...clientFlags, `--secure-port=${await freePort()}`]);
+      save();
+      // The controller-manager works once it has made the default namespace's service account (pods
+      // are refused by the ServiceAccount admission plugin until it exists).
+      await this.waitFor('the default service account (kube-controller-manager)', 120, async () => {
+        for (const c of COMPONENTS) if (!ours(pids[c], this.exe(c))) return `${c} exited`;
+        const r = await get(this.pki, apiserverPort, '/api/v1/namespaces/default/serviceaccounts/default');
+        return r.status === 200 || `${r.status}`;
+      });
+    } catch (e) {
+      this.down({ quiet: true });
+      throw e;
+    }
+    log(`${this.version} up on https://127.0.0.1:${apiserverPort} (etcd ${VERSIONS.etcd})`);
+    return state;
+  }
+
+  /** Sends `signal` to each component still ours; returns those signalled. */
+  signal(pids, sig) {
+    const signalled = [];
+    for (const c of [...COMPONENTS].reverse()) {
+      if (!pids[c] || !ours(pids[c].pid, pids[c].exe)) continue;
+      try {
+        process.kill(pids[c].pid, sig);
+        signalled.push([c, pids[c]]);
+      } catch {
+        // gone between the check and the signal
+      }
+    }
+    return signalled;
+  }
+
+  /** Stops every component by its pid file (never by name), then removes the run directory. */
+  down({ quiet } = {}) {
+    const pids = {};
+    for (const c of COMPONENTS) {
+      const file = path.join(this.dir, `${c}.pid`);
+      if (!fs.existsSync(file)) continue;
+      const [pid, exe] = fs.readFileSync(file, 'utf8').trim().split(' ');
+      pids[c] = { pid: Number(pid), exe };
+    }
+    const stopped = this.signal(pids, 'SIGTERM');
+    const alive = () => stopped.some(([, p]) => ours(p.pid, p.exe));
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline && alive();) spawnSync('sleep', ['0.1']);
+    this.signal(pids, 'SIGKILL');
+    // Wait for the kernel to reap them, so etcd's files are closed before they are removed.
+    for (const deadline = Date.now() + 5_000; Date.now() < deadline && alive();) spawnSync('sleep', ['0.1']);
+    fs.rmSync(this.dir, { recursive: true, force: true });
+    if (!quiet && stopped.length)
+      log(`${this.version}: stopped ${stopped.map(([c, p]) => `${c} (${p.pid})`).join(', ')}`);
+    return stopped.length;
+  }
+}
+
+const planes = () => VERSIONS.kubernetes.map(v => new ControlPlane(v));
+
+/** Whether every control plane runs and is ready. */
+async function running() {
+  for (const p of planes()) if (!(await p.running())) return false;
+  return true;
+}
+
+/** Builds what is missing, then starts each control plane that does not already run; their states. */
+async function up() {
+  build();
+  const states = [];
+  for (const p of planes()) states.push(await p.up());
+  return states;
+}
+
+/** Stops every control plane, including those of releases no longer pinned. */
+function down() {
+  const versions = new Set(VERSIONS.kubernetes);
+  if (fs.existsSync(RUNS)) for (const d of fs.readdirSync(RUNS)) versions.add(d);
+  let stopped = 0;
+  for (const v of versions) {
+    // A release no longer pinned has no module: its binaries are found by its cache directory.
+    stopped += new ControlPlane(v).down();
+  }
+  fs.rmSync(RUNS, { recursive: true, force: true });
+  if (stopped === 0) log('nothing was running');
+}
+
+module.exports = { build, built, up, down, running, goMissing, RUNS, VERSIONS };
+
+if (require.main === module) {
+  const main = {
+    build: async () => build(),
+    up: async () => {
+      const states = await up();
+      // The newest release is the default; the others are one KUBECONFIG away.
+      for (const s of states.slice(0, -1))
+        process.stdout.write(`# Kubernetes ${s.version}: export KUBECONFIG=${s.kubeconfig}\n`);
+      process.stdout.write(`export KUBECONFIG=${states[states.length - 1].kubeconfig}\n`);
+    },
+    down: async () => down(),
+  }[process.argv[2]];
+  if (!main) {
+    process.stderr.write('usage: node test/cluster/cluster.js build|up|down\n');
+    process.exit(2);
+  }
+  main().catch(e => {
+    process.stderr.write(`${e.message}\n`);
+    process.exit(1);
+  });
+}

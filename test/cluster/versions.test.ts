@@ -1,0 +1,37 @@
+import * as fs from 'fs';
+import * as path from 'path';
+
+/**
+ * versions.json is the one place a control-plane version is pinned; the Go modules that build the
+ * binaries must require exactly those versions, or the cache key (and what the docs say was verified)
+ * would name a release that was not built.
+ */
+const VERSIONS = JSON.parse(fs.readFileSync(path.join(__dirname, 'versions.json'), 'utf8'));
+const goMod = (module: string) => fs.readFileSync(path.join(__dirname, module, 'go.mod'), 'utf8');
+const escape = (s: string) => s.replace(/\./g, '\\.');
+const minorOf = (v: string) => v.split('.').slice(0, 2).join('.');
+
+describe.each(VERSIONS.kubernetes as string[])('Kubernetes %s', version => {
+  const mod = `kubernetes-${minorOf(version)}`;
+
+  test(`${mod}/go.mod requires k8s.io/kubernetes at the pinned release`, () => {
+    expect(goMod(mod)).toMatch(new RegExp(`^require k8s\\.io/kubernetes ${escape(version)}$`, 'm'));
+  });
+
+  test('every staging module is replaced by its release of the same minor and patch (v1.X.Y -> v0.X.Y)', () => {
+    const staging = version.replace(/^v1\./, 'v0.');
+    const replaces = [...goMod(mod).matchAll(/^(?:replace\s+|\s+)(k8s\.io\/[\w-]+) => (k8s\.io\/[\w-]+) (v\S+)$/gm)];
+    // 31 staging modules for 1.33-1.35; 1.36 adds cri-streaming and streaming.
+    expect(replaces.length).toBeGreaterThanOrEqual(31);
+    for (const [, from, to, v] of replaces) expect(`${from} => ${to} ${v}`).toBe(`${from} => ${from} ${staging}`);
+  });
+});
+
+test('no module is left for a Kubernetes minor that is no longer pinned', () => {
+  const modules = fs.readdirSync(__dirname).filter(d => d.startsWith('kubernetes-'));
+  expect(modules.sort()).toEqual((VERSIONS.kubernetes as string[]).map(v => `kubernetes-${minorOf(v)}`).sort());
+});
+
+test('the etcd module requires the pinned etcd server', () => {
+  expect(goMod('etcd')).toMatch(new RegExp(`^require go\\.etcd\\.io/etcd/server/v3 ${escape(VERSIONS.etcd)}$`, 'm'));
+});
