@@ -3,7 +3,7 @@ import { withDefaults } from './crd';
 import { semanticEqual, quantityNanos } from './equal';
 import { checkReplicatedJobs } from './jobset-check';
 import { checkLwsSpec, checkSubGroupSize } from './lws-check';
-import { arr, clone, isLiveExport, KubeObject, StatusFacts } from './normalize';
+import { arr, clone, isLiveExport, KubeObject, mirroredAlias, StatusFacts } from './normalize';
 import { get, isObject, lastKey, show } from './object';
 import { FieldRule, GuardCheck } from './rules';
 
@@ -18,7 +18,7 @@ export interface Pair {
 /** The changed children of two objects, as two partial objects for the report. */
 function changedChildren(bv: any, av: any, except: readonly string[] = []): { keys: string[] } {
   const keys = [...new Set([...Object.keys(isObject(bv) ? bv : {}), ...Object.keys(isObject(av) ? av : {})])]
-    .filter(k => !except.includes(k))
+    .filter(k => !except.includes(k) && !mirroredAlias(k, bv, av))
     .filter(k => !semanticEqual(bv?.[k], av?.[k], k))
     .sort();
   return { keys };

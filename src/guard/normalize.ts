@@ -223,8 +223,15 @@ export function defaultPodSpec(spec: any, pod: boolean): void {
     securityContext: {},
     enableServiceLinks: true,
   });
+  // The deprecated alias, both ways, as a stored object has it: Convert_v1_PodSpec_To_core_PodSpec
+  // fills an empty serviceAccountName from serviceAccount (the name wins when both are set), and
+  // Convert_core_PodSpec_To_v1_PodSpec writes serviceAccount = serviceAccountName back (pkg/apis/
+  // core/v1/conversion.go). The stored alias is what kubectl apply keeps when a manifest drops
+  // serviceAccountName (only fields in last-applied are deleted): the server fills the name back
+  // from it, and the template is unchanged.
   if (!spec.serviceAccountName && spec.serviceAccount) spec.serviceAccountName = spec.serviceAccount;
-  delete spec.serviceAccount;
+  if (spec.serviceAccountName) spec.serviceAccount = spec.serviceAccountName;
+  else delete spec.serviceAccount;
   for (const list of ['initContainers', 'containers', 'ephemeralContainers']) {
     for (const c of arr(spec[list])) {
       defaultContainer(c);
@@ -248,6 +255,16 @@ export function defaultPodSpec(spec: any, pod: boolean): void {
     defaultDownwardItems(v.downwardAPI?.items);
   }
 }
+
+/**
+ * `serviceAccount` where it mirrors `serviceAccountName` on both sides, as in every normalized pod
+ * spec: its change is the name's change (core.PodSpec, which validation compares, has no alias),
+ * so a report names it once, as serviceAccountName.
+ */
+export const mirroredAlias = (key: string, b: any, a: any): boolean =>
+  key === 'serviceAccount' &&
+  b?.serviceAccount === b?.serviceAccountName &&
+  a?.serviceAccount === a?.serviceAccountName;
 
 function defaultDownwardItems(items: unknown): void {
   for (const i of Array.isArray(items) ? items : []) {

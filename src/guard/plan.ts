@@ -5,7 +5,7 @@
 import type { GuardOptions, GuardResult } from './diff';
 import { runGuard, storedPair } from './engine';
 import { semanticEqual } from './equal';
-import { arr, KubeObject } from './normalize';
+import { arr, KubeObject, mirroredAlias } from './normalize';
 import { lwsRestartInputs, lwsRollout, lwsStartup } from './lws-plan';
 import { describe, isObject } from './object';
 import { appName } from './remedy';
@@ -127,13 +127,14 @@ export const itemName = (i: unknown): string | undefined =>
 
 /**
  * The changed leaves between two templates: list items with a name are named (`containers[vllm]`),
- * a multi-line string is an embedded script, and each changed field is one entry.
+ * a multi-line string is an embedded script, and each changed field is one entry (the mirrored
+ * `serviceAccount` alias is not one).
  */
 export function changedPaths(b: unknown, a: unknown, at: string, out: string[], key = ''): void {
   if (semanticEqual(b, a, key)) return;
   if (isObject(b) && isObject(a)) {
     for (const k of [...new Set([...Object.keys(b), ...Object.keys(a)])].sort())
-      changedPaths(b[k], a[k], at ? `${at}.${k}` : k, out, k);
+      if (!mirroredAlias(k, b, a)) changedPaths(b[k], a[k], at ? `${at}.${k}` : k, out, k);
     return;
   }
   if (Array.isArray(b) && Array.isArray(a)) {

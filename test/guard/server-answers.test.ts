@@ -1,6 +1,8 @@
 // Cases where the guard must answer as the API server would, each citing the upstream function
 // whose behaviour it checks (kubernetes/kubernetes unless named otherwise).
 import { guard } from '../../src';
+import { normalize } from '../../src/guard/normalize';
+import { plan } from '../../src/guard/plan';
 import { liveExport } from './live-export';
 
 const errorsOf = (before: any[], after: any[], options: { serverVersion?: string; kueueVersion?: string } = {}) =>
@@ -492,5 +494,131 @@ describe('kubectl apply keeps what the server and its admission wrote (second re
     delete live.status;
     expect(live.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']).toBeDefined();
     expect(errorsOf([live], [manifest])).toEqual([]);
+  });
+});
+
+describe('the deprecated serviceAccount alias (Convert_core_PodSpec_To_v1_PodSpec / Convert_v1_PodSpec_To_core_PodSpec, pkg/apis/core/v1/conversion.go)', () => {
+  const withAccount = (account: object) => job({}, account);
+  const rotator = { serviceAccountName: 'credential-rotator' };
+  const v135 = { serverVersion: '1.35' };
+
+  test('the stored pod spec carries serviceAccount = serviceAccountName; a manifest that sets only serviceAccount gets the name from it', () => {
+    expect(normalize(withAccount(rotator)).spec.template.spec).toMatchObject({
+      serviceAccountName: 'credential-rotator',
+      serviceAccount: 'credential-rotator',
+    });
+    expect(normalize(withAccount({ serviceAccount: 'old' })).spec.template.spec).toMatchObject({
+      serviceAccountName: 'old',
+      serviceAccount: 'old',
+    });
+    // Both set: the name wins, and the stored alias follows it.
+    expect(
+      normalize(withAccount({ serviceAccountName: 'new', serviceAccount: 'old' })).spec.template.spec,
+    ).toMatchObject({ serviceAccountName: 'new', serviceAccount: 'new' });
+  });
+
+  test('a Job whose manifest drops serviceAccountName is accepted (kube-apiserver 1.35.4): kubectl apply deletes only the name, the stored serviceAccount stays and fills it back', () => {
+    // A previous manifest as the baseline.
+    expect(errorsOf([withAccount(rotator)], [job()], v135)).toEqual([]);
+    // The live export, which has the alias and a started Job.
+    const live = liveExport(withAccount(rotator));
+    expect(live.spec.template.spec.serviceAccount).toBe('credential-rotator');
+    expect(live.status.startTime).toBeDefined();
+    expect(errorsOf([live], [job()], v135)).toEqual([]);
+  });
+
+  test('a Job whose serviceAccountName changes (or whose manifest swaps it for a different deprecated serviceAccount) is still refused (ValidateJobSpecUpdate), named once', () => {
+    for (const before of [withAccount(rotator), liveExport(withAccount(rotator))]) {
+      const [f, ...rest] = errorsOf([before], [withAccount({ serviceAccountName: 'other' })], v135);
+      expect(rest).toEqual([]);
+      expect(f).toMatchObject({
+        code: 'immutable-field',
+        path: 'spec.template',
+        before: { spec: { serviceAccountName: 'credential-rotator' } },
+        after: { spec: { serviceAccountName: 'other' } },
+      });
+      expect(paths([before], [withAccount({ serviceAccount: 'other' })], v135)).toEqual(['spec.template']);
+    }
+  });
+
+  test('the deprecated serviceAccount alone, then serviceAccountName of the same value: unchanged; a changed alias next to the kept name is ignored by the server', () => {
+    expect(errorsOf([withAccount({ serviceAccount: 'a' })], [withAccount({ serviceAccountName: 'a' })])).toEqual([]);
+    // The name stays (not in last-applied) and wins over the alias on decode.
+    expect(errorsOf([withAccount({ serviceAccount: 'a' })], [withAccount({ serviceAccount: 'b' })])).toEqual([]);
+  });
+
+  test('a bare Pod (ValidatePodUpdate): dropping serviceAccountName keeps it; changing it is one finding', () => {
+    const pod = (account: object = {}) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p', namespace: 'ml' },
+      spec: { containers: [{ name: 'c', image: 'i:1' }], ...account },
+    });
+    const live = liveExport(pod(rotator));
+    live.spec.serviceAccount = 'credential-rotator';
+    for (const before of [pod(rotator), live]) {
+      expect(errorsOf([before], [pod()])).toEqual([]);
+      expect(paths([before], [pod({ serviceAccountName: 'other' })])).toEqual(['spec.serviceAccountName']);
+    }
+  });
+
+  test.each(['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet'])(
+    'a %s (mutable template): dropping serviceAccountName restarts no pod; a new name is one template change',
+    kind => {
+      const workload = (account: object = {}) => ({
+        apiVersion: 'apps/v1',
+        kind,
+        metadata: { name: 'w', namespace: 'ml' },
+        spec: {
+          ...(kind === 'StatefulSet' ? { serviceName: 'w' } : {}),
+          selector: { matchLabels: { app: 'w' } },
+          template: {
+            metadata: { labels: { app: 'w' } },
+            spec: { containers: [{ name: 'c', image: 'i:1' }], ...account },
+          },
+        },
+      });
+      const bases = [
+        workload(rotator),
+        ...(kind === 'DaemonSet' || kind === 'ReplicaSet' ? [] : [liveExport(workload(rotator))]),
+      ];
+      for (const before of bases) {
+        expect(errorsOf([before], [workload()])).toEqual([]);
+        expect(plan([before], [workload()]).workloads[0]).toMatchObject({ restarts: false, changes: [] });
+        const renamed = workload({ serviceAccountName: 'other' });
+        expect(errorsOf([before], [renamed])).toEqual([]);
+        expect(plan([before], [renamed]).workloads[0]).toMatchObject({
+          restarts: true,
+          changes: ['spec.serviceAccountName'],
+        });
+      }
+    },
+  );
+
+  test('a CronJob (mutable jobTemplate): dropping serviceAccountName leaves the template unchanged', () => {
+    const cron = (account: object = {}) => ({
+      apiVersion: 'batch/v1',
+      kind: 'CronJob',
+      metadata: { name: 'rotate', namespace: 'ml' },
+      spec: { schedule: '0 * * * *', jobTemplate: { spec: job({}, account).spec } },
+    });
+    for (const before of [cron(rotator), liveExport(cron(rotator))]) {
+      expect(errorsOf([before], [cron()])).toEqual([]);
+      expect(plan([before], [cron()]).workloads[0]).toMatchObject({ restarts: false, changes: [] });
+    }
+  });
+
+  test('a JobSet (a custom resource, stored as JSON, not converted): its pod templates get no alias, so dropping serviceAccountName is a change the webhook refuses', () => {
+    const jobSet = (account: object = {}) => ({
+      apiVersion: 'jobset.x-k8s.io/v1alpha2',
+      kind: 'JobSet',
+      metadata: { name: 'j', namespace: 'ml' },
+      spec: {
+        replicatedJobs: [{ name: 'w', replicas: 1, template: { spec: job({}, account).spec } }],
+      },
+    });
+    const stored = normalize(jobSet(rotator)).spec.replicatedJobs[0].template.spec.template.spec;
+    expect(stored.serviceAccount).toBeUndefined();
+    expect(paths([jobSet(rotator)], [jobSet()])).toEqual(['spec.replicatedJobs']);
   });
 });
