@@ -23,6 +23,7 @@ const fs = require('fs');
 const https = require('https');
 const net = require('net');
 const path = require('path');
+const YAML = require('yaml');
 
 const VERSIONS = require('./versions.json');
 
@@ -60,6 +61,19 @@ const MODULES = {
     ]),
   ),
   etcd: { version: VERSIONS.etcd, packages: { etcd: 'go.etcd.io/etcd/server/v3' }, ldflags: () => '' },
+  // The JobSet controller and its webhooks. Its CRD and webhook manifests ship in the module; they are
+  // copied beside the binary, so a cached build needs no module cache to run.
+  jobset: {
+    version: VERSIONS.jobset,
+    packages: { jobset: 'sigs.k8s.io/jobset' },
+    ldflags: () => '',
+    files: {
+      'crd.yaml': 'config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml',
+      'webhooks.yaml': 'config/components/webhook/manifests.yaml',
+      'mutating-patch.yaml': 'config/components/webhook/patches/mutating-patch.yaml',
+      'validating-patch.yaml': 'config/components/webhook/patches/validating-patch.yaml',
+    },
+  },
 };
 
 function log(message) {
@@ -73,9 +87,8 @@ function binDir(module) {
 
 /** The path of a command's binary; Kubernetes commands at release `version`. */
 function bin(command, version) {
-  return command === 'etcd'
-    ? path.join(binDir('etcd'), 'etcd')
-    : path.join(CACHE, 'bin', `kubernetes-${version}`, command);
+  if (command === 'etcd' || command === 'jobset') return path.join(binDir(command), command);
+  return path.join(CACHE, 'bin', `kubernetes-${version}`, command);
 }
 
 /** Why the binaries cannot be built here, or undefined when Go is on the PATH. */
@@ -128,6 +141,15 @@ function build() {
     if (result.status !== 0) {
       fs.rmSync(tmp, { recursive: true, force: true });
       throw new Error(`cluster: go build of ${module} ${spec.version} failed (exit ${result.status})`);
+    }
+    if (spec.files) {
+      const where = spawnSync('go', ['list', '-m', '-f', '{{.Dir}}', Object.values(spec.packages)[0]], {
+        cwd: path.join(__dirname, module),
+        encoding: 'utf8',
+      });
+      const moduleDir = where.stdout.trim();
+      for (const [name, file] of Object.entries(spec.files))
+        fs.copyFileSync(path.join(moduleDir, file), path.join(tmp, name));
     }
     fs.rmSync(dir, { recursive: true, force: true });
     fs.renameSync(tmp, dir);
@@ -195,6 +217,12 @@ function makePki(dir) {
   const sans = [`IP:127.0.0.1`, `IP:${KUBERNETES_SERVICE_IP}`, 'DNS:localhost', ...names.map(n => `DNS:${n}`)];
   sign('apiserver', '/CN=kube-apiserver', `subjectAltName=${sans.join(',')}\nextendedKeyUsage=serverAuth\n`);
   sign('admin', '/O=system:masters/CN=cdk8s-gpu-test-admin', 'extendedKeyUsage=clientAuth\n');
+  // The controllers' webhook servers on 127.0.0.1, which the API server calls by URL.
+  sign(
+    'webhook',
+    '/CN=cdk8s-gpu-test-webhooks',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
+  );
   openssl(['genrsa', '-out', 'sa.key', '2048'], dir);
   openssl(['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
 }
@@ -255,7 +283,7 @@ function get(pki, port, urlPath) {
   });
 }
 
-const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
+const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'jobset'];
 
 /**
  * One control plane at one Kubernetes release, in <cache>/run/<version>/: pki/, etcd/, a log and a pid
@@ -401,16 +429,119 @@ class ControlPlane {
       // The controller-manager works once it has made the default namespace's service account (pods
       // are refused by the ServiceAccount admission plugin until it exists).
       await this.waitFor('the default service account (kube-controller-manager)', 120, async () => {
-        for (const c of COMPONENTS) if (!ours(pids[c], this.exe(c))) return `${c} exited`;
+        for (const c of COMPONENTS.slice(0, 4)) if (!ours(pids[c], this.exe(c))) return `${c} exited`;
         const r = await get(this.pki, apiserverPort, '/api/v1/namespaces/default/serviceaccounts/default');
         return r.status === 200 || `${r.status}`;
       });
+      await this.startJobSet(pids, save);
     } catch (e) {
       this.down({ quiet: true });
       throw e;
     }
     log(`${this.version} up on https://127.0.0.1:${apiserverPort} (etcd ${VERSIONS.etcd})`);
     return state;
+  }
+
+  /** kubectl of this release against this control plane; throws with its output when it fails. */
+  kubectl(args, input) {
+    const r = spawnSync(bin('kubectl', this.version), args, {
+      input,
+      encoding: 'utf8',
+      env: { ...process.env, KUBECONFIG: this.kubeconfig },
+    });
+    if (r.status !== 0) throw new Error(`cluster ${this.version}: kubectl ${args.join(' ')} failed: ${r.stderr}`);
+    return r.stdout;
+  }
+
+  /**
+   * The JobSet controller with its webhooks, as a cluster runs it: its CRD, the controller on a webhook
+   * port of its own (serving a certificate of the test CA), then its webhook configurations from the
+   * module, called by URL on 127.0.0.1 (the `webhook-service` they name does not exist here). Ready
+   * once the validating webhook answers for a JobSet.
+   */
+  async startJobSet(pids, save) {
+    const files = binDir('jobset');
+    this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(files, 'crd.yaml')]);
+    await this.waitFor('the JobSet CRD served', 60, async () => {
+      const r = await get(
+        this.pki,
+        JSON.parse(fs.readFileSync(this.stateFile, 'utf8')).apiserverPort,
+        '/apis/jobset.x-k8s.io/v1alpha2',
+      );
+      return r.status === 200 || `${r.status}`;
+    });
+    const [webhookPort, healthPort] = [await freePort(), await freePort()];
+    const certs = path.join(this.dir, 'jobset-certs');
+    fs.mkdirSync(certs, { recursive: true });
+    fs.copyFileSync(path.join(this.pki, 'webhook.crt'), path.join(certs, 'tls.crt'));
+    fs.copyFileSync(path.join(this.pki, 'webhook.key'), path.join(certs, 'tls.key'));
+    const config = path.join(this.dir, 'jobset-config.yaml');
+    fs.writeFileSync(
+      config,
+      YAML.stringify({
+        apiVersion: 'config.jobset.x-k8s.io/v1alpha1',
+        kind: 'Configuration',
+        leaderElection: { leaderElect: false },
+        internalCertManagement: { enable: false },
+        webhook: { host: '127.0.0.1', port: webhookPort, certDir: certs },
+        metrics: { bindAddress: '0' },
+        health: { healthProbeBindAddress: `127.0.0.1:${healthPort}` },
+      }),
+    );
+    pids.jobset = this.start('jobset', [`--config=${config}`, `--kubeconfig=${this.kubeconfig}`]);
+    save();
+    await this.waitFor('the JobSet controller /readyz', 120, async () => {
+      if (!ours(pids.jobset, this.exe('jobset'))) return 'jobset exited';
+      const r = await new Promise(resolve =>
+        require('http')
+          .get({ host: '127.0.0.1', port: healthPort, path: '/readyz', timeout: 2000 }, res => resolve(res.statusCode))
+          .on('error', e => resolve(e.message)),
+      );
+      return r === 200 || String(r);
+    });
+    // The module's manifests with its kustomize patches (pod webhooks only for JobSet pods), by URL.
+    const patches = ['mutating', 'validating'].map(k =>
+      YAML.parse(fs.readFileSync(path.join(files, `${k}-patch.yaml`), 'utf8')),
+    );
+    const ca = fs.readFileSync(path.join(this.pki, 'ca.crt')).toString('base64');
+    const configs = YAML.parseAllDocuments(fs.readFileSync(path.join(files, 'webhooks.yaml'), 'utf8'))
+      .map(d => d.toJS())
+      .filter(Boolean)
+      .map(c => {
+        for (const op of patches[c.kind === 'MutatingWebhookConfiguration' ? 0 : 1]) {
+          const index = /^\/webhooks\/(\d+)$/.exec(op.path);
+          if (op.op !== 'replace' || !index)
+            throw new Error(`cluster: unexpected JobSet webhook patch ${JSON.stringify(op)}`);
+          c.webhooks[Number(index[1])] = op.value;
+        }
+        c.metadata.name = `jobset-${c.metadata.name}`;
+        for (const w of c.webhooks)
+          w.clientConfig = { url: `https://127.0.0.1:${webhookPort}${w.clientConfig.service.path}`, caBundle: ca };
+        return c;
+      });
+    this.kubectl(
+      ['apply', '--server-side', '--force-conflicts', '-f', '-'],
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: configs }),
+    );
+    // A JobSet sent as a dry run comes back with the defaults only the mutating webhook writes (the
+    // Jobs' Indexed completion mode) once the API server has read the webhook configurations.
+    const job = { template: { spec: { containers: [{ name: 'c', image: 'i' }], restartPolicy: 'Never' } } };
+    const probe = JSON.stringify({
+      apiVersion: 'jobset.x-k8s.io/v1alpha2',
+      kind: 'JobSet',
+      metadata: { name: 'probe', namespace: 'default' },
+      spec: { replicatedJobs: [{ name: 'r', replicas: 1, template: { spec: job } }] },
+    });
+    await this.waitFor('the JobSet webhooks', 60, async () => {
+      const r = spawnSync(bin('kubectl', this.version), ['create', '--dry-run=server', '-o', 'json', '-f', '-'], {
+        input: probe,
+        encoding: 'utf8',
+        env: { ...process.env, KUBECONFIG: this.kubeconfig },
+      });
+      if (r.status !== 0) return r.stderr.trim().slice(0, 200);
+      const mode = JSON.parse(r.stdout).spec.replicatedJobs[0].template.spec.completionMode;
+      return mode === 'Indexed' || `completionMode ${mode}`;
+    });
   }
 
   /** Sends `signal` to each component still ours; returns those signalled. */
@@ -461,9 +592,8 @@ async function running() {
 /** Builds what is missing, then starts each control plane that does not already run; their states. */
 async function up() {
   build();
-  const states = [];
-  for (const p of planes()) states.push(await p.up());
-  return states;
+  // Each release has its own ports and files: they start side by side.
+  return Promise.all(planes().map(p => p.up()));
 }
 
 /** Stops every control plane, including those of releases no longer pinned. */

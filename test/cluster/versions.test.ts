@@ -35,3 +35,7 @@ test('no module is left for a Kubernetes minor that is no longer pinned', () => 
 test('the etcd module requires the pinned etcd server', () => {
   expect(goMod('etcd')).toMatch(new RegExp(`^require go\\.etcd\\.io/etcd/server/v3 ${escape(VERSIONS.etcd)}$`, 'm'));
 });
+
+test('the jobset module requires the pinned JobSet controller', () => {
+  expect(goMod('jobset')).toMatch(new RegExp(`^require sigs\\.k8s\\.io/jobset ${escape(VERSIONS.jobset)}$`, 'm'));
+});
