@@ -2,7 +2,7 @@ import { ApiObject } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { podSecurityLevel } from './pod-security';
 import { PodSecurityLevel } from './security';
-import { Validator } from '../validation/validate';
+import { ANNOTATIONS_MAX_BYTES, annotationBytes, Validator } from '../validation/validate';
 
 type MainContainer = k8s.Container & { env: k8s.EnvVar[]; volumeMounts: k8s.VolumeMount[] };
 type MutablePodSpec = k8s.PodSpec & {
@@ -58,12 +58,30 @@ export class PodTemplate {
     if (user)
       user.v.fail(`pod.annotations.${key}`, 'is set by the construct for its own mechanism: leave it out', user.value);
     (this.metadata.annotations ??= {})[key] = value;
+    this.checkAnnotationSize();
   }
 
   /** A pod-template annotation from the user's `pod.annotations`: the construct may not set it too. */
   userAnnotate(v: Validator, key: string, value: string): void {
     this.annotate(key, value);
     (this.userAnnotations ??= new Map()).set(key, { v, value });
+    this.checkAnnotationSize();
+  }
+
+  /**
+   * The API server allows 256 KiB of annotations on the template, the construct's own included. Only
+   * the user's can be large, so the user's prop is named.
+   */
+  private checkAnnotationSize(): void {
+    const [user] = this.userAnnotations?.values() ?? [];
+    if (!user || !this.metadata.annotations) return;
+    const bytes = annotationBytes(this.metadata.annotations);
+    if (bytes > ANNOTATIONS_MAX_BYTES)
+      user.v.failDescribed(
+        'pod.annotations',
+        "must total at most 256 KiB with the construct's own pod annotations",
+        `${bytes} bytes`,
+      );
   }
 
   /** A claim template's name: the controller adds a volume of that name to every pod. */

@@ -1,5 +1,5 @@
 // How each kind of rule (GuardCheck) compares the old and the new object: one function per check.
-import { withDefaults } from './crd';
+import { schemaAt, withDefaults } from './crd';
 import { semanticEqual, quantityNanos } from './equal';
 import { checkReplicatedJobs } from './jobset-check';
 import { checkLwsSpec, checkSubGroupSize } from './lws-check';
@@ -13,6 +13,12 @@ export interface Pair {
   readonly b: KubeObject;
   readonly a: KubeObject;
   readonly facts: StatusFacts;
+  /**
+   * The structural schema (openAPIV3Schema) of a custom resource's version: from a CRD in the input
+   * or the options, else the vendored CRD of a kind the guard has rules for (JobSet); undefined for
+   * built-in kinds and other custom resources without one.
+   */
+  readonly schema?: unknown;
 }
 
 /** The changed children of two objects, as two partial objects for the report. */
@@ -102,10 +108,11 @@ interface CheckContext {
   readonly emit: Emit;
 }
 
-const immutable: CheckFn = ({ rule, b, a, bv: oldValue, av: newValue, key, emit }) => {
+const immutable: CheckFn = ({ rule, p, b, a, bv: oldValue, av: newValue, key, emit }) => {
   let bv = oldValue;
   let av = newValue;
-  const schema = (rule as { schema?: unknown }).schema;
+  // A rule read from a CRD carries its schema; the guard's own (JobSet's) read it from the object's CRD.
+  const schema = (rule as { schema?: unknown }).schema ?? schemaAt(p.schema, rule.path);
   if (rule.check === GuardCheck.CEL_SELF_EQUALS_OLD_SELF && schema !== undefined) {
     // The server defaults both objects from the structural schema before the transition rule runs.
     const parent = rule.path.includes('.') ? rule.path.slice(0, rule.path.lastIndexOf('.')) : '';

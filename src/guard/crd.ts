@@ -41,6 +41,16 @@ export function withDefaults(value: unknown, schema: any, parentExists: boolean)
   return value;
 }
 
+/** The structural schema of the value at a dotted path of properties, or undefined. @internal */
+export function schemaAt(root: unknown, path: string): unknown {
+  let node: any = root;
+  for (const k of path.split('.')) {
+    node = isMap(node) && isMap(node.properties) ? node.properties[k] : undefined;
+    if (node === undefined) return undefined;
+  }
+  return node;
+}
+
 /** `self.a.b == oldSelf.a.b` on an object: the same rule, on a field below it. */
 const FIELD_EQUALS_OLD_FIELD = /^\s*self\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*==\s*oldSelf\.\1\s*$/;
 
@@ -81,6 +91,27 @@ export function celRules(objects: readonly KubeObject[]): Map<string, Map<string
       const rules: CelRule[] = [];
       walk(v?.schema?.openAPIV3Schema ?? o.spec?.validation?.openAPIV3Schema, [], rules);
       byVersion.set(String(v?.name), rules);
+    }
+    out.set(`${group}/${kind}`, byVersion);
+  }
+  return out;
+}
+
+/**
+ * `group/kind` → version → the structural schema (openAPIV3Schema) of every CustomResourceDefinition
+ * in the input: the server defaults a custom resource from it on read and on write (withDefaults).
+ */
+export function crdSchemas(objects: readonly KubeObject[]): Map<string, Map<string, unknown>> {
+  const out = new Map<string, Map<string, unknown>>();
+  for (const o of objects) {
+    if (o.kind !== 'CustomResourceDefinition' || !String(o.apiVersion).startsWith('apiextensions.k8s.io/')) continue;
+    const group = o.spec?.group;
+    const kind = o.spec?.names?.kind;
+    if (typeof group !== 'string' || typeof kind !== 'string') continue;
+    const byVersion = new Map<string, unknown>();
+    for (const v of o.spec?.versions ?? []) {
+      const schema = v?.schema?.openAPIV3Schema ?? o.spec?.validation?.openAPIV3Schema;
+      if (isMap(schema)) byVersion.set(String(v?.name), schema);
     }
     out.set(`${group}/${kind}`, byVersion);
   }

@@ -1,11 +1,13 @@
 // The guard's comparison: one pass over the objects, linear in their number. Required lazily by
 // diff.ts so that importing the library costs nothing until the guard runs. What apply stores is
 // in apply.ts and carry-forward.ts, how each rule compares in checks.ts, the warnings in warnings.ts.
+import { vendoredKind } from '../validation/crd-registry';
 import { applied, applyResult, serviceUpdate } from './apply';
 import { carryForward } from './carry-forward';
 import { checkRule, Emit, fill, Pair, queued } from './checks';
-import { celRules, type CelRule } from './crd';
+import { celRules, crdSchemas, type CelRule } from './crd';
 import type { Finding, GuardOptions, GuardResult } from './diff';
+import { jobSetCreateDefaults } from './jobset-check';
 import { GuardInputError, sourceOf } from './load';
 import { isBuiltInGroup, isLiveExport, KubeObject, normalize, statusFacts } from './normalize';
 import { describe, groupOf, identity, isObject, versionOf } from './object';
@@ -72,6 +74,8 @@ export function storedPair(
 ): { b: KubeObject; a: KubeObject; merged: KubeObject } {
   const kindKey = `${groupOf(after)}/${after.kind}`;
   const b = normalize(before, minor);
+  // A JobSet created from the baseline manifest got its mutating webhook's defaults on create.
+  if (kindKey === 'jobset.x-k8s.io/JobSet' && !isLiveExport(before)) jobSetCreateDefaults(b);
   // A live baseline: compare with what the apply stores, not with the bare manifest (fields that
   // controllers and webhooks wrote, such as Kueue's nodeSelector on an admitted Job, stay).
   // A manifest baseline: the stored object is that manifest with the server's defaults, and the
@@ -113,7 +117,9 @@ export function runGuard(
     );
   }
   const rules = rulesFor(minor, kueue);
-  const crdRules = celRules([...(options.customResourceDefinitions ?? []), ...beforeObjects, ...afterObjects]);
+  const crdInputs = [...(options.customResourceDefinitions ?? []), ...beforeObjects, ...afterObjects];
+  const crdRules = celRules(crdInputs);
+  const schemas = crdSchemas(crdInputs);
 
   // Index `before` by name (short keys, no string building per object), then match group and kind
   // in the small bucket; a manifest without a namespace matches any namespace.
@@ -159,7 +165,14 @@ export function runGuard(
     const { b, a, merged } = storedPair(before, after, minor);
     // The plan reads the same pair rather than merging and normalizing again.
     onPair?.(before, after, { b, a }, minor);
-    const pair: Pair = { before, after, b, a, facts: statusFacts(before) };
+    // The CRD's schema: from the input, else, for a kind whose rules the guard read from a CRD the
+    // library vendors (JobSet v0.12.0, LeaderWorkerSet v0.10.0), from that one.
+    const schema =
+      byVersionOf(schemas, kindKey, after) ??
+      (rules.has(kindKey) && !isBuiltInGroup(group, minor)
+        ? vendoredKind(after.apiVersion, after.kind)?.schema
+        : undefined);
+    const pair: Pair = { before, after, b, a, facts: statusFacts(before), schema };
     let remedy: string | undefined;
     // The object as the manifest names it; its namespace is the one it matched in, if it names none.
     const namespace = after.metadata.namespace ?? before.metadata.namespace;
@@ -224,9 +237,14 @@ export function runGuard(
 }
 
 function celRulesFor(crdRules: Map<string, Map<string, CelRule[]>>, kindKey: string, o: KubeObject): CelRule[] {
-  const byVersion = crdRules.get(kindKey);
-  if (!byVersion) return [];
-  return byVersion.get(versionOf(o)) ?? [...byVersion.values()][0] ?? [];
+  return byVersionOf(crdRules, kindKey, o) ?? [];
+}
+
+/** What a CRD says for the object's version, or for its first version when it lacks that one. */
+function byVersionOf<T>(crds: Map<string, Map<string, T>>, kindKey: string, o: KubeObject): T | undefined {
+  const byVersion = crds.get(kindKey);
+  if (!byVersion) return undefined;
+  return byVersion.get(versionOf(o)) ?? [...byVersion.values()][0];
 }
 
 /**

@@ -91,7 +91,7 @@ export function semanticEqual(a: unknown, b: unknown, key = ''): boolean {
         if (!quantityEqual(va, vb)) return false;
       } else if (!semanticEqual(va, vb, k)) {
         // A missing key equals an empty list or null; a missing map only equals an empty one when
-        // normalize pruned it (see EMPTY_MAP_MEANS_ABSENT there).
+        // normalize pruned it (GO_MAPS and GO_VALUE_STRUCTS in go-fields.ts).
         if (!(
           (va === undefined && isEmpty(vb) && !isObjectValue(vb)) ||
           (vb === undefined && isEmpty(va) && !isObjectValue(va))

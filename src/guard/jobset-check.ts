@@ -1,9 +1,11 @@
 // The JobSet webhook's replicatedJobs check (GuardCheck.JOBSET_REPLICATED_JOBS), kept apart from
 // checks.ts so that the JobSet facts stay in one place with jobset-rules.ts.
 import { KUEUE_QUEUE_LABEL } from '../common/kueue';
+import { withDefaults } from './crd';
 import { semanticEqual } from './equal';
+import { goDecoded } from './go-fields';
 import { clone, isLiveExport, type KubeObject } from './normalize';
-import { isObject } from './object';
+import { get, isObject, set } from './object';
 import type { FieldRule } from './rules';
 
 /**
@@ -19,6 +21,40 @@ export const JOBSET_SUSPENDED_MUTABLE: ReadonlyArray<[holder: 'metadata' | 'spec
   ['spec', 'tolerations'],
   ['spec', 'schedulingGates'],
 ];
+
+/**
+ * What the mutating webhook `mjobset.kb.io`, `(*jobSetWebhook).Default` (v0.12.0,
+ * pkg/webhooks/jobset_webhook.go), writes into a JobSet, in place. It runs on CREATE only
+ * (config/components/webhook/manifests.yaml): a stored JobSet known only from its manifest has
+ * these values where the manifest left them out, and an update is not defaulted again. Of the
+ * replicated Jobs, kubectl apply sends the new manifest's list whole (a JSON merge patch replaces
+ * lists), so a new manifest that leaves out a value defaulted here changes replicatedJobs; the
+ * objects (successPolicy, network, ...) keep the stored values the manifest does not set.
+ */
+export function jobSetCreateDefaults(o: KubeObject): void {
+  const spec = o.spec;
+  if (!isObject(spec)) return;
+  const unset = (x: unknown) => x === undefined || x === null;
+  if (unset(spec.successPolicy)) spec.successPolicy = { operator: 'All' };
+  if (unset(spec.startupPolicy)) spec.startupPolicy = { startupPolicyOrder: 'AnyOrder' };
+  for (const r of Array.isArray(spec.replicatedJobs) ? spec.replicatedJobs : []) {
+    if (!isObject(r)) continue;
+    // A nil *CompletionMode; a "" RestartPolicy (a Go string: absent is "").
+    if (unset(get(r, 'template.spec.completionMode'))) set(r, 'template.spec.completionMode', 'Indexed');
+    const restart = get(r, 'template.spec.template.spec.restartPolicy');
+    if (unset(restart) || restart === '') set(r, 'template.spec.template.spec.restartPolicy', 'OnFailure');
+  }
+  if (!isObject(spec.network)) spec.network = {};
+  if (unset(spec.network.enableDNSHostnames)) spec.network.enableDNSHostnames = true;
+  if (unset(spec.network.publishNotReadyAddresses)) spec.network.publishNotReadyAddresses = true;
+  const rules = isObject(spec.failurePolicy) && Array.isArray(spec.failurePolicy.rules) ? spec.failurePolicy.rules : [];
+  rules.forEach((rule: any, i: number) => {
+    if (isObject(rule) && (unset(rule.name) || rule.name === '')) rule.name = `failurePolicyRule${i}`;
+  });
+  for (const policy of Array.isArray(spec.volumeClaimPolicies) ? spec.volumeClaimPolicies : []) {
+    if (isObject(policy) && unset(policy.retentionPolicy)) policy.retentionPolicy = { whenDeleted: 'Delete' };
+  }
+}
 
 /**
  * Whether the webhook sees `spec.suspend: true` on the old object and on the new one. A live
@@ -40,36 +76,48 @@ export function jobSetSuspended(before: KubeObject, after: KubeObject, b: KubeOb
  * old or the new JobSet is suspended, the fields in JOBSET_SUSPENDED_MUTABLE of a replicated Job
  * whose name the old JobSet has: the webhook copies the old values into the new spec before it
  * compares, which is the same as leaving them out of both sides.
+ *
+ * The webhook compares Go values (equality.Semantic.DeepEqual over []ReplicatedJob), decoded from
+ * the objects the API server hands it, so both sides are read as it reads them: with the CRD's
+ * structural defaults (`p.schema`), which the server applies to the stored object and to the
+ * patched one (`groupName: default`, `replicas: 1`, a port's `protocol: TCP`), and as Go decodes
+ * them (go-fields.ts): a template's `metadata: {}` or `hostNetwork: false` is no field,
+ * `backoffLimit: 0` is one, and quantities compare by value (`8` and `"8"`). A stored JobSet known
+ * from its manifest has the mutating webhook's create defaults already (jobSetCreateDefaults).
  */
 export function checkReplicatedJobs(
   rule: FieldRule,
-  p: { before: KubeObject; after: KubeObject; b: KubeObject; a: KubeObject },
+  p: { before: KubeObject; after: KubeObject; b: KubeObject; a: KubeObject; schema?: unknown },
   bv: unknown,
   av: unknown,
   emit: (rule: FieldRule, path: string, before: unknown, after: unknown) => void,
 ): void {
-  let olds = bv;
-  let news = av;
+  const schema = (p.schema as any)?.properties?.spec?.properties?.replicatedJobs;
+  let olds = withSchemaDefaults(bv, schema);
+  let news = withSchemaDefaults(av, schema);
   const suspended = jobSetSuspended(p.before, p.after, p.b, p.a);
-  if ((suspended.old || suspended.new) && Array.isArray(bv) && Array.isArray(av)) {
-    const names = new Set(bv.map((r: any) => r?.name));
-    const exempt = new Set(av.map((r: any) => r?.name).filter(n => names.has(n)));
-    olds = withoutSuspendedMutable(bv, exempt);
-    news = withoutSuspendedMutable(av, exempt);
+  if ((suspended.old || suspended.new) && Array.isArray(olds) && Array.isArray(news)) {
+    const names = new Set(olds.map((r: any) => r?.name));
+    const exempt = new Set(news.map((r: any) => r?.name).filter(n => names.has(n)));
+    olds = withoutSuspendedMutable(olds, exempt);
+    news = withoutSuspendedMutable(news, exempt);
   }
+  olds = goDecoded(olds, 'replicatedJobs', 'spec');
+  news = goDecoded(news, 'replicatedJobs', 'spec');
   if (!semanticEqual(olds, news, 'replicatedJobs')) emit(rule, rule.reportPath ?? rule.path, bv, av);
 }
 
-/** Copies of the replicated Jobs named in `names` without the fields the webhook exempts. */
+/** A copy of a replicatedJobs list with the CRD's structural defaults. */
+function withSchemaDefaults(list: unknown, schema: unknown): unknown {
+  return clone(withDefaults(list, schema, true));
+}
+
+/** The replicated Jobs named in `names` without the fields the webhook exempts (changed in place). */
 function withoutSuspendedMutable(list: unknown[], names: Set<unknown>): unknown[] {
-  return list.map((r: any) => {
-    const pod = r?.template?.spec?.template;
-    if (!names.has(r?.name) || !isObject(pod)) return r;
-    const copy = clone(r);
-    const t = copy.template.spec.template;
+  for (const r of list as any[]) {
+    const t = r?.template?.spec?.template;
+    if (!names.has(r?.name) || !isObject(t)) continue;
     for (const [holder, field] of JOBSET_SUSPENDED_MUTABLE) if (isObject(t[holder])) delete t[holder][field];
-    // ObjectMeta is a struct in Go: an empty one and none are the same.
-    if (isObject(t.metadata) && Object.keys(t.metadata).length === 0) delete t.metadata;
-    return copy;
-  });
+  }
+  return list;
 }

@@ -2,7 +2,9 @@
 // the defaults the server applies (pkg/apis/<group>/v1/defaults.go), the conversions it makes on
 // read (serviceAccount, stringData, dataSourceRef), and lose what only the server writes (status,
 // managedFields, generated Job selectors). Empty lists and maps equal absent ones, as in
-// apimachinery's semantic equality. Nothing that a user can change is dropped on one side only.
+// apimachinery's semantic equality, and so do the zero values of Go's non-pointer fields
+// (go-fields.ts). Nothing that a user can change is dropped on one side only.
+import { goDecoded } from './go-fields';
 
 /** A Kubernetes object as parsed from YAML or JSON. */
 export type KubeObject = {
@@ -71,92 +73,6 @@ export function clone<T>(x: T): T {
 const isObject = (x: unknown): x is Record<string, any> => x !== null && typeof x === 'object' && !Array.isArray(x);
 /** A list field as a list: malformed input (a number where a list belongs) must not crash the guard. */
 export const arr = (x: unknown): any[] => (Array.isArray(x) ? x : []);
-
-/** Keys whose value is a Go map: its entries are data, kept even when empty (`token: ""`). */
-const MAP_FIELDS = new Set([
-  'labels',
-  'annotations',
-  'matchLabels',
-  'nodeSelector',
-  'data',
-  'stringData',
-  'binaryData',
-  'limits',
-  'requests',
-  'parameters',
-  'capacity',
-  'volumeAttributes',
-  'attributes',
-  'overhead',
-]);
-/**
- * Keys whose value is a Go map or a non-pointer struct: `{}` there equals absent. Elsewhere `{}`
- * can mean something (`emptyDir: {}`, a label selector that matches everything) and is kept.
- */
-const EMPTY_MAP_MEANS_ABSENT = new Set([
-  ...MAP_FIELDS,
-  'resources',
-  'metadata',
-  'spec',
-  'status',
-  'template',
-  'updateStrategy',
-  'strategy',
-]);
-/** String fields that are pointers in the Go types: `""` there differs from absent. */
-const POINTER_STRINGS = new Set([
-  'storageClassName',
-  'volumeAttributesClassName',
-  'loadBalancerClass',
-  'runtimeClassName',
-  'managedBy',
-  'podReplacementPolicy',
-  'preemptionPolicy',
-  'timeZone',
-]);
-
-/** Non-pointer bool and int fields: `false` / `0` is Go's zero value, which `omitempty` never writes. */
-const ZERO_MEANS_ABSENT = new Set([
-  'hostNetwork',
-  'hostPID',
-  'hostIPC',
-  'stdin',
-  'stdinOnce',
-  'tty',
-  'readOnly',
-  'initialDelaySeconds',
-  'hostPort',
-  'minReadySeconds',
-  'publishNotReadyAddresses',
-  'subPath',
-]);
-
-/**
- * Removes nulls and empty lists everywhere, empty maps where a Go map or value struct stands, and
- * empty strings of non-pointer string fields (Go's zero value, which `omitempty` never writes).
- */
-function prune(x: any, parentKey = ''): any {
-  if (Array.isArray(x)) {
-    for (let i = 0; i < x.length; i++) x[i] = prune(x[i]);
-    return x;
-  }
-  if (!isObject(x)) return x;
-  const isMap = MAP_FIELDS.has(parentKey);
-  for (const k of Object.keys(x)) {
-    const v = prune(x[k], isMap ? '' : k);
-    if (
-      v === null ||
-      v === undefined ||
-      (Array.isArray(v) && v.length === 0) ||
-      (isObject(v) && EMPTY_MAP_MEANS_ABSENT.has(k) && Object.keys(v).length === 0) ||
-      (v === '' && !isMap && !POINTER_STRINGS.has(k)) ||
-      ((v === false || v === 0) && !isMap && ZERO_MEANS_ABSENT.has(k))
-    )
-      delete x[k];
-    else x[k] = v;
-  }
-  return x;
-}
 
 function defaults(obj: any, values: Record<string, unknown>): void {
   if (!isObject(obj)) return;
@@ -453,8 +369,9 @@ export function normalize(obj: KubeObject, minor?: number): KubeObject {
       break;
   }
   // A custom resource has no Go struct: "", [], {}, 0 and false are values its CRD's rules see
-  // (a transition rule compares them), so only nulls (deleted by the apply's merge patch) go.
-  return isBuiltInGroup(group, minor) ? prune(o) : dropNulls(o);
+  // (a transition rule compares them), so only nulls (deleted by the apply's merge patch) go. (A
+  // webhook that decodes one into Go types reads it as go-fields.ts says: jobset-check.ts.)
+  return isBuiltInGroup(group, minor) ? goDecoded(o, o.kind) : dropNulls(o);
 }
 
 /**

@@ -395,8 +395,15 @@ function gpuConfig(
       );
     data[key] = value;
   }
+  // The ConfigMap's values may total 1 MiB (ValidateConfigMap counts the values' bytes, not the keys).
+  const bytes = Object.values(data).reduce((n, value) => n + Buffer.byteLength(value), 0);
+  if (bytes > CONFIG_MAP_MAX_BYTES)
+    v.failDescribed('gpuConfig', 'values must total at most 1 MiB, the most a ConfigMap holds', `${bytes} bytes`);
   return data;
 }
+
+/** What a ConfigMap's values may total, in bytes (the API server's MaxSecretSize). */
+const CONFIG_MAP_MAX_BYTES = 1024 * 1024;
 
 /** Whether a user's map has a key; false for anything that is not an object (checked, with its prop, later). */
 export function hasKey(map: unknown, key: string): boolean {

@@ -14,6 +14,12 @@ export class ConfigurationError extends Error {
 /** The largest value of a Kubernetes int32 field (replicas, UIDs, seconds). */
 export const INT32_MAX = 2147483647;
 
+/** 2^63 bytes in KiB: the largest size Kubernetes counts (an int64 of bytes). */
+const MAX_SIZE_KIB = 2 ** 53;
+
+/** What the API server allows in an object's annotations: keys and values, in bytes. */
+export const ANNOTATIONS_MAX_BYTES = 256 * 1024;
+
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 // Service names are DNS-1035 labels: they must also start with a letter.
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
@@ -50,6 +56,13 @@ function editDistance(a: string, b: string): number {
     prev = cur;
   }
   return prev[b.length];
+}
+
+/** The size of annotations as the API server counts it: the UTF-8 bytes of every key and value. */
+export function annotationBytes(annotations: Record<string, string>): number {
+  let total = 0;
+  for (const [key, val] of Object.entries(annotations)) total += Buffer.byteLength(key) + Buffer.byteLength(val);
+  return total;
 }
 
 const TIME_ABBR: Record<string, string> = { millis: 'ms', seconds: 's', minutes: 'm', hours: 'h', days: 'd' };
@@ -187,6 +200,10 @@ export class Validator {
       );
     }
     if (!(kib > 0) || !Number.isFinite(kib)) this.fail(prop, 'must be a positive size', value);
+    // Past 2^53 KiB a size is no longer a whole number in a double, and its quantity is written with
+    // an exponent (`9.765625e+296Ti`) that the API server refuses.
+    if (kib > MAX_SIZE_KIB)
+      this.fail(prop, 'must be at most 8Ei (2^63 bytes), the largest size Kubernetes counts', value);
     return value;
   }
 
@@ -231,17 +248,16 @@ export class Validator {
     return value;
   }
 
-  /** Annotation keys are qualified names; values any string, 256 KiB in all. */
+  /** Annotation keys are qualified names; values any string, 256 KiB in all (in UTF-8 bytes, as the server counts). */
   annotations(prop: string, value: Record<string, string> | undefined): Record<string, string> {
     if (value === undefined) return {};
     this.plainObject(prop, value);
-    let total = 0;
     for (const [key, val] of Object.entries(value)) {
       this.qualifiedName(`${prop} key`, key);
       if (typeof val !== 'string') this.fail(`${prop}.${key}`, 'must be a string', val);
-      total += key.length + val.length;
     }
-    if (total > 256 * 1024) this.fail(prop, 'must total at most 256 KiB', `${total} bytes`);
+    const total = annotationBytes(value);
+    if (total > ANNOTATIONS_MAX_BYTES) this.fail(prop, 'must total at most 256 KiB', `${total} bytes`);
     return value;
   }
 

@@ -155,3 +155,263 @@ describe('JobSet guard: what a suspended JobSet may change ((*jobSetWebhook).Val
     expect(paths(live(q, true), rescheduled(q))).toEqual([]);
   });
 });
+
+describe('JobSet guard: replicatedJobs compared as the webhook decodes them (Go types, Semantic.DeepEqual)', () => {
+  /**
+   * A JobSet as kube-apiserver v1.35.4 with the jobset v0.12.0 controller and webhooks returned it
+   * after `kubectl apply` (`kubectl get -o json`; managedFields dropped, the launcher script
+   * shortened in the object and in its last-applied configuration alike).
+   */
+  const LIVE = require('./jobset-live-v1.35.4.json');
+  /** What was applied: the example app's JobSet `llm-pretrain-job` (apps/pretraining.ts), under a generated name. */
+  const MANIFEST = JSON.parse(LIVE.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']);
+  const copy = (x: any) => JSON.parse(JSON.stringify(x));
+  const rJob = (o: any) => o.spec.replicatedJobs[0];
+  const podSpec = (o: any) => rJob(o).template.spec.template.spec;
+  const container = (o: any) => podSpec(o).containers[0];
+  /** The manifest (or `o`) changed by `f`. */
+  const edit = (f: (o: any) => void, o: any = MANIFEST) => {
+    const c = copy(o);
+    f(c);
+    return c;
+  };
+  const errors = (before: any, after: any, options: { customResourceDefinitions?: any[] } = {}) =>
+    guard([before], [after], { serverVersion: '1.35', ...options })
+      .findings.filter(f => f.severity === 'error')
+      .map(f => f.path);
+  const REFUSED = ['spec.replicatedJobs'];
+
+  test('the live object is the manifest with groupName defaulted, an empty Job template metadata and quantities as strings', () => {
+    const reverted = copy(LIVE.spec.replicatedJobs);
+    delete reverted[0].groupName;
+    delete reverted[0].template.metadata;
+    const resources = reverted[0].template.spec.template.spec.containers[0].resources;
+    for (const list of ['limits', 'requests'])
+      for (const r of ['nvidia.com/gpu', 'vpc.amazonaws.com/efa']) resources[list][r] = Number(resources[list][r]);
+    expect(reverted).toEqual(MANIFEST.spec.replicatedJobs);
+    expect(rJob(LIVE).groupName).toBe('default');
+    expect(rJob(LIVE).template.metadata).toEqual({});
+    expect(container(LIVE).resources.limits['nvidia.com/gpu']).toBe('8');
+  });
+
+  test('against that live object, the manifest with a label added or removed is clean (the server accepted both)', () => {
+    expect(errors(LIVE, MANIFEST)).toEqual([]);
+    expect(
+      errors(
+        LIVE,
+        edit(o => (o.metadata.labels.team = 'nlp')),
+      ),
+    ).toEqual([]);
+    for (const label of Object.keys(MANIFEST.metadata.labels))
+      expect(
+        errors(
+          LIVE,
+          edit(o => delete o.metadata.labels[label]),
+        ),
+      ).toEqual([]);
+    // A live export re-applied as it is, against the live object or against the manifest.
+    const exported = copy(LIVE);
+    exported.metadata = { name: LIVE.metadata.name, namespace: 'default', labels: LIVE.metadata.labels };
+    expect(errors(LIVE, exported)).toEqual([]);
+    expect(errors(MANIFEST, exported)).toEqual([]);
+  });
+
+  test('against the same live object, a real change to a replicated Job is still refused', () => {
+    for (const f of [
+      (o: any) => (container(o).image = 'nvcr.io/nvidia/pytorch:24.09-py3'),
+      (o: any) => (container(o).env.find((e: any) => e.name === 'MASTER_PORT').value = '29501'),
+      (o: any) => (container(o).command = ['sh', '-c', 'exec "$@"', 'cdk8s-gpu-launch']),
+      (o: any) => (container(o).args = [...container(o).args, '--resume']),
+      (o: any) => (rJob(o).template.spec.completions = 8),
+      (o: any) => (rJob(o).template.spec.parallelism = 8),
+      (o: any) => delete rJob(o).template.spec.backoffLimit,
+      (o: any) => (container(o).resources.limits['nvidia.com/gpu'] = 4),
+      (o: any) => (rJob(o).groupName = 'workers'),
+      (o: any) => (rJob(o).template.metadata = { labels: { a: 'b' } }),
+    ])
+      expect(errors(LIVE, edit(f))).toEqual(REFUSED);
+  });
+
+  test('Go value fields: false and 0 written out equal absent (hostNetwork, hostPID, hostIPC, stdin, readOnly)', () => {
+    const zeros = edit(o => {
+      Object.assign(podSpec(o), { hostNetwork: false, hostPID: false, hostIPC: false });
+      Object.assign(container(o), { stdin: false, tty: false });
+      container(o).volumeMounts[0].readOnly = false;
+      container(o).ports[0].hostPort = 0;
+    });
+    expect(errors(MANIFEST, zeros)).toEqual([]);
+    expect(errors(zeros, MANIFEST)).toEqual([]);
+    expect(errors(LIVE, zeros)).toEqual([]);
+    expect(
+      errors(
+        LIVE,
+        edit(o => (podSpec(o).hostNetwork = true)),
+      ),
+    ).toEqual(REFUSED);
+  });
+
+  test('Go pointer fields: set to their zero they differ from absent (backoffLimit, suspend, shareProcessNamespace, securityContext)', () => {
+    // The manifest writes backoffLimit: 0; the same manifest without it.
+    const noBackoff = edit(o => delete rJob(o).template.spec.backoffLimit);
+    expect(errors(MANIFEST, noBackoff)).toEqual(REFUSED);
+    expect(errors(noBackoff, MANIFEST)).toEqual(REFUSED);
+    for (const f of [
+      (o: any) => (rJob(o).template.spec.suspend = false),
+      (o: any) => (podSpec(o).shareProcessNamespace = false),
+      (o: any) => (podSpec(o).automountServiceAccountToken = undefined),
+      (o: any) => (container(o).securityContext = {}),
+      (o: any) => (podSpec(o).volumes.find((v: any) => v.name === 'home').emptyDir = undefined),
+    ]) {
+      expect(errors(MANIFEST, edit(f))).toEqual(REFUSED);
+      expect(errors(LIVE, edit(f))).toEqual(REFUSED);
+    }
+  });
+
+  test('value structs and lists: an empty Job template metadata, an empty list and none are the same', () => {
+    const empties = edit(o => {
+      rJob(o).template.metadata = {};
+      rJob(o).template.spec.template.metadata.annotations = { ...rJob(o).template.spec.template.metadata.annotations };
+      podSpec(o).initContainers = [];
+      podSpec(o).imagePullSecrets = [];
+      container(o).volumeDevices = [];
+    });
+    expect(errors(MANIFEST, empties)).toEqual([]);
+    expect(errors(LIVE, empties)).toEqual([]);
+  });
+
+  test("the CRD's structural defaults apply to both sides: groupName default, replicas 1", () => {
+    const spelled = edit(o => Object.assign(rJob(o), { groupName: 'default', replicas: 1 }));
+    expect(errors(MANIFEST, spelled)).toEqual([]);
+    expect(errors(spelled, MANIFEST)).toEqual([]);
+    expect(
+      errors(
+        MANIFEST,
+        edit(o => delete rJob(o).replicas),
+      ),
+    ).toEqual([]);
+    expect(
+      errors(
+        MANIFEST,
+        edit(o => (rJob(o).replicas = 2)),
+      ),
+    ).toEqual(REFUSED);
+    expect(
+      errors(
+        MANIFEST,
+        edit(o => (rJob(o).groupName = 'workers')),
+      ),
+    ).toEqual(REFUSED);
+    // A CRD in the input is the one the server defaults from: here its groupName default differs.
+    const crd = copy(CRD);
+    const rjSchema = crd.spec.versions.find((v: any) => v.name === 'v1alpha2').schema.openAPIV3Schema.properties.spec
+      .properties.replicatedJobs.items;
+    rjSchema.properties.groupName.default = 'group';
+    expect(errors(MANIFEST, spelled, { customResourceDefinitions: [crd] })).toEqual(REFUSED);
+    expect(
+      errors(
+        MANIFEST,
+        edit(o => (rJob(o).groupName = 'group')),
+        { customResourceDefinitions: [crd] },
+      ),
+    ).toEqual([]);
+  });
+
+  test('quantities compare by value, as numbers or strings', () => {
+    const strings = edit(o => {
+      const r = container(o).resources;
+      r.limits = { ...r.limits, 'nvidia.com/gpu': '8', 'vpc.amazonaws.com/efa': '32' };
+      r.requests = { ...r.requests, cpu: 88, 'nvidia.com/gpu': '8', 'vpc.amazonaws.com/efa': '32' };
+    });
+    expect(errors(MANIFEST, strings)).toEqual([]);
+    expect(errors(strings, MANIFEST)).toEqual([]);
+    expect(
+      errors(
+        LIVE,
+        edit(o => (container(o).resources.requests.cpu = '88000m')),
+      ),
+    ).toEqual([]);
+    expect(
+      errors(
+        LIVE,
+        edit(o => (container(o).resources.requests.memory = '655360Mi')),
+      ),
+    ).toEqual([]);
+    expect(
+      errors(
+        LIVE,
+        edit(o => (container(o).resources.requests['vpc.amazonaws.com/efa'] = '16')),
+      ),
+    ).toEqual(REFUSED);
+    // A resource added at 0 is a new map entry.
+    expect(
+      errors(
+        LIVE,
+        edit(o => (container(o).resources.limits['example.com/nic'] = 0)),
+      ),
+    ).toEqual(REFUSED);
+  });
+
+  test("the webhook's create defaults (completionMode: Indexed, restartPolicy: OnFailure) are stored: spelling them out later is no change", () => {
+    // A manifest baseline that leaves them to the webhook, as a hand-written JobSet does.
+    const bare = edit(o => {
+      delete rJob(o).template.spec.completionMode;
+      delete podSpec(o).restartPolicy;
+    });
+    const spelled = edit(o => {
+      rJob(o).template.spec.completionMode = 'Indexed';
+      Object.assign(podSpec(o), { restartPolicy: 'OnFailure', hostNetwork: false });
+    }, bare);
+    expect(errors(bare, spelled)).toEqual([]);
+    expect(
+      errors(
+        bare,
+        edit(o => (rJob(o).template.spec.completionMode = 'NonIndexed'), bare),
+      ),
+    ).toEqual(REFUSED);
+    expect(
+      errors(
+        bare,
+        edit(o => (podSpec(o).restartPolicy = 'Never'), bare),
+      ),
+    ).toEqual(REFUSED);
+    // The webhook defaults on create only, and kubectl apply sends the replicatedJobs list whole (a
+    // JSON merge patch replaces lists): the same manifest again takes them away from the stored
+    // object, which the webhook refuses.
+    expect(errors(bare, bare)).toEqual(REFUSED);
+    // The live object has them: re-applying it is no change.
+    const created = edit(o => {
+      rJob(o).template.spec.completionMode = 'Indexed';
+      podSpec(o).restartPolicy = 'OnFailure';
+      Object.assign(o.metadata, { uid: 'u-1', resourceVersion: '1' });
+    }, bare);
+    expect(errors(created, spelled)).toEqual([]);
+    expect(errors(created, bare)).toEqual(REFUSED);
+  });
+
+  test("the webhook's other create defaults are stored too: the CRD's transition rules compare them", () => {
+    const bare = edit(o => {
+      delete o.spec.network;
+      delete o.spec.startupPolicy;
+      delete o.spec.failurePolicy.restartStrategy;
+    });
+    // What `kubectl get` shows: network and startupPolicy from the webhook, restartStrategy from the CRD.
+    const exported = edit(o => {
+      o.spec.network = { enableDNSHostnames: true, publishNotReadyAddresses: true };
+      o.spec.startupPolicy = { startupPolicyOrder: 'AnyOrder' };
+      o.spec.failurePolicy.restartStrategy = 'Recreate';
+    }, bare);
+    expect(errors(bare, exported)).toEqual([]);
+    expect(
+      errors(
+        bare,
+        edit(o => (o.spec.network = { enableDNSHostnames: false }), bare),
+      ),
+    ).toEqual(['spec.network']);
+    expect(
+      errors(
+        bare,
+        edit(o => (o.spec.startupPolicy = { startupPolicyOrder: 'InOrder' }), bare),
+      ),
+    ).toEqual(['spec.startupPolicy']);
+  });
+});
