@@ -110,15 +110,24 @@ describeCluster('the example apps on a real API server', (cluster: Cluster) => {
       expect(report).toEqual([]);
 
       // A GitOps resync applies the same manifests again: the server changes nothing in them (controllers
-      // write status meanwhile, so status and the bookkeeping that follows it are left out).
+      // write status meanwhile, so status and the bookkeeping that follows it are left out). One known
+      // exception, once: the JobSet webhook re-encodes a new JobSet's pod templates through Go on
+      // create (resource counts such as `nvidia.com/gpu: 8` become the strings "8"), so the first
+      // resync writes the manifest's numbers back; from then on a resync is a no-op (checked below).
       const again = await pool(objects, 8, o => cluster.apply(o));
-      const changed = objects.flatMap((o, i) => {
-        const [first, second] = [stored(o, answers[i].body), stored(o, again[i].body)];
-        return [
-          ...problems(again[i]).map(p => `${describeOf(o)}: ${p}`),
-          ...(first === second ? [] : [`${describeOf(o)}: changed by an unchanged apply:\n${first}\n${second}`]),
-        ];
-      });
+      const changedBy = (before: Response[], after: Response[], allowJobSets: boolean) =>
+        objects.flatMap((o, i) => {
+          const [first, second] = [stored(o, before[i].body), stored(o, after[i].body)];
+          if (first === second || (allowJobSets && o.kind === 'JobSet'))
+            return problems(after[i]).map(p => `${describeOf(o)}: ${p}`);
+          return [
+            ...problems(after[i]).map(p => `${describeOf(o)}: ${p}`),
+            `${describeOf(o)}: changed by an unchanged apply:\n${first}\n${second}`,
+          ];
+        });
+      expect(changedBy(answers, again, true)).toEqual([]);
+      const third = await pool(objects, 8, o => cluster.apply(o));
+      const changed = changedBy(again, third, false);
       expect(changed).toEqual([]);
     },
   );

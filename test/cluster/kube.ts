@@ -90,8 +90,23 @@ export class Cluster {
     this.state = JSON.parse(fs.readFileSync(path.join(this.dir, 'state.json'), 'utf8'));
   }
 
-  /** One request to the API server; never rejects on an HTTP error status (the status is the answer). */
-  request(method: string, urlPath: string, body?: unknown, contentType = 'application/json'): Promise<Response> {
+  /**
+   * One request to the API server; never rejects on an HTTP error status (the status is the answer).
+   * A connection the server closed under a kept-alive socket ("socket hang up", ECONNRESET) is tried
+   * again, twice at most: every request the tests send is idempotent (gets, applies, dry runs).
+   */
+  async request(method: string, urlPath: string, body?: unknown, contentType = 'application/json'): Promise<Response> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.requestOnce(method, urlPath, body, contentType);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (attempt >= 3 || (code !== 'ECONNRESET' && !/socket hang up/.test(String(e)))) throw e;
+      }
+    }
+  }
+
+  private requestOnce(method: string, urlPath: string, body: unknown, contentType: string): Promise<Response> {
     const pki = (f: string) => fs.readFileSync(path.join(this.dir, 'pki', f));
     this.agent ??= new https.Agent({
       keepAlive: true,
