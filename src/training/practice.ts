@@ -350,7 +350,8 @@ export function buildTrainingPod(scope: Construct, v: Validator, input: Training
   if (gpuConfigData) {
     gpuConfigMap = new ManifestObject(scope, 'GpuConfig', KIND.ConfigMap, {
       metadata: { name: gpuConfigMapName, labels: input.labels },
-      data: gpuConfigData,
+      // The API server drops an empty `data`: sent anyway, every apply would differ from what is stored.
+      ...(Object.keys(gpuConfigData).length > 0 ? { data: gpuConfigData } : {}),
     });
     pod.template.annotate(GPU_CONFIG_HASH_ANNOTATION, contentHash(gpuConfigData));
   }

@@ -82,6 +82,14 @@ describe('GpuTrainingStatefulSet', () => {
           expect((value as string).length).toBeLessThanOrEqual(63);
     });
 
+    test('an empty gpuConfig makes a ConfigMap without data, as the API server stores it (no drift on resync)', () => {
+      const empty = findOne(synth({ gpuConfig: {} }).objects, 'ConfigMap');
+      expect(empty).not.toHaveProperty('data');
+      expect(findOne(synth({ gpuConfig: { NCCL_DEBUG: 'WARN' } }).objects, 'ConfigMap').data).toEqual({
+        NCCL_DEBUG: 'WARN',
+      });
+    });
+
     test('a claim name that would make a per-rank claim name longer than 63 characters is refused at the boundary', () => {
       const name = 'a'.repeat(49);
       // <claim>-<52 characters>-9: the claim template may take 63 - 52 - 3 = 8 characters.
