@@ -2,7 +2,7 @@ import { ApiObject, App, Chart } from 'cdk8s';
 import { IConstruct } from 'constructs';
 import { buildApps } from '../../apps/apps';
 import { vendoredCrds } from './crds';
-import { Cluster, describeCluster, PodSecurityLevel, pool, Response } from './kube';
+import { Cluster, describeCluster, PodSecurityLevel, pool, problems, Response } from './kube';
 
 /**
  * Every example app (and so every snapshot, which test/apps.test.ts holds equal to them) applied to a
@@ -74,10 +74,6 @@ function dropped(manifest: any, stored: any, at = ''): string[] {
   return [];
 }
 const describeOf = (o: any) => `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
-const problems = (r: Response) => [
-  ...(r.status >= 300 ? [`refused (${r.status}): ${r.body?.message ?? JSON.stringify(r.body)}`] : []),
-  ...r.warnings.map(w => `warning: ${w}`),
-];
 
 describeCluster('the example apps on a real API server', (cluster: Cluster) => {
   const placed = placedObjects();

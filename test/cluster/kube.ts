@@ -2,6 +2,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as https from 'https';
 import * as path from 'path';
+import type { PodSecurityLevel as Level } from '../../src';
 import { missingTool } from '../support/missing-tool';
 
 /**
@@ -71,7 +72,26 @@ export interface ApplyOptions {
   readonly force?: boolean;
 }
 
-export type PodSecurityLevel = 'privileged' | 'baseline' | 'restricted';
+/** A Pod Security level as its namespace label spells it: the library's own enum's values. */
+export type PodSecurityLevel = `${Level}`;
+
+/** The labels of a namespace that enforces, and warns at, `level` at the server's own version of the standards. */
+export function podSecurityLabels(level: PodSecurityLevel): Record<string, string> {
+  return {
+    'pod-security.kubernetes.io/enforce': level,
+    'pod-security.kubernetes.io/enforce-version': 'latest',
+    'pod-security.kubernetes.io/warn': level,
+    'pod-security.kubernetes.io/warn-version': 'latest',
+  };
+}
+
+/** What the server said against an object, each a line: a refusal with its message, and every warning. */
+export function problems(r: Response): string[] {
+  return [
+    ...(r.status >= 300 ? [`refused (${r.status}): ${r.body?.message ?? JSON.stringify(r.body)}`] : []),
+    ...r.warnings.map(w => `warning: ${w}`),
+  ];
+}
 
 /** One running control plane: requests with the admin certificate, and kubectl of its release. */
 export class Cluster {
@@ -229,13 +249,11 @@ export class Cluster {
    * standards, with its default service account made (pods are refused until the controller makes it).
    */
   async namespace(name: string, level: PodSecurityLevel): Promise<void> {
-    const labels = {
-      'pod-security.kubernetes.io/enforce': level,
-      'pod-security.kubernetes.io/enforce-version': 'latest',
-      'pod-security.kubernetes.io/warn': level,
-      'pod-security.kubernetes.io/warn-version': 'latest',
-    };
-    const r = await this.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } });
+    const r = await this.apply({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name, labels: podSecurityLabels(level) },
+    });
     if (r.status >= 300) throw new Error(`namespace ${name}: ${r.status} ${JSON.stringify(r.body)}`);
     await waitFor(`the default service account of ${name}`, 60, async () => {
       const sa = await this.request('GET', `/api/v1/namespaces/${name}/serviceaccounts/default`);

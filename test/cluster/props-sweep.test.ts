@@ -13,7 +13,7 @@ import {
   TABLE,
 } from '../training/props-cases';
 import { vendoredCrds } from './crds';
-import { Cluster, describeCluster, PodSecurityLevel, pool, Response } from './kube';
+import { Cluster, describeCluster, PodSecurityLevel, podSecurityLabels, pool, problems, Response } from './kube';
 
 /**
  * The props sweeps (test/inference/props-cases.ts, test/training/props-cases.ts) on a real API server:
@@ -124,10 +124,8 @@ function groups(): Array<{ name: string; cases: Case[]; extremes?: boolean }> {
 }
 
 const describeOf = (o: any) => `${o.kind}/${o.metadata?.name}`;
-const problems = (r: Response) => [
-  ...(r.status >= 300 ? [`refused (${r.status}): ${shown(r.body?.message ?? r.body, 1000)}`] : []),
-  ...r.warnings.map(w => `warning: ${w}`),
-];
+const problemsOf = (r: Response) =>
+  problems(r).map(p => (p.length > 1000 ? `${p.slice(0, 960)}... (${p.length} characters)` : p));
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describeCluster('every input the constructs accept, on a real API server', (cluster: Cluster) => {
@@ -172,12 +170,7 @@ describeCluster('every input the constructs accept, on a real API server', (clus
       }
       return [`${c.what}: refused by the construct${extreme ? ' without naming the prop' : ''}: ${message}`];
     }
-    const labels = {
-      'pod-security.kubernetes.io/enforce': level,
-      'pod-security.kubernetes.io/enforce-version': 'latest',
-      'pod-security.kubernetes.io/warn': level,
-      'pod-security.kubernetes.io/warn-version': 'latest',
-    };
+    const labels = podSecurityLabels(level);
     namespaces.push(ns);
     const setup = [
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels } },
@@ -203,7 +196,7 @@ describeCluster('every input the constructs accept, on a real API server', (clus
       // replicas, accepted by the server, makes kube-controller-manager allocate a slice of that many
       // pods: 16 GB). The extremes are stored, so that limits of storage answer too.
       const r = await cluster.apply(o, { dryRun: !extreme });
-      found.push(...problems(r).map(p => `${describeOf(o)} in ${ns} (${level}): ${p}`));
+      found.push(...problemsOf(r).map(p => `${describeOf(o)} in ${ns} (${level}): ${p}`));
     }
     if (extreme)
       verdicts.push(`${c.what}: accepted by the construct; the server ${found.length ? found.join('; ') : 'too'}`);
