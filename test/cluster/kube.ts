@@ -58,6 +58,9 @@ export interface Response {
   readonly warnings: string[];
 }
 
+/** Socket errors of a kept-alive connection the server closed: the request is sent again. */
+const RETRIED = new Set(['ECONNRESET', 'EPIPE']);
+
 interface Resource {
   readonly path: string;
   readonly namespaced: boolean;
@@ -112,7 +115,7 @@ export class Cluster {
 
   /**
    * One request to the API server; never rejects on an HTTP error status (the status is the answer).
-   * A connection the server closed under a kept-alive socket ("socket hang up", ECONNRESET) is tried
+   * A connection the server closed under a kept-alive socket ("socket hang up", ECONNRESET, EPIPE) is tried
    * again, twice at most: every request the tests send is idempotent (gets, applies, dry runs).
    */
   async request(method: string, urlPath: string, body?: unknown, contentType = 'application/json'): Promise<Response> {
@@ -121,7 +124,7 @@ export class Cluster {
         return await this.requestOnce(method, urlPath, body, contentType);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (attempt >= 3 || (code !== 'ECONNRESET' && !/socket hang up/.test(String(e)))) throw e;
+        if (attempt >= 3 || !(RETRIED.has(code ?? '') || /socket hang up/.test(String(e)))) throw e;
       }
     }
   }
