@@ -1,90 +1,418 @@
 import { podsOf } from '../checks/kinds';
+import { FLOOR_MINOR, NEWEST_MINOR } from './kube-versions';
 import { BASELINE_CAPABILITIES } from './security';
 
 /**
- * An evaluator of the Kubernetes Pod Security Standards (baseline and restricted, as enforced by
- * the PodSecurity admission controller at v1.28) over a pod spec. Returns the violations so a test
- * failure says which rule broke.
+ * An evaluator of the Kubernetes Pod Security Standards (baseline and restricted) over a pod, as the
+ * PodSecurity admission controller enforces them: the same checks, each with the versions of the
+ * standards it changed in (k8s.io/pod-security-admission/policy, v0.36), so a pod can be rated at one
+ * version (`pod-security.kubernetes.io/enforce-version: v1.NN`) or at every version the library supports.
+ * The standards both tighten (probe hosts in 1.34) and relax (sysctls in 1.27, 1.29 and 1.32, the
+ * SELinux type container_engine_t in 1.31, user-namespaced pods in 1.35) over time; a level the
+ * library reports for its own pods holds at each supported version, so a namespace pinned to any of
+ * them, or at `latest` through an upgrade, admits them. Held against a real API server's admission in
+ * test/cluster/pod-security-differential.test.ts.
  */
-const BASELINE_CAPS = BASELINE_CAPABILITIES;
-const SAFE_SYSCTLS = new Set([
+
+export type Level = 'restricted' | 'baseline' | 'privileged';
+
+/** Versions of the standards, as minors of Kubernetes 1.x: one, or a range such as the supported one. */
+export interface StandardsVersions {
+  readonly from: number;
+  readonly to: number;
+}
+
+/** Every version of the standards from the library's floor to the newest it was checked against. */
+export const SUPPORTED_STANDARDS: StandardsVersions = { from: FLOOR_MINOR, to: NEWEST_MINOR };
+
+interface Pod {
+  readonly spec: any;
+  readonly annotations: Readonly<Record<string, string>>;
+}
+
+type CheckPod = (pod: Pod) => string[];
+
+interface Check {
+  readonly id: string;
+  readonly level: 'baseline' | 'restricted';
+  /** The check as each version of the standards has it: the newest `since` at or below the version applies. */
+  readonly versions: ReadonlyArray<{ readonly since: number; readonly check: CheckPod }>;
+  /** Baseline checks this restricted one replaces when a pod is rated restricted. */
+  readonly overrides?: readonly string[];
+}
+
+const containersOf = (spec: any): any[] => [
+  ...(spec.initContainers ?? []),
+  ...(spec.containers ?? []),
+  ...(spec.ephemeralContainers ?? []),
+];
+
+/** One finding per container that `bad` names a reason for. */
+const perContainer =
+  (bad: (c: any, sc: any, spec: any) => string | undefined): CheckPod =>
+  ({ spec }) =>
+    containersOf(spec).flatMap(c => {
+      const reason = bad(c, c.securityContext ?? {}, spec);
+      return reason ? [`${c.name}: ${reason}`] : [];
+    });
+
+const windows = (spec: any) => spec.os?.name === 'windows';
+const userNamespaced = (spec: any) => spec.hostUsers === false;
+/** From 1.25 the restricted-only checks skip Windows pods; from 1.35 some skip user-namespaced pods. */
+const unless =
+  (skip: (spec: any) => boolean, check: CheckPod): CheckPod =>
+  pod =>
+    skip(pod.spec) ? [] : check(pod);
+
+const sysctls =
+  (safe: ReadonlySet<string>): CheckPod =>
+  ({ spec }) =>
+    (spec.securityContext?.sysctls ?? [])
+      .filter((s: any) => !safe.has(s.name))
+      .map((s: any) => `unsafe sysctl ${s.name}`);
+const SYSCTLS_1_0 = new Set([
   'kernel.shm_rmid_forced',
   'net.ipv4.ip_local_port_range',
-  'net.ipv4.ip_unprivileged_port_start',
   'net.ipv4.tcp_syncookies',
   'net.ipv4.ping_group_range',
-  'net.ipv4.ip_local_reserved_ports',
+  'net.ipv4.ip_unprivileged_port_start',
+]);
+const SYSCTLS_1_27 = new Set([...SYSCTLS_1_0, 'net.ipv4.ip_local_reserved_ports']);
+const SYSCTLS_1_29 = new Set([
+  ...SYSCTLS_1_27,
   'net.ipv4.tcp_keepalive_time',
   'net.ipv4.tcp_fin_timeout',
   'net.ipv4.tcp_keepalive_intvl',
   'net.ipv4.tcp_keepalive_probes',
 ]);
+const SYSCTLS_1_32 = new Set([...SYSCTLS_1_29, 'net.ipv4.tcp_rmem', 'net.ipv4.tcp_wmem']);
+
+const seLinux =
+  (types: ReadonlySet<string>): CheckPod =>
+  ({ spec }) => {
+    const bad = (o: any) =>
+      o && (!types.has(o.type ?? '') || o.user || o.role)
+        ? `seLinuxOptions type ${o.type ?? ''}, user or role`
+        : undefined;
+    const pod = bad(spec.securityContext?.seLinuxOptions);
+    return [
+      ...(pod ? [`pod ${pod}`] : []),
+      ...perContainer((_c, sc) => bad(sc.seLinuxOptions))({ spec, annotations: {} }),
+    ];
+  };
+const SELINUX_1_0 = new Set(['', 'container_t', 'container_init_t', 'container_kvm_t']);
+const SELINUX_1_31 = new Set([...SELINUX_1_0, 'container_engine_t']);
+
+const APPARMOR_ANNOTATION = 'container.apparmor.security.beta.kubernetes.io/';
+const appArmor: CheckPod = ({ spec, annotations }) => {
+  const badType = (p: any) => p !== undefined && p.type !== 'RuntimeDefault' && p.type !== 'Localhost';
+  return [
+    ...(badType(spec.securityContext?.appArmorProfile) ? ['pod appArmorProfile'] : []),
+    ...perContainer((_c, sc) => (badType(sc.appArmorProfile) ? 'appArmorProfile' : undefined))({ spec, annotations }),
+    ...Object.entries(annotations)
+      .filter(
+        ([k, v]) =>
+          k.startsWith(APPARMOR_ANNOTATION) && v !== '' && v !== 'runtime/default' && !v.startsWith('localhost/'),
+      )
+      .map(([k, v]) => `annotation ${k}=${v}`),
+  ];
+};
+
+const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'];
+const hostOf = (handler: any): string => handler?.httpGet?.host || handler?.tcpSocket?.host || '';
+const probeHosts = perContainer(c => {
+  const hosts = [...PROBES.map(p => c[p]), c.lifecycle?.postStart, c.lifecycle?.preStop].map(hostOf).filter(h => h);
+  return hosts.length ? `probe or lifecycle host ${hosts.join(', ')}` : undefined;
+});
+
+const procMount = perContainer((_c, sc) =>
+  sc.procMount !== undefined && sc.procMount !== 'Default' ? `procMount ${sc.procMount}` : undefined,
+);
+const seccompUnconfined: CheckPod = ({ spec, annotations }) => [
+  ...(spec.securityContext?.seccompProfile?.type === 'Unconfined' ? ['pod seccomp Unconfined'] : []),
+  ...perContainer((_c, sc) => (sc.seccompProfile?.type === 'Unconfined' ? 'seccomp Unconfined' : undefined))({
+    spec,
+    annotations,
+  }),
+];
+const baselineCapabilities = perContainer((_c, sc) => {
+  const bad = (sc.capabilities?.add ?? []).filter((cap: string) => !BASELINE_CAPABILITIES.has(cap));
+  return bad.length ? `capabilities ${bad.join(', ')} added` : undefined;
+});
+
+/** Volume sources the restricted standard admits (its check replaces the baseline hostPath one). */
 const RESTRICTED_VOLUMES = new Set([
   'configMap',
   'csi',
   'downwardAPI',
   'emptyDir',
   'ephemeral',
+  'image',
   'persistentVolumeClaim',
   'projected',
   'secret',
 ]);
 
-function containersOf(spec: any): any[] {
-  return [...(spec.initContainers ?? []), ...(spec.containers ?? []), ...(spec.ephemeralContainers ?? [])];
+/** Every check of the standards, with the version each form of it came in. */
+const CHECKS: readonly Check[] = [
+  {
+    id: 'hostNamespaces',
+    level: 'baseline',
+    versions: [
+      {
+        since: 0,
+        check: ({ spec }) => (spec.hostNetwork || spec.hostPID || spec.hostIPC ? ['host namespaces'] : []),
+      },
+    ],
+  },
+  {
+    id: 'windowsHostProcess',
+    level: 'baseline',
+    versions: [
+      {
+        since: 0,
+        check: ({ spec, annotations }) => [
+          ...(spec.securityContext?.windowsOptions?.hostProcess ? ['pod hostProcess'] : []),
+          ...perContainer((_c, sc) => (sc.windowsOptions?.hostProcess ? 'hostProcess' : undefined))({
+            spec,
+            annotations,
+          }),
+        ],
+      },
+    ],
+  },
+  {
+    id: 'hostPathVolumes',
+    level: 'baseline',
+    versions: [
+      {
+        since: 0,
+        check: ({ spec }) =>
+          (spec.volumes ?? []).filter((v: any) => v.hostPath).map((v: any) => `hostPath volume ${v.name}`),
+      },
+    ],
+  },
+  {
+    id: 'hostPorts',
+    level: 'baseline',
+    versions: [
+      {
+        since: 0,
+        check: perContainer(c => ((c.ports ?? []).some((p: any) => p.hostPort) ? 'hostPort' : undefined)),
+      },
+    ],
+  },
+  {
+    id: 'privileged',
+    level: 'baseline',
+    versions: [{ since: 0, check: perContainer((_c, sc) => (sc.privileged ? 'privileged' : undefined)) }],
+  },
+  { id: 'capabilities_baseline', level: 'baseline', versions: [{ since: 0, check: baselineCapabilities }] },
+  {
+    id: 'procMount',
+    level: 'baseline',
+    versions: [
+      { since: 0, check: procMount },
+      { since: 35, check: unless(userNamespaced, procMount) },
+    ],
+  },
+  { id: 'seccompProfile_baseline', level: 'baseline', versions: [{ since: 19, check: seccompUnconfined }] },
+  {
+    id: 'seLinuxOptions',
+    level: 'baseline',
+    versions: [
+      { since: 0, check: seLinux(SELINUX_1_0) },
+      { since: 31, check: seLinux(SELINUX_1_31) },
+    ],
+  },
+  {
+    id: 'sysctls',
+    level: 'baseline',
+    versions: [
+      { since: 0, check: sysctls(SYSCTLS_1_0) },
+      { since: 27, check: sysctls(SYSCTLS_1_27) },
+      { since: 29, check: sysctls(SYSCTLS_1_29) },
+      { since: 32, check: sysctls(SYSCTLS_1_32) },
+    ],
+  },
+  { id: 'appArmorProfile', level: 'baseline', versions: [{ since: 0, check: appArmor }] },
+  { id: 'hostProbesAndHostLifecycle', level: 'baseline', versions: [{ since: 34, check: probeHosts }] },
+  {
+    id: 'restrictedVolumes',
+    level: 'restricted',
+    overrides: ['hostPathVolumes'],
+    versions: [
+      {
+        since: 0,
+        check: ({ spec }) =>
+          (spec.volumes ?? []).flatMap((vol: any) => {
+            const type = Object.keys(vol).find(k => k !== 'name');
+            return type && RESTRICTED_VOLUMES.has(type) ? [] : [`volume ${vol.name} of type ${type}`];
+          }),
+      },
+    ],
+  },
+  {
+    id: 'allowPrivilegeEscalation',
+    level: 'restricted',
+    versions: (() => {
+      const check = perContainer((_c, sc) =>
+        sc.allowPrivilegeEscalation !== false ? 'allowPrivilegeEscalation must be false' : undefined,
+      );
+      return [
+        { since: 8, check },
+        { since: 25, check: unless(windows, check) },
+      ];
+    })(),
+  },
+  {
+    id: 'runAsNonRoot',
+    level: 'restricted',
+    versions: (() => {
+      // A pod that says false is refused even if every container says true; a container's own value wins.
+      const check: CheckPod = ({ spec, annotations }) => {
+        const pod = spec.securityContext?.runAsNonRoot;
+        return [
+          ...(pod === false ? ['pod runAsNonRoot false'] : []),
+          ...perContainer((_c, sc) =>
+            sc.runAsNonRoot === false || (sc.runAsNonRoot === undefined && pod !== true)
+              ? 'runAsNonRoot must be true'
+              : undefined,
+          )({ spec, annotations }),
+        ];
+      };
+      return [
+        { since: 0, check },
+        { since: 35, check: unless(userNamespaced, check) },
+      ];
+    })(),
+  },
+  {
+    id: 'runAsUser',
+    level: 'restricted',
+    versions: (() => {
+      const check: CheckPod = ({ spec, annotations }) => [
+        ...(spec.securityContext?.runAsUser === 0 ? ['pod runAsUser 0'] : []),
+        ...perContainer((_c, sc) => (sc.runAsUser === 0 ? 'runAsUser 0' : undefined))({ spec, annotations }),
+      ];
+      return [
+        { since: 23, check },
+        { since: 35, check: unless(userNamespaced, check) },
+      ];
+    })(),
+  },
+  {
+    id: 'seccompProfile_restricted',
+    level: 'restricted',
+    overrides: ['seccompProfile_baseline'],
+    versions: (() => {
+      const ok = (p: any) => p?.type === 'RuntimeDefault' || p?.type === 'Localhost';
+      const check: CheckPod = ({ spec, annotations }) => {
+        const pod = spec.securityContext?.seccompProfile;
+        return [
+          ...(pod && !ok(pod) ? [`pod seccomp ${pod.type}`] : []),
+          ...perContainer((_c, sc) =>
+            sc.seccompProfile
+              ? ok(sc.seccompProfile)
+                ? undefined
+                : `seccomp ${sc.seccompProfile.type}`
+              : ok(pod)
+                ? undefined
+                : 'seccompProfile must be RuntimeDefault or Localhost',
+          )({ spec, annotations }),
+        ];
+      };
+      return [
+        { since: 19, check },
+        { since: 25, check: unless(windows, check) },
+      ];
+    })(),
+  },
+  {
+    id: 'capabilities_restricted',
+    level: 'restricted',
+    overrides: ['capabilities_baseline'],
+    versions: (() => {
+      const check = perContainer((_c, sc) => {
+        const reasons = [
+          ...(!(sc.capabilities?.drop ?? []).includes('ALL') ? ['capabilities must drop ALL'] : []),
+          ...(sc.capabilities?.add ?? [])
+            .filter((cap: string) => cap !== 'NET_BIND_SERVICE')
+            .map((cap: string) => `capability ${cap} added`),
+        ];
+        return reasons.length ? reasons.join('; ') : undefined;
+      });
+      return [
+        { since: 22, check },
+        { since: 25, check: unless(windows, check) },
+      ];
+    })(),
+  },
+  {
+    id: 'procMount_restricted',
+    level: 'restricted',
+    overrides: ['procMount'],
+    versions: [{ since: 35, check: procMount }],
+  },
+];
+
+/** A check as the standards of one version have it, or undefined before it existed. */
+function checkAt(check: Check, minor: number): CheckPod | undefined {
+  let found: CheckPod | undefined;
+  for (const v of check.versions) if (v.since <= minor) found = v.check;
+  return found;
 }
 
-export function baselineViolations(spec: any): string[] {
-  const v: string[] = [];
-  const psc = spec.securityContext ?? {};
-  if (spec.hostNetwork || spec.hostPID || spec.hostIPC) v.push('host namespaces');
-  if (psc.windowsOptions?.hostProcess) v.push('hostProcess');
-  for (const vol of spec.volumes ?? []) if (vol.hostPath) v.push(`hostPath volume ${vol.name}`);
-  if (psc.seccompProfile?.type === 'Unconfined') v.push('pod seccomp Unconfined');
-  for (const s of psc.sysctls ?? []) if (!SAFE_SYSCTLS.has(s.name)) v.push(`unsafe sysctl ${s.name}`);
-  for (const c of containersOf(spec)) {
-    const sc = c.securityContext ?? {};
-    if (sc.privileged) v.push(`${c.name}: privileged`);
-    if (sc.windowsOptions?.hostProcess) v.push(`${c.name}: hostProcess`);
-    for (const cap of sc.capabilities?.add ?? []) if (!BASELINE_CAPS.has(cap)) v.push(`${c.name}: capability ${cap}`);
-    for (const p of c.ports ?? []) if (p.hostPort) v.push(`${c.name}: hostPort ${p.hostPort}`);
-    if (sc.procMount && sc.procMount !== 'Default') v.push(`${c.name}: procMount`);
-    if (sc.seccompProfile?.type === 'Unconfined') v.push(`${c.name}: seccomp Unconfined`);
-    if (sc.seLinuxOptions?.user || sc.seLinuxOptions?.role) v.push(`${c.name}: seLinux user/role`);
-  }
-  return v;
+/** What a pod breaks of a level's checks at one version of the standards (restricted includes baseline). */
+function violationsAt(pod: Pod, level: 'baseline' | 'restricted', minor: number): string[] {
+  const active = CHECKS.filter(c => (level === 'restricted' || c.level === 'baseline') && checkAt(c, minor));
+  const overridden = new Set(active.flatMap(c => c.overrides ?? []));
+  return active.filter(c => !overridden.has(c.id)).flatMap(c => checkAt(c, minor)!(pod));
 }
 
-export function restrictedViolations(spec: any): string[] {
-  const v = baselineViolations(spec);
-  const psc = spec.securityContext ?? {};
-  for (const vol of spec.volumes ?? []) {
-    const type = Object.keys(vol).find(k => k !== 'name');
-    if (!type || !RESTRICTED_VOLUMES.has(type)) v.push(`volume ${vol.name} of type ${type}`);
-  }
-  if (psc.runAsUser === 0) v.push('pod runAsUser 0');
-  for (const c of containersOf(spec)) {
-    const sc = c.securityContext ?? {};
-    if (sc.allowPrivilegeEscalation !== false) v.push(`${c.name}: allowPrivilegeEscalation must be false`);
-    const nonRoot = sc.runAsNonRoot ?? psc.runAsNonRoot;
-    if (nonRoot !== true) v.push(`${c.name}: runAsNonRoot must be true`);
-    if (sc.runAsUser === 0) v.push(`${c.name}: runAsUser 0`);
-    const seccomp = sc.seccompProfile?.type ?? psc.seccompProfile?.type;
-    if (seccomp !== 'RuntimeDefault' && seccomp !== 'Localhost')
-      v.push(`${c.name}: seccompProfile must be RuntimeDefault or Localhost`);
-    const drop: string[] = sc.capabilities?.drop ?? [];
-    if (!drop.includes('ALL')) v.push(`${c.name}: capabilities must drop ALL`);
-    for (const cap of sc.capabilities?.add ?? [])
-      if (cap !== 'NET_BIND_SERVICE') v.push(`${c.name}: capability ${cap} added`);
-  }
-  return v;
+function violations(
+  spec: any,
+  annotations: Record<string, string> | undefined,
+  level: 'baseline' | 'restricted',
+  versions: StandardsVersions,
+): string[] {
+  const pod = { spec, annotations: annotations ?? {} };
+  const found = new Set<string>();
+  for (let minor = versions.from; minor <= versions.to; minor++)
+    for (const v of violationsAt(pod, level, minor)) found.add(v);
+  return [...found];
 }
 
-export type Level = 'restricted' | 'baseline' | 'privileged';
+/** What a pod breaks of the baseline standard at any of `versions` (every supported one by default). */
+export function baselineViolations(
+  spec: any,
+  annotations?: Record<string, string>,
+  versions: StandardsVersions = SUPPORTED_STANDARDS,
+): string[] {
+  return violations(spec, annotations, 'baseline', versions);
+}
 
-export function podSecurityLevel(spec: any): Level {
-  if (restrictedViolations(spec).length === 0) return 'restricted';
-  if (baselineViolations(spec).length === 0) return 'baseline';
+/** What a pod breaks of the restricted standard (baseline included) at any of `versions`. */
+export function restrictedViolations(
+  spec: any,
+  annotations?: Record<string, string>,
+  versions: StandardsVersions = SUPPORTED_STANDARDS,
+): string[] {
+  return violations(spec, annotations, 'restricted', versions);
+}
+
+/**
+ * The strictest standard a pod (its spec and its metadata's annotations) meets at every one of
+ * `versions`: by default every version the library supports, so a namespace enforcing that level admits
+ * the pod whichever version it pins.
+ */
+export function podSecurityLevel(
+  spec: any,
+  annotations?: Record<string, string>,
+  versions: StandardsVersions = SUPPORTED_STANDARDS,
+): Level {
+  if (restrictedViolations(spec, annotations, versions).length === 0) return 'restricted';
+  if (baselineViolations(spec, annotations, versions).length === 0) return 'baseline';
   return 'privileged';
 }
 

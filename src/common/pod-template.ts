@@ -95,7 +95,7 @@ export class PodTemplate {
    * includes what was added after the construct (a reload sidecar, an init container).
    */
   securityLevel(): PodSecurityLevel {
-    return podSecurityLevel(this.spec) as PodSecurityLevel;
+    return podSecurityLevel(this.spec, this.metadata.annotations) as PodSecurityLevel;
   }
 
   /** Every volume name of the pod, claim templates included. */

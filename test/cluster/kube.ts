@@ -78,13 +78,16 @@ export interface ApplyOptions {
 /** A Pod Security level as its namespace label spells it: the library's own enum's values. */
 export type PodSecurityLevel = `${Level}`;
 
-/** The labels of a namespace that enforces, and warns at, `level` at the server's own version of the standards. */
-export function podSecurityLabels(level: PodSecurityLevel): Record<string, string> {
+/**
+ * The labels of a namespace that enforces, and warns at, `level` at one version of the standards
+ * (`v1.NN`), by default the server's own.
+ */
+export function podSecurityLabels(level: PodSecurityLevel, version = 'latest'): Record<string, string> {
   return {
     'pod-security.kubernetes.io/enforce': level,
-    'pod-security.kubernetes.io/enforce-version': 'latest',
+    'pod-security.kubernetes.io/enforce-version': version,
     'pod-security.kubernetes.io/warn': level,
-    'pod-security.kubernetes.io/warn-version': 'latest',
+    'pod-security.kubernetes.io/warn-version': version,
   };
 }
 
@@ -249,13 +252,14 @@ export class Cluster {
 
   /**
    * A namespace that enforces (and warns at) Pod Security `level`, at the server's own version of the
-   * standards, with its default service account made (pods are refused until the controller makes it).
+   * standards unless `version` (`v1.NN`) pins one, with its default service account made (pods are
+   * refused until the controller makes it).
    */
-  async namespace(name: string, level: PodSecurityLevel): Promise<void> {
+  async namespace(name: string, level: PodSecurityLevel, version?: string): Promise<void> {
     const r = await this.apply({
       apiVersion: 'v1',
       kind: 'Namespace',
-      metadata: { name, labels: podSecurityLabels(level) },
+      metadata: { name, labels: podSecurityLabels(level, version) },
     });
     if (r.status >= 300) throw new Error(`namespace ${name}: ${r.status} ${JSON.stringify(r.body)}`);
     await waitFor(`the default service account of ${name}`, 60, async () => {

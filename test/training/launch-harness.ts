@@ -262,7 +262,7 @@ export class Launch {
   }
 }
 
-/** torchrun: $TORCHRUN (.ci/run exports Debian's), a repo venv at .cache/torch-venv, or the PATH. */
+/** torchrun: $TORCHRUN (.ci/run exports its venv's), a repo venv at .cache/torch-venv, or the PATH. */
 export const TORCHRUN: string | undefined = (() => {
   const candidates = [
     process.env.TORCHRUN,
