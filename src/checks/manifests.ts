@@ -1,10 +1,12 @@
+import { nullQuantityErrors } from './null-quantity';
 import { numberLikeErrors } from './number-like';
 import { DATA_OWNER_ANNOTATION, rotatingEnvErrors, RotatingSecretRef } from './rotating-env';
 import { duplicateMessage, objectKey } from './unique-objects';
 
 /**
  * The output rules over a whole app's synthesized objects, the user's own included: no two objects
- * share a kind, namespace and name; no string kubectl would read back as a number; no container
+ * share a kind, namespace and name; no string kubectl would read back as a number; no null resource
+ * quantity (stored as 0); no container
  * reads a rotating Secret (one the library made, found by its data-owner annotation) through env,
  * envFrom or a subPath mount. The library's own objects already obey them when cdk8s synthesizes
  * them; this is the one pass that also sees everything else. The `StrictSchemaValidation` plugin
@@ -23,6 +25,7 @@ export function checkManifests(objects: readonly unknown[]): string[] {
     if (first) errors.push(duplicateMessage(describe(o), o.kind, name, namespace, describe(first), 'the same output'));
     else seen.set(key, o);
     for (const e of numberLikeErrors(o)) errors.push(`${describe(o)} ${e}`);
+    for (const e of nullQuantityErrors(o)) errors.push(`${describe(o)} ${e}`);
     if (o.kind === 'Secret' && o.apiVersion === 'v1' && annotations?.[DATA_OWNER_ANNOTATION] !== undefined) {
       const list = rotating.get(namespace) ?? [];
       list.push({ who: `rotating ${describe(o)}`, name, namespace });

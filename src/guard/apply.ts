@@ -38,6 +38,27 @@ const MERGE_KEYS: Record<string, (items: any[]) => string> = {
 };
 
 /**
+ * The items of a manifest's merge-keyed lists that lack their key, by path (`spec.template.spec.
+ * containers[0].env[4]`) with the key: kubectl apply cannot compute its strategic merge patch for such a
+ * list ("does not contain declared merge key") and sends nothing, and server-side apply refuses an
+ * item of a keyed list without its key. Where the server does not validate the list itself (a 1.32
+ * StatefulSet's pod template, for one) only this stops the update.
+ */
+export function missingMergeKeys(manifest: unknown, at = '', key = ''): Array<{ path: string; key: string }> {
+  if (Array.isArray(manifest)) {
+    const mk = MERGE_KEYS[key]?.(manifest);
+    return manifest.flatMap((item, i) => [
+      ...(mk !== undefined && isObject(item) && (item[mk] === undefined || item[mk] === null)
+        ? [{ path: `${at}[${i}]`, key: mk }]
+        : []),
+      ...missingMergeKeys(item, `${at}[${i}]`),
+    ]);
+  }
+  if (!isObject(manifest)) return [];
+  return Object.entries(manifest).flatMap(([k, v]) => missingMergeKeys(v, at ? `${at}.${k}` : k, k));
+}
+
+/**
  * What `kubectl apply` of `manifest` over `live` stores (its three-way merge, kubectl's
  * CreateThreeWayMergePatch): the manifest's values, and every live field the manifest leaves out
  * unless the last apply set it (only fields in last-applied are deleted). Without a

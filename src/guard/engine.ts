@@ -2,7 +2,7 @@
 // diff.ts so that importing the library costs nothing until the guard runs. What apply stores is
 // in apply.ts and carry-forward.ts, how each rule compares in checks.ts, the warnings in warnings.ts.
 import { vendoredKind } from '../validation/crd-registry';
-import { applied, applyResult, serviceUpdate } from './apply';
+import { applied, applyResult, missingMergeKeys, serviceUpdate } from './apply';
 import { carryForward } from './carry-forward';
 import { checkRule, Emit, fill, Pair, queued } from './checks';
 import { celRules, crdSchemas, type CelRule } from './crd';
@@ -192,6 +192,23 @@ export function runGuard(
       });
     };
     for (const rule of kindRules) checkRule(rule, pair, emit);
+    if (isBuiltInGroup(group, minor))
+      for (const missing of missingMergeKeys(after)) {
+        remedy ??= remedyFor(before);
+        errors.push({
+          severity: 'error',
+          code: 'invalid-field',
+          ...identity(after),
+          namespace,
+          path: missing.path,
+          before: null,
+          after: null,
+          message: `${missing.path}: the item has no \`${missing.key}\`, the merge key of its list: kubectl apply cannot compute its patch ("does not contain declared merge key: ${missing.key}") and server-side apply refuses a keyed list item without its key`,
+          remedy: `give the item its \`${missing.key}\``,
+          source:
+            'strategic merge patch (k8s.io/apimachinery/pkg/util/strategicpatch) and server-side apply (sigs.k8s.io/structured-merge-diff)',
+        });
+      }
     if (kindKey === '/Service') headlessKept(before, after, b, a, warnings);
     // ValidateStatefulSetSpec: the apply keeps the server-defaulted rollingUpdate of a StatefulSet
     // whose manifest moves to OnDelete (the field has no retainKeys), and the update is refused.

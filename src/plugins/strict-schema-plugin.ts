@@ -12,7 +12,7 @@ export interface StrictSchemaValidationProps {
 /**
  * Strict validation of every synthesized object against the official Kubernetes OpenAPI
  * definitions shipped with the library, as a cdk8s-cli validation plugin: unknown fields, wrong
- * types, nulls and missing required fields fail `cdk8s synth`, offline, as a strict API server
+ * types and missing required fields fail `cdk8s synth`, offline, as a strict API server
  * (`kubectl apply --validate=strict`) would. Declare it in cdk8s.yaml:
  *
  * ```yaml

@@ -3,8 +3,10 @@ import * as path from 'path';
 
 /**
  * A strict validator for Kubernetes objects against the official OpenAPI definitions, acting like
- * an API server with `fieldValidation=Strict`: unknown fields, wrong types, nulls and missing
- * required fields are errors. The definitions are vendored in ./schemas (scripts/vendor-k8s-schemas.js).
+ * an API server with `fieldValidation=Strict`: unknown fields, wrong types and missing required fields
+ * are errors; a null is what the server's decoder makes of it, an absent field (held against a real
+ * server in test/cluster/strict-schema-differential.test.ts). The definitions are vendored in ./schemas
+ * (scripts/vendor-k8s-schemas.js).
  */
 export type Schema = {
   $ref?: string;
@@ -221,7 +223,9 @@ const QUANTITY_REF = '#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantit
 function walk(value: unknown, schema: Schema, at: string, defs: Record<string, Schema>, errors: string[]): void {
   const s = resolveRef(schema, defs);
   if (value === null) {
-    errors.push(`${at}: null is not allowed`);
+    // The server's JSON decoder (encoding/json semantics) leaves a null's target at its zero value: the
+    // field counts as absent, and a struct decoded from null lacks every required field.
+    for (const req of s.required ?? []) errors.push(`${at}: missing required field "${req}"`);
     return;
   }
   if (
@@ -251,7 +255,7 @@ function walk(value: unknown, schema: Schema, at: string, defs: Record<string, S
   const obj = value as Record<string, unknown>;
   if (s.properties) {
     for (const req of s.required ?? []) {
-      if (!(req in obj)) errors.push(`${at}: missing required field "${req}"`);
+      if (obj[req] === undefined || obj[req] === null) errors.push(`${at}: missing required field "${req}"`);
     }
     for (const [key, child] of Object.entries(obj)) {
       const prop = s.properties[key];

@@ -71,6 +71,36 @@ describe('kubectl apply three-way merge (kubectl CreateThreeWayMergePatch): a li
   });
 });
 
+describe('merge-keyed list items without their key (strategicpatch; a 1.32 StatefulSet template is not validated on create, so only the apply stops it)', () => {
+  const sts = (env: object[]) => ({
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name: 'train', namespace: 'ml' },
+    spec: {
+      serviceName: 'train',
+      selector: { matchLabels: { app: 'train' } },
+      template: {
+        metadata: { labels: { app: 'train' } },
+        spec: { containers: [{ name: 'c', image: 'i:1', env }] },
+      },
+    },
+  });
+
+  test.each(['1.32', '1.35'])('an env item without its name is an error at %s, naming the item and the key', v => {
+    const errors = errorsOf([sts([{ name: 'A', value: '1' }])], [sts([{ name: 'A', value: '1' }, { value: '90' }])], {
+      serverVersion: v,
+    });
+    expect(errors.map(e => e.path)).toEqual(['spec.template.spec.containers[0].env[1]']);
+    expect(errors[0].message).toMatch(/does not contain declared merge key: name/);
+  });
+
+  test('items with their keys, and lists without a merge key (args), are clean', () => {
+    const after = sts([{ name: 'A', value: '2' }]);
+    (after.spec.template.spec.containers[0] as any).args = ['--x'];
+    expect(errorsOf([sts([{ name: 'A', value: '1' }])], [after])).toEqual([]);
+  });
+});
+
 describe('server defaults the guard must apply to both sides', () => {
   test('SetDefaults_Job (pkg/apis/batch/v1/defaults.go): podFailurePolicy onPodConditions[].status defaults to "True"', () => {
     const rules = (status?: string) => ({

@@ -61,15 +61,17 @@ describe('StrictSchemaValidation props', () => {
     return { status, violations, text: violations.map(x => x.recommendation).join('\n') };
   };
 
-  test('the validator reports nulls and missing fields; a file kubectl cannot decode is reported as such', async () => {
+  test('the validator reports null quantities (stored as 0) and missing fields; a file kubectl cannot decode is reported as such', async () => {
     const { status, text, violations } = await run({
-      'a.yaml': pod({ containers: [{ name: 'c', image: 'busybox', resources: null }] }),
+      'a.yaml': pod({
+        containers: [{ name: 'c', image: 'busybox', resources: { limits: { 'nvidia.com/gpu': null } } }],
+      }),
       // A quoted number in an integer field: kubectl's decoder refuses the whole file.
       'b.yaml': pod({ containers: [{ name: 'c', image: 'busybox', ports: [{ containerPort: '80' }] }] }),
     });
     expect(status).toBe('failure');
-    expect(text).toContain('resources: null is not allowed');
-    expect(violations.map(v => v.ruleName).sort()).toEqual(['cdk8s-gpu/readable', 'cdk8s-gpu/strict-schema']);
+    expect(text).toContain('nvidia.com/gpu: null is stored as the quantity 0');
+    expect(violations.map(v => v.ruleName).sort()).toEqual(['cdk8s-gpu/output', 'cdk8s-gpu/readable']);
     expect(text).toMatch(/containerPort must be an integer, got string "80"/);
   });
 

@@ -1,3 +1,4 @@
+import { checkManifests } from '../../src/checks/manifests';
 import { strictErrors } from '../support/strict-schema';
 
 function pod(spec: any): any {
@@ -34,11 +35,19 @@ describe('strict schema validation', () => {
     expect(errors).toEqual(['Pod/p.spec.volumes[0]: unknown field "annotations"']);
   });
 
-  test('rejects a null GPU quantity', () => {
-    const errors = strictErrors(
-      pod({ containers: [{ name: 'c', image: 'i', resources: { limits: { 'nvidia.com/gpu': null } } }] }),
-    );
-    expect(errors).toEqual(['Pod/p.spec.containers[0].resources.limits.nvidia.com/gpu: null is not allowed']);
+  test('a null is what the decoder makes of it: an absent field, so a null required field is missing', () => {
+    const nullGpu = pod({ containers: [{ name: 'c', image: 'i', resources: { limits: { 'nvidia.com/gpu': null } } }] });
+    // Accepted by the server, as 0 GPUs: the output rules (checkManifests) refuse it instead.
+    expect(strictErrors(nullGpu)).toEqual([]);
+    expect(checkManifests([nullGpu])).toEqual([
+      'Pod/p spec.containers[0].resources.limits.nvidia.com/gpu: null is stored as the quantity 0; give the amount, or leave the resource out',
+    ]);
+    expect(strictErrors(pod({ containers: [{ name: null, image: 'i' }] }))).toEqual([
+      'Pod/p.spec.containers[0]: missing required field "name"',
+    ]);
+    expect(strictErrors(pod({ containers: [null] }))).toEqual([
+      'Pod/p.spec.containers[0]: missing required field "name"',
+    ]);
   });
 
   test('rejects wrong types and missing required fields', () => {
