@@ -40,9 +40,9 @@ const MERGE_KEYS: Record<string, (items: any[]) => string> = {
 /**
  * The items of a manifest's merge-keyed lists that lack their key, by path (`spec.template.spec.
  * containers[0].env[4]`) with the key: kubectl apply cannot compute its strategic merge patch for such a
- * list ("does not contain declared merge key") and sends nothing, and server-side apply refuses an
- * item of a keyed list without its key. Where the server does not validate the list itself (a 1.32
- * StatefulSet's pod template, for one) only this stops the update.
+ * list ("does not contain declared merge key") and sends nothing (server-side apply merges such an
+ * item). Where the server does not validate the list itself (a 1.32 StatefulSet's pod template, for
+ * one) nothing else would have stopped the update.
  */
 export function missingMergeKeys(manifest: unknown, at = '', key = ''): Array<{ path: string; key: string }> {
   if (Array.isArray(manifest)) {

@@ -16,7 +16,7 @@ export const EXIT_CLEAN = 0;
 export const EXIT_FORBIDDEN = 1;
 export const EXIT_BAD_INPUT = 2;
 
-const USAGE = `usage: cdk8s-gpu guard --before <file|dir|-> --after <file|dir|-> [--server-version 1.NN] [--kueue-version 0.NN[.P]] [--crds <file|dir>]... [--json]
+const USAGE = `usage: cdk8s-gpu guard --before <file|dir|-> --after <file|dir|-> [--server-version 1.NN] [--kueue-version 0.NN[.P]] [--crds <file|dir>]... [--server-side] [--json]
 
 Compares the objects in --before (a live export or the last applied manifests) with those in
 --after (the new manifests) and reports every change the API server would reject on update.
@@ -25,6 +25,8 @@ Compares the objects in --before (a live export or the last applied manifests) w
   --kueue-version     the cluster's Kueue release (default ${DEFAULT_KUEUE_VERSION}); its StatefulSet webhook rules apply
                       to StatefulSets labelled kueue.x-k8s.io/queue-name
   --crds              CustomResourceDefinitions whose self == oldSelf rules apply (repeatable)
+  --server-side       the change is applied with server-side apply (kubectl apply --server-side, Argo CD's
+                      ServerSideApply, Flux), not client-side kubectl apply
   --json              machine-readable output (a stable shape, see docs/guard.md)
 exit codes: 0 no forbidden change (warnings allowed), 1 forbidden changes, 2 bad input or usage
 
@@ -40,6 +42,7 @@ const OPTIONS = {
   after: { type: 'string', multiple: true },
   'server-version': { type: 'string', multiple: true },
   'kueue-version': { type: 'string', multiple: true },
+  'server-side': { type: 'boolean' },
   crds: { type: 'string', multiple: true },
   json: { type: 'boolean' },
   format: { type: 'string', multiple: true },
@@ -76,6 +79,7 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
     after?: string[];
     'server-version'?: string[];
     'kueue-version'?: string[];
+    'server-side'?: boolean;
     crds?: string[];
     json?: boolean;
     format?: string[];
@@ -112,6 +116,7 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
       serverVersion: values['server-version']?.[0],
       kueueVersion: values['kueue-version']?.[0],
       customResourceDefinitions: crds,
+      serverSideApply: values['server-side'] === true,
     };
     if (command === 'plan') {
       const m = planModules();

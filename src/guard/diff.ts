@@ -75,6 +75,14 @@ export interface GuardOptions {
    * @default none beyond those in the inputs
    */
   readonly customResourceDefinitions?: KubeObject[];
+  /**
+   * The change is applied with server-side apply (`kubectl apply --server-side`, Argo CD's
+   * `ServerSideApply=true`, Flux) rather than client-side `kubectl apply`. The two differ where
+   * kubectl computes its patch on the client: an item of a merge-keyed list without its key
+   * (an `env` entry without `name`) stops a client-side apply and not a server-side one.
+   * @default false (client-side `kubectl apply`, the most common way manifests reach a cluster)
+   */
+  readonly serverSideApply?: boolean;
 }
 
 /**

@@ -192,7 +192,8 @@ export function runGuard(
       });
     };
     for (const rule of kindRules) checkRule(rule, pair, emit);
-    if (isBuiltInGroup(group, minor))
+    // kubectl computes a client-side apply's patch itself; server-side apply merges the item anyway.
+    if (!options.serverSideApply && isBuiltInGroup(group, minor))
       for (const missing of missingMergeKeys(after)) {
         remedy ??= remedyFor(before);
         errors.push({
@@ -203,10 +204,9 @@ export function runGuard(
           path: missing.path,
           before: null,
           after: null,
-          message: `${missing.path}: the item has no \`${missing.key}\`, the merge key of its list: kubectl apply cannot compute its patch ("does not contain declared merge key: ${missing.key}") and server-side apply refuses a keyed list item without its key`,
+          message: `${missing.path}: the item has no \`${missing.key}\`, the merge key of its list: kubectl apply cannot compute its patch ("does not contain declared merge key: ${missing.key}") and sends nothing`,
           remedy: `give the item its \`${missing.key}\``,
-          source:
-            'strategic merge patch (k8s.io/apimachinery/pkg/util/strategicpatch) and server-side apply (sigs.k8s.io/structured-merge-diff)',
+          source: 'strategic merge patch (k8s.io/apimachinery/pkg/util/strategicpatch), used by kubectl apply',
         });
       }
     if (kindKey === '/Service') headlessKept(before, after, b, a, warnings);

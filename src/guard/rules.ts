@@ -1,3 +1,4 @@
+import { FLOOR_MINOR } from '../common/kube-versions';
 import {
   KUEUE_POD_GROUP_LABEL,
   KUEUE_PRIORITY_LABEL,
@@ -163,7 +164,7 @@ export interface KindRules {
 }
 
 /** The oldest server the guard answers for: the library's API floor. */
-export const MIN_SERVER_VERSION = '1.28';
+export const MIN_SERVER_VERSION = `1.${FLOOR_MINOR}`;
 /** The newest server whose rules the table was checked against; newer servers get these rules. */
 export const MAX_SERVER_VERSION = '1.35';
 

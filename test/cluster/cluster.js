@@ -32,6 +32,20 @@ const CACHE = process.env.CDK8S_GPU_CLUSTER_CACHE || path.join(ROOT, '.cache', '
 /** One directory per running control plane, named by its Kubernetes release. */
 const RUNS = path.join(CACHE, 'run');
 
+/**
+ * The pinned releases this run starts: all of them, or those CDK8S_GPU_CLUSTER_RELEASES lists
+ * (comma-separated, each pinned), as the lifecycle test does to start one quickly.
+ */
+const RELEASES = (() => {
+  const chosen = process.env.CDK8S_GPU_CLUSTER_RELEASES;
+  if (!chosen) return VERSIONS.kubernetes;
+  const list = chosen.split(',').map(v => v.trim());
+  for (const v of list)
+    if (!VERSIONS.kubernetes.includes(v))
+      throw new Error(`cluster: CDK8S_GPU_CLUSTER_RELEASES names ${v}, which versions.json does not pin`);
+  return list;
+})();
+
 /** `v1.36.3` -> `v1.36`: each minor has its own Go module (k8s.io/kubernetes pins its staging modules). */
 const minorOf = v => v.split('.').slice(0, 2).join('.');
 
@@ -581,7 +595,7 @@ class ControlPlane {
   }
 }
 
-const planes = () => VERSIONS.kubernetes.map(v => new ControlPlane(v));
+const planes = () => RELEASES.map(v => new ControlPlane(v));
 
 /** Whether every control plane runs and is ready. */
 async function running() {

@@ -30,6 +30,17 @@ describe('cdk8s-gpu guard CLI', () => {
     expect(r.stdout).toContain('guard: no forbidden changes');
   });
 
+  test('--server-side answers for server-side apply: an env item without its name stops only kubectl apply', () => {
+    const keyless = seed000('1.2.0');
+    keyless.spec.template.spec.containers[0].env = [{ value: '90' }];
+    const after = write('keyless.yaml', stringify(keyless));
+    const client = run(['guard', '--before', before, '--after', after]);
+    expect(client.status).toBe(1);
+    expect(client.stdout).toContain('does not contain declared merge key: name');
+    const server = run(['guard', '--before', before, '--after', after, '--server-side']);
+    expect({ status: server.status, stdout: server.stdout }).toMatchObject({ status: 0 });
+  });
+
   test('exit 1 with a readable report when a forbidden change is found', () => {
     const r = run(['guard', '--before', before, '--after', forbidden]);
     expect(r.status).toBe(1);

@@ -1,11 +1,11 @@
 // Cases where the guard must answer as the API server would, each citing the upstream function
 // whose behaviour it checks (kubernetes/kubernetes unless named otherwise).
-import { guard } from '../../src';
+import { guard, GuardOptions } from '../../src';
 import { normalize } from '../../src/guard/normalize';
 import { plan } from '../../src/guard/plan';
 import { liveExport } from './live-export';
 
-const errorsOf = (before: any[], after: any[], options: { serverVersion?: string; kueueVersion?: string } = {}) =>
+const errorsOf = (before: any[], after: any[], options: GuardOptions = {}) =>
   guard(before, after, options).findings.filter(f => f.severity === 'error');
 const paths = (before: any[], after: any[], options: { serverVersion?: string; kueueVersion?: string } = {}) =>
   errorsOf(before, after, options).map(f => f.path);
@@ -92,6 +92,13 @@ describe('merge-keyed list items without their key (strategicpatch; a 1.32 State
     });
     expect(errors.map(e => e.path)).toEqual(['spec.template.spec.containers[0].env[1]']);
     expect(errors[0].message).toMatch(/does not contain declared merge key: name/);
+    // Server-side apply merges such an item (checked on the 1.32 server).
+    expect(
+      errorsOf([sts([{ name: 'A', value: '1' }])], [sts([{ name: 'A', value: '1' }, { value: '90' }])], {
+        serverVersion: v,
+        serverSideApply: true,
+      }),
+    ).toEqual([]);
   });
 
   test('items with their keys, and lists without a merge key (args), are clean', () => {
