@@ -4,7 +4,7 @@ import { semanticEqual, quantityNanos } from './equal';
 import { checkReplicatedJobs } from './jobset-check';
 import { checkLwsSpec, checkSubGroupSize } from './lws-check';
 import { arr, clone, isLiveExport, KubeObject, mirroredAlias, StatusFacts } from './normalize';
-import { get, isObject, lastKey, show } from './object';
+import { get, isObject, lastKey, shortShow, show } from './object';
 import { FieldRule, GuardCheck } from './rules';
 
 export interface Pair {
@@ -33,9 +33,13 @@ function changedChildren(bv: any, av: any, except: readonly string[] = []): { ke
 const pick = (o: any, keys: string[]) =>
   isObject(o) ? Object.fromEntries(keys.filter(k => o[k] !== undefined).map(k => [k, o[k]])) : undefined;
 
+/**
+ * A rule's message with its values: the server quotes a whole value (a JobSet's replicatedJobs, scripts
+ * and all), the report only its start and length, as the changed fields are listed above it.
+ */
 export function fill(message: string, vars: Record<string, unknown>): string {
   return message.replace(/\{(value|old|detail|path)\}/g, (_m, k) =>
-    k === 'value' || k === 'old' ? show(vars[k]) : String(vars[k] ?? ''),
+    k === 'value' || k === 'old' ? shortShow(vars[k]) : String(vars[k] ?? ''),
   );
 }
 

@@ -16,7 +16,7 @@ export const EXIT_CLEAN = 0;
 export const EXIT_FORBIDDEN = 1;
 export const EXIT_BAD_INPUT = 2;
 
-const USAGE = `usage: cdk8s-gpu guard --before <file|dir|-> --after <file|dir|-> [--server-version 1.NN] [--kueue-version 0.NN[.P]] [--crds <file|dir>]... [--server-side] [--json]
+const USAGE = `usage: cdk8s-gpu guard --before <file|dir|-> --after <file|dir|-> [--server-version 1.NN] [--kueue-version 0.NN[.P]] [--crds <file|dir>]... [--server-side] [--json [--whole-values]]
 
 Compares the objects in --before (a live export or the last applied manifests) with those in
 --after (the new manifests) and reports every change the API server would reject on update.
@@ -27,7 +27,9 @@ Compares the objects in --before (a live export or the last applied manifests) w
   --crds              CustomResourceDefinitions whose self == oldSelf rules apply (repeatable)
   --server-side       the change is applied with server-side apply (kubectl apply --server-side, Argo CD's
                       ServerSideApply, Flux), not client-side kubectl apply
-  --json              machine-readable output (a stable shape, see docs/guard.md)
+  --json              machine-readable output (a stable shape, see docs/guard.md); values past 200
+                      characters are abbreviated, and each finding lists its changed fields
+  --whole-values      with --json, the findings' whole values instead
 exit codes: 0 no forbidden change (warnings allowed), 1 forbidden changes, 2 bad input or usage
 
 usage: cdk8s-gpu plan --before <file|dir|-> --after <file|dir|-> [the guard's options] [--format text|json|markdown]
@@ -45,6 +47,7 @@ const OPTIONS = {
   'server-side': { type: 'boolean' },
   crds: { type: 'string', multiple: true },
   json: { type: 'boolean' },
+  'whole-values': { type: 'boolean' },
   format: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -82,6 +85,7 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
     'server-side'?: boolean;
     crds?: string[];
     json?: boolean;
+    'whole-values'?: boolean;
     format?: string[];
     help?: boolean;
   };
@@ -103,6 +107,7 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
   if (values.crds?.some(c => c === '')) return fail('--crds needs a value');
   const format = values.format?.[0] ?? (values.json ? 'json' : 'text');
   if (command === 'guard' && values.format) return fail('--format is for plan; guard takes --json');
+  if (values['whole-values'] && !values.json) return fail('--whole-values goes with --json');
   if (!['text', 'json', 'markdown'].includes(format))
     return fail(`--format must be text, json or markdown (got ${JSON.stringify(format)})`);
   const before = values.before?.[0];
@@ -131,7 +136,11 @@ export function main(argv: string[], out: (s: string) => void, err: (s: string) 
       return p.guard.errors > 0 ? EXIT_FORBIDDEN : EXIT_CLEAN;
     }
     const result = guard(loadObjects(before, stdin), loadObjects(after, stdin), options);
-    out(values.json ? JSON.stringify(toJson(result), null, 2) : formatReport(result));
+    out(
+      values.json
+        ? JSON.stringify(toJson(result, { wholeValues: values['whole-values'] === true }), null, 2)
+        : formatReport(result),
+    );
     return result.errors > 0 ? EXIT_FORBIDDEN : EXIT_CLEAN;
   } catch (e) {
     if (e instanceof GuardInputError) {

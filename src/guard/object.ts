@@ -11,6 +11,13 @@ export const describe = (o: KubeObject) =>
 export const isObject = (x: unknown): x is Record<string, any> =>
   x !== null && typeof x === 'object' && !Array.isArray(x);
 export const show = (v: unknown) => (v === undefined ? 'null' : JSON.stringify(v));
+/** The longest value a report quotes whole: a longer one (a JobSet's replicatedJobs) is abbreviated. */
+export const MAX_QUOTED = 200;
+/** A value as a person reads it in a report: its JSON, cut after 120 characters with its length said. */
+export const shortShow = (v: unknown) => {
+  const json = show(v);
+  return json.length <= MAX_QUOTED ? json : `${json.slice(0, 120)}… (${json.length} characters)`;
+};
 
 export function get(obj: any, path: string): unknown {
   let o = obj;

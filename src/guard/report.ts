@@ -1,7 +1,8 @@
 import type { Finding, GuardResult } from './diff';
+import { MAX_QUOTED, shortShow } from './object';
 import { MAX_SERVER_VERSION, minorOf } from './rules';
 
-const show = (v: unknown) => (v === undefined ? '(absent)' : JSON.stringify(v));
+const show = (v: unknown) => (v === undefined ? '(absent)' : shortShow(v));
 
 /** A readable report: one block per finding, then what was read and a summary line. */
 export function formatReport(result: GuardResult): string {
@@ -33,19 +34,24 @@ export function uncheckedKindsText(result: GuardResult): string | undefined {
 
 const isStructure = (v: unknown) => v !== null && typeof v === 'object';
 const MAX_LEAVES = 6;
+/** The most changed fields `--json` lists per finding. */
+const MAX_CHANGES = 20;
 
-/**
- * before/after lines: whole values when short; for a list or map, only the fields that differ
- * (`[model-cache].spec.resources.requests.storage: "100Gi" -> "200Gi"`), so a one-field change in
- * a claim template is not two screens of YAML.
- */
-function valueLines(f: Finding): string[] {
-  const whole = [`  before: ${show(f.before)}`, `  after:  ${show(f.after)}`];
-  if (!isStructure(f.before) || !isStructure(f.after) || whole.join('').length <= 160) return whole;
+interface Change {
+  /** The changed field under the finding's path, items named (`[node].template.spec...`). */
+  readonly path: string;
+  /** Set when the field is an embedded script: its lines changed (the plan's wording). */
+  readonly script?: string;
+  readonly before: unknown;
+  readonly after: unknown;
+}
+
+/** The fields that differ between a finding's two values, when both are lists or maps. */
+function changesOf(f: Finding): Change[] {
+  if (!isStructure(f.before) || !isStructure(f.after)) return [];
   const { changedPaths, itemName } = require('./plan') as typeof import('./plan');
   const leaves: string[] = [];
   changedPaths(f.before, f.after, '', leaves);
-  if (leaves.length === 0) return whole;
   const at = (v: unknown, p: string): unknown => {
     let o: any = v;
     for (const part of p.match(/[^.[\]]+|\[[^\]]*\]/g) ?? []) {
@@ -57,14 +63,32 @@ function valueLines(f: Finding): string[] {
     }
     return o;
   };
-  const lines = leaves.slice(0, MAX_LEAVES).map(l => {
-    const p = l.replace(/ \(embedded script.*\)$/, '');
-    const [b, a] = [at(f.before, p), at(f.after, p)];
-    const script = l !== p;
-    return `  changed: ${l}${script ? '' : `: ${show(b)} -> ${show(a)}`}`;
+  return leaves.map(l => {
+    const path = l.replace(/ \(embedded script.*\)$/, '');
+    return {
+      path,
+      ...(l !== path ? { script: l.slice(path.length + 1).replace(/^\(|\)$/g, '') } : {}),
+      before: at(f.before, path),
+      after: at(f.after, path),
+    };
   });
-  if (leaves.length > MAX_LEAVES)
-    lines.push(`  changed: … and ${leaves.length - MAX_LEAVES} more (--json has the whole values)`);
+}
+
+/**
+ * before/after lines: whole values when short; for a list or map, only the fields that differ
+ * (`[model-cache].spec.resources.requests.storage: "100Gi" -> "200Gi"`), so a one-field change in
+ * a claim template is not two screens of YAML.
+ */
+function valueLines(f: Finding): string[] {
+  const whole = [`  before: ${show(f.before)}`, `  after:  ${show(f.after)}`];
+  if (!isStructure(f.before) || !isStructure(f.after) || whole.join('').length <= 160) return whole;
+  const changes = changesOf(f);
+  if (changes.length === 0) return whole;
+  const lines = changes
+    .slice(0, MAX_LEAVES)
+    .map(c => `  changed: ${c.path}${c.script ? ` (${c.script})` : `: ${show(c.before)} -> ${show(c.after)}`}`);
+  if (changes.length > MAX_LEAVES)
+    lines.push(`  changed: … and ${changes.length - MAX_LEAVES} more (--json lists up to ${MAX_CHANGES})`);
   return lines;
 }
 
@@ -78,16 +102,30 @@ function formatFinding(f: Finding): string {
   ].join('\n');
 }
 
-/** The version of the `--json` shape; it changes only when a key changes meaning or goes away. */
-export const REPORT_SCHEMA_VERSION = 1;
+/**
+ * The version of the `--json` shape; it changes only when a key changes meaning or goes away.
+ * 2: `before` and `after` are abbreviated past 200 characters of JSON (whole with `wholeValues`), and
+ * each finding lists its changed fields in `changes`.
+ */
+export const REPORT_SCHEMA_VERSION = 2;
+
+/** Options of the `--json` shape. */
+export interface ReportJsonOptions {
+  /** Carry the findings' whole values (a JobSet's replicatedJobs, scripts and all). @default false */
+  readonly wholeValues?: boolean;
+}
 
 /**
  * The `--json` shape: every key always present, `null` where a value is absent.
  * { schemaVersion, serverVersion, kueueVersion, objects: { before, after }, errors, warnings,
- *   findings: [{ severity, code, object, kind, namespace, name, path, before, after, message, remedy, source }] }
+ *   findings: [{ severity, code, object, kind, namespace, name, path, before, after, changes, message, remedy,
+ *   source }] }; `changes`: [{ path, script, before, after }], at most 20, values abbreviated as `before`.
  */
-export function toJson(result: GuardResult): object {
+export function toJson(result: GuardResult, options: ReportJsonOptions = {}): object {
   const n = (v: unknown) => (v === undefined ? null : v);
+  // A value past 200 characters of JSON becomes the string a report shows for it.
+  const short = (v: unknown) =>
+    options.wholeValues || v === undefined || JSON.stringify(v).length <= MAX_QUOTED ? n(v) : shortShow(v);
   return {
     schemaVersion: REPORT_SCHEMA_VERSION,
     serverVersion: result.serverVersion,
@@ -104,8 +142,11 @@ export function toJson(result: GuardResult): object {
       namespace: n(f.namespace),
       name: f.name,
       path: f.path === '' ? null : f.path,
-      before: n(f.before),
-      after: n(f.after),
+      before: short(f.before),
+      after: short(f.after),
+      changes: changesOf(f)
+        .slice(0, MAX_CHANGES)
+        .map(c => ({ path: c.path, script: c.script ?? null, before: short(c.before), after: short(c.after) })),
       message: f.message,
       remedy: f.remedy,
       source: n(f.source),

@@ -64,7 +64,7 @@ describe('cdk8s-gpu guard CLI', () => {
       'findings',
     ]);
     expect(json).toMatchObject({
-      schemaVersion: 1,
+      schemaVersion: 2,
       serverVersion: '1.28',
       objects: { before: 1, after: 1 },
       errors: 1,
@@ -80,6 +80,7 @@ describe('cdk8s-gpu guard CLI', () => {
       'path',
       'before',
       'after',
+      'changes',
       'message',
       'remedy',
       'source',

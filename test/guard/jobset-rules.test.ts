@@ -415,3 +415,32 @@ describe('JobSet guard: replicatedJobs compared as the webhook decodes them (Go 
     ).toEqual(['spec.startupPolicy']);
   });
 });
+
+describe('a forbidden JobSet change reads like a StatefulSet one (the value is 30+ KB with the launch wrapper)', () => {
+  const { formatReport, toJson } = require('../../src/guard/report') as typeof import('../../src/guard/report');
+  const before = jobSet();
+  const after = JSON.parse(JSON.stringify(before));
+  after.spec.replicatedJobs[0].template.spec.template.spec.containers[0].image = 'img:2';
+  const result = guard([before], [after], { serverVersion: '1.35' });
+
+  test('the text report is under 2 KB, no line over 300 characters, and names the changed field', () => {
+    expect(JSON.stringify(before.spec.replicatedJobs).length).toBeGreaterThan(10_000);
+    const text = formatReport(result);
+    expect(text.length).toBeLessThan(2048);
+    expect(text.split('\n').filter(l => l.length > 300)).toEqual([]);
+    expect(text).toContain('changed: [node].template.spec.template.spec.containers[');
+    expect(text).toContain('"img:1" -> "img:2"');
+    expect(text).toMatch(/Invalid value: \[\{"name":"node".*… \(\d+ characters\): field is immutable/);
+  });
+
+  test('--json carries the changed fields and short values; the whole values only on request', () => {
+    const json = toJson(result) as any;
+    expect(JSON.stringify(json).length).toBeLessThan(4096);
+    expect(json.findings[0].changes).toEqual([
+      expect.objectContaining({ before: 'img:1', after: 'img:2', script: null }),
+    ]);
+    expect(json.findings[0].before).toMatch(/… \(\d+ characters\)$/);
+    const whole = toJson(result, { wholeValues: true }) as any;
+    expect(whole.findings[0].before).toEqual(before.spec.replicatedJobs);
+  });
+});

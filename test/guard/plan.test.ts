@@ -131,7 +131,7 @@ describe('plan: a serving fleet rolled by a template change', () => {
     );
     const json = planToJson(p) as any;
     expect(json.workloads.find((w: any) => w.name === 'llm').seconds).toEqual({ min: 1180, max: 4720 });
-    expect(json.guard.schemaVersion).toBe(1);
+    expect(json.guard.schemaVersion).toBe(2);
   });
 });
 
