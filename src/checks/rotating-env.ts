@@ -94,7 +94,7 @@ function subPathReads(c: { name?: string; volumeMounts?: unknown }, secret: stri
   for (const m of (Array.isArray(c?.volumeMounts) ? c.volumeMounts : []) as k8s.VolumeMount[]) {
     if (volumes.has(m?.name) && (m.subPath !== undefined || m.subPathExpr !== undefined)) {
       out.push(
-        `container '${c.name}' mounts rotating Secret '${secret}' through subPath at ${m.mountPath}: a subPath mount never sees an update; mount the Secret with mountInto instead`,
+        `container '${c.name}' mounts rotating Secret '${secret}' through subPath at ${m.mountPath}: a subPath mount never sees an update; remove the mount, and read the files RotatingGpuSecret.mountInto mounts instead`,
       );
     }
   }
@@ -102,16 +102,22 @@ function subPathReads(c: { name?: string; volumeMounts?: unknown }, secret: stri
 }
 
 function containerEnvReads(c: { name?: string; env?: unknown; envFrom?: unknown }, secret: string): string[] {
+  // The fix is to take the read out of the workload (its `env` or `envFrom`) and read the files that
+  // mountInto mounts: pointing at mountInto alone misleads when it is already called.
   const why =
-    'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
+    'environment variables are read once at container start and never see a rotation; read the files RotatingGpuSecret.mountInto mounts instead';
   const out: string[] = [];
   for (const e of (Array.isArray(c?.env) ? c.env : []) as k8s.EnvVar[]) {
     if (e?.valueFrom?.secretKeyRef?.name === secret)
-      out.push(`container '${c.name}' reads rotating Secret '${secret}' through env ${e.name}: ${why}`);
+      out.push(
+        `container '${c.name}' reads rotating Secret '${secret}' through env ${e.name}: remove ${e.name} from the container's env (the workload's \`env\` prop, for a container the library makes): ${why}`,
+      );
   }
   for (const e of (Array.isArray(c?.envFrom) ? c.envFrom : []) as k8s.EnvFromSource[]) {
     if (e?.secretRef?.name === secret)
-      out.push(`container '${c.name}' reads rotating Secret '${secret}' through envFrom: ${why}`);
+      out.push(
+        `container '${c.name}' reads rotating Secret '${secret}' through envFrom: remove the envFrom entry of the Secret from the container: ${why}`,
+      );
   }
   return out;
 }

@@ -3,6 +3,7 @@ import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { outputErrors } from '../checks/output-rules';
 import { registerObject } from '../checks/unique-objects';
+import { ConfigurationError } from '../validation/validate';
 
 /**
  * A kind the library makes: its group, version and kind, the cdk8s-plus-28 converter from the
@@ -88,7 +89,8 @@ export class ManifestObject<P extends TypedProps = TypedProps> extends ApiObject
       );
     }
     const broken = outputErrors(this, json);
-    if (broken.length > 0) throw new Error(broken.join('\n'));
+    // The library's error type, as a construct's own refusal: each line names the construct it is about.
+    if (broken.length > 0) throw new ConfigurationError(broken.join('\n'));
     return json;
   }
 }

@@ -81,7 +81,7 @@ describe('RotatingGpuSecret', () => {
 
   describe('env consumption of the Secret is an error wherever it is', () => {
     const why =
-      'environment variables are read once at container start and never see a rotation; mount the Secret with mountInto instead';
+      "remove TOKEN from the container's env (the workload's `env` prop, for a container the library makes): environment variables are read once at container start and never see a rotation; read the files RotatingGpuSecret.mountInto mounts instead";
 
     test('at mount time, in any container of the pod', () => {
       const chart = new Chart(Testing.app(), 'c');
@@ -264,6 +264,9 @@ describe('RotatingGpuSecret', () => {
         /RotatingGpuSecret 'creds': StatefulSet\/\S+: container 'trainer' reads rotating Secret 'gpu-credentials' through env T/,
       );
       expect(() => Testing.synth(chart)).toThrow(/reads rotating Secret 'gpu-credentials' through env T/);
+      // The library's error type and a hint that points at the read to remove, not at mountInto alone.
+      expect(() => app.synthYaml()).toThrow(ConfigurationError);
+      expect(() => app.synthYaml()).toThrow(/remove T from the container's env/);
     });
 
     test('synthesizes no other object twice: a Lazy elsewhere in the app produces once per synth', () => {
