@@ -84,7 +84,7 @@ export class ManifestObject<P extends TypedProps = TypedProps> extends ApiObject
     }
     const errors = this.patched ? patchErrors(this.manifestKind, json) : [];
     if (errors.length > 0) {
-      throw new Error(
+      throw new ConfigurationError(
         `${json.kind}/${json.metadata?.name} is invalid after a JsonPatch escape hatch: ${errors.join('; ')}`,
       );
     }
