@@ -36,15 +36,18 @@ interface Rank {
 
 function rank(n: number, port: number, staySeconds: number): Rank {
   const child = spawn(PYTHON!, [RANK, String(n), String(port), String(staySeconds)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let out = '';
+  let [out, err] = ['', ''];
+  child.stderr.on('data', d => (err += d));
   const up = new Promise<void>((resolve, reject) => {
     child.stdout.on('data', d => {
       out += d;
       if (out.includes('up')) resolve();
     });
-    child.on('exit', code => reject(new Error(`rank ${n} exited (${code}) before the group formed`)));
+    child.on('exit', code =>
+      reject(new Error(`rank ${n} exited (${code}) before the group formed; its stderr:\n${err.slice(-2000)}`)),
+    );
   });
   const exited = new Promise<number>(resolve => child.on('exit', () => resolve(Date.now())));
   return { child, up, exited };
@@ -98,7 +101,10 @@ describe('the worker preStop hook, with two torch.distributed ranks', () => {
   });
 
   torchTest('returns at once when the leader is already gone', async () => {
-    const { port, leader, worker } = await group(0);
+    // The leader dies once both ranks are up: a leader that left on its own right after joining could
+    // take the store down while the worker's gloo set-up still reads it (a reset connection, not a group).
+    const { port, leader, worker } = await group(120);
+    leader.child.kill('SIGKILL');
     const leaderGone = await leader.exited;
     const returned = await hook(port, 100);
     // Far from its 100 s bound, while the worker still runs.
