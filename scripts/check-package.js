@@ -45,6 +45,55 @@ function pack(work) {
 const installed = name => require(path.join(ROOT, 'node_modules', name, 'package.json')).version;
 
 /**
+ * The link targets of a Markdown text: inline links and images (`[text](target "title")`) and reference
+ * definitions (`[label]: target`), outside fenced code blocks and code spans, where brackets are not links. Inline
+ * links are read as test/readme.test.ts reads them, so the test and this check agree on them; the definitions and
+ * the `<...>` targets are read too, because npm renders them as links as well.
+ */
+function markdownLinks(text) {
+  const prose = text.replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
+  // A target in angle brackets may hold spaces (`[text](<a file.md>)`).
+  const inline = [...prose.matchAll(/\[[^\]]*\]\(\s*(?:<([^>\n]*)>|([^)\s]+))[^)]*\)/g)].map(m => m[1] ?? m[2]);
+  const definitions = [...prose.matchAll(/^ {0,3}\[[^\]]+\]:\s*(?:<([^>\n]*)>|(\S+))/gm)].map(m => m[1] ?? m[2]);
+  return [...inline, ...definitions];
+}
+
+/**
+ * The relative links of the packed Markdown files that name no file of the tarball, as `file: link (no path)`. A
+ * reader of the docs on npm or in node_modules has the tarball only, so a link to a repository file it leaves out
+ * (snapshots/, apps/, test/) is broken there even though it works on GitHub. `files` is npm's list of packed paths.
+ */
+function linksOutsideTarball(files) {
+  const packed = new Set(files);
+  return files
+    .filter(f => f.endsWith('.md'))
+    .flatMap(file =>
+      markdownLinks(fs.readFileSync(path.join(ROOT, file), 'utf8'))
+        // An absolute URL (https:, mailto:, ...) leaves the tarball on purpose; everything else must stay in it.
+        .filter(link => !/^[a-z][a-z0-9+.-]*:/i.test(link))
+        .map(link => {
+          const raw = link.split('#')[0].split('?')[0];
+          let target = raw;
+          try {
+            target = decodeURI(raw); // `%20` in a link is a space in the file name
+          } catch {
+            // A malformed escape names no file under its decoded name: look it up as written.
+          }
+          // npm packs the repository's files as they are, so the packed text is the text read here. A `/...` link
+          // is rooted at the site that renders the page, never inside the tarball: it stays absolute and fails.
+          const resolved = !target
+            ? file
+            : target.startsWith('/')
+              ? target
+              : path.posix.normalize(path.posix.join(path.posix.dirname(file), target));
+          return { file, link, resolved };
+        })
+        .filter(({ resolved }) => !packed.has(resolved))
+        .map(({ file, link, resolved }) => `${file}: ${link} (no ${resolved} in the tarball)`),
+    );
+}
+
+/**
  * A fresh TypeScript cdk8s project, as `cdk8s init typescript-app` lays it out, that depends on the
  * tarball and on the same versions of cdk8s, cdk8s-plus-28 and constructs as this repo; with
  * `devTools`, also on its own TypeScript, ts-node and cdk8s CLI (without, the check runs this repo's
@@ -246,6 +295,13 @@ async function main() {
     `the tarball holds every asset of src/ (${assets.length}: container scripts, API definitions)`,
     assets.length > 0 && missingAssets.length === 0,
     `missing: ${missingAssets.join(', ')}`,
+  );
+  const packedMarkdown = files.filter(f => f.endsWith('.md'));
+  const brokenLinks = linksOutsideTarball(files);
+  check(
+    `every relative link in the packed Markdown (${packedMarkdown.length} files) resolves to a file in the tarball`,
+    packedMarkdown.length > 0 && brokenLinks.length === 0,
+    brokenLinks.join('\n'),
   );
   check(
     'no tests, apps, snapshots or sources',

@@ -112,8 +112,11 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   /** @default - no suffix. Same meaning as for GpuTrainingStatefulSet. */
   readonly version?: number;
   /**
-   * A Secret key holding a HuggingFace token, for gated models; becomes env HF_TOKEN (of the
-   * download init container and the server).
+   * A Secret key holding a HuggingFace token, for gated models. It becomes env HF_TOKEN of the downloads only: the
+   * `model-download` init container and each LoRA adapter's download init container, or, on a shared cache
+   * (`ModelCache.sharedClaim()`), the fill Jobs, while the pod's wait containers get no token. The server container
+   * never gets it, because it runs with the hub offline (`HF_HUB_OFFLINE=1`) on the filled cache and never needs it.
+   * Refused with a local `modelId`, where nothing is downloaded.
    * @default - no token
    */
   readonly hfTokenSecret?: SecretKeyRef;

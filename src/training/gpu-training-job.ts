@@ -246,7 +246,14 @@ export class GpuTrainingJob extends Construct implements IGpuWorkload {
   readonly queueName?: string;
   /** The label selector of the run's pods. */
   readonly podSelector: string;
-  /** The command that returns once the run has completed (and fails once it has failed). */
+  /**
+   * `kubectl wait jobset/<name> [-n <namespace>] --for=condition=Completed --timeout=-1s`, which exits 0 once the
+   * JobSet has the `Completed` condition. It waits for that condition only: a `Failed` JobSet never gets it, so on a
+   * failure the command keeps waiting until kubectl's timeout (`-1s` means a week) and then exits non-zero, and a
+   * JobSet deleted meanwhile (`ttlAfterFinished`) keeps it waiting too. To stop on a failure as well, watch the
+   * `Failed` condition beside it (`kubectl wait jobset/<name> [-n <namespace>] --for=condition=Failed`). A JobSet
+   * that does not exist yet fails it at once.
+   */
   readonly waitForCompletionCommand: string;
   /** The ConfigMap holding `gpuConfig`, if any. */
   readonly gpuConfigMapName?: string;
