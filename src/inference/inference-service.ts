@@ -139,7 +139,9 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   /**
    * The size of the model's weights on disk (e.g. `Size.gibibytes(15)` for a 7B model in bf16). The
    * startup budget is derived from it: size at 100 MB/s plus 300 s of warm-up; the cache size is
-   * checked against it.
+   * checked against it. Where the model id states a parameter count (`Llama-3.1-8B`), the size must fit
+   * it at some weight width from 2 to 32 bits (with 10% either way), so a wrong unit cannot shorten the
+   * budget; for a model whose name misstates its size, give maxModelLoadTime instead.
    * @default - not declared: the startup budget is maxModelLoadTime
    */
   readonly modelSize?: Size;

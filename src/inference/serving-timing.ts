@@ -95,6 +95,7 @@ export function startupBudget(
   // The pods of a multi-node group load their shares of the weights at once, each from its own node.
   const shards = model.shards ?? 1;
   const share = (size: Size) => (shards === 1 ? size : Size.kibibytes(Math.ceil(size.toKibibytes() / shards)));
+  if (modelSize !== undefined) checkStatedSize(v, modelSize, model.modelId);
   const derived = modelSize === undefined ? undefined : derivedLoadSeconds(share(modelSize));
   if (derived !== undefined && derived > max)
     v.fail(
@@ -124,6 +125,33 @@ export function startupBudget(
     );
   }
   return explicit;
+}
+
+/** The fewest and most bytes a weight takes in a checkpoint: 2-bit quantizations to fp32. */
+const MIN_BYTES_PER_PARAMETER = 0.25;
+const MAX_BYTES_PER_PARAMETER = 4;
+/** Room for what is not weights (tokenizer, configs, vision towers) and the rounded counts names give. */
+const STATED_SIZE_SLACK = 0.1;
+
+/**
+ * A declared modelSize far from what the model id's parameter count allows at any weight width is a
+ * wrong unit or a typo (`Size.mebibytes(15)` for an 8B model), and the startup budget made from it
+ * would restart a server that is still loading. Ids that state no count are not checked.
+ */
+function checkStatedSize(v: Validator, modelSize: Size, modelId: string): void {
+  const stated = sizeFromModelId(modelId);
+  if (!stated) return;
+  const kib = modelSize.toKibibytes();
+  const bound = (bytesPerParameter: number, factor: number) => (stated.parameters * bytesPerParameter * factor) / 1024;
+  const min = bound(MIN_BYTES_PER_PARAMETER, 1 - STATED_SIZE_SLACK);
+  const max = bound(MAX_BYTES_PER_PARAMETER, 1 + STATED_SIZE_SLACK);
+  if (kib >= min && kib <= max) return;
+  const gib = (k: number) => `${Math.round((k / 1024 ** 2) * 10) / 10}Gi`;
+  v.fail(
+    'modelSize',
+    `must be between ${gib(min)} and ${gib(max)} for the ${stated.parameters / 1e9}B parameters ${modelId} states (2 to 32 bits a weight), or the startup budget is made from a wrong size; for a model whose name misstates its size, give maxModelLoadTime instead`,
+    modelSize,
+  );
 }
 
 function modelGb(size: Size): number {

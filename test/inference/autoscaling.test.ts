@@ -128,6 +128,7 @@ describe.each(ENGINES)('$construct autoscaling on $runningMetric + $queueMetric'
     );
     expect(() =>
       make({
+        modelId: 'meta-llama/Llama-3.1-70B-Instruct',
         modelSize: Size.gibibytes(132),
         modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(200) }),
         autoscaling: { maxReplicas: 4 },

@@ -116,6 +116,7 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
     test('the budget follows modelSize: size at 100 MB/s plus 300 s warm-up', () => {
       // 140 GiB = 150.3 GB: 1503 s + 300 s = 1803 s, rounded up to the 10 s period.
       const { main, svc } = synthEngine(e, {
+        modelId: 'meta-llama/Llama-3.1-70B-Instruct',
         modelSize: Size.gibibytes(140),
         modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(200) }),
       });
@@ -207,8 +208,8 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
         resources: { requests: { storage: '100Gi' } },
       });
       expect(
-        synthEngine(e, { modelSize: Size.gibibytes(132) }).sts.spec.volumeClaimTemplates[0].spec.resources.requests
-          .storage,
+        synthEngine(e, { modelId: 'meta-llama/Llama-3.1-70B-Instruct', modelSize: Size.gibibytes(132) }).sts.spec
+          .volumeClaimTemplates[0].spec.resources.requests.storage,
       ).toBe('159Gi');
       expect(sts.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenDeleted: 'Delete', whenScaled: 'Delete' });
     });
@@ -231,12 +232,16 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
 
     test('a cache smaller than the declared model (with 20% headroom) is refused', () => {
       expect(() =>
-        make({ modelSize: Size.gibibytes(140), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(150) }) }),
+        make({
+          modelId: 'meta-llama/Llama-3.1-70B-Instruct',
+          modelSize: Size.gibibytes(140),
+          modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(150) }),
+        }),
       ).toThrow(
         `${e.construct} 'svc': modelCache.size must hold modelSize (140Gi) with 20% headroom for partial downloads and tokenizer files, at least 168Gi (got 150Gi)`,
       );
       expect(() =>
-        make({ modelSize: Size.gibibytes(40), modelCache: ModelCache.emptyDir({ sizeLimit: Size.gibibytes(40) }) }),
+        make({ modelSize: Size.gibibytes(28), modelCache: ModelCache.emptyDir({ sizeLimit: Size.gibibytes(28) }) }),
       ).toThrow(/modelCache.sizeLimit must hold modelSize/);
     });
 

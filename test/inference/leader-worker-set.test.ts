@@ -134,6 +134,8 @@ describe.each(ENGINES)('$engine across nodes', ({ make, container, level, rendez
 
   test('autoscaling targets the LeaderWorkerSet: it counts groups', () => {
     const objects = synth(make, {
+      // A model small enough for autoscaling's budgets (the base is a 405B one).
+      modelId: 'meta-llama/Llama-3.1-8B-Instruct',
       modelSize: Size.gibibytes(16),
       autoscaling: { minReplicas: 1, maxReplicas: 4, targetRequestsInFlight: 64, autoscaler: Autoscaler.hpa() },
     });
@@ -385,6 +387,8 @@ describe('the group in the serving practice', () => {
 
   test('a KEDA query reads the in-flight requests of this set only', () => {
     const objects = synth(vllm, {
+      // A model small enough for autoscaling's budgets (the base is a 405B one).
+      modelId: 'meta-llama/Llama-3.1-8B-Instruct',
       modelSize: Size.gibibytes(16),
       autoscaling: {
         minReplicas: 1,

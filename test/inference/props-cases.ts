@@ -74,7 +74,10 @@ export const SHARED: PropCase[] = [
   ['maxModelLoadTime', Duration.seconds(21474836470), true],
   ['maxModelLoadTime', Duration.days(1e7), false],
   ['modelSize', Size.tebibytes(1e9), false],
-  ['modelSize', Size.gibibytes(83), true],
+  ['modelSize', Size.gibibytes(28), true],
+  // The base model id states 7B: 15 MiB is a wrong unit, 83 GiB a wrong model (2 to 32 bits a weight).
+  ['modelSize', Size.mebibytes(15), false],
+  ['modelSize', Size.gibibytes(83), false],
   ['modelSize', Size.gibibytes(0), false],
   ['sharedMemory', Size.mebibytes(64), true],
   ['sharedMemory', Size.gibibytes(16), false],
@@ -239,19 +242,29 @@ export const COMBINATIONS: Combination[] = [
   ],
   [
     '405B-class FP8 on a shared cache, scaled by hand',
-    { modelSize: Size.gibibytes(382), gpusPerReplica: 8, modelCache: ModelCache.sharedClaim({ claimName: 'models' }) },
+    {
+      modelId: 'meta-llama/Llama-3.1-405B-Instruct-FP8',
+      modelSize: Size.gibibytes(382),
+      gpusPerReplica: 8,
+      modelCache: ModelCache.sharedClaim({ claimName: 'models' }),
+    },
     true,
     undefined,
   ],
   [
     '405B-class FP8 autoscaled',
-    { modelSize: Size.gibibytes(382), autoscaling: { maxReplicas: 2 } },
+    {
+      modelId: 'meta-llama/Llama-3.1-405B-Instruct-FP8',
+      modelSize: Size.gibibytes(382),
+      autoscaling: { maxReplicas: 2 },
+    },
     false,
     'autoscaling',
   ],
   [
     '70B-class autoscaled on a shared cache',
     {
+      modelId: 'meta-llama/Llama-3.1-70B-Instruct',
       modelSize: Size.gibibytes(132),
       modelCache: ModelCache.sharedClaim({ claimName: 'models' }),
       autoscaling: { minReplicas: 2, maxReplicas: 4 },
@@ -262,6 +275,7 @@ export const COMBINATIONS: Combination[] = [
   [
     '70B-class autoscaled, a cache per replica (each scale-up downloads 132 GiB)',
     {
+      modelId: 'meta-llama/Llama-3.1-70B-Instruct',
       modelSize: Size.gibibytes(132),
       modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(200) }),
       autoscaling: { minReplicas: 2, maxReplicas: 4 },
@@ -289,11 +303,20 @@ export const COMBINATIONS: Combination[] = [
   ],
   [
     'a model too big for an explicit 100Gi cache',
-    { modelSize: Size.gibibytes(84), modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(100) }) },
+    {
+      modelId: 'meta-llama/Llama-3.1-70B-Instruct',
+      modelSize: Size.gibibytes(84),
+      modelCache: ModelCache.persistentClaim({ size: Size.gibibytes(100) }),
+    },
     false,
     'modelCache.size',
   ],
-  ['a model bigger than the default cache grows it', { modelSize: Size.gibibytes(84) }, true, undefined],
+  [
+    'a model bigger than the default cache grows it',
+    { modelId: 'meta-llama/Llama-3.1-70B-Instruct', modelSize: Size.gibibytes(84) },
+    true,
+    undefined,
+  ],
   ['MIG with one instance', { gpuResource: 'nvidia.com/mig-1g.10gb', gpusPerReplica: 1 }, true, undefined],
 ];
 

@@ -46,3 +46,27 @@ describe.each(ENGINES)('$construct: a startup budget that knows the model size',
     ).toBe(2400);
   });
 });
+
+describe.each(ENGINES)('$construct: a modelSize the model id contradicts', e => {
+  const llama8b = 'meta-llama/Llama-3.1-8B-Instruct';
+
+  test('a wrong unit (15 MiB for an 8B model) is refused, naming the range and the way out', () => {
+    expect(() => synthEngine(e, { modelId: llama8b, modelSize: Size.mebibytes(15) })).toThrow(
+      `${e.construct} 'svc': modelSize must be between 1.7Gi and 32.8Gi for the 8B parameters ${llama8b} states (2 to 32 bits a weight), or the startup budget is made from a wrong size; for a model whose name misstates its size, give maxModelLoadTime instead (got 15Mi)`,
+    );
+    expect(() => synthEngine(e, { modelId: llama8b, modelSize: Size.gibibytes(140) })).toThrow(
+      /modelSize must be between/,
+    );
+  });
+
+  test('every weight width from 2-bit to fp32 is accepted, at the edges too; an id with no count is not checked', () => {
+    // 8e9 weights: 0.25 bytes each less 10% (1716.6 MiB) to 4 bytes each plus 10% (33569.3 MiB).
+    const budget = (mib: number) =>
+      synthEngine(e, { modelId: llama8b, modelSize: Size.mebibytes(mib) }).svc.startupBudgetSeconds;
+    for (const mib of [1717, 4096, 15360, 30720, 33569]) expect(budget(mib)).toBeGreaterThan(0);
+    for (const mib of [1716, 33570]) expect(() => budget(mib)).toThrow(/modelSize must be between/);
+    expect(synthEngine(e, { modelId: 'org/house-model', modelSize: Size.mebibytes(15) }).svc.startupBudgetSeconds).toBe(
+      310,
+    );
+  });
+});
