@@ -46,6 +46,9 @@ export function formatPlan(p: PlanResult): string {
 }
 
 const mdRange = (r: Range, f?: (n: number) => string) => rangeText(r, f);
+/** A workload with no startup probe has no known start time: the note says so, and so does the table. */
+const timeCell = (w: WorkloadPlan) =>
+  w.startupSeconds === 0 && w.seconds.max === 0 ? 'unknown (no startup probe)' : mdRange(w.seconds, minutes);
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 /** The plan as a Markdown pull-request comment. */
@@ -59,7 +62,7 @@ export function formatPlanMarkdown(p: PlanResult): string {
     );
     for (const w of moving)
       out.push(
-        `| \`${w.object}\` | ${w.mode} | ${mdRange(w.pods)} | ${mdRange(w.seconds, minutes)} | ${w.gpusPerPod ? `${mdRange(w.gpus)} (${mdRange(w.gpusDuringRollout)})` : '0'} | ${cell(changeList(w).join('; ') || 'new')} |`,
+        `| \`${w.object}\` | ${w.mode} | ${mdRange(w.pods)} | ${timeCell(w)} | ${w.gpusPerPod ? `${mdRange(w.gpus)} (${mdRange(w.gpusDuringRollout)})` : '0'} | ${cell(changeList(w).join('; ') || 'new')} |`,
       );
     out.push('');
     for (const w of moving) out.push(`- \`${w.object}\`: ${cell(w.note)}`);

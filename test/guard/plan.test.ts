@@ -404,3 +404,21 @@ describe('rollout sequencing by kind and strategy', () => {
     expect(at('1.34').note).toMatch(/maxUnavailable 2 needs the MaxUnavailableStatefulSet feature gate before 1\.35/);
   });
 });
+
+describe('plan: a new workload without a startup probe', () => {
+  test('the Markdown table says its time is unknown, as the note does, not 0 s', () => {
+    const job = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'fill', namespace: 'serving' },
+      spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'fill', image: 'img:1' }] } } },
+    };
+    const p = plan([], [job as unknown as KubeObject]);
+    const created = p.workloads.find(w => w.object === 'Job/serving/fill')!;
+    expect(created).toMatchObject({ mode: 'new', startupSeconds: 0 });
+    expect(created.note).toMatch(/an unknown time \(no startup probe\)/);
+    const md = formatPlanMarkdown(p);
+    expect(md).toContain('| `Job/serving/fill` | new | 1 | unknown (no startup probe) |');
+    expect(md).not.toMatch(/\| `Job\/serving\/fill` \| new \| 1 \| 0 s \|/);
+  });
+});
