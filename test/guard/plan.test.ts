@@ -413,7 +413,7 @@ describe('plan: a new workload without a startup probe', () => {
       metadata: { name: 'fill', namespace: 'serving' },
       spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'fill', image: 'img:1' }] } } },
     };
-    const p = plan([], [job as unknown as KubeObject]);
+    const p = plan([], [job]);
     const created = p.workloads.find(w => w.object === 'Job/serving/fill')!;
     expect(created).toMatchObject({ mode: 'new', startupSeconds: 0 });
     expect(created.note).toMatch(/an unknown time \(no startup probe\)/);
