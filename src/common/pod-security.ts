@@ -49,20 +49,31 @@ const containersOf = (spec: any): any[] => [
 
 /** One finding per container that `bad` names a reason for. */
 const perContainer =
-  (bad: (c: any, sc: any, spec: any) => string | undefined): CheckPod =>
+  (bad: (c: any, sc: any) => string | undefined): CheckPod =>
   ({ spec }) =>
     containersOf(spec).flatMap(c => {
-      const reason = bad(c, c.securityContext ?? {}, spec);
+      const reason = bad(c, c.securityContext ?? {});
       return reason ? [`${c.name}: ${reason}`] : [];
     });
 
+/** A rule over a securityContext field both the pod and its containers have: a finding for each that breaks it. */
+const podAndContainers =
+  (bad: (sc: any) => string | undefined): CheckPod =>
+  pod => {
+    const own = bad(pod.spec.securityContext ?? {});
+    return [...(own ? [`pod ${own}`] : []), ...perContainer((_c, sc) => bad(sc))(pod)];
+  };
+
 const windows = (spec: any) => spec.os?.name === 'windows';
 const userNamespaced = (spec: any) => spec.hostUsers === false;
-/** From 1.25 the restricted-only checks skip Windows pods; from 1.35 some skip user-namespaced pods. */
-const unless =
-  (skip: (spec: any) => boolean, check: CheckPod): CheckPod =>
-  pod =>
-    skip(pod.spec) ? [] : check(pod);
+/**
+ * A check from `since` that, from `from` on, skips the pods `skip` matches: the restricted-only checks
+ * skip Windows pods from 1.25, some checks skip user-namespaced pods from 1.35.
+ */
+const skippedFrom = (since: number, check: CheckPod, from: number, skip: (spec: any) => boolean) => [
+  { since, check },
+  { since: from, check: (pod: Pod) => (skip(pod.spec) ? [] : check(pod)) },
+];
 
 const sysctls =
   (safe: ReadonlySet<string>): CheckPod =>
@@ -87,36 +98,28 @@ const SYSCTLS_1_29 = new Set([
 ]);
 const SYSCTLS_1_32 = new Set([...SYSCTLS_1_29, 'net.ipv4.tcp_rmem', 'net.ipv4.tcp_wmem']);
 
-const seLinux =
-  (types: ReadonlySet<string>): CheckPod =>
-  ({ spec }) => {
-    const bad = (o: any) =>
-      o && (!types.has(o.type ?? '') || o.user || o.role)
-        ? `seLinuxOptions type ${o.type ?? ''}, user or role`
-        : undefined;
-    const pod = bad(spec.securityContext?.seLinuxOptions);
-    return [
-      ...(pod ? [`pod ${pod}`] : []),
-      ...perContainer((_c, sc) => bad(sc.seLinuxOptions))({ spec, annotations: {} }),
-    ];
-  };
+const seLinux = (types: ReadonlySet<string>): CheckPod =>
+  podAndContainers(({ seLinuxOptions: o }) =>
+    o && (!types.has(o.type ?? '') || o.user || o.role)
+      ? `seLinuxOptions type ${o.type ?? ''}, user or role`
+      : undefined,
+  );
 const SELINUX_1_0 = new Set(['', 'container_t', 'container_init_t', 'container_kvm_t']);
 const SELINUX_1_31 = new Set([...SELINUX_1_0, 'container_engine_t']);
 
 const APPARMOR_ANNOTATION = 'container.apparmor.security.beta.kubernetes.io/';
-const appArmor: CheckPod = ({ spec, annotations }) => {
-  const badType = (p: any) => p !== undefined && p.type !== 'RuntimeDefault' && p.type !== 'Localhost';
-  return [
-    ...(badType(spec.securityContext?.appArmorProfile) ? ['pod appArmorProfile'] : []),
-    ...perContainer((_c, sc) => (badType(sc.appArmorProfile) ? 'appArmorProfile' : undefined))({ spec, annotations }),
-    ...Object.entries(annotations)
-      .filter(
-        ([k, v]) =>
-          k.startsWith(APPARMOR_ANNOTATION) && v !== '' && v !== 'runtime/default' && !v.startsWith('localhost/'),
-      )
-      .map(([k, v]) => `annotation ${k}=${v}`),
-  ];
-};
+const badAppArmorProfile = podAndContainers(({ appArmorProfile: p }) =>
+  p !== undefined && p.type !== 'RuntimeDefault' && p.type !== 'Localhost' ? 'appArmorProfile' : undefined,
+);
+const appArmor: CheckPod = pod => [
+  ...badAppArmorProfile(pod),
+  ...Object.entries(pod.annotations)
+    .filter(
+      ([k, v]) =>
+        k.startsWith(APPARMOR_ANNOTATION) && v !== '' && v !== 'runtime/default' && !v.startsWith('localhost/'),
+    )
+    .map(([k, v]) => `annotation ${k}=${v}`),
+];
 
 const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'];
 const hostOf = (handler: any): string => handler?.httpGet?.host || handler?.tcpSocket?.host || '';
@@ -128,13 +131,26 @@ const probeHosts = perContainer(c => {
 const procMount = perContainer((_c, sc) =>
   sc.procMount !== undefined && sc.procMount !== 'Default' ? `procMount ${sc.procMount}` : undefined,
 );
-const seccompUnconfined: CheckPod = ({ spec, annotations }) => [
-  ...(spec.securityContext?.seccompProfile?.type === 'Unconfined' ? ['pod seccomp Unconfined'] : []),
-  ...perContainer((_c, sc) => (sc.seccompProfile?.type === 'Unconfined' ? 'seccomp Unconfined' : undefined))({
-    spec,
-    annotations,
-  }),
-];
+const seccompUnconfined = podAndContainers(sc =>
+  sc.seccompProfile?.type === 'Unconfined' ? 'seccomp Unconfined' : undefined,
+);
+/** Restricted: RuntimeDefault or Localhost on the pod, or else on every container; a container's own wins. */
+const seccompRestricted: CheckPod = pod => {
+  const ok = (p: any) => p?.type === 'RuntimeDefault' || p?.type === 'Localhost';
+  const own = pod.spec.securityContext?.seccompProfile;
+  return [
+    ...(own && !ok(own) ? [`pod seccomp ${own.type}`] : []),
+    ...perContainer((_c, sc) =>
+      sc.seccompProfile
+        ? ok(sc.seccompProfile)
+          ? undefined
+          : `seccomp ${sc.seccompProfile.type}`
+        : ok(own)
+          ? undefined
+          : 'seccompProfile must be RuntimeDefault or Localhost',
+    )(pod),
+  ];
+};
 const baselineCapabilities = perContainer((_c, sc) => {
   const bad = (sc.capabilities?.add ?? []).filter((cap: string) => !BASELINE_CAPABILITIES.has(cap));
   return bad.length ? `capabilities ${bad.join(', ')} added` : undefined;
@@ -171,13 +187,7 @@ const CHECKS: readonly Check[] = [
     versions: [
       {
         since: 0,
-        check: ({ spec, annotations }) => [
-          ...(spec.securityContext?.windowsOptions?.hostProcess ? ['pod hostProcess'] : []),
-          ...perContainer((_c, sc) => (sc.windowsOptions?.hostProcess ? 'hostProcess' : undefined))({
-            spec,
-            annotations,
-          }),
-        ],
+        check: podAndContainers(sc => (sc.windowsOptions?.hostProcess ? 'hostProcess' : undefined)),
       },
     ],
   },
@@ -211,10 +221,7 @@ const CHECKS: readonly Check[] = [
   {
     id: 'procMount',
     level: 'baseline',
-    versions: [
-      { since: 0, check: procMount },
-      { since: 35, check: unless(userNamespaced, procMount) },
-    ],
+    versions: skippedFrom(0, procMount, 35, userNamespaced),
   },
   { id: 'seccompProfile_baseline', level: 'baseline', versions: [{ since: 19, check: seccompUnconfined }] },
   {
@@ -255,85 +262,59 @@ const CHECKS: readonly Check[] = [
   {
     id: 'allowPrivilegeEscalation',
     level: 'restricted',
-    versions: (() => {
-      const check = perContainer((_c, sc) =>
+    versions: skippedFrom(
+      8,
+      perContainer((_c, sc) =>
         sc.allowPrivilegeEscalation !== false ? 'allowPrivilegeEscalation must be false' : undefined,
-      );
-      return [
-        { since: 8, check },
-        { since: 25, check: unless(windows, check) },
-      ];
-    })(),
+      ),
+      25,
+      windows,
+    ),
   },
   {
     id: 'runAsNonRoot',
     level: 'restricted',
-    versions: (() => {
-      // A pod that says false is refused even if every container says true; a container's own value wins.
-      const check: CheckPod = ({ spec, annotations }) => {
-        const pod = spec.securityContext?.runAsNonRoot;
+    // A pod that says false is refused even if every container says true; a container's own value wins.
+    versions: skippedFrom(
+      0,
+      pod => {
+        const own = pod.spec.securityContext?.runAsNonRoot;
         return [
-          ...(pod === false ? ['pod runAsNonRoot false'] : []),
+          ...(own === false ? ['pod runAsNonRoot false'] : []),
           ...perContainer((_c, sc) =>
-            sc.runAsNonRoot === false || (sc.runAsNonRoot === undefined && pod !== true)
+            sc.runAsNonRoot === false || (sc.runAsNonRoot === undefined && own !== true)
               ? 'runAsNonRoot must be true'
               : undefined,
-          )({ spec, annotations }),
+          )(pod),
         ];
-      };
-      return [
-        { since: 0, check },
-        { since: 35, check: unless(userNamespaced, check) },
-      ];
-    })(),
+      },
+      35,
+      userNamespaced,
+    ),
   },
   {
     id: 'runAsUser',
     level: 'restricted',
-    versions: (() => {
-      const check: CheckPod = ({ spec, annotations }) => [
-        ...(spec.securityContext?.runAsUser === 0 ? ['pod runAsUser 0'] : []),
-        ...perContainer((_c, sc) => (sc.runAsUser === 0 ? 'runAsUser 0' : undefined))({ spec, annotations }),
-      ];
-      return [
-        { since: 23, check },
-        { since: 35, check: unless(userNamespaced, check) },
-      ];
-    })(),
+    versions: skippedFrom(
+      23,
+      podAndContainers(sc => (sc.runAsUser === 0 ? 'runAsUser 0' : undefined)),
+      35,
+      userNamespaced,
+    ),
   },
   {
     id: 'seccompProfile_restricted',
     level: 'restricted',
     overrides: ['seccompProfile_baseline'],
-    versions: (() => {
-      const ok = (p: any) => p?.type === 'RuntimeDefault' || p?.type === 'Localhost';
-      const check: CheckPod = ({ spec, annotations }) => {
-        const pod = spec.securityContext?.seccompProfile;
-        return [
-          ...(pod && !ok(pod) ? [`pod seccomp ${pod.type}`] : []),
-          ...perContainer((_c, sc) =>
-            sc.seccompProfile
-              ? ok(sc.seccompProfile)
-                ? undefined
-                : `seccomp ${sc.seccompProfile.type}`
-              : ok(pod)
-                ? undefined
-                : 'seccompProfile must be RuntimeDefault or Localhost',
-          )({ spec, annotations }),
-        ];
-      };
-      return [
-        { since: 19, check },
-        { since: 25, check: unless(windows, check) },
-      ];
-    })(),
+    versions: skippedFrom(19, seccompRestricted, 25, windows),
   },
   {
     id: 'capabilities_restricted',
     level: 'restricted',
     overrides: ['capabilities_baseline'],
-    versions: (() => {
-      const check = perContainer((_c, sc) => {
+    versions: skippedFrom(
+      22,
+      perContainer((_c, sc) => {
         const reasons = [
           ...(!(sc.capabilities?.drop ?? []).includes('ALL') ? ['capabilities must drop ALL'] : []),
           ...(sc.capabilities?.add ?? [])
@@ -341,12 +322,10 @@ const CHECKS: readonly Check[] = [
             .map((cap: string) => `capability ${cap} added`),
         ];
         return reasons.length ? reasons.join('; ') : undefined;
-      });
-      return [
-        { since: 22, check },
-        { since: 25, check: unless(windows, check) },
-      ];
-    })(),
+      }),
+      25,
+      windows,
+    ),
   },
   {
     id: 'procMount_restricted',

@@ -191,16 +191,14 @@ export function runGuard(
         source: rule.source,
       });
     };
+    // An error the rules table does not hold, with its own remedy: an invalid value the apply sends.
+    const invalid = (f: Pick<Finding, 'path' | 'before' | 'after' | 'message' | 'remedy' | 'source'>) =>
+      errors.push({ severity: 'error', code: 'invalid-field', ...identity(after), namespace, ...f });
     for (const rule of kindRules) checkRule(rule, pair, emit);
     // kubectl computes a client-side apply's patch itself; server-side apply merges the item anyway.
     if (!options.serverSideApply && isBuiltInGroup(group, minor))
-      for (const missing of missingMergeKeys(after)) {
-        remedy ??= remedyFor(before);
-        errors.push({
-          severity: 'error',
-          code: 'invalid-field',
-          ...identity(after),
-          namespace,
+      for (const missing of missingMergeKeys(after))
+        invalid({
           path: missing.path,
           before: null,
           after: null,
@@ -208,7 +206,6 @@ export function runGuard(
           remedy: `give the item its \`${missing.key}\``,
           source: 'strategic merge patch (k8s.io/apimachinery/pkg/util/strategicpatch), used by kubectl apply',
         });
-      }
     if (kindKey === '/Service') headlessKept(before, after, b, a, warnings);
     // ValidateStatefulSetSpec: the apply keeps the server-defaulted rollingUpdate of a StatefulSet
     // whose manifest moves to OnDelete (the field has no retainKeys), and the update is refused.
@@ -217,12 +214,7 @@ export function runGuard(
       merged.spec?.updateStrategy?.type === 'OnDelete' &&
       merged.spec.updateStrategy.rollingUpdate != null
     ) {
-      remedy ??= remedyFor(before);
-      errors.push({
-        severity: 'error',
-        code: 'invalid-field',
-        ...identity(after),
-        namespace,
+      invalid({
         path: 'spec.updateStrategy.rollingUpdate',
         before: before.spec?.updateStrategy ?? null,
         after: after.spec?.updateStrategy ?? null,

@@ -52,6 +52,12 @@ function gvkKey(group: string, version: string, kind: string) {
   return `${group}/${version}/${kind}`;
 }
 
+/** The name of a built-in kind's definition in a version's API (`io.k8s.api.apps.v1.StatefulSet`), if it has one. */
+export function definitionNameOf(version: KubeVersion, apiVersion: string, kind: string): string | undefined {
+  const [group, ver] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
+  return load(version).byGvk.get(gvkKey(group, ver, kind));
+}
+
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
@@ -118,10 +124,8 @@ export function nonStringScalars(obj: any, version: KubeVersion = '1.28.0'): Arr
   const out: Array<{ path: string; value: unknown }> = [];
   if (obj === null || typeof obj !== 'object' || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string')
     return out;
-  const [group, ver] = obj.apiVersion.includes('/') ? obj.apiVersion.split('/') : ['', obj.apiVersion];
-  const { defs, byGvk } = load(version);
-  const defName = byGvk.get(gvkKey(group, ver, obj.kind));
-  if (defName) scalars(obj, { $ref: `#/definitions/${defName}` }, '', defs, out);
+  const defName = definitionNameOf(version, obj.apiVersion, obj.kind);
+  if (defName) scalars(obj, { $ref: `#/definitions/${defName}` }, '', load(version).defs, out);
   return out;
 }
 
@@ -161,7 +165,8 @@ function checkMetadata(meta: any, who: string, errors: string[]) {
   }
 }
 
-function resolveRef(schema: Schema, defs: Record<string, Schema>): Schema {
+/** The schema a `$ref` chain ends at. */
+export function resolveRef(schema: Schema, defs: Readonly<Record<string, Schema>>): Schema {
   let s = schema;
   while (s.$ref) {
     const name = s.$ref.replace('#/definitions/', '');

@@ -623,7 +623,7 @@ function down() {
   if (stopped === 0) log('nothing was running');
 }
 
-module.exports = { build, built, up, down, running, goMissing, RUNS, VERSIONS };
+module.exports = { build, built, up, down, running, goMissing, COMPONENTS, RUNS, VERSIONS };
 
 if (require.main === module) {
   const main = {

@@ -13,8 +13,11 @@ import { describeCluster } from './kube';
  */
 
 const CLUSTER_JS = path.join(__dirname, 'cluster.js');
-const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'jobset'];
-const VERSIONS: { kubernetes: string[] } = require('./versions.json');
+// The components cluster.js starts and writes pid files for, and the releases it pins.
+const { COMPONENTS, VERSIONS } = require('./cluster') as {
+  COMPONENTS: string[];
+  VERSIONS: { kubernetes: string[] };
+};
 const NEWEST = VERSIONS.kubernetes[VERSIONS.kubernetes.length - 1];
 
 describeCluster(

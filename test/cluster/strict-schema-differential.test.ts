@@ -1,7 +1,14 @@
 import { ApiObject, App } from 'cdk8s';
 import { buildApps } from '../../apps/apps';
 import { isVendoredKind } from '../../src/validation/crd-schema';
-import { definitionsOf, KubeVersion, Schema, strictErrors } from '../../src/validation/strict-schema';
+import {
+  definitionNameOf,
+  definitionsOf,
+  KubeVersion,
+  resolveRef,
+  Schema,
+  strictErrors,
+} from '../../src/validation/strict-schema';
 import { Cluster, describeCluster, pool } from './kube';
 
 /**
@@ -30,12 +37,6 @@ interface Case {
 
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
 
-function resolve(schema: Schema, defs: Readonly<Record<string, Schema>>): Schema {
-  let s = schema;
-  while (s.$ref) s = defs[s.$ref.replace('#/definitions/', '')];
-  return s;
-}
-
 interface Leaf {
   readonly path: (string | number)[];
   readonly type: string;
@@ -55,7 +56,7 @@ function nodes(
   },
 ) {
   const quantity = schema.$ref?.endsWith('api.resource.Quantity') ?? false;
-  const s = resolve(schema, defs);
+  const s = resolveRef(schema, defs);
   if (s.oneOf || quantity) {
     out.leaves.push({ path, type: 'int-or-string', quantity });
     return out;
@@ -93,14 +94,9 @@ function cases(): Case[] {
   const out: Case[] = [];
   objects.forEach((o, i) => {
     const base = { ...clone(o), metadata: { ...o.metadata, name: `sd-${i}`, namespace: NAMESPACE } };
-    const [group, ver] = o.apiVersion.includes('/') ? o.apiVersion.split('/') : ['', o.apiVersion];
-    const def = Object.entries(defs).find(([, d]) =>
-      (d['x-kubernetes-group-version-kind'] ?? []).some(
-        g => g.group === group && g.version === ver && g.kind === o.kind,
-      ),
-    );
+    const def = definitionNameOf(VERSION, o.apiVersion, o.kind);
     if (!def) return;
-    const found = nodes(base, { $ref: `#/definitions/${def[0]}` }, defs);
+    const found = nodes(base, { $ref: `#/definitions/${def}` }, defs);
     const who = `${o.kind}/${o.metadata.name}`;
     out.push({ name: `${who} as it is`, object: base });
     for (const p of spread(found.objects, 4)) {
