@@ -1,5 +1,5 @@
 import { App, Chart, ChartProps, Duration, Size } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-28';
+import { k8s } from 'cdk8s-plus-32';
 import { Construct } from 'constructs';
 import {
   EnvValue,

@@ -1,6 +1,13 @@
 import { App, Chart, ChartProps, Duration, Size } from 'cdk8s';
 import { Construct } from 'constructs';
-import { GpuTrainingStatefulSet, Reload, RotatingGpuSecret, SecretRotationMonitoring, SecretType } from '../src';
+import {
+  GpuTrainingJob,
+  GpuTrainingStatefulSet,
+  Reload,
+  RotatingGpuSecret,
+  SecretRotationMonitoring,
+  SecretType,
+} from '../src';
 
 /**
  * Seed 004 after the fix: GPU-provider credentials (48 h lifetime) rotate every 12 h into a Secret
@@ -95,8 +102,43 @@ export class PinnedSecretsChart extends Chart {
   }
 }
 
+/**
+ * Seed 004 on the recommended training path: the same rotated credential and driver reload in a
+ * GpuTrainingJob. The reload sidecar is a native sidecar (an init container with restartPolicy
+ * Always), so the Job's pods still complete when training ends and free their GPUs.
+ */
+export class SecretsJobChart extends Chart {
+  constructor(scope: Construct, id: string, props: ChartProps = {}) {
+    super(scope, id, props);
+    const job = new GpuTrainingJob(this, 'pretrain', {
+      name: 'credentials-pretrain',
+      image: 'myorg/trainer:2.4.0',
+      nodes: 2,
+      gpusPerPod: 8,
+      args: ['train.py'],
+    });
+    const creds = new RotatingGpuSecret(this, 'creds', {
+      name: 'pretrain-gpu-credentials',
+      rotation: {
+        image: 'myorg/gpu-cred-rotator:1.4.2',
+        command: ['/rotate'],
+        every: Duration.hours(12),
+        credentialTtl: Duration.hours(48),
+      },
+    });
+    creds.mountInto(job, {
+      path: '/etc/gpu',
+      onRotation: Reload.exec(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json'], {
+        image: 'myorg/gpu-driver:2.1.0',
+      }),
+    });
+    new SecretRotationMonitoring(this, 'monitoring', creds);
+  }
+}
+
 export function addSecrets(app: App): SecretsChart {
   const chart = new SecretsChart(app, 'gpu-credentials');
+  new SecretsJobChart(app, 'gpu-credentials-job');
   new PinnedSecretsChart(app, 'pinned-secrets');
   return chart;
 }

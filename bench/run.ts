@@ -125,7 +125,7 @@ if (section('synth')) {
   );
   out();
   out(
-    "Times are the synth alone: module loading and, for the other sides, reading the JSON happen before the clock starts. CPU is user + system time of the process in that window, all threads (V8's GC threads included, so it can exceed wall time). Peak RSS is the whole process (node and its modules included: the constructs side loads cdk8s-plus-28 and the library, the others do not); heap is V8's committed heap at the end of the synth.",
+    "Times are the synth alone: module loading and, for the other sides, reading the JSON happen before the clock starts. CPU is user + system time of the process in that window, all threads (V8's GC threads included, so it can exceed wall time). Peak RSS is the whole process (node and its modules included: the constructs side loads cdk8s-plus-32 and the library, the others do not); heap is V8's committed heap at the end of the synth.",
   );
   out();
 
@@ -331,26 +331,26 @@ function version(pkg: string): string {
 if (section('load')) {
   out('## Load time: `require()` in a fresh process');
   out();
-  const modules = ['cdk8s-gpu', 'cdk8s-plus-28', 'cdk8s', 'yaml'];
+  const modules = ['cdk8s-gpu', 'cdk8s-plus-32', 'cdk8s', 'yaml'];
   const r = paired(Object.fromEntries(modules.map(id => [id, () => measureIn('load-case.js', id)])), ROUNDS, i =>
     progress(`load: round ${i + 1}/${ROUNDS}`),
   );
   out(
     table(
-      ['Module', 'Wall ms', 'CPU ms', 'Peak RSS MiB', 'Wall / cdk8s-plus-28'],
+      ['Module', 'Wall ms', 'CPU ms', 'Peak RSS MiB', 'Wall / cdk8s-plus-32'],
       modules.map(k => [
         `\`${k}\``,
         msCell(r[k]),
         msCell(r[k], 'cpuMs'),
         mibCell(r[k], 'rssMb'),
-        k === 'cdk8s-plus-28' ? '' : ratioCell(r[k], r['cdk8s-plus-28']),
+        k === 'cdk8s-plus-32' ? '' : ratioCell(r[k], r['cdk8s-plus-32']),
       ]),
       ['l', 'r', 'r', 'r', 'r'],
     ),
   );
   out();
   out(
-    'cdk8s-gpu is lib/ (what the package ships) and loads cdk8s-plus-28, cdk8s and constructs with it; each module is measured cold, alone in its process.',
+    'cdk8s-gpu is lib/ (what the package ships) and loads cdk8s-plus-32, cdk8s and constructs with it; each module is measured cold, alone in its process.',
   );
   out();
 }

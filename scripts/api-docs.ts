@@ -29,7 +29,7 @@ function isPublic(decl: ts.Declaration): boolean {
 
 /** A type the API references from another package, named as a user of that package writes it. */
 interface Foreign {
-  /** As written in code: `k8s.Toleration` for cdk8s-plus-28's generated Kubernetes types, else the export name. */
+  /** As written in code: `k8s.Toleration` for cdk8s-plus-32's generated Kubernetes types, else the export name. */
   readonly name: string;
   /** The bare name the compiler prints, e.g. `Toleration`. */
   readonly bare: string;
@@ -44,8 +44,8 @@ function foreignOf(symbol: ts.Symbol): Foreign | undefined {
   if (!match) return undefined;
   const [, pkg, inPkg] = match;
   if (pkg === 'typescript' || pkg.startsWith('@types/')) return undefined;
-  // cdk8s-plus-28 exports its generated Kubernetes API types as the namespace `k8s` (lib/imports/k8s).
-  if (pkg === 'cdk8s-plus-28' && /^lib\/imports\/k8s\.d\.ts$/.test(inPkg)) {
+  // cdk8s-plus-32 exports its generated Kubernetes API types as the namespace `k8s` (lib/imports/k8s).
+  if (pkg === 'cdk8s-plus-32' && /^lib\/imports\/k8s\.d\.ts$/.test(inPkg)) {
     return { name: `k8s.${symbol.name}`, bare: symbol.name, pkg, importLine: `import { k8s } from '${pkg}'` };
   }
   return { name: symbol.name, bare: symbol.name, pkg, importLine: `import { ${symbol.name} } from '${pkg}'` };
@@ -107,7 +107,7 @@ function qualify(text: string, foreign: Foreign[], symbols: ts.Symbol[]): string
   return text;
 }
 
-/** Where each foreign type comes from, for a table cell: "`k8s.Toleration` from `cdk8s-plus-28`". */
+/** Where each foreign type comes from, for a table cell: "`k8s.Toleration` from `cdk8s-plus-32`". */
 function fromNote(foreign: Foreign[]): string {
   return foreign.map(f => `\`${f.name}\` from \`${f.pkg}\``).join(', ');
 }
@@ -246,7 +246,7 @@ export function renderApiDocs(): string {
     ? [
         '## Types from other packages',
         '',
-        'Types written `k8s.*` are the Kubernetes API types that `cdk8s-plus-28` generates and exports as the namespace `k8s`.',
+        'Types written `k8s.*` are the Kubernetes API types that `cdk8s-plus-32` generates and exports as the namespace `k8s`.',
         'The others are exported by the package named. All of them are peer dependencies of cdk8s-gpu.',
         '',
         '| Type | Package | Import |',

@@ -95,7 +95,7 @@ function linksOutsideTarball(files) {
 
 /**
  * A fresh TypeScript cdk8s project, as `cdk8s init typescript-app` lays it out, that depends on the
- * tarball and on the same versions of cdk8s, cdk8s-plus-28 and constructs as this repo; with
+ * tarball and on the same versions of cdk8s, cdk8s-plus-32 and constructs as this repo; with
  * `devTools`, also on its own TypeScript, ts-node and cdk8s CLI (without, the check runs this repo's
  * copies of the tools, which saves installing a hundred packages). `files` maps file names to
  * contents (main.ts, cdk8s.yaml, ...). Installs with `npm install`, from npm's cache when it can.
@@ -115,7 +115,7 @@ function consumerProject(work, tarball, files, devTools = false) {
         dependencies: {
           'cdk8s-gpu': `file:${tarball}`,
           cdk8s: installed('cdk8s'),
-          'cdk8s-plus-28': installed('cdk8s-plus-28'),
+          'cdk8s-plus-32': installed('cdk8s-plus-32'),
           constructs: installed('constructs'),
         },
         devDependencies: {

@@ -1,7 +1,7 @@
 // Shared by scripts/import-jobset.js and scripts/import-lws.js: runs `cdk8s import` on one version of a
 // vendored CRD (after `edit` has opened the embedded built-in objects, which the library types with
-// cdk8s-plus-28's own types and converters, so nothing is typed twice), then drops the generated
-// class: like cdk8s-plus-28's Kube* classes it applies a JsonPatch to the typed props before converting
+// cdk8s-plus-32's own types and converters, so nothing is typed twice), then drops the generated
+// class: like cdk8s-plus-32's Kube* classes it applies a JsonPatch to the typed props before converting
 // them, where a patched value can vanish. The library emits these kinds with ManifestObject, whose body
 // is the converted API JSON.
 const fs = require('fs');

@@ -5,8 +5,8 @@
 //
 // The leader and worker pod templates (`leaderWorkerTemplate.leaderTemplate` / `workerTemplate`) are
 // core/v1 PodTemplateSpecs and `volumeClaimTemplates` are core/v1 PersistentVolumeClaims: the library
-// composes them as cdk8s-plus-28's typed k8s.PodTemplateSpec / k8s.KubePersistentVolumeClaimProps and
-// converts them with cdk8s-plus-28's converters, like every built-in kind. They are imported as open
+// composes them as cdk8s-plus-32's typed k8s.PodTemplateSpec / k8s.KubePersistentVolumeClaimProps and
+// converts them with cdk8s-plus-32's converters, like every built-in kind. They are imported as open
 // objects here and typed in src/inference/leader-worker-set.ts. The rest is scripts/import-crd.js.
 const { importCrd, open } = require('./import-crd');
 

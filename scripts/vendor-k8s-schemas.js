@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // One-off maintenance script: copies the official Kubernetes API definitions into the repo,
 // minus descriptions, so the strict validator in test/support works from a fresh clone.
-// Usage: node scripts/vendor-k8s-schemas.js <dir holding v1.28.0.json and v1.36.0.json>
+// Usage: node scripts/vendor-k8s-schemas.js <dir holding v1.32.0.json and v1.36.0.json>
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -40,7 +40,7 @@ if (!src) {
   console.error('usage: node scripts/vendor-k8s-schemas.js <dir>');
   process.exit(2);
 }
-for (const v of ['1.28.0', '1.36.0']) {
+for (const v of ['1.32.0', '1.36.0']) {
   const defs = JSON.parse(fs.readFileSync(path.join(src, `v${v}.json`), 'utf8')).definitions;
   const slimmed = Object.fromEntries(Object.entries(defs).map(([k, s]) => [k, slim(s)]));
   const dest = path.join(__dirname, '..', 'src', 'validation', 'schemas', `k8s-v${v}.json`);

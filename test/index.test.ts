@@ -85,7 +85,7 @@ test('the package ships its docs and assets, and links work on the registry page
       'LICENSE',
       'lib/index.js',
       'lib/index.d.ts',
-      'lib/validation/schemas/k8s-v1.28.0.json',
+      'lib/validation/schemas/k8s-v1.32.0.json',
       'lib/validation/schemas/k8s-v1.36.0.json',
       'lib/secrets/reload-sidecar.sh',
       'lib/training/launch.sh',

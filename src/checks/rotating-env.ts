@@ -1,4 +1,4 @@
-import type * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import type * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { podsOf } from './kinds';
 
 /**

@@ -1,4 +1,4 @@
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { kindOf, ManifestObject } from './manifest-object';
 import { podControllerRules } from './stateful-set';

@@ -1,12 +1,13 @@
 import { ApiObject, GroupVersionKind, JsonPatch, Lazy } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { outputErrors } from '../checks/output-rules';
+import { FLOOR_API } from '../validation/kube-versions';
 import { registerObject } from '../checks/unique-objects';
 import { ConfigurationError } from '../validation/validate';
 
 /**
- * A kind the library makes: its group, version and kind, the cdk8s-plus-28 converter from the
+ * A kind the library makes: its group, version and kind, the cdk8s-plus-32 converter from the
  * typed props the library composes to the API JSON, and the API server's rules beyond the schema
  * that a JsonPatch most easily breaks.
  */
@@ -22,11 +23,11 @@ type TypedProps = { readonly metadata?: k8s.ObjectMeta };
 /**
  * One object the library makes, as a plain cdk8s `ApiObject` whose body is the Kubernetes API JSON.
  *
- * The library composes objects from cdk8s-plus-28's typed structs (`k8s.PodSpec`, quantities as
- * `k8s.Quantity`), and converts them with cdk8s-plus-28's exported `toJson_*` converters when the
+ * The library composes objects from cdk8s-plus-32's typed structs (`k8s.PodSpec`, quantities as
+ * `k8s.Quantity`), and converts them with cdk8s-plus-32's exported `toJson_*` converters when the
  * object is synthesized, so what other constructs add later (`RotatingGpuSecret.mountInto` adds a
  * volume and a sidecar) is in the output. Because the body handed to cdk8s is already API JSON,
- * cdk8s applies a JsonPatch to the JSON users read in the output: cdk8s-plus-28's own `Kube*`
+ * cdk8s applies a JsonPatch to the JSON users read in the output: cdk8s-plus-32's own `Kube*`
  * classes apply it to the typed props before converting them, where a patched `targetPort: 8080`
  * or `maxUnavailable: 0` (a plain number where an IntOrString belongs) vanished. A patched object is
  * then checked strictly against the Kubernetes 1.28 API, and every object against the output rules
@@ -100,7 +101,7 @@ function patchErrors<P>(kind: ManifestKind<P>, json: any): string[] {
   const { crdErrors, isVendoredKind } =
     require('../validation/crd-schema') as typeof import('../validation/crd-schema');
   const { strictErrors } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
-  const schema = isVendoredKind(json.apiVersion, json.kind) ? crdErrors(json) : strictErrors(json, '1.28.0');
+  const schema = isVendoredKind(json.apiVersion, json.kind) ? crdErrors(json) : strictErrors(json, FLOOR_API);
   return [...(kind.afterPatch?.(json) ?? []), ...schema];
 }
 
@@ -126,7 +127,7 @@ function withoutMetadata(props: TypedProps): Record<string, unknown> {
   return body;
 }
 
-/** A kind the library makes, from cdk8s-plus-28's GVK and converter for it. */
+/** A kind the library makes, from cdk8s-plus-32's GVK and converter for it. */
 export function kindOf<P>(
   gvk: GroupVersionKind,
   toJson: (props: P | undefined) => Record<string, unknown> | undefined,
@@ -135,7 +136,7 @@ export function kindOf<P>(
   return { gvk: { apiVersion: gvk.apiVersion, kind: gvk.kind }, toJson, afterPatch };
 }
 
-/** The built-in kinds the library makes, each converted by cdk8s-plus-28's own converter. */
+/** The built-in kinds the library makes, each converted by cdk8s-plus-32's own converter. */
 export const KIND = {
   ConfigMap: kindOf(k8s.KubeConfigMap.GVK, k8s.toJson_KubeConfigMapProps),
   CronJob: kindOf(k8s.KubeCronJob.GVK, k8s.toJson_KubeCronJobProps),

@@ -1,5 +1,5 @@
 import { ApiObject } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { labelSelector, selectorLabels, WorkloadIdentity, workloadLabels } from './labels';
 import { KIND, ManifestObject } from './manifest-object';

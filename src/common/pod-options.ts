@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { EnvFrom, EnvValue } from './env';
 import { NetworkAccess } from './network-policy';
 
@@ -68,8 +68,10 @@ export interface PodOptions {
    */
   readonly annotations?: Record<string, string>;
   /**
-   * Extra containers beside the main one (log shippers, proxies). They get the construct's
-   * container security context unless they set those fields themselves, field by field.
+   * Extra containers beside the main one (log shippers, proxies). Each becomes a native sidecar (an
+   * init container with `restartPolicy: Always`, after `initContainers`): it starts before the main
+   * container and stops after it, so a Job's pods still complete. They get the construct's container
+   * security context unless they set those fields themselves, field by field.
    * @default - none
    */
   readonly sidecars?: k8s.Container[];

@@ -1,5 +1,5 @@
 import { podsOf } from '../checks/kinds';
-import { FLOOR_MINOR, NEWEST_MINOR } from './kube-versions';
+import { FLOOR_MINOR, NEWEST_MINOR } from '../validation/kube-versions';
 import { BASELINE_CAPABILITIES } from './security';
 
 /**

@@ -1,5 +1,5 @@
 import { ApiObject } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { podSecurityLevel } from './pod-security';
 import { PodSecurityLevel } from './security';
 import { ANNOTATIONS_MAX_BYTES, annotationBytes, Validator } from '../validation/validate';
@@ -157,7 +157,7 @@ export class PodTemplate {
       if (v) v.fail(at, rule, got);
       throw new Error(`${at} ${rule} (got ${String(got)})`);
     };
-    const taken = this.spec.containers.flatMap(c => (c.ports ?? []).map(p => ({ owner: c.name, port: p })));
+    const taken = this.runningContainers().flatMap(c => (c.ports ?? []).map(p => ({ owner: c.name, port: p })));
     (container.ports ?? []).forEach((p, j) => {
       const clash = taken.find(
         t => t.port.containerPort === p.containerPort && (t.port.protocol ?? 'TCP') === (p.protocol ?? 'TCP'),
@@ -178,9 +178,16 @@ export class PodTemplate {
     });
   }
 
+  /** Adds an init container; one with restartPolicy Always is a native sidecar, running beside the others. */
   addInitContainer(container: k8s.Container, v?: Validator, prop = 'initContainer'): void {
     this.checkContainerName(container, v, prop);
+    if (isNativeSidecar(container)) this.checkPorts(container, v, prop.replace(/\.name$/, ''));
     (this.spec.initContainers ??= []).push(container);
+  }
+
+  /** The containers that run together: the regular ones and the native sidecars. */
+  private runningContainers(): k8s.Container[] {
+    return [...(this.spec.initContainers ?? []).filter(isNativeSidecar), ...this.spec.containers];
   }
 
   private checkContainerName(container: k8s.Container, v: Validator | undefined, prop: string): void {
@@ -220,6 +227,11 @@ export class PodTemplate {
   }
 }
 
+/** An init container with restartPolicy Always: it runs beside the main container and stops after it. */
+export function isNativeSidecar(c: k8s.Container): boolean {
+  return c.restartPolicy === 'Always';
+}
+
 /** Anything whose pods a secret can be mounted into. */
 export interface IGpuWorkload {
   /**
@@ -248,8 +260,9 @@ export interface IGpuWorkload {
    */
   readonly _templateChangesStay?: string;
   /**
-   * @internal Whether the pods run to completion (a Job's): a container added to them must exit
-   * with the main one, so a reload sidecar cannot be added.
+   * @internal Every pod template a mounted Secret goes into, when there are several: a serving
+   * group's leader (first) and workers.
+   * @default [_podTemplate]
    */
-  readonly _podsRunToCompletion?: boolean;
+  readonly _podTemplates?: readonly PodTemplate[];
 }

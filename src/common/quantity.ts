@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 
 const UNITS: ReadonlyArray<[string, number]> = [
   ['Ti', 1024 ** 3],

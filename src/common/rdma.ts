@@ -1,4 +1,4 @@
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { PodSecurityLevel } from './security';
 import { Validator } from '../validation/validate';
 

@@ -1,4 +1,4 @@
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 
 /**
  * A writable home with the usual caches inside, and a writable /tmp, as emptyDirs. GPU images

@@ -1,4 +1,4 @@
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { kindOf } from './manifest-object';
 import { isWholeQuantity, QUANTITY } from '../validation/strict-schema';
 import { isExtendedResourceName } from './gpu';

@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { EnvValue } from './env';
 import {
@@ -346,15 +346,34 @@ function applyPodOptions(
       `pod.initContainers[${i}].name`,
     ),
   );
-  v.array('pod.sidecars', pod.sidecars).forEach((c, i) =>
-    template.addContainer(userContainer(v, `pod.sidecars[${i}]`, c, identity, false), v, `pod.sidecars[${i}].name`),
-  );
+  // Native sidecars: they start before the main container and stop after it, so a log shipper sees
+  // the whole run and a Job's pod still completes (a regular container would keep it Running).
+  v.array('pod.sidecars', pod.sidecars).forEach((c, i) => {
+    const prop = `pod.sidecars[${i}]`;
+    template.addInitContainer(
+      userContainer(v, prop, { ...c, restartPolicy: sidecarRestartPolicy(v, prop, c) }, identity, true),
+      v,
+      `${prop}.name`,
+    );
+  });
   for (const c of [...(pod.initContainers ?? []), ...(pod.sidecars ?? [])]) {
     for (const m of v.array(`pod container '${c.name}' volumeMounts`, c.volumeMounts)) {
       if (!template.hasVolume(m.name))
         v.fail(`pod container '${c.name}' volumeMounts`, 'must name a volume of the pod (add it with volumes)', m.name);
     }
   }
+}
+
+/** A sidecar's restartPolicy: Always, which the library sets; any other value is the user's mistake. */
+function sidecarRestartPolicy(v: Validator, prop: string, c: k8s.Container): string {
+  const value = (c as { restartPolicy?: unknown } | undefined)?.restartPolicy;
+  if (value !== undefined && value !== 'Always')
+    v.fail(
+      `${prop}.restartPolicy`,
+      'must be left out: every sidecar is a native sidecar (an init container with restartPolicy Always), which stops after the main container',
+      value,
+    );
+  return 'Always';
 }
 
 /** A user's toleration, as the API server checks it (ValidateTolerations). */

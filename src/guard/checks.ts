@@ -131,11 +131,9 @@ const storageNotBelow: CheckFn = ({ rule, facts, bv, av, emit }) => {
   const nb = quantityNanos(bv);
   const na = quantityNanos(av);
   if (nb === undefined || na === undefined || na >= nb) return;
-  if (rule.check === GuardCheck.PVC_STORAGE_ABOVE_CAPACITY) {
-    // Without a status (a manifest baseline), the capacity is taken to be the old request.
-    const capacity = quantityNanos(facts.pvcCapacity) ?? nb;
-    if (na > capacity) return;
-  }
+  // Without a status (a manifest baseline), the capacity is taken to be the old request.
+  const capacity = quantityNanos(facts.pvcCapacity) ?? nb;
+  if (na > capacity) return;
   emit(rule, rule.path, bv, av);
   return;
 };
@@ -315,7 +313,6 @@ const CHECKS: Partial<Record<GuardCheck, CheckFn>> = {
     for (const k of keys) emit(rule, `spec.${k}`, (bv as any)[k], (av as any)[k]);
     return;
   },
-  [GuardCheck.PVC_STORAGE_SHRINK]: storageNotBelow,
   [GuardCheck.PVC_STORAGE_ABOVE_CAPACITY]: storageNotBelow,
   [GuardCheck.JOB_TEMPLATE]: ({ rule, b, facts, bv, av, emit }) => {
     let oldT = bv as any;

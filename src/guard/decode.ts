@@ -1,9 +1,10 @@
 // Values the API server cannot decode into a built-in kind's Go types: a bool or number in a
 // string field (YAML 1.1 reads `yes`, `0644`, `1.10` so), and a string, bool or fraction in an
 // integer field (`replicas: "3"`). The server fails the whole request on decode, before
-// validation, and kubectl applies nothing from the file. Read against the vendored 1.28 API
+// validation, and kubectl applies nothing from the file. Read against the vendored floor (1.32) API
 // definitions; IntOrString and Quantity (oneOf string or number) take either.
 import { definitionsOf, type Schema } from '../validation/strict-schema';
+import { FLOOR_API } from '../validation/kube-versions';
 
 /** A value of the wrong JSON type for its field. */
 export interface DecodeError {
@@ -20,7 +21,7 @@ function resolved(schema: Schema): Schema {
   if (!schema.$ref) return schema;
   let s = RESOLVED.get(schema.$ref);
   if (!s) {
-    const defs = definitionsOf('1.28.0');
+    const defs = definitionsOf(FLOOR_API);
     s = schema;
     while (s.$ref) s = defs[s.$ref.slice('#/definitions/'.length)] ?? {};
     RESOLVED.set(schema.$ref, s);
@@ -30,7 +31,7 @@ function resolved(schema: Schema): Schema {
 function definitionOf(apiVersion: string, kind: string): string | undefined {
   if (!byGvk) {
     byGvk = new Map();
-    for (const [name, def] of Object.entries(definitionsOf('1.28.0')))
+    for (const [name, def] of Object.entries(definitionsOf(FLOOR_API)))
       for (const g of def['x-kubernetes-group-version-kind'] ?? []) {
         const key = `${g.group ? `${g.group}/` : ''}${g.version}/${g.kind}`;
         // The concrete type, not the generic meta.v1 ones (DeleteOptions, WatchEvent...).

@@ -57,7 +57,7 @@ export interface GuardOptions {
   /**
    * The Kubernetes minor version of the API server that will receive the change, `1.NN`: rules and
    * messages differ between releases.
-   * @default '1.28' (the library's API floor)
+   * @default '1.32' (the library's API floor)
    */
   readonly serverVersion?: string;
   /**

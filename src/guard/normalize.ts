@@ -376,7 +376,7 @@ export function normalize(obj: KubeObject, minor?: number): KubeObject {
 
 /**
  * The dotted API groups kube-apiserver serves itself, with the first minor version that serves
- * each (the vendored 1.28 and 1.36 OpenAPI definitions list them; storagemigration.k8s.io came in
+ * each (the 1.28 and 1.36 OpenAPI definitions list them; storagemigration.k8s.io came in
  * 1.30 as v1alpha1, KEP-4192). Groups without a dot (apps, batch, policy, autoscaling) are built in:
  * a CRD's group must contain one. Any other group, `.k8s.io` or not (snapshot.storage.k8s.io,
  * autoscaling.k8s.io, gateway.networking.k8s.io, metrics.k8s.io), is served by a CRD or an

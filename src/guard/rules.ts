@@ -1,4 +1,4 @@
-import { FLOOR_MINOR } from '../common/kube-versions';
+import { FLOOR_MINOR } from '../validation/kube-versions';
 import {
   KUEUE_POD_GROUP_LABEL,
   KUEUE_PRIORITY_LABEL,
@@ -33,8 +33,6 @@ export enum GuardCheck {
   POD_SCHEDULING_GATES = 'pod-scheduling-gates',
   /** A PVC spec: volumeName once, storageClassName from unset, storage of a bound claim. */
   PVC_SPEC = 'pvc-spec',
-  /** A PVC storage request may not shrink. */
-  PVC_STORAGE_SHRINK = 'pvc-storage-shrink',
   /** A PVC storage request may shrink, but not to status.capacity or below (expansion-failure recovery). */
   PVC_STORAGE_ABOVE_CAPACITY = 'pvc-storage-above-capacity',
   /** A Job template; scheduling directives of a suspended, never-started Job may change. */
@@ -128,7 +126,7 @@ export interface FieldRule {
   readonly settableFromNil?: readonly string[];
   /** The path the server names in its message, when it is not `path`. */
   readonly reportPath?: string;
-  /** First server minor version (`1.NN`) the rule applies to. @default the library's floor, 1.28 */
+  /** First server minor version (`1.NN`) the rule applies to. @default the library's floor, 1.32 */
   readonly since?: string;
   /** Last server minor version the rule applies to. @default every newer version */
   readonly until?: string;
@@ -218,14 +216,12 @@ function volumeAttributesClassRules(source: string, claim: boolean): FieldRule[]
   const unset: FieldRule = {
     path: VAC_PATH,
     check: GuardCheck.NOT_UNSET,
-    since: '1.29',
     source,
     message: `${VAC_PATH}: Forbidden: update from non-nil value to nil is forbidden`,
   };
   const emptied: FieldRule = {
     path: VAC_PATH,
     check: GuardCheck.NOT_EMPTIED,
-    since: '1.29',
     source,
     message: `${VAC_PATH}: Forbidden: update from non-nil value to an empty string is forbidden`,
   };
@@ -233,7 +229,6 @@ function volumeAttributesClassRules(source: string, claim: boolean): FieldRule[]
     {
       path: VAC_PATH,
       check: GuardCheck.IMMUTABLE_ONCE_SET,
-      since: '1.29',
       until: '1.33',
       source: `${source}, VolumeAttributesClass gate off by default`,
       message: `${VAC_PATH}: Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled`,
@@ -520,18 +515,10 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
     kind: 'PersistentVolumeClaim',
     fields: [
       {
-        path: 'spec',
-        check: GuardCheck.PVC_SPEC,
-        until: '1.28',
-        source: 'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
-        message: 'spec: Forbidden: spec is immutable after creation except resources.requests for bound claims',
-      },
-      {
-        // VolumeAttributesClass (1.29+): the class may be changed like the size.
+        // VolumeAttributesClass: the class may be changed like the size.
         path: 'spec',
         check: GuardCheck.PVC_SPEC,
         except: ['volumeAttributesClassName'],
-        since: '1.29',
         source: 'ValidatePersistentVolumeClaimUpdate (pkg/apis/core/validation/validation.go)',
         message:
           'spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
@@ -541,18 +528,10 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         true,
       ),
       {
-        path: 'spec.resources.requests.storage',
-        check: GuardCheck.PVC_STORAGE_SHRINK,
-        until: '1.31',
-        source: 'ValidatePersistentVolumeClaimUpdate',
-        message: 'spec.resources.requests.storage: Forbidden: field can not be less than previous value',
-      },
-      {
         // RecoverVolumeExpansionFailure is on by default from 1.32 (beta): a request may drop back
         // to just above the capacity the volume actually has.
         path: 'spec.resources.requests.storage',
         check: GuardCheck.PVC_STORAGE_ABOVE_CAPACITY,
-        since: '1.32',
         source: 'ValidatePersistentVolumeClaimUpdate',
         message: 'spec.resources.requests.storage: Forbidden: field can not be less than status.capacity',
       },
@@ -587,37 +566,21 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         source: JOB,
         message: IMMUTABLE_MSG('spec.podFailurePolicy'),
       },
-      // Alpha (dropped on write) in 1.28; beta and on from 1.29.
       {
         path: 'spec.backoffLimitPerIndex',
         check: GuardCheck.IMMUTABLE,
-        since: '1.29',
         source: JOB,
         message: IMMUTABLE_MSG('spec.backoffLimitPerIndex'),
       },
-      // JobSuccessPolicy: beta and on from 1.31.
       {
         path: 'spec.successPolicy',
         check: GuardCheck.IMMUTABLE,
-        since: '1.31',
         source: JOB,
         message: IMMUTABLE_MSG('spec.successPolicy'),
-      },
-      // JobManagedBy (KEP-4368): the field and ValidateImmutableField on it came in 1.30 as alpha, off
-      // by default: the strategy's dropDisabledFields drops a new value unless the old Job has one,
-      // so only a stored value is refused. Beta and on from 1.32: any change is refused.
-      {
-        path: 'spec.managedBy',
-        check: GuardCheck.IMMUTABLE_ONCE_SET,
-        since: '1.30',
-        until: '1.31',
-        source: `${JOB}; dropDisabledFields (pkg/registry/batch/job/strategy.go) while the JobManagedBy gate is off`,
-        message: IMMUTABLE_MSG('spec.managedBy'),
       },
       {
         path: 'spec.managedBy',
         check: GuardCheck.IMMUTABLE,
-        since: '1.32',
         source: JOB,
         message: IMMUTABLE_MSG('spec.managedBy'),
       },

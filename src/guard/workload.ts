@@ -48,29 +48,47 @@ export function podSpecs(o: KubeObject): any[] {
   return [t?.spec];
 }
 
-/** GPUs a pod asks for: the larger of its containers' sum and its largest init container (the scheduler's rule). */
+const isSidecar = (c: any) => c?.restartPolicy === 'Always';
+
+/**
+ * GPUs a pod asks for, by the scheduler's rule (KEP-753): the regular containers and the native
+ * sidecars add up; an init container that runs to completion needs its own plus the sidecars started
+ * before it; the pod asks for the larger.
+ */
 export function gpusOfPod(spec: any): number {
   const gpus = (c: any) =>
     Object.entries({ ...(c?.resources?.requests ?? {}), ...(c?.resources?.limits ?? {}) })
       .filter(([k]) => GPU_RESOURCE.test(k))
       .reduce((n, [, v]) => n + (Number(v) || 0), 0);
+  let sidecars = 0;
+  let initPeak = 0;
+  for (const c of arr(spec?.initContainers)) {
+    if (isSidecar(c)) sidecars += gpus(c);
+    else initPeak = Math.max(initPeak, sidecars + gpus(c));
+  }
   const main = arr(spec?.containers).reduce((n: number, c: any) => n + gpus(c), 0);
-  const init = arr(spec?.initContainers).reduce((n: number, c: any) => Math.max(n, gpus(c)), 0);
-  return Math.max(main, init);
+  return Math.max(main + sidecars, initPeak);
 }
 
-/** The startup budget: the longest startup probe among the containers (initialDelay + period × failureThreshold). */
+/**
+ * The startup budget: the longest startup probe among the regular containers (initialDelay +
+ * period × failureThreshold), after the native sidecars' startup probes, which the kubelet waits
+ * for one after another before it starts the next container. 0 when no regular container has one:
+ * the time is unknown.
+ */
 export function startupOf(spec: any): number {
-  let s = 0;
-  for (const c of [...arr(spec?.initContainers), ...arr(spec?.containers)]) {
+  const budget = (c: any) => {
     const p = c?.startupProbe;
-    if (!isObject(p)) continue;
-    s = Math.max(
-      s,
-      num(p.initialDelaySeconds, 0) + num(p.periodSeconds, DEFAULT_PERIOD) * num(p.failureThreshold, DEFAULT_FAILURES),
+    if (!isObject(p)) return 0;
+    return (
+      num(p.initialDelaySeconds, 0) + num(p.periodSeconds, DEFAULT_PERIOD) * num(p.failureThreshold, DEFAULT_FAILURES)
     );
-  }
-  return s;
+  };
+  const main = arr(spec?.containers).reduce((s: number, c: any) => Math.max(s, budget(c)), 0);
+  if (main === 0) return 0;
+  return arr(spec?.initContainers)
+    .filter(isSidecar)
+    .reduce((s: number, c: any) => s + budget(c), main);
 }
 
 /** Replicas the autoscalers in `objects` may set, by target (`namespace/kind/name`). */

@@ -636,7 +636,7 @@ export interface JobSetSpecReplicatedJobsTemplate {
   readonly metadata?: JobSetSpecReplicatedJobsTemplateMetadata;
 
   /**
-   * The batch/v1 JobSpec of the replicated Job: typed as cdk8s-plus-28 k8s.JobSpec in src/training/job-set.ts.
+   * The batch/v1 JobSpec of the replicated Job: typed as cdk8s-plus-32 k8s.JobSpec in src/training/job-set.ts.
    *
    * @schema JobSetSpecReplicatedJobsTemplate#spec
    */

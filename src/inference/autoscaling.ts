@@ -1,5 +1,5 @@
 import { ApiObject, Duration } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { KIND, ManifestObject } from '../common/manifest-object';
 import { podNamePattern } from '../common/names';
 import { Construct } from 'constructs';

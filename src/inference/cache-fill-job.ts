@@ -1,5 +1,5 @@
 import { ApiObject, Chart } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct, IConstruct } from 'constructs';
 import { contentHash } from '../common/hash';
 import { workloadLabels } from '../common/labels';

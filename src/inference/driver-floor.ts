@@ -1,4 +1,4 @@
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { ImageRef } from '../common/image-ref';
 import { PodTemplate } from '../common/pod-template';
 import { Validator } from '../validation/validate';

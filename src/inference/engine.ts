@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { OwnedEnv } from '../common/workload-pod';
 import type { DriverFact } from './driver-floor';

@@ -1,5 +1,5 @@
 import { ApiObject, Chart, Duration } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { LABEL_COMPONENT, LABEL_NAME, labelSelector, labelSet } from '../common/labels';
 import { DEPLOYMENT } from '../common/deployment';

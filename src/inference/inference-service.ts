@@ -1,5 +1,5 @@
 import { ApiObject, Chart, Duration, Size } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
@@ -147,7 +147,8 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
   readonly modelSize?: Size;
   /**
    * How long a preStop hook sleeps before the container gets SIGTERM, so that endpoints and load
-   * balancers stop routing to the pod first.
+   * balancers stop routing to the pod first. The hook is the kubelet's `sleep` action, so the image
+   * needs no `sleep` binary; 0 means no hook.
    * @default Duration.seconds(15)
    */
   readonly preStopSleep?: Duration;
@@ -807,7 +808,12 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
       readinessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3, successThreshold: 1 }),
       // A busy server answers slowly; only a server that fails for 3 minutes is restarted.
       livenessProbe: probe({ periodSeconds: 30, timeoutSeconds: 10, failureThreshold: 6 }),
-      lifecycle: { preStop: { exec: { command: ['sleep', String(r.termination.preStopSeconds)] } } },
+      // The kubelet's own sleep action (GA in 1.34, beta and on from 1.30): no sleep binary needed in
+      // the image, so distroless engine images drain too. A zero sleep is no hook: the 1.32 API server
+      // refuses a sleep of 0 s (PodLifecycleSleepActionAllowZero is alpha there).
+      ...(r.termination.preStopSeconds > 0
+        ? { lifecycle: { preStop: { sleep: { seconds: r.termination.preStopSeconds } } } }
+        : {}),
     },
     ownedEnv: [...launch.env.map(o => ({ ...o, env: escapedEnv(o.env) })), offline],
     defaultEnv: [

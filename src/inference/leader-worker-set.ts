@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { ApiObject } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { isMigResource } from '../common/gpu';
 import { KUEUE_QUEUE_LABEL, kueueQueueName } from '../common/kueue';
@@ -70,7 +70,7 @@ export interface TypedLeaderWorkerSet {
 
 /**
  * Converts a typed LeaderWorkerSet to its API JSON: the generated converter for its own fields and
- * cdk8s-plus-28's converters for the embedded pod templates and claims.
+ * cdk8s-plus-32's converters for the embedded pod templates and claims.
  */
 export function toJson_TypedLeaderWorkerSet(
   props: TypedLeaderWorkerSet | undefined,

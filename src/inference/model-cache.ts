@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { sizeQuantity } from '../common/quantity';
 import { show, Validator } from '../validation/validate';
 

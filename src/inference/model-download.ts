@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { PodTemplate } from '../common/pod-template';
 import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../validation/validate';

@@ -1,4 +1,4 @@
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { configKey, isCredentialEnvName } from '../common/env';
 import { OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';

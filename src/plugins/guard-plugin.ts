@@ -25,7 +25,7 @@ export interface GuardValidationProps {
   /**
    * The Kubernetes minor version of the target API server, `1.NN`: rules and messages differ
    * between releases.
-   * @default '1.28' (the library's API floor)
+   * @default '1.32' (the library's API floor)
    */
   readonly serverVersion?: string;
   /**
@@ -47,7 +47,7 @@ export interface GuardValidationProps {
 /**
  * The guard as a cdk8s-cli validation plugin: declared under `validations:` in cdk8s.yaml with
  * `package: ./node_modules/cdk8s-gpu`, the installed `version`, `class: GuardValidation` and
- * `properties: { baseline: <folder>, serverVersion: '1.28' }`, it makes `cdk8s synth` fail with
+ * `properties: { baseline: <folder>, serverVersion: '1.32' }`, it makes `cdk8s synth` fail with
  * the guard's findings. A missing or empty baseline fails too: a guard that compared nothing must
  * not pass.
  */
@@ -73,7 +73,7 @@ export class GuardValidation {
           ? "; quote it in cdk8s.yaml (serverVersion: '1.30'), YAML reads 1.30 as the number 1.3"
           : '';
       throw new Error(
-        `GuardValidation: serverVersion must be a Kubernetes minor version such as '1.28' (got ${JSON.stringify(props.serverVersion)})${hint}`,
+        `GuardValidation: serverVersion must be a Kubernetes minor version such as '1.32' (got ${JSON.stringify(props.serverVersion)})${hint}`,
       );
     }
     if (

@@ -4,7 +4,7 @@ import type { GuardValidationContext } from './guard-plugin';
 export interface StrictSchemaValidationProps {
   /**
    * Kubernetes versions to validate against: any of the API definitions shipped with the library.
-   * @default ['1.28.0', '1.36.0'] - the library's API floor and the newest definitions it ships
+   * @default ['1.32.0', '1.36.0'] - the library's API floor and the newest definitions it ships
    */
   readonly versions?: string[];
 }

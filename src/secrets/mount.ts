@@ -1,12 +1,12 @@
 import * as path from 'path';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { DEFAULT_NON_ROOT_UID } from '../common/security';
 import { Validator } from '../validation/validate';
 import { fitName, LABEL_MAX } from './names';
 import { Reload } from './reload';
 import { ReloadAction, resolveReload } from './reload-action';
-import { initialSync, reloadSidecar, SIDECAR_DIR, SidecarSettings, STATE_DIR } from './sidecar';
+import { reloadSidecar, SIDECAR_DIR, SidecarSettings, STATE_DIR } from './sidecar';
 
 const MOUNT_PROPS = ['path', 'onRotation'];
 
@@ -71,19 +71,28 @@ export interface MountSource {
   readonly index: number;
 }
 
-/** A checked mount: everything `emitMount` needs, so that it cannot fail half-way through the pod. */
+/** A checked mount: everything `emitMount` needs, so that it cannot fail half-way through the pods. */
 export interface MountPlan {
-  readonly pod: PodTemplate;
+  /** Every pod template the Secret goes into: the workload's, or a group's leader and workers. */
+  readonly pods: readonly PodTemplate[];
   readonly path: string;
   readonly action: ReloadAction;
   readonly volume: string;
   readonly copies: string;
   readonly state: string;
   readonly sidecar: string;
-  readonly initSidecar: string;
 }
 
-/** Checks a mount against the workload's pod; throws naming the prop. */
+/**
+ * Whether a pod template gets the reload sidecar. An HTTP reload goes to the server's API, which
+ * only a group's leader (the first template) serves: a worker has no API port, so its POST could
+ * never succeed. Its files are kept current by the kubelet all the same.
+ */
+function reloadsIn(action: ReloadAction, index: number): boolean {
+  return action.kind !== 'files' && action.kind !== 'restart' && (action.kind !== 'http' || index === 0);
+}
+
+/** Checks a mount against the workload's pods; throws naming the prop. */
 export function planMount(v: Validator, workload: IGpuWorkload, options: MountOptions, source: MountSource): MountPlan {
   if (!workload || !(workload._podTemplate instanceof PodTemplate)) {
     v.fail(
@@ -103,45 +112,66 @@ export function planMount(v: Validator, workload: IGpuWorkload, options: MountOp
   }
   v.plainObject('mountInto options', options);
   v.knownProps('', options, MOUNT_PROPS);
-  const pod = workload._podTemplate;
-  const mountPath = checkPath(v, pod, options.path);
+  const pods = workload._podTemplates ?? [workload._podTemplate];
+  let mountPath = '';
+  for (const pod of pods) mountPath = checkPath(v, pod, options.path);
   const action = resolveReload(v, options.onRotation, workload);
 
   const volume = fitName(source.secretName, `-${source.index}`, LABEL_MAX);
   const plan: MountPlan = {
-    pod,
+    pods,
     path: mountPath,
     action,
     volume,
     copies: fitName(volume, '-copies', LABEL_MAX),
     state: fitName(volume, '-state', LABEL_MAX),
     sidecar: fitName(`reload-${volume}`, '', LABEL_MAX),
-    initSidecar: fitName(`reload-${volume}`, '-init', LABEL_MAX),
   };
-  const volumes = pod.volumeNames();
-  const newVolumes = { restart: [volume], files: [volume], sync: [volume, plan.state, plan.copies] }[
-    action.kind as string
-  ] ?? [volume, plan.state];
-  for (const name of newVolumes) {
-    if (volumes.has(name))
-      v.fail('name', `must not derive a volume name the pod already has (${[...volumes].join(', ')})`, name);
-  }
-  const spec = pod.spec as { initContainers?: k8s.Container[]; containers: k8s.Container[] };
-  const containers = new Set([...(spec.initContainers ?? []), ...spec.containers].map(c => c.name));
-  const newContainers = { restart: [], files: [], sync: [plan.sidecar, plan.initSidecar] }[action.kind as string] ?? [
-    plan.sidecar,
-  ];
-  for (const name of newContainers) {
-    if (containers.has(name))
-      v.fail('name', `must not derive a container name the pod already has (${[...containers].join(', ')})`, name);
-  }
+  pods.forEach((pod, i) => {
+    const sidecar = reloadsIn(action, i);
+    const newVolumes = !sidecar
+      ? [volume]
+      : action.kind === 'sync'
+        ? [volume, plan.state, plan.copies]
+        : [volume, plan.state];
+    const volumes = pod.volumeNames();
+    for (const name of newVolumes) {
+      if (volumes.has(name))
+        v.fail('name', `must not derive a volume name the pod already has (${[...volumes].join(', ')})`, name);
+    }
+    const spec = pod.spec as { initContainers?: k8s.Container[]; containers: k8s.Container[] };
+    const containers = new Set([...(spec.initContainers ?? []), ...spec.containers].map(c => c.name));
+    if (sidecar && containers.has(plan.sidecar))
+      v.fail(
+        'name',
+        `must not derive a container name the pod already has (${[...containers].join(', ')})`,
+        plan.sidecar,
+      );
+  });
   return plan;
 }
 
-/** Adds the volumes, mounts and sidecars of a checked mount to the pod. */
+/** Adds the volumes, mounts and sidecars of a checked mount to every pod template. */
 export function emitMount(v: Validator, workload: IGpuWorkload, plan: MountPlan, source: MountSource): void {
-  const { pod, action, path: mountPath } = plan;
+  if (plan.action.kind === 'restart') {
+    const key = 'secret.reloader.stakater.com/reload';
+    const existing: string | undefined = workload._podOwner.metadata.toJson().annotations?.[key];
+    const names = new Set([...(existing ? existing.split(',') : []), source.secretName]);
+    workload._podOwner.metadata.addAnnotation(key, [...names].join(','));
+  }
   const uid = workload._securityUid ?? DEFAULT_NON_ROOT_UID;
+  plan.pods.forEach((pod, i) => emitInto(v, pod, plan, source, uid, reloadsIn(plan.action, i)));
+}
+
+function emitInto(
+  v: Validator,
+  pod: PodTemplate,
+  plan: MountPlan,
+  source: MountSource,
+  uid: number,
+  sidecar: boolean,
+): void {
+  const { action, path: mountPath } = plan;
   // 0440: readable by the owner and the pod's fsGroup only, which the sidecar shares.
   pod.ensureFsGroup(uid);
   pod.addVolume(
@@ -156,17 +186,8 @@ export function emitMount(v: Validator, workload: IGpuWorkload, plan: MountPlan,
     v,
     'name',
   );
-
-  if (action.kind === 'files') {
+  if (!sidecar) {
     pod.mount(pod.main, { name: plan.volume, mountPath, readOnly: true }, v, 'path');
-    return;
-  }
-  if (action.kind === 'restart') {
-    pod.mount(pod.main, { name: plan.volume, mountPath, readOnly: true }, v, 'path');
-    const key = 'secret.reloader.stakater.com/reload';
-    const existing: string | undefined = workload._podOwner.metadata.toJson().annotations?.[key];
-    const names = new Set([...(existing ? existing.split(',') : []), source.secretName]);
-    workload._podOwner.metadata.addAnnotation(key, [...names].join(','));
     return;
   }
 
@@ -186,7 +207,7 @@ export function emitMount(v: Validator, workload: IGpuWorkload, plan: MountPlan,
   }
   if (action.kind === 'signal') pod.shareProcessNamespace();
   // The record of the last reload outlives a restart of the sidecar. Not the pod's: a new pod's
-  // application starts on the current content, which the new sidecar takes as its record.
+  // sidecar records the content its application is about to start on.
   pod.addVolume({ name: plan.state, emptyDir: { sizeLimit: k8s.Quantity.fromString('1Mi') } }, v, 'name');
   mounts.push({ name: plan.state, mountPath: STATE_DIR });
 
@@ -200,8 +221,9 @@ export function emitMount(v: Validator, workload: IGpuWorkload, plan: MountPlan,
     uid,
     guaranteed: pod.guaranteedQos,
   };
-  pod.addContainer(reloadSidecar(plan.sidecar, settings), v, 'name');
-  if (action.kind === 'sync') pod.addInitContainer(initialSync(plan.initSidecar, settings), v, 'name');
+  // Last of the init containers: it starts once the downloads before it are done, right before
+  // the application, so no reload is tried against an application that is not there yet.
+  pod.addInitContainer(reloadSidecar(plan.sidecar, settings), v, 'name');
 }
 
 /** The mount path: normalized, clear of the container's mounts and of what the image needs. */

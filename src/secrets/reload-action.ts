@@ -1,5 +1,5 @@
 import { Duration } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { metadataTargetReason } from '../common/env';
 import { IGpuWorkload } from '../common/pod-template';
 import { Validator } from '../validation/validate';
@@ -32,15 +32,6 @@ export function resolveReload(v: Validator, reload: Reload, workload: IGpuWorklo
   const timeout = (t: Duration | undefined) =>
     v.seconds('onRotation timeout', unset(t, Duration.seconds(DEFAULT_RELOAD_TIMEOUT_SECONDS)), 1, 600);
   const base = { args: [] as string[], env: [] as k8s.EnvVar[], timeoutSeconds: 0 };
-  if (workload._podsRunToCompletion && spec.kind !== 'files' && spec.kind !== 'restart') {
-    // A Job's pod succeeds only once every container has exited; a native sidecar (an init
-    // container with restartPolicy Always) would not hold it, but needs Kubernetes 1.29 (beta, on).
-    v.fail(
-      'onRotation',
-      `Reload.${spec.kind === 'http' ? 'httpPost' : spec.kind}() adds a reload sidecar, which would keep a ${workload._podOwner.kind}'s pods Running after training ends (a Job's pod completes only when every container has exited), so the run would never complete nor release its GPUs. Use Reload.filesOnly(): the kubelet updates the mounted files in the running pods, and the program re-reads them`,
-      `a ${workload._podOwner.kind}`,
-    );
-  }
   switch (spec.kind) {
     case 'files':
       return { ...base, kind: 'files', script: '', image: '' };

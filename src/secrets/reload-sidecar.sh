@@ -10,7 +10,7 @@
 # succeeded. On every start and every poll the sidecar compares it with the Secret and reloads
 # when they differ, so a rotation that lands while the sidecar is down (OOM kill, a kill during a
 # reload, its own exit, a dangling ..data repaired later) is acted on when it is back. A new pod
-# has no record: its application starts on the current content, which becomes the record.
+# has no record: the current content becomes the record before the application starts on it.
 #
 # Settings (env):
 #   WATCH_DIR               the mounted secret directory                                 (required)
@@ -25,7 +25,7 @@
 #   SIGNAL, PROCESS_NAME    signal: the signal name (HUP) and the process name (comm)
 #   RELOAD_URL              http: the URL to POST to
 #   SYNC_DIR                sync: where the copies go, all keys swapped at once
-#   RUN_ONCE                1: act once, record it and exit (the initial sync)
+#   RUN_ONCE                1: act once, record it and exit (to try an action by hand)
 # For exec, the command is the script's arguments.
 #
 # Health: after UNHEALTHY_AFTER failed reloads in a row the file $STATE_DIR/unhealthy exists until
@@ -318,7 +318,14 @@ if [ -f "$RECORD" ]; then
     log "reloaded after a change in $WATCH_DIR"
   fi
 else
-  # A new pod: its application started on the current content.
+  # A new pod. The sidecar starts before the application (a native sidecar, whose startup probe
+  # waits for the record): the application starts on the content recorded here, or a newer one,
+  # which only costs one reload more. Sync makes the first copies first, so they exist before the
+  # application starts; a failure exits, and the restarted sidecar tries again.
+  if [ "$ACTION" = sync ]; then
+    run_action "$@" || die "initial sync failed"
+    log "initial sync done"
+  fi
   record "$current"
   last=$current
 fi

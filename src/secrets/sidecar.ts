@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { containerSecurityContext } from '../common/security';
 import { ReloadAction } from './reload-action';
 
@@ -12,7 +12,7 @@ export const SIDECAR_DIR = '/var/run/cdk8s-gpu';
 /** Where the sidecar keeps the record of the last reload and its health mark. */
 export const STATE_DIR = `${SIDECAR_DIR}/state`;
 
-/** What one reload sidecar (and the init container of a sync) runs with. */
+/** What one reload sidecar runs with. */
 export interface SidecarSettings {
   readonly action: ReloadAction;
   readonly keys: readonly string[];
@@ -29,14 +29,31 @@ export interface SidecarSettings {
 }
 
 /**
- * The reload sidecar. Its liveness probe fails while the script's unhealthy mark exists (after
- * repeated failed reloads): readiness-neutral, so a failing reload restarts the sidecar (which
- * retries, from its record) and shows as its restart count and Unhealthy events, without taking
- * the pod out of its Service.
+ * The reload sidecar, a native sidecar: an init container that restarts always (beta and on from
+ * 1.29, GA in 1.33; the library's floor is 1.32). The kubelet starts it before the application and
+ * stops it after the application has exited, so a Job's pod still completes and frees its GPUs.
+ *
+ * Its startup probe passes once the script has recorded the content the application will start on
+ * (and, for sync, made the first copies): the kubelet starts the next container only then, so no
+ * rotation can land unseen between the application's first read and the sidecar's first look.
+ *
+ * Its liveness probe fails while the script's unhealthy mark exists (after repeated failed
+ * reloads): readiness-neutral, so a failing reload restarts the sidecar (which retries, from its
+ * record) and shows as its restart count and Unhealthy events, without taking the pod out of its
+ * Service.
  */
 export function reloadSidecar(name: string, s: SidecarSettings): k8s.Container {
   return {
-    ...container(name, s, []),
+    ...container(name, s),
+    restartPolicy: 'Always',
+    startupProbe: {
+      exec: { command: ['sh', '-c', `[ -e ${RECORD} ]`] },
+      periodSeconds: 1,
+      timeoutSeconds: 5,
+      // A first sync that keeps failing makes the script exit and the kubelet restart it; the
+      // application waits, as it waited for the init container that made the first copy before.
+      failureThreshold: STARTUP_FAILURES,
+    },
     livenessProbe: {
       exec: { command: ['sh', '-c', `! [ -e ${STATE_DIR}/unhealthy ]`] },
       periodSeconds: 10,
@@ -46,12 +63,12 @@ export function reloadSidecar(name: string, s: SidecarSettings): k8s.Container {
   };
 }
 
-/** The init container of a sync: the first copy, so the program never starts without the files. */
-export function initialSync(name: string, s: SidecarSettings): k8s.Container {
-  return container(name, s, [{ name: 'RUN_ONCE', value: '1' }]);
-}
+/** The script's record of the last reload (reload-sidecar.sh RECORD). */
+const RECORD = `${STATE_DIR}/reloaded`;
+/** Seconds the first record may take: fingerprinting and, for sync, copying a few small files. */
+const STARTUP_FAILURES = 120;
 
-function container(name: string, s: SidecarSettings, extraEnv: k8s.EnvVar[]): k8s.Container {
+function container(name: string, s: SidecarSettings): k8s.Container {
   const { action } = s;
   const identity = { runAsRoot: false, uid: s.uid, addCapabilities: [], readOnlyRootFilesystem: true };
   const memoryLimit = k8s.Quantity.fromString(action.kind === 'exec' ? '256Mi' : '64Mi');
@@ -70,7 +87,6 @@ function container(name: string, s: SidecarSettings, extraEnv: k8s.EnvVar[]): k8
       ...(action.timeoutSeconds > 0 ? [{ name: 'ACTION_TIMEOUT_SECONDS', value: String(action.timeoutSeconds) }] : []),
       ...action.env,
       ...(s.syncDir !== undefined ? [{ name: 'SYNC_DIR', value: s.syncDir }] : []),
-      ...extraEnv,
     ],
     volumeMounts: s.mounts,
     // In a Guaranteed pod every container requests what it limits, or the pod is Burstable and

@@ -1,5 +1,5 @@
 import { ApiObject, Chart, Duration } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { labelSet, LABEL_INSTANCE } from '../common/labels';
 import { ManifestObject } from '../common/manifest-object';
@@ -276,8 +276,6 @@ export class GpuTrainingJob extends Construct implements IGpuWorkload {
   readonly _templateChangesStay =
     'a running JobSet refuses pod-template changes (the JobSet v0.12.0 webhook keeps spec.replicatedJobs immutable unless the JobSet is suspended), and Stakater Reloader restarts Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs, not JobSets';
   /** @internal */
-  readonly _podsRunToCompletion = true;
-  /** @internal */
   get _podOwner(): ApiObject {
     return this.jobSet;
   }
@@ -455,6 +453,12 @@ export class GpuTrainingJob extends Construct implements IGpuWorkload {
                 completionMode: 'Indexed',
                 // One failed pod fails the Job, and the JobSet restarts the whole gang.
                 backoffLimit: 0,
+                // A pod counts as failed only once it has stopped (batch/v1 podReplacementPolicy, beta
+                // and on from 1.29, GA in 1.34): an evicted rank finishes its SIGTERM checkpoint
+                // before the Job fails and the JobSet restarts the gang. It is already the only value
+                // allowed with a podFailurePolicy; set always, the behaviour does not depend on
+                // whether the run has failure rules. JobSet v0.12.0 sets none itself.
+                podReplacementPolicy: 'Failed',
                 ...(deadline !== undefined ? { activeDeadlineSeconds: deadline } : {}),
                 ...(podFailureRules.length ? { podFailurePolicy: { rules: podFailureRules } } : {}),
                 template: pod.template.toTemplate(),

@@ -1,11 +1,11 @@
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { kindOf, ManifestKind } from '../common/manifest-object';
 import * as jobset from '../imports/jobset';
 
 /**
  * A replicated Job of a JobSet as the library composes it: the generated JobSet types
  * (src/imports/jobset.ts, from the vendored v0.12.0 CRD), with the Job spec typed as the built-in
- * batch/v1 JobSpec of cdk8s-plus-28 (quantities, IntOrString), like every built-in kind.
+ * batch/v1 JobSpec of cdk8s-plus-32 (quantities, IntOrString), like every built-in kind.
  */
 export type TypedReplicatedJob = Omit<jobset.JobSetSpecReplicatedJobs, 'template'> & {
   readonly template: {
@@ -30,7 +30,7 @@ export const JOB_SET_GVK = { apiVersion: 'jobset.x-k8s.io/v1alpha2', kind: 'JobS
 
 /**
  * Converts a typed JobSet to its API JSON: the generated converter for the JobSet's own fields and
- * cdk8s-plus-28's converter for each embedded Job spec. The object is checked against the vendored
+ * cdk8s-plus-32's converter for each embedded Job spec. The object is checked against the vendored
  * CRD in tests and after a JsonPatch (ManifestObject), strictly, as built-in kinds are.
  */
 export function toJson_TypedJobSet(props: TypedJobSet | undefined): Record<string, unknown> | undefined {

@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { OwnedEnv } from '../common/workload-pod';
 
 /** Pod-lifetime scratch of the launch wrapper (an emptyDir): attempt counts, "announced" flags. */

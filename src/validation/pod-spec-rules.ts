@@ -1,4 +1,4 @@
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Validator } from './validate';
 
 // The API server's rules (kubernetes pkg/apis/core/validation/validation.go) for the parts of a pod
@@ -171,22 +171,33 @@ export function checkContainer(v: Validator, prop: string, c: k8s.Container, ini
   for (const id of ['runAsUser', 'runAsGroup'] as const) {
     if (sc?.[id] !== undefined) v.wholeNumber(`${prop}.securityContext.${id}`, sc[id], 0);
   }
-  // Native sidecars (an init container with restartPolicy Always) are alpha in 1.28, the floor: an
-  // API server without the gate drops the field, and the pod waits for an init container that
-  // never ends. pod.sidecars are regular containers.
-  if (c.restartPolicy !== undefined)
-    v.fail(
-      `${prop}.restartPolicy`,
-      'must be left out: native sidecars are alpha in Kubernetes 1.28 (an API server without the gate drops it, and the pod never starts); put a long-running container in pod.sidecars',
-      c.restartPolicy,
-    );
+  // restartPolicy Always makes an init container a native sidecar (beta and on from 1.29, GA in
+  // 1.33): at the 1.32 floor that is the only value, and only init containers take it (restart
+  // rules of regular containers are alpha in 1.34).
+  if (c.restartPolicy !== undefined) {
+    if (!init)
+      v.fail(
+        `${prop}.restartPolicy`,
+        'must be left out on a regular container: only an init container takes one (Always, a native sidecar); per-container restart rules are alpha in Kubernetes 1.34',
+        c.restartPolicy,
+      );
+    if (c.restartPolicy !== 'Always')
+      v.fail(
+        `${prop}.restartPolicy`,
+        'must be Always (a native sidecar, which runs beside the main container and stops after it) or left out (an init container that runs to completion)',
+        c.restartPolicy,
+      );
+  }
+  // A native sidecar runs beside the application: probes and lifecycle hooks are allowed on it.
+  const runsToCompletion = init && c.restartPolicy !== 'Always';
   for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
     const probe = c[kind];
     if (!probe) continue;
-    if (init) v.fail(`${prop}.${kind}`, 'is not allowed on an init container, which runs to completion', kind);
+    if (runsToCompletion)
+      v.fail(`${prop}.${kind}`, 'is not allowed on an init container, which runs to completion', kind);
     probeRules(v, `${prop}.${kind}`, probe, kind !== 'readinessProbe');
   }
-  if (init && c.lifecycle)
+  if (runsToCompletion && c.lifecycle)
     v.fail(`${prop}.lifecycle`, 'is not allowed on an init container, which runs to completion', c.lifecycle);
 }
 

@@ -1,5 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
+import { FLOOR_API, KubeVersion, NEWEST_API } from './kube-versions';
 
 /**
  * A strict validator for Kubernetes objects against the official OpenAPI definitions, acting like
@@ -20,7 +21,7 @@ export type Schema = {
   'x-kubernetes-group-version-kind'?: Array<{ group: string; version: string; kind: string }>;
 };
 
-export type KubeVersion = '1.28.0' | '1.36.0';
+export type { KubeVersion };
 
 const cache = new Map<KubeVersion, { defs: Record<string, Schema>; byGvk: Map<string, string> }>();
 
@@ -89,10 +90,10 @@ export function isKnownCustomKind(apiVersion: string, kind: string): boolean {
 }
 
 /** The Kubernetes versions whose API definitions ship with the library. */
-export const KUBE_VERSIONS: readonly KubeVersion[] = ['1.28.0', '1.36.0'];
+export const KUBE_VERSIONS: readonly KubeVersion[] = [FLOOR_API, NEWEST_API];
 
 /** Returns the list of errors for one object; empty when valid. */
-export function strictErrors(obj: any, version: KubeVersion = '1.28.0'): string[] {
+export function strictErrors(obj: any, version: KubeVersion = FLOOR_API): string[] {
   const errors: string[] = [];
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return ['object: not a Kubernetes object'];
   const { apiVersion, kind } = obj;
@@ -120,7 +121,7 @@ export function strictErrors(obj: any, version: KubeVersion = '1.28.0'): string[
  * decode them ("cannot unmarshal number into ... of type string"), so kubectl's apply fails.
  * Custom resources and unknown kinds are not checked (their schema is not here).
  */
-export function nonStringScalars(obj: any, version: KubeVersion = '1.28.0'): Array<{ path: string; value: unknown }> {
+export function nonStringScalars(obj: any, version: KubeVersion = FLOOR_API): Array<{ path: string; value: unknown }> {
   const out: Array<{ path: string; value: unknown }> = [];
   if (obj === null || typeof obj !== 'object' || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string')
     return out;
@@ -276,7 +277,7 @@ function walk(value: unknown, schema: Schema, at: string, defs: Record<string, S
 }
 
 /** Throws with every error when any object is invalid for any of the given versions. */
-export function expectStrictlyValid(objects: any[], versions: KubeVersion[] = ['1.28.0', '1.36.0']): void {
+export function expectStrictlyValid(objects: any[], versions: readonly KubeVersion[] = KUBE_VERSIONS): void {
   const errors = versions.flatMap(v => objects.flatMap(o => strictErrors(o, v).map(e => `[${v}] ${e}`)));
   if (errors.length > 0) throw new Error(`strict validation failed:\n  ${errors.join('\n  ')}`);
 }

@@ -1,10 +1,11 @@
 import camelCase from 'camelcase';
 import { definitionsOf, Schema } from './strict-schema';
+import { FLOOR_API } from './kube-versions';
 import { Validator } from './validate';
 
 /**
  * Checks a Kubernetes-typed value a user hands the library (a sidecar `k8s.Container`, a
- * `k8s.Volume`, an affinity, tolerations, spread constraints) against the struct cdk8s-plus-28
+ * `k8s.Volume`, an affinity, tolerations, spread constraints) against the struct cdk8s-plus-32
  * generated for it, so nothing is lost on the way to the YAML:
  *
  * - a key the struct does not have is refused with the closest known one (the converter drops it:
@@ -14,9 +15,9 @@ import { Validator } from './validate';
  * - `null` is refused (cdk8s writes it, or drops the field);
  * - structs, lists and maps must be what they are.
  *
- * The structs are read from the Kubernetes 1.28 API definitions the library ships: cdk8s-plus-28's
+ * The structs are read from the Kubernetes 1.28 API definitions the library ships: cdk8s-plus-32's
  * types were generated from them by cdk8s's importer (json2jsii), whose field names are
- * `camelcase(apiName)`; a test holds every name against cdk8s-plus-28's converters.
+ * `camelcase(apiName)`; a test holds every name against cdk8s-plus-32's converters.
  * Messages name the prop path: `pod.sidecars[0].resources.limits.cpu`.
  */
 export function checkTyped(v: Validator, prop: string, value: unknown, struct: string): void {
@@ -37,7 +38,7 @@ const FIELDS = new Map<string, ReadonlyMap<string, Schema>>();
 export function typedFields(definition: string): ReadonlyMap<string, Schema> {
   let fields = FIELDS.get(definition);
   if (!fields) {
-    const def = definitionsOf('1.28.0')[definition];
+    const def = definitionsOf(FLOOR_API)[definition];
     if (!def?.properties) throw new Error(`${definition} is not a struct of the Kubernetes 1.28 API`);
     const made = new Map<string, Schema>();
     for (const [api, schema] of Object.entries(def.properties)) made.set(typedName(api), schema);
@@ -74,7 +75,7 @@ function walkField(v: Validator, at: string, x: unknown, schema: Schema): void {
   const ref = refName(schema);
   if (ref !== undefined) {
     if (UNIONS.has(ref)) return union(v, at, x);
-    if (definitionsOf('1.28.0')[ref]?.properties) return walkStruct(v, at, x, ref);
+    if (definitionsOf(FLOOR_API)[ref]?.properties) return walkStruct(v, at, x, ref);
     return; // a date or free-form JSON: written as given
   }
   if (schema.type === 'array') {
@@ -97,7 +98,7 @@ function walkField(v: Validator, at: string, x: unknown, schema: Schema): void {
 /** A list item or map value: a struct, a union, a list, or a scalar. */
 function item(v: Validator, at: string, y: unknown, schema: Schema): void {
   const ref = refName(schema);
-  if (ref !== undefined && (UNIONS.has(ref) || definitionsOf('1.28.0')[ref]?.properties))
+  if (ref !== undefined && (UNIONS.has(ref) || definitionsOf(FLOOR_API)[ref]?.properties))
     return walkField(v, at, y, schema);
   if (schema.type === 'array') {
     if (!Array.isArray(y)) v.fail(at, 'must be an array', y);
@@ -112,7 +113,7 @@ function union(v: Validator, at: string, x: unknown): void {
   if (typeof x !== 'object' || x === null || (typeof value !== 'string' && typeof value !== 'number')) {
     v.fail(
       at,
-      'must be made with k8s.Quantity.fromString()/fromNumber() or k8s.IntOrString.fromString()/fromNumber(): cdk8s-plus-28 writes a plain value here as null',
+      'must be made with k8s.Quantity.fromString()/fromNumber() or k8s.IntOrString.fromString()/fromNumber(): cdk8s-plus-32 writes a plain value here as null',
       x,
     );
   }

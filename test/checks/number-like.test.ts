@@ -1,6 +1,6 @@
 import * as path from 'path';
 import { App, Chart, IResolver, JsonPatch, Testing } from 'cdk8s';
-import * as kplus from 'cdk8s-plus-28';
+import * as kplus from 'cdk8s-plus-32';
 import { outputErrorsOf } from '../support/synth';
 import { GpuTrainingStatefulSet, TgiInferenceService } from '../../src';
 import { readBackAsNumber } from '../../src/checks/number-like';

@@ -1,4 +1,4 @@
-import { FLOOR_MINOR } from '../../src/common/kube-versions';
+import { FLOOR_MINOR } from '../../src/validation/kube-versions';
 import { podSecurityLevel, SUPPORTED_STANDARDS } from '../../src/common/pod-security';
 import { Cluster, describeCluster, PodSecurityLevel, pool, Response } from './kube';
 import { PodCase, podCases } from './pod-security-corpus';
@@ -100,8 +100,9 @@ describeCluster('the Pod Security evaluator against PodSecurity admission', (clu
     );
     expect(atVersion).toEqual([]);
     expect(permissive).toEqual([]);
-    // The versions differ somewhere in the corpus, so pinning them is exercised.
+    // Where the server knows more than one version of the standards, they differ somewhere in the
+    // corpus, so pinning them is exercised (a 1.32 server, the floor, knows only the floor's).
     const varies = cases.some((_c, i) => new Set(minors.map((_m, j) => answers[j * cases.length + i].level)).size > 1);
-    expect(varies).toBe(true);
+    expect(varies).toBe(minors.length > 1);
   }, 600_000);
 });

@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-28';
+import { k8s } from 'cdk8s-plus-32';
 import { gpuResources, gpuTolerations, shmVolume } from '../../src/common/gpu';
 import { sizeQuantityString } from '../../src/common/quantity';
 

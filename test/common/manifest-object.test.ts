@@ -1,5 +1,5 @@
 import { JsonPatch, Testing } from 'cdk8s';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { customKind, KIND, ManifestObject } from '../../src/common/manifest-object';
 import { testChart } from '../support/synth';
 
@@ -10,7 +10,7 @@ const service = (chart = testChart()) =>
   });
 
 describe('ManifestObject', () => {
-  test("synthesizes exactly what cdk8s-plus-28's own class writes", () => {
+  test("synthesizes exactly what cdk8s-plus-32's own class writes", () => {
     const props: k8s.KubeServiceProps = {
       metadata: { name: 'svc', labels: { a: 'b' } },
       spec: { clusterIp: 'None', ports: [{ port: 80, targetPort: k8s.IntOrString.fromString('http') }] },

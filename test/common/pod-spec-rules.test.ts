@@ -175,12 +175,28 @@ describe('extra containers (validateContainers)', () => {
       /imagePullPolicy must be one of Always, IfNotPresent, Never/,
     ],
     [
-      'restartPolicy (a native sidecar, alpha at 1.28)',
-      c({ restartPolicy: 'Always' }),
-      /restartPolicy must be left out: native sidecars are alpha/,
+      'restartPolicy OnFailure (every sidecar is a native sidecar, restartPolicy Always)',
+      c({ restartPolicy: 'OnFailure' }),
+      /pod\.sidecars\[0\]\.restartPolicy must be left out: every sidecar is a native sidecar.*\(got "OnFailure"\)/,
     ],
   ])('a sidecar with %s is refused', (_what, container, message) => {
     expect(errorOf({ pod: { sidecars: [container] } })).toMatch(message);
+  });
+
+  test('an init container takes restartPolicy Always only (a native sidecar), which may then have probes and hooks', () => {
+    expect(errorOf({ pod: { initContainers: [c({ restartPolicy: 'Never' })] } })).toMatch(
+      /pod\.initContainers\[0\]\.restartPolicy must be Always \(a native sidecar.*\(got "Never"\)/,
+    );
+    const probe = { exec: { command: ['true'] } };
+    const sidecar = c({
+      restartPolicy: 'Always',
+      readinessProbe: probe,
+      lifecycle: { preStop: { sleep: { seconds: 1 } } },
+    });
+    const chart = testChart();
+    new TestWorkload(chart, 'w', { name: 'w', pod: { initContainers: [sidecar] } });
+    const init = synthValid(chart).find(o => o.kind === 'StatefulSet').spec.template.spec.initContainers;
+    expect(init).toEqual([expect.objectContaining({ name: 'extra', restartPolicy: 'Always', readinessProbe: probe })]);
   });
 
   test('an init container may have neither probes nor lifecycle (it runs to completion)', () => {

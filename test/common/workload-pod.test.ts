@@ -157,7 +157,7 @@ describe('volumes', () => {
         ],
       },
     });
-    expect(spec.containers[1].volumeMounts).toEqual([{ name: 'logs', mountPath: '/logs' }]);
+    expect(spec.initContainers[0].volumeMounts).toEqual([{ name: 'logs', mountPath: '/logs' }]);
   });
 
   test('a sidecar mounting a volume the pod lacks is refused', () => {
@@ -273,13 +273,17 @@ describe('pod options', () => {
     expect(tpl.metadata.labels.team).toBe('nlp');
     expect(sts.spec.selector.matchLabels.team).toBeUndefined();
     expect(tpl.metadata.annotations['example.com/owner']).toBe('nlp');
-    expect(spec.initContainers[0].name).toBe('fetch');
-    expect(spec.containers.map((c: any) => c.name)).toEqual(['main', 'proxy']);
+    // Sidecars are native sidecars, after the user's init containers.
+    expect(spec.initContainers.map((c: any) => [c.name, c.restartPolicy])).toEqual([
+      ['fetch', undefined],
+      ['proxy', 'Always'],
+    ]);
+    expect(spec.containers.map((c: any) => c.name)).toEqual(['main']);
   });
 
   test("extra containers get the construct's security context unless they set a field themselves", () => {
     const { w, spec } = build({ pod });
-    const proxy = spec.containers[1];
+    const proxy = spec.initContainers.find((c: any) => c.name === 'proxy');
     expect(proxy.securityContext).toMatchObject({
       allowPrivilegeEscalation: false,
       capabilities: { drop: ['ALL'] },

@@ -26,7 +26,7 @@ describe('cdk8s-gpu guard CLI', () => {
   test('exit 0 when clean, saying how many objects it read from each side', () => {
     const r = run(['guard', '--before', before, '--after', sameAfter]);
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('guard: read 1 object(s) before, 1 after; rules of Kubernetes 1.28');
+    expect(r.stdout).toContain('guard: read 1 object(s) before, 1 after; rules of Kubernetes 1.32');
     expect(r.stdout).toContain('guard: no forbidden changes');
   });
 
@@ -65,7 +65,7 @@ describe('cdk8s-gpu guard CLI', () => {
     ]);
     expect(json).toMatchObject({
       schemaVersion: 2,
-      serverVersion: '1.28',
+      serverVersion: '1.32',
       objects: { before: 1, after: 1 },
       errors: 1,
       warnings: 0,
@@ -112,14 +112,17 @@ describe('cdk8s-gpu guard CLI', () => {
     const b = write('rhl-before.yaml', stringify(rhl(10)));
     const a = write('rhl-after.yaml', stringify(rhl(2)));
     expect(run(['guard', '--before', b, '--after', a]).status).toBe(1);
-    expect(run(['guard', `--before=${b}`, `--after=${a}`, '--server-version=1.31']).status).toBe(1);
+    expect(run(['guard', `--before=${b}`, `--after=${a}`, '--server-version=1.32']).status).toBe(1);
     expect(run(['guard', '--before', b, '--after', a, '--server-version', '1.33']).status).toBe(0);
     expect(run(['guard', '--before', b, '--after', a, '--server-version', '1.40']).stdout).toContain(
       'rules of Kubernetes 1.40 (the table is checked through 1.35',
     );
-    const bad = run(['guard', '--before', b, '--after', a, '--server-version', '1.20']);
-    expect(bad.status).toBe(2);
-    expect(bad.stderr).toMatch(/not supported/);
+    // Below the floor (1.32) the guard has no rules: refused, naming the floor.
+    for (const v of ['1.31', '1.20']) {
+      const bad = run(['guard', '--before', b, '--after', a, '--server-version', v]);
+      expect(bad.status).toBe(2);
+      expect(bad.stderr).toContain(`cdk8s-gpu guard: server version "${v}" is not supported: give 1.NN, 1.32 or newer`);
+    }
   });
 
   test('custom resources compared without their CRD are named: their transition rules were not checked', () => {

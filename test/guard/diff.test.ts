@@ -1,5 +1,5 @@
 import { Chart, Size, Testing } from 'cdk8s';
-import * as kplus from 'cdk8s-plus-28';
+import * as kplus from 'cdk8s-plus-32';
 import { buildApps } from '../../apps/apps';
 import {
   GpuTrainingStatefulSet,

@@ -215,9 +215,9 @@ describe('GuardValidation (the cdk8s-cli plugin)', () => {
     const emptyChart = path.join(dir, 'empty.k8s.yaml');
     fs.writeFileSync(emptyChart, '');
     const c = context([pdbFile, stsFile, emptyChart]);
-    await new GuardValidation({ baseline: path.join(dir, 'base.yaml'), serverVersion: '1.30' }).validate(c.ctx);
+    await new GuardValidation({ baseline: path.join(dir, 'base.yaml'), serverVersion: '1.33' }).validate(c.ctx);
     expect(c.submitted[0][0]).toBe('failure');
-    expect(c.submitted[0][1]).toMatchObject({ serverVersion: '1.30', objectsBefore: '2', objectsAfter: '2' });
+    expect(c.submitted[0][1]).toMatchObject({ serverVersion: '1.33', objectsBefore: '2', objectsAfter: '2' });
     expect(c.violations).toHaveLength(1);
     expect(c.violations[0].violatingResources[0]).toEqual({
       resourceName: 'StatefulSet/onnx-trainer',

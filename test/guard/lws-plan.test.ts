@@ -63,7 +63,7 @@ describe('plan: a LeaderWorkerSet whose leader pods change without a new revisio
       ...placed(key),
       spec: { ...placed(key).spec, ...ru({ maxUnavailable: 0, maxSurge: 1 }) },
     });
-    for (const version of ['1.28', '1.35']) {
+    for (const version of ['1.32', '1.35']) {
       const w = planOf(surged(), surged('rack'), version);
       expect(w).toMatchObject({
         restarts: true,

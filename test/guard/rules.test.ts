@@ -76,25 +76,26 @@ describe('the rules table', () => {
   });
 
   test('an unsupported server version is refused', () => {
-    expect(() => guard([], [], { serverVersion: '1.27' })).toThrow(/not supported/);
+    // The floor is the library's API floor, 1.32: older servers are refused, naming it.
+    for (const v of ['1.31', '1.28', '1.27'])
+      expect(() => guard([], [], { serverVersion: v })).toThrow(
+        `server version "${v}" is not supported: give 1.NN, 1.32 or newer`,
+      );
     expect(() => guard([], [], { serverVersion: 'latest' })).toThrow(/not supported/);
-    expect(guard([], [], { serverVersion: '1.31' }).serverVersion).toBe('1.31');
-    expect(guard([], []).serverVersion).toBe('1.28');
+    expect(guard([], [], { serverVersion: '1.32' }).serverVersion).toBe('1.32');
+    expect(guard([], []).serverVersion).toBe('1.32');
     expect(() => guard([{ kind: 'ConfigMap' } as any], [])).toThrow(/--before: .* is not a Kubernetes object/);
   });
 });
 
 describe('ValidateStatefulSetUpdate', () => {
-  test.each(['1.28', '1.31', '1.32'])(
-    'revisionHistoryLimit is immutable on %s (kubernetes#130263), quoting that version',
-    v => {
-      const [f] = errorsOf([liveExport(sts({ revisionHistoryLimit: 10 }))], [sts({ revisionHistoryLimit: 3 })], v);
-      expect(f).toMatchObject({ path: 'spec.revisionHistoryLimit', before: 10, after: 3 });
-      expect(f.message).toBe(
-        "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
-      );
-    },
-  );
+  test.each(['1.32'])('revisionHistoryLimit is immutable on %s (kubernetes#130263), quoting that version', v => {
+    const [f] = errorsOf([liveExport(sts({ revisionHistoryLimit: 10 }))], [sts({ revisionHistoryLimit: 3 })], v);
+    expect(f).toMatchObject({ path: 'spec.revisionHistoryLimit', before: 10, after: 3 });
+    expect(f.message).toBe(
+      "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+    );
+  });
 
   test('revisionHistoryLimit is mutable from 1.33, whose message lists it', () => {
     expect(paths([sts({ revisionHistoryLimit: 10 })], [sts({ revisionHistoryLimit: 3 })], '1.33')).toEqual([]);
@@ -283,20 +284,19 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
     );
     expect(f).toMatchObject({
       path: 'spec.resources',
-      message: 'spec: Forbidden: spec is immutable after creation except resources.requests for bound claims',
+      message:
+        'spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
     });
     expect(
       errorsOf(
         [liveExport(pvc(), { pvcPhase: 'Pending' })],
         [pvc({ resources: { requests: { storage: '20Gi' } } })],
-        '1.29',
-      )[0].message,
-    ).toBe(
-      'spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
-    );
+        '1.35',
+      ).map(e => [e.path, e.message]),
+    ).toEqual([[f.path, f.message]]);
   });
 
-  test('volumeAttributesClassName may change once the VolumeAttributesClass gate is on by default (GA, 1.34); with the gate off (1.29-1.33) a set class may not change; before 1.29 the field does not exist', () => {
+  test('volumeAttributesClassName may change once the VolumeAttributesClass gate is on by default (GA, 1.34); with the gate off (1.32-1.33) a set class may not change', () => {
     expect(
       paths(
         [liveExport(pvc({ volumeAttributesClassName: 'gold' }))],
@@ -308,38 +308,38 @@ describe('ValidatePersistentVolumeClaimUpdate', () => {
       errorsOf(
         [liveExport(pvc({ volumeAttributesClassName: 'gold' }))],
         [pvc({ volumeAttributesClassName: 'silver' })],
-        '1.29',
+        '1.32',
       ).map(f => f.message),
     ).toEqual([
       'spec.volumeAttributesClassName: Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled',
     ]);
-    // DropDisabledFields: with the gate off a class on a claim that had none is dropped, not refused.
-    expect(paths([liveExport(pvc())], [pvc({ volumeAttributesClassName: 'silver' })], '1.31')).toEqual([]);
     expect(
       paths(
         [liveExport(pvc({ volumeAttributesClassName: 'gold' }))],
         [pvc({ volumeAttributesClassName: 'silver' })],
-        '1.28',
+        '1.33',
       ),
     ).toEqual(['spec.volumeAttributesClassName']);
+    // DropDisabledFields: with the gate off a class on a claim that had none is dropped, not refused.
+    expect(paths([liveExport(pvc())], [pvc({ volumeAttributesClassName: 'silver' })], '1.33')).toEqual([]);
   });
 
-  test('a shrink is refused with the wording of the version', () => {
-    expect(errorsOf([liveExport(pvc())], [pvc({ resources: { requests: { storage: '5Gi' } } })])[0].message).toBe(
-      'spec.resources.requests.storage: Forbidden: field can not be less than previous value',
-    );
-    expect(
-      errorsOf([liveExport(pvc())], [pvc({ resources: { requests: { storage: '5Gi' } } })], '1.32')[0].message,
-    ).toBe('spec.resources.requests.storage: Forbidden: field can not be less than status.capacity');
+  test('a shrink to status.capacity or below is refused, in the words of 1.32+ (RecoverVolumeExpansionFailure)', () => {
+    for (const v of [undefined, '1.32', '1.35'])
+      expect(
+        errorsOf([liveExport(pvc())], [pvc({ resources: { requests: { storage: '5Gi' } } })], v).map(f => f.message),
+      ).toEqual(['spec.resources.requests.storage: Forbidden: field can not be less than status.capacity']);
   });
 
   test('on 1.32+ a request may drop back above status.capacity (recovery from a failed expansion)', () => {
     const live = liveExport(pvc({ resources: { requests: { storage: '50Gi' } } }));
     live.status.capacity.storage = '10Gi';
     expect(paths([live], [pvc({ resources: { requests: { storage: '20Gi' } } })], '1.32')).toEqual([]);
-    expect(paths([live], [pvc({ resources: { requests: { storage: '20Gi' } } })], '1.31')).toEqual([
-      'spec.resources.requests.storage',
-    ]);
+    // Not down to the capacity itself, nor below it.
+    for (const storage of ['10Gi', '5Gi'])
+      expect(paths([live], [pvc({ resources: { requests: { storage } } })], '1.32')).toEqual([
+        'spec.resources.requests.storage',
+      ]);
   });
 
   test('volumeName may be set once; storageClassName may go from unset to set; both kept when a manifest omits them', () => {
@@ -394,14 +394,14 @@ describe('ValidateJobSpecUpdate', () => {
     );
   });
 
-  test('podFailurePolicy and completionMode are immutable; backoffLimitPerIndex from 1.29', () => {
+  test('podFailurePolicy, completionMode and backoffLimitPerIndex are immutable', () => {
     const pfp = { rules: [{ action: 'FailJob', onExitCodes: { operator: 'In', values: [42] } }] };
     expect(paths([job()], [job({ podFailurePolicy: pfp })])).toEqual(['spec.podFailurePolicy']);
     expect(paths([job()], [job({ completionMode: 'Indexed', completions: 1 })])).toContain('spec.completionMode');
     const bl = (n: number) =>
       job({ completionMode: 'Indexed', completions: 2, parallelism: 2, backoffLimitPerIndex: n });
-    expect(paths([bl(1)], [bl(2)], '1.28')).toEqual([]);
-    expect(paths([bl(1)], [bl(2)], '1.29')).toEqual(['spec.backoffLimitPerIndex']);
+    expect(paths([bl(1)], [bl(2)])).toEqual(['spec.backoffLimitPerIndex']);
+    expect(paths([bl(1)], [bl(2)], '1.35')).toEqual(['spec.backoffLimitPerIndex']);
   });
 
   test('zero values a manifest spells out (hostNetwork: false, initialDelaySeconds: 0) and server-written divisors are no change', () => {

@@ -188,7 +188,7 @@ describe('ValidatePersistentVolumeUpdate and ValidatePersistentVolumeClaimUpdate
     expect(paths([liveExport(pv())], [pv({ ...ref, volumeHandle: 'h2' })])).toEqual(['spec.csi']);
   });
 
-  test.each(['1.29', '1.31', '1.34'])(
+  test.each(['1.32', '1.33', '1.34'])(
     '%s: a set volumeAttributesClassName may not become nil or "" (the claim and the volume)',
     v => {
       const gateOff = v !== '1.34';
@@ -219,10 +219,6 @@ describe('ValidatePersistentVolumeUpdate and ValidatePersistentVolumeClaimUpdate
       ]);
     },
   );
-
-  test('1.28 has no volumeAttributesClassName: its unset/empty rules do not apply', () => {
-    expect(errorsOf([pvc()], [pvc()], { serverVersion: '1.28' })).toEqual([]);
-  });
 });
 
 describe('ValidatePodUpdate for a gated pod (KEP-3838: validateNodeSelectorMutation, validateNodeAffinityMutation)', () => {

@@ -141,7 +141,7 @@ describe('CSIDriver: ValidateCSIDriverUpdate (1.28+: attachRequired and volumeLi
     expect(paths([driver()], [driver({ attachRequired: true, volumeLifecycleModes: ['Persistent'] })])).toEqual([]);
   });
   test('podInfoOnMount and fsGroupPolicy may change (kubernetes#116209, in 1.28)', () => {
-    for (const v of ['1.28', '1.35'])
+    for (const v of ['1.32', '1.35'])
       expect(paths([driver()], [driver({ podInfoOnMount: true, fsGroupPolicy: 'File' })], v)).toEqual([]);
   });
 });
@@ -156,13 +156,7 @@ describe('Job spec.managedBy (ValidateJobSpecUpdate; JobManagedBy alpha in 1.30,
       template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'i:1' }] } },
     },
   });
-  test('1.29: no such field; 1.30-1.31: a stored value may not change; 1.32+: no change at all', () => {
-    expect(paths([job('a.example.com/x')], [job('b.example.com/y')], '1.29')).toEqual([]);
-    for (const v of ['1.30', '1.31']) {
-      expect(paths([job('a.example.com/x')], [job('b.example.com/y')], v)).toEqual(['spec.managedBy']);
-      // Gate off: a value set on a Job that has none is dropped, not refused.
-      expect(paths([job()], [job('b.example.com/y')], v)).toEqual([]);
-    }
+  test('1.32+ (the floor, gate on): no change at all, a stored value or a new one', () => {
     for (const v of ['1.32', '1.35']) {
       expect(paths([job('a.example.com/x')], [job('b.example.com/y')], v)).toEqual(['spec.managedBy']);
       expect(paths([job()], [job('b.example.com/y')], v)).toEqual(['spec.managedBy']);
@@ -180,7 +174,7 @@ describe('built-in API groups: an exact list per server version, not a .k8s.io s
     expect(isBuiltInGroup('storagemigration.k8s.io', 30)).toBe(true);
   });
 
-  test('the list is the groups of the vendored 1.28 and 1.36 API definitions (resources they serve)', () => {
+  test('the list is the groups of the vendored 1.32 and 1.36 API definitions (resources they serve)', () => {
     const groups = (v: string) => {
       const defs = require(`../../src/validation/schemas/k8s-v${v}.json`).definitions as Record<string, any>;
       const out = new Set<string>();
@@ -192,10 +186,10 @@ describe('built-in API groups: an exact list per server version, not a .k8s.io s
     };
     expect(
       [...BUILT_IN_GROUPS]
-        .filter(([, since]) => since <= 28)
+        .filter(([, since]) => since <= 32)
         .map(([g]) => g)
         .sort(),
-    ).toEqual(groups('1.28.0'));
+    ).toEqual(groups('1.32.0'));
     expect([...BUILT_IN_GROUPS.keys()].sort()).toEqual(groups('1.36.0'));
   });
 });

@@ -84,12 +84,18 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
   describe('drain timings that add up', () => {
     test('preStop sleep, the engine drain set from drainTimeout, grace = preStop + drain + margin', () => {
       const { main, pod, svc } = synthEngine(e);
-      expect(main.lifecycle).toEqual({ preStop: { exec: { command: ['sleep', '15'] } } });
+      // The kubelet's sleep action: no sleep binary needed in the engine image.
+      expect(main.lifecycle).toEqual({ preStop: { sleep: { seconds: 15 } } });
       expect(pod.terminationGracePeriodSeconds).toBe(120);
       expect(svc.terminationGracePeriodSeconds).toBe(120);
       if (e.construct !== 'SglangInferenceService') expect(e.setting(main, 'drain')).toBe('90');
       const longer = synthEngine(e, { drainTimeout: Duration.minutes(5), preStopSleep: Duration.seconds(20) });
+      expect(longer.main.lifecycle).toEqual({ preStop: { sleep: { seconds: 20 } } });
       expect(longer.pod.terminationGracePeriodSeconds).toBe(20 + 300 + 15);
+      // No sleep is no hook: the 1.32 API server refuses a sleep of 0 s.
+      const none = synthEngine(e, { preStopSleep: Duration.seconds(0) });
+      expect(none.main.lifecycle).toBeUndefined();
+      expect(none.pod.terminationGracePeriodSeconds).toBe(0 + 90 + 15);
       if (e.construct !== 'SglangInferenceService') expect(e.setting(longer.main, 'drain')).toBe('300');
     });
 
@@ -566,9 +572,14 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
           initContainers: [{ name: 'warm', image: 'busybox:1.36.1' }],
         },
       });
-      expect(p.containers.map((c: any) => c.name)).toEqual([e.container, 'proxy']);
-      expect(p.initContainers.map((c: any) => c.name)).toEqual(['model-download', 'warm']);
-      expect(p.containers[1].securityContext.allowPrivilegeEscalation).toBe(false);
+      // The sidecar is a native sidecar: after the download and the user's init containers.
+      expect(p.containers.map((c: any) => c.name)).toEqual([e.container]);
+      expect(p.initContainers.map((c: any) => [c.name, c.restartPolicy])).toEqual([
+        ['model-download', undefined],
+        ['warm', undefined],
+        ['proxy', 'Always'],
+      ]);
+      expect(p.initContainers[2].securityContext.allowPrivilegeEscalation).toBe(false);
       expect(() => make({ pod: { initContainers: [{ name: 'model-download', image: 'busybox:1.36.1' }] } })).toThrow(
         /must not use the name model-download/,
       );

@@ -118,7 +118,7 @@ describe.each(ENGINES)('$engine across nodes', ({ make, container, level, rendez
     for (const key of ['startupProbe', 'readinessProbe', 'livenessProbe', 'ports']) expect(worker[key]).toBeUndefined();
     // Leader: sleep 15 then drain 90; a worker holds while connected to the leader's rendezvous
     // port, at most 15 + 90 (group-hold.test.ts runs the hook against real torch ranks).
-    expect(leader.lifecycle.preStop.exec.command).toEqual(['sleep', '15']);
+    expect(leader.lifecycle.preStop).toEqual({ sleep: { seconds: 15 } });
     const [python, flag, script, port, hold] = worker.lifecycle.preStop.exec.command;
     expect([python, flag, port, hold]).toEqual(['python3', '-c', rendezvousPort, '105']);
     expect(script).toContain('/proc/net/tcp');
@@ -414,6 +414,39 @@ describe('the group in the serving practice', () => {
       /'llm': modelSize is needed \(or maxModelLoadTime\) with gpusPerReplica x nodes 4/,
     );
   });
+
+  test.each<[string, Reload, boolean]>([
+    ['exec', Reload.exec(['/reload']), true],
+    ['sync', Reload.sync(), true],
+    ['signal', Reload.signal('HUP', { process: 'worker', exposeWorkloadToSidecar: true }), true],
+    ['httpPost', Reload.httpPost('http://localhost:8000/reload'), false],
+    ['filesOnly', Reload.filesOnly(), false],
+  ])(
+    'a rotating Secret with Reload.%s reaches the leader and the workers alike (a worker reloads unless the reload is an HTTP call to the API only the leader serves)',
+    (_name, onRotation, workerReloads) => {
+      const chart = testChart('ml');
+      const svc = new VllmInferenceService(chart, 'llm', { name: 'llm', ...BASE });
+      new RotatingGpuSecret(chart, 'creds', { name: 'gpu-credentials' }).mountInto(svc, {
+        path: '/etc/gpu',
+        onRotation,
+      });
+      validateApp(chart);
+      const objects = Testing.synth(chart);
+      expectValidOutput(objects);
+      const set = lwsOf(objects);
+      const sidecars = (t: any) =>
+        (t.spec.initContainers ?? []).filter((c: any) => c.name.startsWith('reload-') && c.restartPolicy === 'Always');
+      for (const t of [leaderOf(set), workerOf(set)]) {
+        expect(t.spec.volumes.some((v: any) => v.secret?.secretName === 'gpu-credentials')).toBe(true);
+        expect(mainOf(t, 'vllm').volumeMounts.some((m: any) => m.mountPath === '/etc/gpu')).toBe(true);
+      }
+      const leaderReloads = _name !== 'filesOnly';
+      expect([sidecars(leaderOf(set)).length, sidecars(workerOf(set)).length]).toEqual([
+        leaderReloads ? 1 : 0,
+        workerReloads ? 1 : 0,
+      ]);
+    },
+  );
 
   test('Reload.restart() is refused: Stakater Reloader does not restart LeaderWorkerSets', () => {
     const chart = testChart('ml');

@@ -110,7 +110,7 @@ describe('TgiInferenceService', () => {
   describe('graceful shutdown whose timings add up', () => {
     test('preStop sleeps in the container lifecycle, the drain timeout is explicit, grace is 120 s', () => {
       const { main, pod, env, tgi } = synth();
-      expect(main.lifecycle).toEqual({ preStop: { exec: { command: ['sleep', '15'] } } });
+      expect(main.lifecycle).toEqual({ preStop: { sleep: { seconds: 15 } } });
       expect(pod.preStop).toBeUndefined();
       expect(env.GRACEFUL_TERMINATION_TIMEOUT).toBe('90');
       expect(pod.terminationGracePeriodSeconds).toBe(120);

@@ -33,7 +33,7 @@ describe('StrictSchemaValidation through the real cdk8s synth', () => {
 describe('StrictSchemaValidation props', () => {
   test('only shipped API versions are accepted', () => {
     expect(() => new StrictSchemaValidation({ versions: ['1.27.0'] })).toThrow(
-      /versions must be among 1\.28\.0, 1\.36\.0 \(got "1\.27\.0"\)/,
+      /versions must be among 1\.32\.0, 1\.36\.0 \(got "1\.27\.0"\)/,
     );
     expect(() => new StrictSchemaValidation({ versions: ['1.36.0'] })).not.toThrow();
   });

@@ -14,7 +14,8 @@ import { expectValidOutput } from '../support/valid-output';
 /**
  * RotatingGpuSecret.mountInto a GpuTrainingJob: a running JobSet's pod template never changes, and
  * its pods must be able to finish, so the Secret is a whole-directory mount that the kubelet keeps
- * current in the running pods, read by the program itself (Reload.filesOnly()).
+ * current in the running pods, read by the program itself (Reload.filesOnly()) or reloaded by a
+ * native sidecar that stops when the trainer exits.
  */
 const JOB: GpuTrainingJobProps = { name: 'pretrain', image: 'img:1', gpusPerPod: 8, nodes: 2, args: ['train.py'] };
 
@@ -56,18 +57,40 @@ describe('RotatingGpuSecret.mountInto a GpuTrainingJob', () => {
     expect(job.podSecurityLevel).toBe(PodSecurityLevel.RESTRICTED);
   });
 
-  test.each<[string, Reload]>([
-    ['exec', Reload.exec(['/reload'])],
-    ['httpPost', Reload.httpPost('http://localhost:8080/reload')],
-    ['sync', Reload.sync()],
-    ['signal', Reload.signal('HUP', { process: 'python3' })],
-  ])('Reload.%s is refused: its sidecar would keep the pods Running after training ends', (name, reload) => {
-    const { chart, mount } = setup(reload);
-    expect(mount).toThrow(
-      `RotatingGpuSecret 'creds': onRotation Reload.${name}() adds a reload sidecar, which would keep a JobSet's pods Running after training ends (a Job's pod completes only when every container has exited), so the run would never complete nor release its GPUs. Use Reload.filesOnly()`,
-    );
-    // Refused before anything changed: the pod is as it was.
-    expect(podOf(chart).containers).toHaveLength(1);
+  test.each<[string, Reload, string]>([
+    ['exec', Reload.exec(['/reload']), 'exec'],
+    ['httpPost', Reload.httpPost('http://localhost:8080/reload'), 'http'],
+    ['sync', Reload.sync(), 'sync'],
+    ['signal', Reload.signal('HUP', { process: 'python3', exposeWorkloadToSidecar: true }), 'signal'],
+  ])(
+    'Reload.%s works: its sidecar is a native sidecar, which the kubelet stops when the trainer exits, so the pods still complete',
+    (_name, reload, action) => {
+      const { chart, job, mount } = setup(reload);
+      mount();
+      const pod = podOf(chart);
+      // The trainer is the only regular container: the pod's phase follows it alone (KEP-753).
+      expect(pod.containers.map((c: any) => c.name)).toEqual(['trainer']);
+      const sidecar = pod.initContainers[pod.initContainers.length - 1];
+      expect(sidecar).toMatchObject({ restartPolicy: 'Always', name: expect.stringMatching(/^reload-/) });
+      expect(sidecar.env).toContainEqual({ name: 'ACTION', value: action });
+      // The startup probe holds the trainer until the first record (and copies) exist.
+      expect(sidecar.startupProbe.exec.command[2]).toMatch(/reloaded/);
+      expect(pod.restartPolicy).toBe('Never');
+      expect(job.podSecurityLevel).toBe(PodSecurityLevel.RESTRICTED);
+    },
+  );
+
+  test("the Job's failure rules read only the trainer's exit codes: the sidecar's exit at pod end never matches one", () => {
+    const { chart, mount } = setup(Reload.exec(['/reload']));
+    mount();
+    const objects = Testing.synth(chart);
+    const job = findOne(objects, 'JobSet').spec.replicatedJobs[0].template.spec;
+    const exitRules = job.podFailurePolicy.rules.filter((r: any) => r.onExitCodes);
+    // The default rules: exit 126 or 127 fails at once.
+    expect(exitRules.map((r: any) => r.onExitCodes)).toEqual([
+      { containerName: 'trainer', operator: 'In', values: [126, 127] },
+    ]);
+    expect(job.podReplacementPolicy).toBe('Failed');
   });
 
   test('Reload.restart is refused: a running JobSet refuses pod-template changes, and Reloader does not restart JobSets', () => {

@@ -1,6 +1,6 @@
 import { ApiObject, Chart, Duration, JsonPatch, Lazy, Size, Testing } from 'cdk8s';
-import * as kplus from 'cdk8s-plus-28';
-import { k8s } from 'cdk8s-plus-28';
+import * as kplus from 'cdk8s-plus-32';
+import { k8s } from 'cdk8s-plus-32';
 import {
   ConfigurationError,
   EnvValue,
@@ -40,7 +40,8 @@ function setup(
   const sts = findOne(objects, 'StatefulSet');
   const pod = sts.spec.template.spec;
   const main = pod.containers.find((c: any) => c.name === 'trainer');
-  const sidecar = pod.containers.find((c: any) => c.name.startsWith('reload-'));
+  // A native sidecar: the last init container, restarting always.
+  const sidecar = (pod.initContainers ?? []).find((c: any) => c.name.startsWith('reload-'));
   return { chart, objects, sts, pod, main, sidecar, creds };
 }
 
@@ -387,15 +388,34 @@ describe('RotatingGpuSecret', () => {
       },
     );
 
-    test('Reload.sync gives the main container plain copies in a shared emptyDir, first copy in an init container', () => {
+    test('Reload.sync gives the main container plain copies in a shared emptyDir, made by one native sidecar before the application starts', () => {
       const { pod, main, sidecar } = setup({}, Reload.sync());
       const copies = main.volumeMounts.find((m: any) => m.mountPath === '/etc/gpu');
       expect(pod.volumes.find((v: any) => v.name === copies.name).emptyDir).toBeDefined();
       expect(envOf(sidecar)).toMatchObject({ ACTION: 'sync', SYNC_DIR: '/etc/gpu' });
-      expect(pod.initContainers.filter((c: any) => c.name.startsWith('reload-'))).toHaveLength(1);
-      expect(envOf(pod.initContainers.find((c: any) => c.name.startsWith('reload-'))).RUN_ONCE).toBe('1');
+      // One container: the sidecar makes the first copies itself; its startup probe holds the application.
+      expect(pod.initContainers.filter((c: any) => c.name.startsWith('reload-'))).toEqual([sidecar]);
+      expect(envOf(sidecar).RUN_ONCE).toBeUndefined();
+      expect(sidecar.restartPolicy).toBe('Always');
+      expect(sidecar.startupProbe.exec.command).toEqual(['sh', '-c', `[ -e ${envOf(sidecar).STATE_DIR}/reloaded ]`]);
       expect(podSecurityLevel(pod)).toBe('restricted');
     });
+
+    test.each<[string, Reload]>([
+      ['exec', Reload.exec(['/reload'])],
+      ['httpPost', Reload.httpPost('http://localhost:8080/reload')],
+      ['signal', Reload.signal('HUP', { process: 'python3', exposeWorkloadToSidecar: true })],
+      ['sync', Reload.sync()],
+    ])(
+      'Reload.%s: the sidecar is a native sidecar, the last init container, started before and stopped after the trainer',
+      (_name, reload) => {
+        const { pod, sidecar } = setup({}, reload);
+        expect(sidecar.restartPolicy).toBe('Always');
+        expect(pod.initContainers[pod.initContainers.length - 1]).toBe(sidecar);
+        expect(pod.containers.map((c: any) => c.name)).toEqual(['trainer']);
+        expect(sidecar.startupProbe).toMatchObject({ periodSeconds: 1, failureThreshold: 120 });
+      },
+    );
 
     test('Reload.restart annotates a RollingUpdate StatefulSet for Stakater Reloader, with no sidecar', () => {
       const { sts, sidecar } = setup({}, Reload.restart(), { updateStrategy: TrainingUpdateStrategy.ROLLING_UPDATE });
@@ -430,7 +450,7 @@ describe('RotatingGpuSecret', () => {
       });
       const pod = findOne(synthValid(chart), 'StatefulSet').spec.template.spec;
       expect(pod.securityContext).toMatchObject({ fsGroup: 1000, fsGroupChangePolicy: 'OnRootMismatch' });
-      expect(pod.containers.find((c: any) => c.name.startsWith('reload-')).securityContext).toMatchObject({
+      expect(pod.initContainers.find((c: any) => c.name.startsWith('reload-')).securityContext).toMatchObject({
         runAsNonRoot: true,
         runAsUser: 1000,
       });
@@ -1175,7 +1195,7 @@ describe('RotatingGpuSecret', () => {
     const creds = chart.node.findChild('creds') as RotatingGpuSecret;
     expect(2 * 12 * 3600 + creds.worstCasePropagationSeconds).toBeLessThanOrEqual(48 * 3600);
     const pod = findOne(objects, 'StatefulSet').spec.template.spec;
-    const sidecar = pod.containers.find((c: any) => c.name.startsWith('reload-'));
+    const sidecar = pod.initContainers.find((c: any) => c.name.startsWith('reload-'));
     expect(sidecar.image).toBe('myorg/gpu-driver:2.1.0');
     expect(envOf(sidecar)).toMatchObject({
       ACTION: 'exec',
@@ -1258,7 +1278,9 @@ describe('RotatingGpuSecret: pinned images, health, isolation and Secret types (
         `! [ -e ${envOf(sidecar).STATE_DIR}/unhealthy ]`,
       ]);
       expect(sidecar.readinessProbe).toBeUndefined();
-      for (const init of pod.initContainers ?? []) expect(init.livenessProbe).toBeUndefined();
+      // Only the native sidecars (restartPolicy Always) may have probes.
+      for (const init of pod.initContainers ?? [])
+        if (init.restartPolicy !== 'Always') expect(init.livenessProbe).toBeUndefined();
     }
   });
 

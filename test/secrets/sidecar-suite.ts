@@ -24,12 +24,14 @@ import { missingTool } from '../support/missing-tool';
 function synthesized(
   onRotation: Reload,
   keys?: string[],
-): { script: string; argv0: string; args: string[]; env: Record<string, string> } {
+): { script: string; argv0: string; args: string[]; env: Record<string, string>; startupProbe: string[] } {
   const chart = new Chart(Testing.app(), 'c');
   const trainer = new GpuTrainingStatefulSet(chart, 't', { name: 't', image: 'i', gpusPerPod: 1, args: ['train.py'] });
   new RotatingGpuSecret(chart, 's', { name: 'creds', keys }).mountInto(trainer, { path: '/etc/gpu', onRotation });
   const sts = Testing.synth(chart).find(o => o.kind === 'StatefulSet');
-  const sidecar = sts.spec.template.spec.containers.find((c: any) => c.name.startsWith('reload-'));
+  // A native sidecar: an init container that restarts always.
+  const sidecar = sts.spec.template.spec.initContainers.find((c: any) => c.name.startsWith('reload-'));
+  expect(sidecar.restartPolicy).toBe('Always');
   expect(sidecar.command.slice(0, 2)).toEqual(['sh', '-c']);
   const [, , script, argv0] = sidecar.command;
   return {
@@ -37,6 +39,7 @@ function synthesized(
     argv0,
     args: sidecar.args ?? [],
     env: Object.fromEntries(sidecar.env.map((e: any) => [e.name, e.value])),
+    startupProbe: sidecar.startupProbe.exec.command,
   };
 }
 
@@ -355,24 +358,22 @@ function suite(shell: Shell): void {
       const secret = new RotatingGpuSecret(chart, 's', { name: 'creds' });
       secret.mountInto(trainer, { path: '/etc/gpu', onRotation: Reload.exec(['true']) });
       const sts = Testing.synth(chart).find(o => o.kind === 'StatefulSet');
-      const sidecar = sts.spec.template.spec.containers.find((c: any) => c.name.startsWith('reload-'));
+      const sidecar = sts.spec.template.spec.initContainers.find((c: any) => c.name.startsWith('reload-'));
       const stateDir = sidecar.env.find((e: any) => e.name === 'STATE_DIR').value;
       expect(sidecar.livenessProbe.exec.command).toEqual(['sh', '-c', `! [ -e ${stateDir}/unhealthy ]`]);
     });
 
-    test("the liveness probe's command, under this shell, fails exactly while the health mark exists", () => {
+    /** A probe command of the synthesized sidecar, run under this shell against the test's state directory. */
+    function probeOf(kind: 'livenessProbe' | 'startupProbe', onRotation: Reload): () => number {
       const chart = new Chart(Testing.app(), 'p');
       const trainer = new GpuTrainingStatefulSet(chart, 't', { name: 't', image: 'i', gpusPerPod: 1, args: ['x'] });
-      new RotatingGpuSecret(chart, 's', { name: 'creds' }).mountInto(trainer, {
-        path: '/etc/gpu',
-        onRotation: Reload.exec(['true']),
-      });
+      new RotatingGpuSecret(chart, 's', { name: 'creds' }).mountInto(trainer, { path: '/etc/gpu', onRotation });
       const sts = Testing.synth(chart).find(o => o.kind === 'StatefulSet');
-      const sidecar = sts.spec.template.spec.containers.find((c: any) => c.name.startsWith('reload-'));
+      const sidecar = sts.spec.template.spec.initContainers.find((c: any) => c.name.startsWith('reload-'));
       const stateDir = sidecar.env.find((e: any) => e.name === 'STATE_DIR').value;
-      const [sh, flag, script] = sidecar.livenessProbe.exec.command;
+      const [sh, flag, script] = sidecar[kind].exec.command;
       expect([sh, flag]).toEqual(['sh', '-c']);
-      const probe = () => {
+      return () => {
         const args =
           shell === 'busybox'
             ? ['sh', '-c', script.split(stateDir).join(state)]
@@ -384,9 +385,60 @@ function suite(shell: Shell): void {
           return (e as { status: number }).status;
         }
       };
+    }
+
+    test("the liveness probe's command, under this shell, fails exactly while the health mark exists", () => {
+      const probe = probeOf('livenessProbe', Reload.exec(['true']));
       expect(probe()).toBe(0);
       fs.writeFileSync(path.join(state, 'unhealthy'), '3 failed reloads in a row\n');
       expect(probe()).toBe(1);
+    });
+
+    test("the startup probe's command, under this shell, passes once the script has made its first record", async () => {
+      // The kubelet starts the application only once a native sidecar's startup probe passes.
+      const probe = probeOf('startupProbe', Reload.exec(['true']));
+      expect(probe()).toBe(1);
+      const s = await startRecorder();
+      expect(s.output).toContain('watching');
+      expect(probe()).toBe(0);
+      // A new pod: the content the application starts on is the record, not a reload.
+      expect(lines(reloads)).toEqual([]);
+    });
+
+    test('a new sync sidecar makes the first copies before its first record, so before the application starts', async () => {
+      atomicWrite(watch, { 'tls.crt': 'crt1', 'tls.key': 'key1' });
+      const s = synthesized(Reload.sync(), ['tls.crt', 'tls.key']);
+      const plain = path.join(work, 'plain');
+      fs.mkdirSync(plain);
+      // The copies, checked from a poll of the record: when the record exists, the copies do too.
+      let copiesAtRecord: string[] | undefined;
+      const watcher = run(s, { SYNC_DIR: plain });
+      expect(
+        await waitFor(() => {
+          if (!fs.existsSync(path.join(state, 'reloaded'))) return false;
+          copiesAtRecord = ['tls.crt', 'tls.key'].map(k => fs.readFileSync(path.join(plain, k), 'utf8'));
+          return true;
+        }),
+      ).toBe(true);
+      expect(copiesAtRecord).toEqual(['crt1', 'key1']);
+      expect(watcher.output).toContain('initial sync done');
+      expect(await waitFor(() => watcher.output.includes('watching'))).toBe(true);
+    });
+
+    test('a first sync that fails exits without a record: the startup probe keeps the application waiting', async () => {
+      atomicWrite(watch, { 'tls.crt': 'crt1', 'tls.key': 'key1' });
+      const s = synthesized(Reload.sync(), ['tls.crt', 'tls.key']);
+      const plain = path.join(work, 'plain');
+      fs.mkdirSync(plain);
+      const options = { replace: { cp: 'exit 1' } };
+      const sidecar = run(s, { SYNC_DIR: plain }, options);
+      const exited = await sidecar.exited;
+      expect([exited.code, sidecar.output]).toEqual([1, expect.stringMatching(/initial sync failed/)]);
+      expect(fs.existsSync(path.join(state, 'reloaded'))).toBe(false);
+      // The restarted sidecar (restartPolicy Always) tries again, and then records.
+      const again = run(s, { SYNC_DIR: plain });
+      expect(await waitFor(() => again.output.includes('watching'))).toBe(true);
+      expect(fs.readFileSync(path.join(plain, 'tls.key'), 'utf8')).toBe('key1');
     });
 
     test('sync with a full copy folder keeps the old pair whole, then swaps both keys at once', async () => {

@@ -1,5 +1,5 @@
 import { Size } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-28';
+import { k8s } from 'cdk8s-plus-32';
 import { Construct } from 'constructs';
 import { labelSet } from '../../src/common/labels';
 import { GpuWorkloadProps } from '../../src/common/pod-options';

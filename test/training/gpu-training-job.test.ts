@@ -379,7 +379,7 @@ describe('GpuTrainingJob', () => {
     });
   });
 
-  test('a RotatingGpuSecret mounts into it (a GpuWorkload): files the kubelet keeps current, no sidecar', () => {
+  test('a RotatingGpuSecret mounts into it (a GpuWorkload): files the kubelet keeps current; a reload is a native sidecar', () => {
     const chart = testChart();
     const job = new GpuTrainingJob(chart, 'job', base);
     new RotatingGpuSecret(chart, 'creds', { name: 'hub-token', keys: ['token'] }).mountInto(job, {
@@ -395,12 +395,30 @@ describe('GpuTrainingJob', () => {
     expect(pod.containers[0].volumeMounts).toContainEqual(
       expect.objectContaining({ mountPath: '/var/run/hub', readOnly: true }),
     );
-    expect(() =>
-      new RotatingGpuSecret(chart, 'other', { name: 'other' }).mountInto(job, {
-        path: '/var/run/other',
-        onRotation: Reload.sync(),
-      }),
-    ).toThrow(/Reload\.sync\(\) adds a reload sidecar, which would keep a JobSet's pods Running/);
+    new RotatingGpuSecret(chart, 'other', { name: 'other' }).mountInto(job, {
+      path: '/var/run/other',
+      onRotation: Reload.sync(),
+    });
+    const after = findOne(Testing.synth(chart), 'JobSet').spec.replicatedJobs[0].template.spec.template.spec;
+    // Still one regular container: the sync sidecar runs beside it as a native sidecar.
+    expect(after.containers).toHaveLength(1);
+    expect(after.initContainers.map((c: any) => [c.name, c.restartPolicy])).toEqual([['reload-other-0', 'Always']]);
+  });
+
+  test('pod.sidecars are native sidecars, so the trainer is the only regular container and the pods still complete', () => {
+    const chart = testChart();
+    new GpuTrainingJob(chart, 'job', {
+      ...base,
+      pod: { sidecars: [{ name: 'logs', image: 'fluent/fluent-bit:3.1.0' }] },
+    });
+    const objects = Testing.synth(chart);
+    expectValidOutput(objects);
+    const job = findOne(objects, 'JobSet').spec.replicatedJobs[0].template.spec;
+    expect(job.template.spec.containers.map((c: any) => c.name)).toEqual(['trainer']);
+    expect(job.template.spec.initContainers).toEqual([
+      expect.objectContaining({ name: 'logs', restartPolicy: 'Always' }),
+    ]);
+    expect(job.podReplacementPolicy).toBe('Failed');
   });
 
   test('waitForCompletionCommand waits for the JobSet Completed condition', () => {

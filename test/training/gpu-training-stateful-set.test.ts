@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Chart, Duration, Size, Testing } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-28';
+import { k8s } from 'cdk8s-plus-32';
 import {
   ConfigurationError,
   DisruptionBudget,
@@ -992,7 +992,8 @@ describe('GpuTrainingStatefulSet', () => {
         'pod.sidecars',
         { pod: { sidecars: [{ name: 'logs', image: 'fluent/fluent-bit:3.1' }] } },
         r => {
-          const sidecar = r.pod.containers.find((c: any) => c.name === 'logs');
+          const sidecar = r.pod.initContainers.find((c: any) => c.name === 'logs');
+          expect(sidecar.restartPolicy).toBe('Always');
           expect(sidecar.securityContext).toMatchObject({
             allowPrivilegeEscalation: false,
             capabilities: { drop: ['ALL'] },

@@ -62,16 +62,19 @@ describe('strict schema validation', () => {
     );
   });
 
-  test('rejects fields that only exist in later releases at the 1.28 floor', () => {
-    // The sleep lifecycle action is alpha in 1.29: at a 1.28 floor it is an unknown field.
-    const obj = pod({ containers: [{ name: 'c', image: 'i', lifecycle: { preStop: { sleep: { seconds: 5 } } } }] });
-    expect(strictErrors(obj, '1.28.0')).toEqual(['Pod/p.spec.containers[0].lifecycle.preStop: unknown field "sleep"']);
+  test('rejects fields that only exist in later releases at the 1.32 floor', () => {
+    // The lifecycle's stopSignal is alpha in 1.33: at a 1.32 floor it is an unknown field.
+    const obj = pod({ containers: [{ name: 'c', image: 'i', lifecycle: { stopSignal: 'SIGINT' } }] });
+    expect(strictErrors(obj, '1.32.0')).toEqual(['Pod/p.spec.containers[0].lifecycle: unknown field "stopSignal"']);
     expect(strictErrors(obj, '1.36.0')).toEqual([]);
+    // The sleep action, absent from the old 1.28 floor, is in both.
+    const sleep = pod({ containers: [{ name: 'c', image: 'i', lifecycle: { preStop: { sleep: { seconds: 5 } } } }] });
+    expect(strictErrors(sleep, '1.32.0')).toEqual([]);
   });
 
   test('rejects unknown kinds, bad names and label values', () => {
     expect(strictErrors({ apiVersion: 'v1', kind: 'Nope', metadata: { name: 'x' } })).toEqual([
-      'Nope/x: v1 Nope does not exist in Kubernetes 1.28.0',
+      'Nope/x: v1 Nope does not exist in Kubernetes 1.32.0',
     ]);
     expect(
       strictErrors({

@@ -1,5 +1,5 @@
 import camelCase from 'camelcase';
-import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { definitionsOf } from '../../src/validation/strict-schema';
 import { typedFields, typedName } from '../../src/validation/typed-input';
 import { findOne, synthValid, testChart } from '../support/synth';
@@ -10,10 +10,10 @@ const errorOf = testWorkloadError;
 
 const sidecar = (extra: object): k8s.Container => ({ name: 'proxy', image: 'envoyproxy/envoy:v1.30.1', ...extra });
 
-describe('Kubernetes-typed pod options are checked against the shape cdk8s-plus-28 writes', () => {
+describe('Kubernetes-typed pod options are checked against the shape cdk8s-plus-32 writes', () => {
   test('a plain string or number where a Quantity belongs is refused (cdk8s-plus writes it as null)', () => {
     expect(errorOf({ pod: { sidecars: [sidecar({ resources: { requests: { cpu: '100m' } } })] } })).toBe(
-      'TestWorkload \'w\': pod.sidecars[0].resources.requests.cpu must be made with k8s.Quantity.fromString()/fromNumber() or k8s.IntOrString.fromString()/fromNumber(): cdk8s-plus-28 writes a plain value here as null (got "100m")',
+      'TestWorkload \'w\': pod.sidecars[0].resources.requests.cpu must be made with k8s.Quantity.fromString()/fromNumber() or k8s.IntOrString.fromString()/fromNumber(): cdk8s-plus-32 writes a plain value here as null (got "100m")',
     );
     expect(errorOf({ pod: { initContainers: [sidecar({ resources: { limits: { 'nvidia.com/gpu': 1 } } })] } })).toMatch(
       /^TestWorkload 'w': pod\.initContainers\[0\]\.resources\.limits\.nvidia\.com\/gpu must be made with k8s\.Quantity/,
@@ -94,7 +94,7 @@ describe('Kubernetes-typed pod options are checked against the shape cdk8s-plus-
       },
     });
     const spec = findOne(synthValid(chart), 'StatefulSet', 'w').spec.template.spec;
-    const proxy = spec.containers.find((c: any) => c.name === 'proxy');
+    const proxy = spec.initContainers.find((c: any) => c.name === 'proxy');
     expect(proxy.resources).toEqual({ requests: { cpu: '100m' }, limits: { memory: '64Mi' } });
     expect(
       spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]
@@ -103,8 +103,8 @@ describe('Kubernetes-typed pod options are checked against the shape cdk8s-plus-
   });
 });
 
-describe("the typed field names are cdk8s-plus-28's", () => {
-  const defs = definitionsOf('1.28.0');
+describe("the typed field names are cdk8s-plus-32's", () => {
+  const defs = definitionsOf('1.32.0');
   /** Every core/v1 struct reachable from the structs users hand the library. */
   const structs = new Set<string>();
   const visit = (name: string) => {
