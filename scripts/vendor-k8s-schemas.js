@@ -16,6 +16,9 @@ const KEEP = new Set([
   'required',
   'oneOf',
   'x-kubernetes-group-version-kind',
+  // How server-side apply merges a list: a list of maps keyed by these fields (src/guard/ssa.ts).
+  'x-kubernetes-list-type',
+  'x-kubernetes-list-map-keys',
 ]);
 
 function slim(schema) {
@@ -24,7 +27,11 @@ function slim(schema) {
   const out = {};
   for (const [k, v] of Object.entries(schema)) {
     if (!KEEP.has(k)) continue;
-    if (k === 'x-kubernetes-group-version-kind') {
+    if (
+      k === 'x-kubernetes-group-version-kind' ||
+      k === 'x-kubernetes-list-type' ||
+      k === 'x-kubernetes-list-map-keys'
+    ) {
       out[k] = v;
     } else if (k === 'properties') {
       out[k] = Object.fromEntries(Object.entries(v).map(([name, s]) => [name, slim(s)]));

@@ -2,7 +2,9 @@
 // diff.ts so that importing the library costs nothing until the guard runs. What apply stores is
 // in apply.ts and carry-forward.ts, how each rule compares in checks.ts, the warnings in warnings.ts.
 import { vendoredKind } from '../validation/crd-registry';
-import { applied, applyResult, missingMergeKeys, serviceUpdate } from './apply';
+import { applied, applyResult, missingMergeKeys, serverSideApplied, serviceUpdate } from './apply';
+import { serverSideApplyErrors } from './ssa';
+import { hasPath, missingRequired } from './crd-required';
 import { carryForward } from './carry-forward';
 import { checkRule, Emit, fill, Pair, queued } from './checks';
 import { celRules, crdSchemas, type CelRule } from './crd';
@@ -155,6 +157,24 @@ export function runGuard(
     if (kindKey === 'apps/StatefulSet' && !queued(before) && !queued(after))
       kindRules = kindRules.filter(r => r.kueue === undefined || r.everyStatefulSet);
     if (after.kind === 'StatefulSet' && groupOf(after) === 'apps') onDeleteReplicas(before, after, warnings);
+    if (options.serverSideApply) {
+      const builtIn = isBuiltInGroup(group, minor);
+      const crd = builtIn
+        ? undefined
+        : (byVersionOf(schemas, kindKey, after) ?? vendoredKind(after.apiVersion, after.kind)?.schema);
+      // What this manager applied before: the earlier manifest, or what its managedFields entry owns.
+      const previous = isLiveExport(before) ? serverSideApplied(before) : before;
+      for (const e of serverSideApplyErrors(previous, after, crd, builtIn))
+        errors.push({
+          severity: 'error',
+          code: 'invalid-field',
+          ...identity(after),
+          namespace: ns ?? before.metadata.namespace,
+          before: null,
+          after: null,
+          ...e,
+        });
+    }
     if (kindRules.length === 0) continue;
     // Most objects of a large export are mutable Secrets and ConfigMaps: nothing to compare.
     if (
@@ -173,6 +193,21 @@ export function runGuard(
         ? vendoredKind(after.apiVersion, after.kind)?.schema
         : undefined);
     const pair: Pair = { before, after, b, a, facts: statusFacts(before), schema };
+    if (schema && !isBuiltInGroup(group, minor))
+      // Only what the change takes away: an object stored without the field has it from the webhook.
+      for (const path of missingRequired(merged, schema).filter(p => p !== 'metadata' && hasPath(before, p)))
+        errors.push({
+          severity: 'error',
+          code: 'invalid-field',
+          ...identity(after),
+          namespace: ns ?? before.metadata.namespace,
+          path,
+          before: null,
+          after: null,
+          message: `${path}: Required value (the CRD schema requires it; on create a mutating webhook may write its zero value, on update nothing does)`,
+          remedy: `give \`${path.split('.').pop()}\` a value in the manifest`,
+          source: 'the CustomResourceDefinition structural schema (required)',
+        });
     let remedy: string | undefined;
     // The object as the manifest names it; its namespace is the one it matched in, if it names none.
     const namespace = after.metadata.namespace ?? before.metadata.namespace;

@@ -285,12 +285,24 @@ function planWorkload(
       const surgeN = strategy.rollingUpdate?.maxSurge === undefined ? Math.ceil(replicas.max / 4) : surge;
       const unavailN =
         strategy.rollingUpdate?.maxUnavailable === undefined ? Math.floor(replicas.max / 4) : unavailable;
-      return rolling(
+      // maxSurge bounds the pods that are not terminating (deployment/util FilterActivePods): an old pod
+      // in its grace period still holds its GPUs while its replacement starts. When the drains outlast
+      // the startups, every old pod can be terminating beside a whole new set: twice the replicas.
+      // Observed on the real Deployment controller (test/cluster/seed-001.test.ts).
+      const planned = rolling(
         replicas,
         Math.max(surgeN + unavailN, 1),
         surgeN,
         `RollingUpdate, maxSurge ${surgeN}, maxUnavailable ${unavailN}`,
       );
+      return {
+        ...planned,
+        gpusDuringRollout: {
+          min: planned.gpusDuringRollout.min,
+          max: Math.max(planned.gpusDuringRollout.max, 2 * gpus.max),
+        },
+        note: `${planned.note}; old pods hold their GPUs until their drain ends, beside the new ones`,
+      };
     }
     case 'apps/DaemonSet': {
       const strategy = a.spec?.updateStrategy ?? {};

@@ -19,6 +19,8 @@ export type Schema = {
   required?: string[];
   oneOf?: Schema[];
   'x-kubernetes-group-version-kind'?: Array<{ group: string; version: string; kind: string }>;
+  'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map';
+  'x-kubernetes-list-map-keys'?: string[];
 };
 
 export type { KubeVersion };

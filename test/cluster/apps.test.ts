@@ -107,14 +107,14 @@ describeCluster('the example apps on a real API server', (cluster: Cluster) => {
 
       // A GitOps resync applies the same manifests again: the server changes nothing in them (controllers
       // write status meanwhile, so status and the bookkeeping that follows it are left out). One known
-      // exception, once: the JobSet webhook re-encodes a new JobSet's pod templates through Go on
-      // create (resource counts such as `nvidia.com/gpu: 8` become the strings "8"), so the first
-      // resync writes the manifest's numbers back; from then on a resync is a no-op (checked below).
+      // exception, once: the JobSet and LeaderWorkerSet webhooks re-encode a new object's pod templates
+      // through Go on create (resource counts such as `nvidia.com/gpu: 8` become the strings "8"), so the
+      // first resync writes the manifest's numbers back; from then on a resync is a no-op (checked below).
       const again = await pool(objects, 8, o => cluster.apply(o));
-      const changedBy = (before: Response[], after: Response[], allowJobSets: boolean) =>
+      const changedBy = (before: Response[], after: Response[], allowWebhookReencoding: boolean) =>
         objects.flatMap((o, i) => {
           const [first, second] = [stored(o, before[i].body), stored(o, after[i].body)];
-          if (first === second || (allowJobSets && o.kind === 'JobSet'))
+          if (first === second || (allowWebhookReencoding && ['JobSet', 'LeaderWorkerSet'].includes(o.kind)))
             return problems(after[i]).map(p => `${describeOf(o)}: ${p}`);
           return [
             ...problems(after[i]).map(p => `${describeOf(o)}: ${p}`),

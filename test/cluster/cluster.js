@@ -50,6 +50,74 @@ const RELEASES = (() => {
 const minorOf = v => v.split('.').slice(0, 2).join('.');
 
 /**
+ * The KWOK Stages the fake nodes run (sigs.k8s.io/kwok kustomize/stage): nodes become Ready and keep a
+ * lease; pods go through create, init containers, ready, complete (a Job's) and delete, as its "general"
+ * pod lifecycle does; a pod labelled `pod-container-running-failed.stage.kwok.x-k8s.io: "true"` fails
+ * with the exit code its annotation gives (the "chaos" stage). Each delay can be set per pod by the
+ * stage's annotation (`pod-ready.stage.kwok.x-k8s.io/delay: 5s`; a `.../jitter-delay` above it makes it
+ * random up to that); the defaults are scaled down (startKwok) so that a scenario runs in seconds.
+ */
+const KWOK_STAGES = [
+  'kustomize/stage/node/fast/node-initialize.yaml',
+  'kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml',
+  'kustomize/stage/pod/general/pod-create.yaml',
+  'kustomize/stage/pod/general/pod-init-container-running.yaml',
+  'kustomize/stage/pod/general/pod-init-container-completed.yaml',
+  'kustomize/stage/pod/general/pod-ready.yaml',
+  'kustomize/stage/pod/general/pod-complete.yaml',
+  'kustomize/stage/pod/general/pod-delete.yaml',
+  'kustomize/stage/pod/chaos/pod-container-running-failed.yaml',
+];
+/** The controllers with webhooks each control plane runs: how to start them and see them ready. */
+const JOBSET = {
+  name: 'jobset',
+  kind: 'JobSet',
+  apiVersion: 'jobset.x-k8s.io/v1alpha2',
+  configApiVersion: 'config.jobset.x-k8s.io/v1alpha1',
+  probe: {
+    apiVersion: 'jobset.x-k8s.io/v1alpha2',
+    kind: 'JobSet',
+    metadata: { name: 'probe', namespace: 'default' },
+    spec: {
+      replicatedJobs: [
+        {
+          name: 'r',
+          replicas: 1,
+          template: {
+            spec: { template: { spec: { containers: [{ name: 'c', image: 'i' }], restartPolicy: 'Never' } } },
+          },
+        },
+      ],
+    },
+  },
+  // The Jobs' Indexed completion mode.
+  defaulted: o => {
+    const mode = o.spec.replicatedJobs[0].template.spec.completionMode;
+    return mode === 'Indexed' || `completionMode ${mode}`;
+  },
+};
+const LWS = {
+  name: 'lws',
+  kind: 'LeaderWorkerSet',
+  apiVersion: 'leaderworkerset.x-k8s.io/v1',
+  configApiVersion: 'config.lws.x-k8s.io/v1alpha1',
+  probe: {
+    apiVersion: 'leaderworkerset.x-k8s.io/v1',
+    kind: 'LeaderWorkerSet',
+    metadata: { name: 'probe', namespace: 'default' },
+    spec: { leaderWorkerTemplate: { workerTemplate: { spec: { containers: [{ name: 'c', image: 'i' }] } } } },
+  },
+  // The network configuration the CRD requires and only the webhook defaults.
+  defaulted: o => {
+    const policy = o.spec.networkConfig?.subdomainPolicy;
+    return policy === 'Shared' || `subdomainPolicy ${policy}`;
+  },
+};
+
+/** The label of the nodes KWOK manages: the fake GPU nodes test/cluster/sim.ts makes. */
+const KWOK_NODE_LABEL = 'cdk8s-gpu.test/kwok';
+
+/**
  * Each Go module beside this file, by its directory: the commands it builds, at which version.
  * Without the version ldflags the Kubernetes binaries report v0.0.0-master, and `kubectl version` and
  * the server's /version would not say which release answered.
@@ -88,6 +156,33 @@ const MODULES = {
       'validating-patch.yaml': 'config/components/webhook/patches/validating-patch.yaml',
     },
   },
+  // The LeaderWorkerSet controller and its webhooks (the pod webhook gives a group's pods their
+  // environment and exclusive placement). v0.9.0: the proxy serves v0.10.0's metadata but not its
+  // source; v0.9.0's CRD has the same fields as the v0.10.0 one the library validates against.
+  lws: {
+    version: VERSIONS.lws,
+    module: 'sigs.k8s.io/lws',
+    packages: { lws: 'sigs.k8s.io/lws/cmd' },
+    ldflags: () => '',
+    files: {
+      'crd.yaml': 'config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml',
+      // The manager also runs a DisaggregatedSet controller, which exits the process when its kind is
+      // not served within controller-runtime's cache sync timeout.
+      'crd-disaggregatedset.yaml': 'config/crd/bases/disaggregatedset.x-k8s.io_disaggregatedsets.yaml',
+      'webhooks.yaml': 'config/webhook/manifests.yaml',
+      'mutating-patch.yaml': 'config/webhook/mutating-patch.yaml',
+      'validating-patch.yaml': 'config/webhook/validating-patch.yaml',
+    },
+  },
+  // KWOK, the kubelets of the fake GPU nodes: it moves pods through their phases by the Stages its
+  // module ships (copied beside the binary), so the real controllers and scheduler can be watched.
+  kwok: {
+    version: VERSIONS.kwok,
+    module: 'sigs.k8s.io/kwok',
+    packages: { kwok: 'sigs.k8s.io/kwok/cmd/kwok' },
+    ldflags: () => '',
+    files: Object.fromEntries(KWOK_STAGES.map(f => [path.basename(f), f])),
+  },
 };
 
 function log(message) {
@@ -101,7 +196,7 @@ function binDir(module) {
 
 /** The path of a command's binary; Kubernetes commands at release `version`. */
 function bin(command, version) {
-  if (command === 'etcd' || command === 'jobset') return path.join(binDir(command), command);
+  if (['etcd', 'jobset', 'lws', 'kwok'].includes(command)) return path.join(binDir(command), command);
   return path.join(CACHE, 'bin', `kubernetes-${version}`, command);
 }
 
@@ -157,7 +252,7 @@ function build() {
       throw new Error(`cluster: go build of ${module} ${spec.version} failed (exit ${result.status})`);
     }
     if (spec.files) {
-      const where = spawnSync('go', ['list', '-m', '-f', '{{.Dir}}', Object.values(spec.packages)[0]], {
+      const where = spawnSync('go', ['list', '-m', '-f', '{{.Dir}}', spec.module ?? Object.values(spec.packages)[0]], {
         cwd: path.join(__dirname, module),
         encoding: 'utf8',
       });
@@ -297,7 +392,7 @@ function get(pki, port, urlPath) {
   });
 }
 
-const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'jobset'];
+const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'jobset', 'lws', 'kwok'];
 
 /**
  * One control plane at one Kubernetes release, in <cache>/run/<version>/: pki/, etcd/, a log and a pid
@@ -447,7 +542,9 @@ class ControlPlane {
         const r = await get(this.pki, apiserverPort, '/api/v1/namespaces/default/serviceaccounts/default');
         return r.status === 200 || `${r.status}`;
       });
-      await this.startJobSet(pids, save);
+      await this.startController(pids, save, JOBSET);
+      await this.startController(pids, save, LWS);
+      await this.startKwok(pids, save);
     } catch (e) {
       this.down({ quiet: true });
       throw e;
@@ -468,32 +565,33 @@ class ControlPlane {
   }
 
   /**
-   * The JobSet controller with its webhooks, as a cluster runs it: its CRD, the controller on a webhook
-   * port of its own (serving a certificate of the test CA), then its webhook configurations from the
-   * module, called by URL on 127.0.0.1 (the `webhook-service` they name does not exist here). Ready
-   * once the validating webhook answers for a JobSet.
+   * A controller with its webhooks (JobSet, LeaderWorkerSet), as a cluster runs it: its CRD, the
+   * controller on a webhook port of its own (serving a certificate of the test CA), then its webhook
+   * configurations from the module with their kustomize patches, called by URL on 127.0.0.1 (the
+   * `webhook-service` they name does not exist here). Ready once its mutating webhook defaults a dry run.
    */
-  async startJobSet(pids, save) {
-    const files = binDir('jobset');
-    this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(files, 'crd.yaml')]);
-    await this.waitFor('the JobSet CRD served', 60, async () => {
+  async startController(pids, save, c) {
+    const files = binDir(c.name);
+    for (const crd of fs.readdirSync(files).filter(f => /^crd.*\.yaml$/.test(f)))
+      this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(files, crd)]);
+    await this.waitFor(`the ${c.kind} CRD served`, 60, async () => {
       const r = await get(
         this.pki,
         JSON.parse(fs.readFileSync(this.stateFile, 'utf8')).apiserverPort,
-        '/apis/jobset.x-k8s.io/v1alpha2',
+        `/apis/${c.apiVersion}`,
       );
       return r.status === 200 || `${r.status}`;
     });
     const [webhookPort, healthPort] = [await freePort(), await freePort()];
-    const certs = path.join(this.dir, 'jobset-certs');
+    const certs = path.join(this.dir, `${c.name}-certs`);
     fs.mkdirSync(certs, { recursive: true });
     fs.copyFileSync(path.join(this.pki, 'webhook.crt'), path.join(certs, 'tls.crt'));
     fs.copyFileSync(path.join(this.pki, 'webhook.key'), path.join(certs, 'tls.key'));
-    const config = path.join(this.dir, 'jobset-config.yaml');
+    const config = path.join(this.dir, `${c.name}-config.yaml`);
     fs.writeFileSync(
       config,
       YAML.stringify({
-        apiVersion: 'config.jobset.x-k8s.io/v1alpha1',
+        apiVersion: c.configApiVersion,
         kind: 'Configuration',
         leaderElection: { leaderElect: false },
         internalCertManagement: { enable: false },
@@ -502,10 +600,10 @@ class ControlPlane {
         health: { healthProbeBindAddress: `127.0.0.1:${healthPort}` },
       }),
     );
-    pids.jobset = this.start('jobset', [`--config=${config}`, `--kubeconfig=${this.kubeconfig}`]);
+    pids[c.name] = this.start(c.name, [`--config=${config}`, `--kubeconfig=${this.kubeconfig}`]);
     save();
-    await this.waitFor('the JobSet controller /readyz', 120, async () => {
-      if (!ours(pids.jobset, this.exe('jobset'))) return 'jobset exited';
+    await this.waitFor(`the ${c.kind} controller /readyz`, 120, async () => {
+      if (!ours(pids[c.name], this.exe(c.name))) return `${c.name} exited`;
       const r = await new Promise(resolve =>
         require('http')
           .get({ host: '127.0.0.1', port: healthPort, path: '/readyz', timeout: 2000 }, res => resolve(res.statusCode))
@@ -513,7 +611,6 @@ class ControlPlane {
       );
       return r === 200 || String(r);
     });
-    // The module's manifests with its kustomize patches (pod webhooks only for JobSet pods), by URL.
     const patches = ['mutating', 'validating'].map(k =>
       YAML.parse(fs.readFileSync(path.join(files, `${k}-patch.yaml`), 'utf8')),
     );
@@ -521,41 +618,90 @@ class ControlPlane {
     const configs = YAML.parseAllDocuments(fs.readFileSync(path.join(files, 'webhooks.yaml'), 'utf8'))
       .map(d => d.toJS())
       .filter(Boolean)
-      .map(c => {
-        for (const op of patches[c.kind === 'MutatingWebhookConfiguration' ? 0 : 1]) {
+      .map(w => {
+        for (const op of patches[w.kind === 'MutatingWebhookConfiguration' ? 0 : 1]) {
           const index = /^\/webhooks\/(\d+)$/.exec(op.path);
           if (op.op !== 'replace' || !index)
-            throw new Error(`cluster: unexpected JobSet webhook patch ${JSON.stringify(op)}`);
-          c.webhooks[Number(index[1])] = op.value;
+            throw new Error(`cluster: unexpected ${c.kind} webhook patch ${JSON.stringify(op)}`);
+          w.webhooks[Number(index[1])] = op.value;
         }
-        c.metadata.name = `jobset-${c.metadata.name}`;
-        for (const w of c.webhooks)
-          w.clientConfig = { url: `https://127.0.0.1:${webhookPort}${w.clientConfig.service.path}`, caBundle: ca };
-        return c;
+        w.metadata.name = `${c.name}-${w.metadata.name}`;
+        for (const h of w.webhooks)
+          h.clientConfig = { url: `https://127.0.0.1:${webhookPort}${h.clientConfig.service.path}`, caBundle: ca };
+        return w;
       });
     this.kubectl(
       ['apply', '--server-side', '--force-conflicts', '-f', '-'],
       JSON.stringify({ apiVersion: 'v1', kind: 'List', items: configs }),
     );
-    // A JobSet sent as a dry run comes back with the defaults only the mutating webhook writes (the
-    // Jobs' Indexed completion mode) once the API server has read the webhook configurations.
-    const job = { template: { spec: { containers: [{ name: 'c', image: 'i' }], restartPolicy: 'Never' } } };
-    const probe = JSON.stringify({
-      apiVersion: 'jobset.x-k8s.io/v1alpha2',
-      kind: 'JobSet',
-      metadata: { name: 'probe', namespace: 'default' },
-      spec: { replicatedJobs: [{ name: 'r', replicas: 1, template: { spec: job } }] },
-    });
-    await this.waitFor('the JobSet webhooks', 60, async () => {
+    // A dry run comes back with a default only the mutating webhook writes once the API server has read
+    // the webhook configurations.
+    await this.waitFor(`the ${c.kind} webhooks`, 60, async () => {
       const r = spawnSync(bin('kubectl', this.version), ['create', '--dry-run=server', '-o', 'json', '-f', '-'], {
-        input: probe,
+        input: JSON.stringify(c.probe),
         encoding: 'utf8',
         env: { ...process.env, KUBECONFIG: this.kubeconfig },
       });
       if (r.status !== 0) return r.stderr.trim().slice(0, 200);
-      const mode = JSON.parse(r.stdout).spec.replicatedJobs[0].template.spec.completionMode;
-      return mode === 'Indexed' || `completionMode ${mode}`;
+      return c.defaulted(JSON.parse(r.stdout));
     });
+  }
+
+  /**
+   * KWOK for the nodes labelled KWOK_NODE_LABEL, with the module's Stages, their default delays cut to
+   * 100 ms without jitter, and a deletion's jitter from the pod's annotation instead of the end of its
+   * grace period: each step takes exactly its delay unless the pod asks for jitter. Ready once it has
+   * made a probe node Ready.
+   */
+  async startKwok(pids, save) {
+    const files = binDir('kwok');
+    const stages = KWOK_STAGES.map(f => {
+      const stage = YAML.parse(fs.readFileSync(path.join(files, path.basename(f)), 'utf8'));
+      const delay = stage.spec.delay;
+      if (delay) {
+        // A node's status every 10 s: the node lifecycle controller marks a node NotReady, and its pods
+        // not Ready, when no heartbeat came within its grace period (50 s), and KWOK keeps no lease here.
+        if (delay.durationMilliseconds !== undefined)
+          delay.durationMilliseconds = stage.metadata.name === 'node-heartbeat-with-lease' ? 10_000 : 100;
+        // No default jitter: KWOK takes a jitter below the delay as the delay (pkg/utils/lifecycle
+        // Stage.Delay), which would cut a pod's own delay annotation short; a pod may still set one.
+        delete delay.jitterDurationMilliseconds;
+      }
+      // A deletion takes the pod's own `pod-delete` delay (its drain, scaled down), not a random moment
+      // up to the end of its grace period: a scenario's timing is then its own, never luck.
+      if (stage.metadata.name === 'pod-delete')
+        delay.jitterDurationFrom = {
+          expressionFrom: '.metadata.annotations["pod-delete.stage.kwok.x-k8s.io/jitter-delay"]',
+        };
+      return YAML.stringify(stage);
+    });
+    const config = path.join(this.dir, 'kwok-stages.yaml');
+    fs.writeFileSync(config, stages.join('---\n'));
+    pids.kwok = this.start('kwok', [
+      `--kubeconfig=${this.kubeconfig}`,
+      `--config=${config}`,
+      '--manage-all-nodes=false',
+      `--manage-nodes-with-label-selector=${KWOK_NODE_LABEL}`,
+      '--cidr=10.64.0.0/16',
+      '--node-ip=10.63.0.1',
+    ]);
+    save();
+    const probe = {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'kwok-probe', labels: { [KWOK_NODE_LABEL]: 'true' } },
+    };
+    this.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(probe));
+    await this.waitFor('KWOK (a probe node Ready)', 60, async () => {
+      if (!ours(pids.kwok, this.exe('kwok'))) return 'kwok exited';
+      const r = spawnSync(
+        bin('kubectl', this.version),
+        ['get', 'node', 'kwok-probe', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'],
+        { encoding: 'utf8', env: { ...process.env, KUBECONFIG: this.kubeconfig } },
+      );
+      return r.stdout.trim() === 'True' || `Ready=${r.stdout.trim() || r.stderr.trim().slice(0, 100)}`;
+    });
+    this.kubectl(['delete', 'node', 'kwok-probe', '--wait=false']);
   }
 
   /** Sends `signal` to each component still ours; returns those signalled. */
@@ -623,7 +769,7 @@ function down() {
   if (stopped === 0) log('nothing was running');
 }
 
-module.exports = { build, built, up, down, running, goMissing, COMPONENTS, RUNS, VERSIONS };
+module.exports = { build, built, up, down, running, goMissing, COMPONENTS, KWOK_NODE_LABEL, RUNS, VERSIONS };
 
 if (require.main === module) {
   const main = {

@@ -26,7 +26,8 @@ import { Cluster, describeCluster, minorOf, pool, SERVER_VERSIONS } from './kube
  * way round, a null or missing required field whose zero value the newest server accepts is refused by
  * the library when the floor's server (1.32) refuses it, since the library's verdict holds at every
  * supported version (a sleep action of 0 s: PodLifecycleSleepActionAllowZero is alpha and off in
- * 1.32, on from 1.33); those are sent to the floor's server and counted apart.
+ * 1.32, on from 1.33); those are sent to the floor's server (a workload's pod template as the Pod its
+ * controller creates) and counted apart.
  */
 
 const VERSION: KubeVersion = '1.36.0';
@@ -186,7 +187,18 @@ describeCluster(
         (c, i) =>
           answers[i].status < 300 && strictErrors(c.object, VERSION).every(e => e.includes('missing required field')),
       );
-      const floorAnswers = floor ? await pool(zeroAtFloor, 8, c => floor.create(c.object, true)) : [];
+      // A pod template goes to the floor's server as the Pod the workload's controller would create:
+      // 1.32 does not validate a StatefulSet's template, and its controller's Pods are then refused.
+      const asPod = (o: any) =>
+        o.spec?.template?.spec
+          ? {
+              apiVersion: 'v1',
+              kind: 'Pod',
+              metadata: { name: o.metadata.name, namespace: o.metadata.namespace },
+              spec: o.spec.template.spec,
+            }
+          : o;
+      const floorAnswers = floor ? await pool(zeroAtFloor, 8, c => floor.create(asPod(c.object), true)) : [];
       const refusedAtFloor = new Set(zeroAtFloor.filter((_c, i) => floorAnswers[i].status === 422));
       let semantic = 0;
       const disagreements = all.flatMap((c, i) => {

@@ -46,3 +46,11 @@ test('the etcd module requires the pinned etcd server', () => {
 test('the jobset module requires the pinned JobSet controller', () => {
   expect(goMod('jobset')).toMatch(new RegExp(`^require sigs\\.k8s\\.io/jobset ${escape(VERSIONS.jobset)}$`, 'm'));
 });
+
+test('the kwok module requires the pinned KWOK', () => {
+  expect(goMod('kwok')).toMatch(new RegExp(`^require sigs\\.k8s\\.io/kwok ${escape(VERSIONS.kwok)}$`, 'm'));
+});
+
+test('the lws module requires the pinned LeaderWorkerSet controller', () => {
+  expect(goMod('lws')).toMatch(new RegExp(`^require sigs\\.k8s\\.io/lws ${escape(VERSIONS.lws)}$`, 'm'));
+});

@@ -101,11 +101,12 @@ describe('plan: a serving fleet rolled by a template change', () => {
       startupSeconds: 470,
       seconds: { min: 2 * 590, max: 8 * 590 },
       gpus: { min: 2, max: 8 },
-      // maxSurge 1: one pod more than the replicas while the new one loads.
-      gpusDuringRollout: { min: 3, max: 9 },
+      // maxSurge 1: one pod more than the replicas while the new one loads; and old pods hold their GPUs
+      // through their drain beside the new ones (seen on the real controller): up to twice the replicas.
+      gpusDuringRollout: { min: 3, max: 16 },
     });
     expect(llm.note).toMatch(/maxSurge 1, maxUnavailable 0/);
-    expect(formatPlan(p)).toMatch(/gpus: {3}2–8 GPU\(s\) \(1 per pod\), 3–9 during the rollout/);
+    expect(formatPlan(p)).toMatch(/gpus: {3}2–8 GPU\(s\) \(1 per pod\), 3–16 during the rollout/);
   });
 
   test('the renamed fill Job is new, and the old one is pruned', () => {
@@ -127,7 +128,7 @@ describe('plan: a serving fleet rolled by a template change', () => {
     const md = formatPlanMarkdown(p);
     expect(md).toMatch(/^### cdk8s-gpu plan/);
     expect(md).toContain(
-      '| `Deployment/serving/llm` | rolling | 2–8 | 19.7 min–78.7 min | 2–8 (3–9) | spec.containers[vllm].image; ',
+      '| `Deployment/serving/llm` | rolling | 2–8 | 19.7 min–78.7 min | 2–8 (3–16) | spec.containers[vllm].image; ',
     );
     const json = planToJson(p) as any;
     expect(json.workloads.find((w: any) => w.name === 'llm').seconds).toEqual({ min: 1180, max: 4720 });
@@ -341,11 +342,13 @@ describe('rollout sequencing by kind and strategy', () => {
       template: { metadata: { labels: { a: 'b' } }, spec: podSpec(image) },
     },
   });
-  test('a Deployment: 25%/25% by default (1 surge + 1 unavailable of 4: 2 steps), the surge pod holds GPUs', () => {
+  test('a Deployment: 25%/25% by default (1 surge + 1 unavailable of 4: 2 steps), the surge pod and the draining old pods hold GPUs', () => {
     const w = plan([deploy('i:1')] as KubeObject[], [deploy('i:2')] as KubeObject[]).workloads[0];
     // step = 60 s drain + 30 + 10 x 9 = 180 s
     expect(w).toMatchObject({ mode: 'rolling', perStep: 2, startupSeconds: 120, seconds: { min: 360, max: 360 } });
-    expect(w.gpusDuringRollout).toEqual({ min: 10, max: 10 });
+    // 4 x 2 GPUs, 1 surge pod: 10 while each drain ends before the next startup; 16 while all four old pods
+    // drain beside four new ones.
+    expect(w.gpusDuringRollout).toEqual({ min: 10, max: 16 });
   });
   test('a Deployment with Recreate: every pod stops, then all start; no surge', () => {
     const w = plan(

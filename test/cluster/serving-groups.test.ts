@@ -1,0 +1,147 @@
+import { Chart, Duration, Testing } from 'cdk8s';
+import { ModelCache, VllmInferenceService } from '../../src';
+import { plan } from '../../src/guard/plan-api';
+import { Cluster, describeCluster, SERVER_VERSIONS } from './kube';
+import { applyAll, deletePool, gpuPool, GpuPool, podsOf, waitExplained } from './sim';
+
+/**
+ * Multi-node serving groups on the real LeaderWorkerSet controller and webhooks (v0.9.0, built from its
+ * module; its CRD has the fields of the v0.10.0 one the library validates against) with the StatefulSet
+ * controller and KWOK GPU nodes: a group whose rank restarts is recreated whole, a rolling update goes
+ * group by group, and the scale subresource counts groups.
+ */
+
+const RUN = Date.now().toString(36);
+const KWOK = 'stage.kwok.x-k8s.io';
+const LWS_API = '/apis/leaderworkerset.x-k8s.io/v1';
+const GROUP_INDEX = 'leaderworkerset.sigs.k8s.io/group-index';
+
+describeCluster(
+  'serving groups on the LeaderWorkerSet controller',
+  (cluster: Cluster) => {
+    let gpus: GpuPool | undefined;
+    let ns = '';
+
+    beforeAll(async () => {
+      gpus = await gpuPool(cluster, `groups-${RUN}`, 4, 8);
+      ns = `groups-${RUN}`;
+    }, 120_000);
+    afterAll(async () => {
+      if (ns) await cluster.request('DELETE', `/api/v1/namespaces/${ns}`);
+      await deletePool(cluster, gpus);
+      cluster.close();
+    }, 60_000);
+
+    const output = (revision: string) => {
+      const chart = new Chart(Testing.app(), 'c', { namespace: ns });
+      const service = new VllmInferenceService(chart, 'svc', {
+        name: 'llm',
+        modelId: 'meta-llama/Llama-3.1-405B-Instruct',
+        gpusPerReplica: 8,
+        nodes: 2,
+        replicas: 2,
+        modelCache: ModelCache.emptyDir(),
+        preStopSleep: Duration.seconds(1),
+        drainTimeout: Duration.seconds(2),
+        nodeSelector: gpus!.nodeSelector,
+        pod: {
+          tolerations: gpus!.tolerations,
+          annotations: {
+            [`pod-ready.${KWOK}/delay`]: '1s',
+            [`pod-delete.${KWOK}/delay`]: '1s',
+            'example.com/revision': revision,
+          },
+        },
+      });
+      return { objects: Testing.synth(chart), level: service.podSecurityLevel };
+    };
+    const lws = async () => (await cluster.request('GET', `${LWS_API}/namespaces/${ns}/leaderworkersets/llm-lws`)).body;
+    const groupPods = async () => podsOf(cluster, ns, 'leaderworkerset.sigs.k8s.io/name=llm-lws');
+    const allReady = async (): Promise<true | string> => {
+      const set = await lws();
+      const pods = await groupPods();
+      const ready = pods.filter(
+        p =>
+          !p.metadata.deletionTimestamp &&
+          p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'),
+      );
+      return (
+        (set.status?.readyReplicas === 2 &&
+          set.status?.updatedReplicas === 2 &&
+          ready.length === 4 &&
+          pods.length === 4) ||
+        `ready groups ${set.status?.readyReplicas}, updated ${set.status?.updatedReplicas}, ${ready.length} of ${pods.length} pods ready`
+      );
+    };
+
+    test('two groups of a leader and a worker come up, one pod per node; the scale subresource counts groups', async () => {
+      const { objects, level } = output('1');
+      await cluster.namespace(ns, level);
+      await applyAll(cluster, objects);
+      await waitExplained(cluster, ns, 'two ready groups', 90, allReady);
+      const pods = await groupPods();
+      expect(new Set(pods.map(p => p.spec.nodeName)).size).toBe(4);
+      // The pod webhook gave each pod its group and the leader's address.
+      for (const p of pods) {
+        expect(p.metadata.labels[GROUP_INDEX]).toMatch(/^[01]$/);
+        expect(p.spec.containers[0].env.map((e: any) => e.name)).toContain('LWS_LEADER_ADDRESS');
+      }
+      const scale = await cluster.request('GET', `${LWS_API}/namespaces/${ns}/leaderworkersets/llm-lws/scale`);
+      expect([scale.body.spec.replicas, scale.body.status.replicas]).toEqual([2, 2]);
+      // An autoscaler reads the leaders only: one pod per group.
+      const selected = await podsOf(cluster, ns, scale.body.status.selector);
+      expect(selected).toHaveLength(2);
+    }, 180_000);
+
+    test("a worker whose engine restarts has its whole group recreated; the other group's pods stay", async () => {
+      const before = await groupPods();
+      const group = (g: string) => before.filter(p => p.metadata.labels[GROUP_INDEX] === g);
+      const worker = group('1').find(p => p.metadata.labels['leaderworkerset.sigs.k8s.io/worker-index'] !== '0')!;
+      // What the kubelet reports when a rank's container has restarted (KWOK does not restart containers).
+      const status = JSON.parse(JSON.stringify(worker.status));
+      status.containerStatuses[0].restartCount = 1;
+      const r = await cluster.request(
+        'PATCH',
+        `/api/v1/namespaces/${ns}/pods/${worker.metadata.name}/status`,
+        { status: { containerStatuses: status.containerStatuses } },
+        'application/strategic-merge-patch+json',
+      );
+      expect(r.status).toBe(200);
+      const kept = new Set(group('0').map(p => p.metadata.uid));
+      const replaced = new Set(group('1').map(p => p.metadata.uid));
+      await waitExplained(cluster, ns, 'group 1 recreated and both groups ready', 90, async () => {
+        const now = await groupPods();
+        const fresh = now.filter(p => p.metadata.labels[GROUP_INDEX] === '1' && !replaced.has(p.metadata.uid));
+        return (fresh.length === 2 && (await allReady()) === true) || `${fresh.length} new pods in group 1`;
+      });
+      const after = await groupPods();
+      expect(after.filter(p => kept.has(p.metadata.uid))).toHaveLength(2);
+      expect(after.filter(p => replaced.has(p.metadata.uid))).toHaveLength(0);
+    }, 180_000);
+
+    test('a rolling update replaces the groups one at a time (groupSurge 0), as the plan says, never both at once', async () => {
+      const v1 = output('1').objects;
+      const v2 = output('2').objects;
+      const predicted = plan(v1, v2).workloads.find(w => w.kind === 'LeaderWorkerSet')!;
+      expect([predicted.unit, predicted.pods.max, predicted.perStep]).toEqual(['group', 2, 1]);
+      const old = new Set((await groupPods()).map(p => p.metadata.uid));
+      await applyAll(cluster, v2);
+      let minReadyGroups = 2;
+      await waitExplained(cluster, ns, 'both groups updated and ready', 120, async () => {
+        const set = await lws();
+        minReadyGroups = Math.min(minReadyGroups, set.status?.readyReplicas ?? 0);
+        const pods = await groupPods();
+        const fresh = pods.filter(p => !old.has(p.metadata.uid));
+        return (
+          (set.metadata.generation === set.status?.observedGeneration &&
+            fresh.length === 4 &&
+            (await allReady()) === true) ||
+          `${fresh.length} new pods, ${set.status?.readyReplicas} ready groups`
+        );
+      });
+      // One group out at a time: the other kept serving.
+      expect(minReadyGroups).toBe(1);
+    }, 240_000);
+  },
+  version => version === SERVER_VERSIONS[SERVER_VERSIONS.length - 1],
+);
