@@ -235,7 +235,7 @@ const VALIDATED_SYNTHS = [
     expect: r => r.status === 0 && r.out.includes('Validations ended succesfully'),
   },
   {
-    name: 'cdk8s synth with the strict-schema plugin: the whole app is valid for 1.28 and 1.36',
+    name: 'cdk8s synth with the strict-schema plugin: the whole app is valid for 1.32 and 1.36',
     validations: [GUARD, { class: 'StrictSchemaValidation' }],
     expect: r =>
       r.status === 0 &&
@@ -366,8 +366,10 @@ async function main() {
     trainer?.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu'] === 8,
   );
   check(
-    'the reload sidecar script shipped and is embedded',
-    trainer?.spec.template.spec.containers.some(c => (c.command ?? []).join(' ').includes('..data')),
+    'the reload sidecar script shipped and is embedded (a native sidecar: an init container that restarts always)',
+    (trainer?.spec.template.spec.initContainers ?? []).some(
+      c => c.restartPolicy === 'Always' && (c.command ?? []).join(' ').includes('..data'),
+    ),
   );
 
   // 5. Against that output as the baseline: the validated synths (one after another, they share
