@@ -3,6 +3,7 @@ import { Construct } from 'constructs';
 import {
   GpuTrainingJob,
   GpuTrainingStatefulSet,
+  GpuWorkload,
   Reload,
   RotatingGpuSecret,
   SecretRotationMonitoring,
@@ -15,6 +16,30 @@ import {
  * training pods mount the whole directory read-only, and a driver sidecar re-reads the credential
  * after each kubelet update, without restarting the job.
  */
+/**
+ * Seed 004's credential in a workload: rotated every 12 h with a 48 h lifetime, so one skipped run
+ * still leaves a valid credential; the whole directory mounted read-only, the driver's own command
+ * reloading it after each kubelet update; alerts when it nears its lifetime.
+ */
+function rotatedDriverCredential(scope: Construct, name: string, workload: GpuWorkload): void {
+  const creds = new RotatingGpuSecret(scope, 'creds', {
+    name,
+    rotation: {
+      image: 'myorg/gpu-cred-rotator:1.4.2',
+      command: ['/rotate'],
+      every: Duration.hours(12),
+      credentialTtl: Duration.hours(48),
+    },
+  });
+  creds.mountInto(workload, {
+    path: '/etc/gpu',
+    onRotation: Reload.exec(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json'], {
+      image: 'myorg/gpu-driver:2.1.0',
+    }),
+  });
+  new SecretRotationMonitoring(scope, 'monitoring', creds);
+}
+
 export class SecretsChart extends Chart {
   constructor(scope: Construct, id: string, props: ChartProps = {}) {
     super(scope, id, props);
@@ -26,23 +51,7 @@ export class SecretsChart extends Chart {
       args: ['train.py'],
       storage: { size: Size.gibibytes(200) },
     });
-    const creds = new RotatingGpuSecret(this, 'creds', {
-      name: 'gpu-credentials',
-      rotation: {
-        image: 'myorg/gpu-cred-rotator:1.4.2',
-        command: ['/rotate'],
-        every: Duration.hours(12),
-        credentialTtl: Duration.hours(48),
-      },
-    });
-    creds.mountInto(trainer, {
-      path: '/etc/gpu',
-      onRotation: Reload.exec(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json'], {
-        image: 'myorg/gpu-driver:2.1.0',
-      }),
-    });
-    // The seed's stale credentials: alerts when the credential nears its 48 h lifetime.
-    new SecretRotationMonitoring(this, 'monitoring', creds);
+    rotatedDriverCredential(this, 'gpu-credentials', trainer);
   }
 }
 
@@ -117,22 +126,7 @@ export class SecretsJobChart extends Chart {
       gpusPerPod: 8,
       args: ['train.py'],
     });
-    const creds = new RotatingGpuSecret(this, 'creds', {
-      name: 'pretrain-gpu-credentials',
-      rotation: {
-        image: 'myorg/gpu-cred-rotator:1.4.2',
-        command: ['/rotate'],
-        every: Duration.hours(12),
-        credentialTtl: Duration.hours(48),
-      },
-    });
-    creds.mountInto(job, {
-      path: '/etc/gpu',
-      onRotation: Reload.exec(['/usr/local/bin/gpu-driver', '--reload-credentials', '/etc/gpu/credentials.json'], {
-        image: 'myorg/gpu-driver:2.1.0',
-      }),
-    });
-    new SecretRotationMonitoring(this, 'monitoring', creds);
+    rotatedDriverCredential(this, 'pretrain-gpu-credentials', job);
   }
 }
 

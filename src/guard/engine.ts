@@ -150,30 +150,27 @@ export function runGuard(
     }
     matched.add(before);
     const kindKey = `${groupOf(after)}/${after.kind}`;
+    const builtIn = isBuiltInGroup(group, minor);
     let kindRules = [...(rules.get(kindKey) ?? []), ...celRulesFor(crdRules, kindKey, after)];
-    if (!rules.has(kindKey) && !crdRules.has(kindKey) && !isBuiltInGroup(group, minor)) unchecked.add(kindKey);
+    if (!rules.has(kindKey) && !crdRules.has(kindKey) && !builtIn) unchecked.add(kindKey);
     // Kueue's webhook rules apply to a StatefulSet that has, or had, a queue name.
     // Some releases check replicas on every StatefulSet (everyStatefulSet).
     if (kindKey === 'apps/StatefulSet' && !queued(before) && !queued(after))
       kindRules = kindRules.filter(r => r.kueue === undefined || r.everyStatefulSet);
     if (after.kind === 'StatefulSet' && groupOf(after) === 'apps') onDeleteReplicas(before, after, warnings);
+    // The object as the manifest names it; its namespace is the one it matched in, if it names none.
+    const namespace = after.metadata.namespace ?? before.metadata.namespace;
+    // An error the rules table does not hold, with its own remedy: an invalid value the apply sends.
+    const invalid = (f: Pick<Finding, 'path' | 'before' | 'after' | 'message' | 'remedy' | 'source'>) =>
+      errors.push({ severity: 'error', code: 'invalid-field', ...identity(after), namespace, ...f });
     if (options.serverSideApply) {
-      const builtIn = isBuiltInGroup(group, minor);
       const crd = builtIn
         ? undefined
         : (byVersionOf(schemas, kindKey, after) ?? vendoredKind(after.apiVersion, after.kind)?.schema);
       // What this manager applied before: the earlier manifest, or what its managedFields entry owns.
       const previous = isLiveExport(before) ? serverSideApplied(before) : before;
       for (const e of serverSideApplyErrors(previous, after, crd, builtIn))
-        errors.push({
-          severity: 'error',
-          code: 'invalid-field',
-          ...identity(after),
-          namespace: ns ?? before.metadata.namespace,
-          before: null,
-          after: null,
-          ...e,
-        });
+        invalid({ before: null, after: null, ...e });
     }
     if (kindRules.length === 0) continue;
     // Most objects of a large export are mutable Secrets and ConfigMaps: nothing to compare.
@@ -189,18 +186,12 @@ export function runGuard(
     // library vendors (JobSet v0.12.0, LeaderWorkerSet v0.10.0), from that one.
     const schema =
       byVersionOf(schemas, kindKey, after) ??
-      (rules.has(kindKey) && !isBuiltInGroup(group, minor)
-        ? vendoredKind(after.apiVersion, after.kind)?.schema
-        : undefined);
+      (rules.has(kindKey) && !builtIn ? vendoredKind(after.apiVersion, after.kind)?.schema : undefined);
     const pair: Pair = { before, after, b, a, facts: statusFacts(before), schema };
-    if (schema && !isBuiltInGroup(group, minor))
+    if (schema && !builtIn)
       // Only what the change takes away: an object stored without the field has it from the webhook.
       for (const path of missingRequired(merged, schema).filter(p => p !== 'metadata' && hasPath(before, p)))
-        errors.push({
-          severity: 'error',
-          code: 'invalid-field',
-          ...identity(after),
-          namespace: ns ?? before.metadata.namespace,
+        invalid({
           path,
           before: null,
           after: null,
@@ -209,8 +200,6 @@ export function runGuard(
           source: 'the CustomResourceDefinition structural schema (required)',
         });
     let remedy: string | undefined;
-    // The object as the manifest names it; its namespace is the one it matched in, if it names none.
-    const namespace = after.metadata.namespace ?? before.metadata.namespace;
     const emit: Emit = (rule, path, bv, av, vars = {}) => {
       remedy ??= remedyFor(before);
       errors.push({
@@ -226,12 +215,9 @@ export function runGuard(
         source: rule.source,
       });
     };
-    // An error the rules table does not hold, with its own remedy: an invalid value the apply sends.
-    const invalid = (f: Pick<Finding, 'path' | 'before' | 'after' | 'message' | 'remedy' | 'source'>) =>
-      errors.push({ severity: 'error', code: 'invalid-field', ...identity(after), namespace, ...f });
     for (const rule of kindRules) checkRule(rule, pair, emit);
     // kubectl computes a client-side apply's patch itself; server-side apply merges the item anyway.
-    if (!options.serverSideApply && isBuiltInGroup(group, minor))
+    if (!options.serverSideApply && builtIn)
       for (const missing of missingMergeKeys(after))
         invalid({
           path: missing.path,

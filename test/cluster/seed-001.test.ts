@@ -7,8 +7,8 @@ import {
   VllmInferenceService,
 } from '../../src';
 import { plan } from '../../src/guard/plan-api';
-import { Cluster, describeCluster, SERVER_VERSIONS } from './kube';
-import { applyAll, deletePool, gpuPool, GpuPool, gpusHeld, podsOf, waitExplained } from './sim';
+import { Cluster, describeCluster, PodSecurityLevel, SERVER_VERSIONS } from './kube';
+import { applyAll, GpuPool, gpusHeld, isReady, KWOK_STAGE, podsOf, scenario, waitExplained } from './sim';
 
 /**
  * Seed 001, failure and remedy side by side: serving rollouts and node drains watched on the real
@@ -24,11 +24,10 @@ import { applyAll, deletePool, gpuPool, GpuPool, gpusHeld, podsOf, waitExplained
  */
 
 const RUN = Date.now().toString(36);
-const KWOK = 'stage.kwok.x-k8s.io';
 /** The scaled-down timings: a model load of 1 s and a drain of 2 s. */
 const SLOW = {
-  [`pod-ready.${KWOK}/delay`]: '1s',
-  [`pod-delete.${KWOK}/delay`]: '2s',
+  [`pod-ready.${KWOK_STAGE}/delay`]: '1s',
+  [`pod-delete.${KWOK_STAGE}/delay`]: '2s',
 };
 
 interface Sample {
@@ -53,11 +52,7 @@ async function watch(
   await waitExplained(cluster, namespace, what, seconds, async () => {
     const pods = await podsOf(cluster, namespace, selector);
     samples.push({
-      ready: pods.filter(
-        p =>
-          !p.metadata.deletionTimestamp &&
-          p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'),
-      ).length,
+      ready: pods.filter(isReady).length,
       terminating: pods.filter(p => p.metadata.deletionTimestamp).length,
       gpus: gpusHeld(pods),
       uids: pods.map(p => p.metadata.uid),
@@ -122,33 +117,18 @@ const ENGINES: Array<{ engine: string; make: (c: Chart, p: InferenceServiceProps
 describeCluster(
   'seed 001: serving rollouts and drains watched on the StatefulSet and disruption controllers',
   (cluster: Cluster) => {
-    let gpus: GpuPool | undefined;
-    const namespaces: string[] = [];
-    const namespace = async (name: string, level: 'restricted' | 'baseline' | 'privileged') => {
-      const ns = `${name}-${RUN}`;
-      namespaces.push(ns);
-      await cluster.namespace(ns, level);
-      return ns;
-    };
-
-    beforeAll(async () => {
-      gpus = await gpuPool(cluster, `serve-${RUN}`, 4, 8);
-    }, 120_000);
-    afterAll(async () => {
-      for (const ns of namespaces) await cluster.request('DELETE', `/api/v1/namespaces/${ns}`);
-      await deletePool(cluster, gpus);
-      cluster.close();
-    }, 60_000);
+    const place = scenario(cluster, RUN, { name: 'serve', nodes: 4 });
+    const namespace = place.namespace;
 
     test.each(['OrderedReady', 'Parallel'])(
       "the seed's StatefulSet (%s) with slow-terminating pods does not stall: one pod at a time, each after its predecessor is gone",
       async policy => {
         const ns = await namespace(`seed001-${policy.toLowerCase()}`, 'privileged');
-        const v1 = seedTgi(ns, policy, 'ghcr.io/huggingface/text-generation-inference:3.3.6', gpus!);
+        const v1 = seedTgi(ns, policy, 'ghcr.io/huggingface/text-generation-inference:3.3.6', place.gpus());
         await applyAll(cluster, [v1]);
         const name = v1.metadata.name;
         await waitExplained(cluster, ns, 'three ready replicas', 60, rolledOut(cluster, ns, 'StatefulSet', name, 3));
-        const v2 = seedTgi(ns, policy, 'ghcr.io/huggingface/text-generation-inference:3.3.7', gpus!);
+        const v2 = seedTgi(ns, policy, 'ghcr.io/huggingface/text-generation-inference:3.3.7', place.gpus());
         await applyAll(cluster, [v2]);
         const { samples } = await watch(
           cluster,
@@ -178,8 +158,8 @@ describeCluster(
           preStopSleep: Duration.seconds(1),
           drainTimeout: Duration.seconds(2),
           terminationGracePeriod: Duration.seconds(18),
-          nodeSelector: gpus!.nodeSelector,
-          pod: { annotations: { ...SLOW, 'example.com/revision': revision }, tolerations: gpus!.tolerations },
+          nodeSelector: place.gpus().nodeSelector,
+          pod: { annotations: { ...SLOW, 'example.com/revision': revision }, tolerations: place.gpus().tolerations },
         });
         return { objects: Testing.synth(chart), level: service.podSecurityLevel };
       };
@@ -187,7 +167,7 @@ describeCluster(
         // The namespace enforces the level the construct reports (TGI's image runs as root: baseline).
         const ns = `serve-${engine.toLowerCase()}-${RUN}`;
         const { objects: v1, level } = output(ns, '1');
-        await namespace(`serve-${engine.toLowerCase()}`, level as 'restricted' | 'baseline');
+        await namespace(`serve-${engine.toLowerCase()}`, level as PodSecurityLevel);
         const workload = v1.find(o => ['StatefulSet', 'Deployment'].includes(o.kind));
         const pdb = v1.find(o => o.kind === 'PodDisruptionBudget');
         const selector = Object.entries(workload.spec.selector.matchLabels)
@@ -289,9 +269,7 @@ describeCluster(
             if (failure) throw failure instanceof Error ? failure : new Error(String(failure));
             const now = await podsOf(cluster, ns, selector);
             const left = now.filter(p => nodes.includes(p.spec.nodeName));
-            const ready = now.filter(p =>
-              p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'),
-            );
+            const ready = now.filter(isReady);
             return (
               (evicted && left.length === 0 && ready.length === 3) ||
               `evictions ${evicted ? 'done' : 'under way'}, ${left.length} pods left on the drained nodes, ${ready.length} ready`

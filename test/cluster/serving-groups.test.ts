@@ -2,7 +2,7 @@ import { Chart, Duration, Testing } from 'cdk8s';
 import { ModelCache, VllmInferenceService } from '../../src';
 import { plan } from '../../src/guard/plan-api';
 import { Cluster, describeCluster, SERVER_VERSIONS } from './kube';
-import { applyAll, deletePool, gpuPool, GpuPool, podsOf, waitExplained } from './sim';
+import { applyAll, isReady, KWOK_STAGE, podsOf, scenario, waitExplained } from './sim';
 
 /**
  * Multi-node serving groups on the real LeaderWorkerSet controller and webhooks (v0.9.0, built from its
@@ -12,25 +12,15 @@ import { applyAll, deletePool, gpuPool, GpuPool, podsOf, waitExplained } from '.
  */
 
 const RUN = Date.now().toString(36);
-const KWOK = 'stage.kwok.x-k8s.io';
 const LWS_API = '/apis/leaderworkerset.x-k8s.io/v1';
 const GROUP_INDEX = 'leaderworkerset.sigs.k8s.io/group-index';
 
 describeCluster(
   'serving groups on the LeaderWorkerSet controller',
   (cluster: Cluster) => {
-    let gpus: GpuPool | undefined;
-    let ns = '';
-
-    beforeAll(async () => {
-      gpus = await gpuPool(cluster, `groups-${RUN}`, 4, 8);
-      ns = `groups-${RUN}`;
-    }, 120_000);
-    afterAll(async () => {
-      if (ns) await cluster.request('DELETE', `/api/v1/namespaces/${ns}`);
-      await deletePool(cluster, gpus);
-      cluster.close();
-    }, 60_000);
+    const place = scenario(cluster, RUN, { name: 'groups', nodes: 4 });
+    // The one namespace of these tests, made by the first with the level the service reports.
+    const ns = `groups-${RUN}`;
 
     const output = (revision: string) => {
       const chart = new Chart(Testing.app(), 'c', { namespace: ns });
@@ -43,12 +33,12 @@ describeCluster(
         modelCache: ModelCache.emptyDir(),
         preStopSleep: Duration.seconds(1),
         drainTimeout: Duration.seconds(2),
-        nodeSelector: gpus!.nodeSelector,
+        nodeSelector: place.gpus().nodeSelector,
         pod: {
-          tolerations: gpus!.tolerations,
+          tolerations: place.gpus().tolerations,
           annotations: {
-            [`pod-ready.${KWOK}/delay`]: '1s',
-            [`pod-delete.${KWOK}/delay`]: '1s',
+            [`pod-ready.${KWOK_STAGE}/delay`]: '1s',
+            [`pod-delete.${KWOK_STAGE}/delay`]: '1s',
             'example.com/revision': revision,
           },
         },
@@ -60,11 +50,7 @@ describeCluster(
     const allReady = async (): Promise<true | string> => {
       const set = await lws();
       const pods = await groupPods();
-      const ready = pods.filter(
-        p =>
-          !p.metadata.deletionTimestamp &&
-          p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'),
-      );
+      const ready = pods.filter(isReady);
       return (
         (set.status?.readyReplicas === 2 &&
           set.status?.updatedReplicas === 2 &&
@@ -76,7 +62,7 @@ describeCluster(
 
     test('two groups of a leader and a worker come up, one pod per node; the scale subresource counts groups', async () => {
       const { objects, level } = output('1');
-      await cluster.namespace(ns, level);
+      await place.namespace('groups', level);
       await applyAll(cluster, objects);
       await waitExplained(cluster, ns, 'two ready groups', 90, allReady);
       const pods = await groupPods();

@@ -1,4 +1,4 @@
-import { Cluster, pool, waitFor } from './kube';
+import { Cluster, PodSecurityLevel, pool, waitFor } from './kube';
 
 /**
  * Simulated GPU nodes for the rollout tests: Node objects that KWOK (started with each control plane
@@ -81,6 +81,59 @@ export async function gpuPool(cluster: Cluster, name: string, count: number, gpu
     gpusPerNode,
     nodeSelector: { [POOL_LABEL]: name },
     tolerations: [{ key: POOL_LABEL, operator: 'Equal', value: name, effect: 'NoSchedule' }],
+  };
+}
+
+/** The suffix of the KWOK Stage annotations and labels a pod sets (`pod-ready.<KWOK_STAGE>/delay: 1s`). */
+export const KWOK_STAGE = 'stage.kwok.x-k8s.io';
+
+/** The pod labels and annotations that make KWOK fail a container with an exit code once it runs. */
+export function failingContainer(container: string, exitCode: number) {
+  return {
+    labels: { [`pod-container-running-failed.${KWOK_STAGE}`]: 'true' },
+    annotations: {
+      [`pod-container-running-failed.${KWOK_STAGE}/exit-code`]: String(exitCode),
+      [`pod-container-running-failed.${KWOK_STAGE}/container-name`]: container,
+    },
+  };
+}
+
+/** Whether a pod is Ready and not being deleted. */
+export function isReady(pod: any): boolean {
+  return (
+    !pod.metadata.deletionTimestamp &&
+    pod.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True') === true
+  );
+}
+
+/**
+ * One test file's place on a control plane: a GPU pool made before its tests, and namespaces (named
+ * `<name>-<run>`) made on demand; all deleted after its tests, and the client closed.
+ */
+export function scenario(cluster: Cluster, run: string, pool: { name: string; nodes: number; gpusPerNode?: number }) {
+  let gpus: GpuPool | undefined;
+  const namespaces: string[] = [];
+  beforeAll(async () => {
+    gpus = await gpuPool(cluster, `${pool.name}-${run}`, pool.nodes, pool.gpusPerNode);
+  }, 120_000);
+  afterAll(async () => {
+    for (const ns of namespaces) await cluster.request('DELETE', `/api/v1/namespaces/${ns}`);
+    await deletePool(cluster, gpus);
+    cluster.close();
+  }, 60_000);
+  return {
+    /** The pool, once beforeAll has made it. */
+    gpus: (): GpuPool => {
+      if (!gpus) throw new Error(`the GPU pool ${pool.name}-${run} was not made`);
+      return gpus;
+    },
+    /** A namespace that enforces `level`, deleted after the file's tests. */
+    namespace: async (name: string, level: PodSecurityLevel): Promise<string> => {
+      const ns = `${name}-${run}`;
+      namespaces.push(ns);
+      await cluster.namespace(ns, level);
+      return ns;
+    },
   };
 }
 

@@ -1,7 +1,7 @@
 import { Chart, Duration, Testing } from 'cdk8s';
 import { GpuTrainingJob, GpuTrainingJobProps, Reload, RotatingGpuSecret } from '../../src';
 import { Cluster, describeCluster, SERVER_VERSIONS } from './kube';
-import { applyAll, deletePool, gpuPool, GpuPool, gpusHeld, podsOf, waitExplained } from './sim';
+import { applyAll, failingContainer, GpuPool, gpusHeld, KWOK_STAGE, podsOf, scenario, waitExplained } from './sim';
 
 /**
  * GpuTrainingJob run to its end by the real controllers: the JobSet controller (v0.12.0), the Job
@@ -16,7 +16,6 @@ import { applyAll, deletePool, gpuPool, GpuPool, gpusHeld, podsOf, waitExplained
  */
 
 const RUN = Date.now().toString(36);
-const KWOK = 'stage.kwok.x-k8s.io';
 
 function output(namespace: string, gpus: GpuPool, props: Partial<GpuTrainingJobProps>) {
   const chart = new Chart(Testing.app(), 'c', { namespace });
@@ -59,29 +58,14 @@ const conditionOf = (js: any) =>
 describeCluster(
   'GpuTrainingJob run to its end by the JobSet, Job and scheduler controllers on KWOK GPU nodes',
   (cluster: Cluster) => {
-    let gpus: GpuPool | undefined;
-    const namespaces: string[] = [];
-    const namespace = async (name: string) => {
-      const ns = `${name}-${RUN}`;
-      namespaces.push(ns);
-      await cluster.namespace(ns, 'restricted');
-      return ns;
-    };
-
-    beforeAll(async () => {
-      gpus = await gpuPool(cluster, `train-${RUN}`, 2, 8);
-    }, 120_000);
-    afterAll(async () => {
-      for (const ns of namespaces) await cluster.request('DELETE', `/api/v1/namespaces/${ns}`);
-      await deletePool(cluster, gpus);
-      cluster.close();
-    }, 60_000);
+    const place = scenario(cluster, RUN, { name: 'train', nodes: 2 });
+    const namespace = (name: string) => place.namespace(name, 'restricted');
 
     test('pods that succeed: the gang is placed one pod per node, the JobSet completes, the GPUs are freed, and ttlAfterFinished deletes it', async () => {
       const ns = await namespace('complete');
-      const { chart, job } = output(ns, gpus!, {
+      const { chart, job } = output(ns, place.gpus(), {
         ttlAfterFinished: Duration.seconds(5),
-        pod: { annotations: { [`pod-complete.${KWOK}/delay`]: '3s' } },
+        pod: { annotations: { [`pod-complete.${KWOK_STAGE}/delay`]: '3s' } },
       });
       // A rotated credential with a reload command: the reload sidecar is a native sidecar.
       const creds = new RotatingGpuSecret(chart, 'creds', { name: 'hub-token', keys: ['token'] });
@@ -101,7 +85,7 @@ describeCluster(
         return running.length === 2 || `${running.length} of 2 running`;
       });
       const placed = await podsOf(cluster, ns);
-      expect(new Set(placed.map(p => p.spec.nodeName))).toEqual(new Set(gpus!.nodes));
+      expect(new Set(placed.map(p => p.spec.nodeName))).toEqual(new Set(place.gpus().nodes));
       expect(gpusHeld(placed)).toBe(16);
       // The sidecar the API server stored is a native sidecar of the Job's pods.
       expect(placed[0].spec.initContainers.map((c: any) => [c.name, c.restartPolicy])).toEqual([
@@ -122,16 +106,10 @@ describeCluster(
 
     test('a retriable failure restarts the whole gang, counted, until maxRestarts; then the JobSet is Failed and holds no GPU', async () => {
       const ns = await namespace('restarts');
-      const { chart } = output(ns, gpus!, {
+      const { chart } = output(ns, place.gpus(), {
         maxRestarts: 2,
-        pod: {
-          // Every attempt's trainers fail with exit code 1 a moment after they start.
-          labels: { [`pod-container-running-failed.${KWOK}`]: 'true' },
-          annotations: {
-            [`pod-container-running-failed.${KWOK}/exit-code`]: '1',
-            [`pod-container-running-failed.${KWOK}/container-name`]: 'trainer',
-          },
-        },
+        // Every attempt's trainers fail with exit code 1 a moment after they start.
+        pod: failingContainer('trainer', 1),
       });
       await applyAll(cluster, Testing.synth(chart));
       const js = await terminal(cluster, ns);
@@ -144,15 +122,9 @@ describeCluster(
 
     test('a failure rule that fails at once (exit 127: the launcher cannot run) fails the JobSet without a restart', async () => {
       const ns = await namespace('fail-now');
-      const { chart } = output(ns, gpus!, {
+      const { chart } = output(ns, place.gpus(), {
         maxRestarts: 3,
-        pod: {
-          labels: { [`pod-container-running-failed.${KWOK}`]: 'true' },
-          annotations: {
-            [`pod-container-running-failed.${KWOK}/exit-code`]: '127',
-            [`pod-container-running-failed.${KWOK}/container-name`]: 'trainer',
-          },
-        },
+        pod: failingContainer('trainer', 127),
       });
       await applyAll(cluster, Testing.synth(chart));
       const js = await terminal(cluster, ns);
@@ -169,9 +141,9 @@ describeCluster(
 
     test('activeDeadline fails the Job with DeadlineExceeded, and the JobSet rule fails the run at once', async () => {
       const ns = await namespace('deadline');
-      const { chart } = output(ns, gpus!, {
+      const { chart } = output(ns, place.gpus(), {
         activeDeadline: Duration.seconds(4),
-        pod: { annotations: { [`pod-complete.${KWOK}/delay`]: '10m' } },
+        pod: { annotations: { [`pod-complete.${KWOK_STAGE}/delay`]: '10m' } },
       });
       await applyAll(cluster, Testing.synth(chart));
       const js = await terminal(cluster, ns);
@@ -185,9 +157,9 @@ describeCluster(
 
     test('suspend: a suspended JobSet makes no pods and holds no GPU until it is resumed', async () => {
       const ns = await namespace('suspend');
-      const { chart } = output(ns, gpus!, {
+      const { chart } = output(ns, place.gpus(), {
         suspend: true,
-        pod: { annotations: { [`pod-complete.${KWOK}/delay`]: '2s' } },
+        pod: { annotations: { [`pod-complete.${KWOK_STAGE}/delay`]: '2s' } },
       });
       const objects = Testing.synth(chart);
       await applyAll(cluster, objects);
