@@ -42,6 +42,7 @@ export { IpFamily } from './inference/inference-service';
 export { WorkloadKind } from './inference/workload-kind';
 export type { InferenceService, InferenceServiceProps } from './inference/inference-service';
 export type { DownloadResources } from './inference/model-download';
+export type { ModelArchitecture } from './inference/model-facts';
 export { VllmInferenceService, VLLM_DEFAULT_IMAGE } from './inference/vllm-inference-service';
 export type { VllmInferenceServiceProps } from './inference/vllm-inference-service';
 export { SglangInferenceService, SGLANG_DEFAULT_IMAGE } from './inference/sglang-inference-service';

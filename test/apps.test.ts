@@ -2,7 +2,11 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { parseAllDocuments } from 'yaml';
 import { buildApps } from '../apps/apps';
-import { formatReport, guard } from '../src';
+import { stringify } from 'yaml';
+import { formatReport, guard, plan } from '../src';
+import { hubDownloadScript } from '../src/inference/engine';
+import { reloadScript } from '../src/secrets/sidecar';
+import { launchScript } from '../src/training/launch';
 import { podSecurityLevel, podSpecsOf } from './support/pod-security';
 import { lineDiff, readDir, synthApps } from './support/snapshots';
 import { embeddedGroupPods, embeddedJobs, expectValidOutput } from './support/valid-output';
@@ -41,10 +45,44 @@ describe('example apps', () => {
       throw new Error(`a change to an immutable field would be rejected by the API server:\n\n${formatReport(result)}`);
   });
 
-  test.each(Object.keys(synthesized.files))('%s is strictly valid for Kubernetes 1.28 and 1.36 and its CRDs', file => {
+  test.each(Object.keys(synthesized.files))('%s is strictly valid for Kubernetes 1.32 and 1.36 and its CRDs', file => {
     const objects = objectsOf(synthesized.files[file]);
     expect(objects.length).toBeGreaterThan(0);
     expectValidOutput(objects);
+  });
+
+  test('step two of the documented bump (bump-step-1 to bump-step-2) restarts nothing and prunes only v1', () => {
+    // The two steps are synthesized into two namespaces; the plan compares them as one namespace.
+    const step1 = JSON.parse(
+      JSON.stringify(objectsOf(synthesized.files['bump-step-1.k8s.yaml'])).split('bump-step-1').join('bump-step-2'),
+    );
+    const result = plan(step1, objectsOf(synthesized.files['bump-step-2.k8s.yaml']));
+    expect(result.workloads.filter(w => w.restarts).map(w => `${w.object}: ${w.changes.join(', ')}`)).toEqual([]);
+    expect(result.pruned.map(p => p.name).filter(n => !/^llama-v1(-|$)/.test(n))).toEqual([]);
+    expect(result.pruned.length).toBeGreaterThan(0);
+  });
+
+  // docs/design.md "Runtime scripts": large scripts ship once per namespace in a ConfigMap; a pod template holds
+  // only what its pod runs, and stays readable.
+  const POD_SPEC_MAX_BYTES = 16 * 1024;
+  test(`no pod template is over ${POD_SPEC_MAX_BYTES / 1024} KiB of YAML, and none embeds a shipped script`, () => {
+    const shipped = [hubDownloadScript(), launchScript(), reloadScript()];
+    for (const [file, yaml] of Object.entries(synthesized.files)) {
+      const objects = objectsOf(yaml);
+      for (const { where, spec } of podSpecsOf([...objects, ...embeddedJobs(objects), ...embeddedGroupPods(objects)])) {
+        const size = stringify(spec).length;
+        expect(`${file} ${where}: ${size <= POD_SPEC_MAX_BYTES ? 'within' : `${size} bytes`}`).toBe(
+          `${file} ${where}: within`,
+        );
+        const text = JSON.stringify(spec);
+        for (const s of shipped) {
+          const firstLines = s.content.split('\n').slice(0, 3).join('\n');
+          expect(`${file} ${where} embeds ${s.file}: ${text.includes(JSON.stringify(firstLines).slice(1, -1))}`).toBe(
+            `${file} ${where} embeds ${s.file}: false`,
+          );
+        }
+      }
+    }
   });
 
   test('every pod meets the restricted profile, but those of the images that run as root (SGLang, TGI): baseline', () => {

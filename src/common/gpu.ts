@@ -1,5 +1,6 @@
 import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
+import { Validator } from '../validation/validate';
 import { sizeQuantity } from './quantity';
 
 /** The extended resource the NVIDIA device plugin advertises. */
@@ -20,6 +21,41 @@ export function isExtendedResourceName(name: string): boolean {
  */
 export function gpuTolerations(): k8s.Toleration[] {
   return [{ key: GPU_RESOURCE, operator: 'Exists', effect: 'NoSchedule' }];
+}
+
+/**
+ * The most GPUs of one kind a current GPU node carries: HGX/DGX H100, H200 and B200 and the MI300X
+ * platforms have 8; GB200 NVL72 compute trays have 4. The default of `maxGpusPerNode`.
+ */
+export const DEFAULT_MAX_GPUS_PER_NODE = 8;
+/**
+ * The largest `maxGpusPerNode` taken: eight times a node's 8 GPUs, above the most device-plugin
+ * instances a node advertises (8 GPUs of 7 MIG instances make 56).
+ */
+export const MAX_GPUS_PER_NODE_BOUND = 64;
+
+/**
+ * Refuses a pod's GPU count (`prop`, e.g. gpusPerPod) above `maxGpusPerNode`: a pod's GPUs come from
+ * one node, so a pod asking for more than any node has stays Pending. `more` says how to get more
+ * GPUs for the workload (more nodes). Returns the resolved maximum.
+ */
+export function checkGpusPerNode(
+  v: Validator,
+  o: { prop: string; gpus: number; maxGpusPerNode: number | undefined; more: string },
+): number {
+  const max = v.wholeNumber(
+    'maxGpusPerNode',
+    o.maxGpusPerNode ?? DEFAULT_MAX_GPUS_PER_NODE,
+    1,
+    MAX_GPUS_PER_NODE_BOUND,
+  );
+  if (o.gpus > max)
+    v.fail(
+      o.prop,
+      `must be at most maxGpusPerNode (${max}): a pod's GPUs come from one node, and a pod asking for more than a node has stays Pending (${o.more}, or raise maxGpusPerNode for larger nodes)`,
+      o.gpus,
+    );
+  return max;
 }
 
 /** CPU cores requested per GPU: enough for data loaders or tokenizers without starving small GPU nodes. */

@@ -6,6 +6,13 @@ export const LABEL_INSTANCE = 'app.kubernetes.io/instance';
 export const LABEL_COMPONENT = 'app.kubernetes.io/component';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 /**
+ * The component of a shared model cache's fill Jobs. Their names hash what they fill, so a bump
+ * replaces one by another on purpose: the guard and the plan read this to say so.
+ */
+export const CACHE_FILL_COMPONENT = 'model-cache-fill';
+/** The component of the ConfigMaps that ship the library's runtime scripts, also named by a content hash. */
+export const RUNTIME_SCRIPT_COMPONENT = 'runtime-script';
+/**
  * The versioned workload an object belongs to, on objects that other objects select (a headless
  * Service a ServiceMonitor finds). The library owns it: Argo CD's label tracking (its default
  * before 3.0) rewrites `app.kubernetes.io/instance` on every object it syncs, so a selector on

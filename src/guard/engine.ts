@@ -23,7 +23,13 @@ import {
   rulesFor,
 } from './rules';
 import { servingBumpWarnings } from './serving-bump';
-import { duplicateKeyWarnings, onDeleteReplicas, removedWarnings, serverSideApplyWarnings } from './warnings';
+import {
+  byConsequence,
+  duplicateKeyWarnings,
+  onDeleteReplicas,
+  removedWarnings,
+  serverSideApplyWarnings,
+} from './warnings';
 
 function duplicateError(side: string, o: KubeObject, first: KubeObject): GuardInputError {
   const where = (x: KubeObject) => {
@@ -251,17 +257,30 @@ export function runGuard(
   servingBumpWarnings(beforeObjects, matched, created, warnings);
   serverSideApplyWarnings(beforeObjects, matched, warnings);
   duplicateKeyWarnings(afterObjects, warnings);
-  const findings = [...errors, ...warnings];
-  const result = { findings, errors: errors.length, warnings: warnings.length } as GuardResult;
+  return guardResult([...errors, ...byConsequence(warnings)], {
+    serverVersion: `1.${minor}`,
+    kueueVersion: kueueVersion.replace(/^v/, ''),
+    objects: { before: beforeObjects.length, after: afterObjects.length },
+    uncheckedKinds: [...unchecked].sort(),
+  });
+}
+
+/** A guard result holding `findings`, with the facts of the run it came from. */
+export function guardResult(
+  findings: Finding[],
+  run: Pick<GuardResult, 'serverVersion' | 'kueueVersion' | 'objects' | 'uncheckedKinds'>,
+): GuardResult {
+  const errors = findings.filter(f => f.severity === 'error').length;
+  const result = { findings, errors, warnings: findings.length - errors } as GuardResult;
   // Read like any field, but kept out of the enumerable shape so that code written against the
   // first GuardResult ({ findings, errors, warnings }) keeps comparing equal. The object is the
   // guard's own, made just above.
   // eslint-disable-next-line no-restricted-syntax
   Object.defineProperties(result, {
-    serverVersion: { value: `1.${minor}`, enumerable: false },
-    kueueVersion: { value: kueueVersion.replace(/^v/, ''), enumerable: false },
-    objects: { value: { before: beforeObjects.length, after: afterObjects.length }, enumerable: false },
-    uncheckedKinds: { value: [...unchecked].sort(), enumerable: false },
+    serverVersion: { value: run.serverVersion, enumerable: false },
+    kueueVersion: { value: run.kueueVersion, enumerable: false },
+    objects: { value: run.objects, enumerable: false },
+    uncheckedKinds: { value: run.uncheckedKinds, enumerable: false },
   });
   return result;
 }

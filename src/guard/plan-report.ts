@@ -1,7 +1,7 @@
 // The plan as a terminal report, as JSON for tools, and as Markdown for a pull-request comment.
 import type { PlanResult, WorkloadPlan } from './plan';
 import { rangeText, type Range } from './workload';
-import { formatReport, toJson, uncheckedKindsText } from './report';
+import { formatFinding, reportTail, toJson, uncheckedKindsText } from './report';
 
 const minutes = (s: number) => (s < 90 ? `${s} s` : `${Math.round(s / 6) / 10} min`);
 const MAX_CHANGES = 8;
@@ -31,7 +31,8 @@ function summary(p: PlanResult): string {
 
 /** The plan for a terminal; the guard's report follows it. */
 export function formatPlan(p: PlanResult): string {
-  const lines: string[] = [];
+  // What the server refuses and what could cause an outage come first: a reviewer reads the top.
+  const lines: string[] = p.guard.findings.flatMap(f => [formatFinding(f), '']);
   for (const w of p.workloads) {
     if (!w.restarts && w.mode !== 'new') continue;
     lines.push(`${w.restarts ? 'RESTARTS' : 'NEW'} ${w.object}`, `  ${w.note}`, `  gpus:   ${gpuText(w)}`);
@@ -41,7 +42,7 @@ export function formatPlan(p: PlanResult): string {
   const calm = p.workloads.filter(w => !w.restarts && w.mode !== 'new');
   if (calm.length > 0) lines.push(`unchanged pods: ${calm.map(w => w.object).join(', ')}`, '');
   for (const o of p.pruned) lines.push(`PRUNED ${o.object}`, `  ${o.note}`, '');
-  lines.push(formatReport(p.guard), summary(p));
+  lines.push(reportTail(p.guard), summary(p));
   return lines.join('\n');
 }
 
@@ -54,6 +55,17 @@ const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 /** The plan as a Markdown pull-request comment. */
 export function formatPlanMarkdown(p: PlanResult): string {
   const out: string[] = ['### cdk8s-gpu plan', '', `**${summary(p).replace(/^plan: /, '')}**`, ''];
+  // The guard first: what the server refuses and what could cause an outage.
+  const unchecked = uncheckedKindsText(p.guard);
+  if (p.guard.findings.length > 0 || unchecked) {
+    out.push('#### Guard', '');
+    for (const f of p.guard.findings)
+      out.push(
+        `- **${f.severity === 'error' ? 'FORBIDDEN' : 'warning'}** \`${f.object}\`${f.path ? ` \`${f.path}\`` : ''}: ${cell(f.message).replace(/\.$/, '')}. Remedy: ${cell(f.remedy)}`,
+      );
+    if (unchecked) out.push(`- **not checked**: ${cell(unchecked)}`);
+    out.push('');
+  }
   const moving = p.workloads.filter(w => w.restarts || w.mode === 'new');
   if (moving.length > 0) {
     out.push(
@@ -71,16 +83,6 @@ export function formatPlanMarkdown(p: PlanResult): string {
   if (p.pruned.length > 0) {
     out.push('#### Deleted by a pruning sync', '');
     for (const o of p.pruned) out.push(`- \`${o.object}\`: ${cell(o.note)}`);
-    out.push('');
-  }
-  const unchecked = uncheckedKindsText(p.guard);
-  if (p.guard.findings.length > 0 || unchecked) {
-    out.push('#### Guard', '');
-    for (const f of p.guard.findings)
-      out.push(
-        `- **${f.severity === 'error' ? 'FORBIDDEN' : 'warning'}** \`${f.object}\`${f.path ? ` \`${f.path}\`` : ''}: ${cell(f.message).replace(/\.$/, '')}. Remedy: ${cell(f.remedy)}`,
-      );
-    if (unchecked) out.push(`- **not checked**: ${cell(unchecked)}`);
     out.push('');
   }
   return out.join('\n');

@@ -3,14 +3,14 @@
 // Read from YAML only (the live export or a previous synth, and the new synth): the times are the
 // budgets the manifests carry (terminationGracePeriodSeconds, the startup probe), not guesses.
 import type { GuardOptions, GuardResult } from './diff';
-import { runGuard, storedPair } from './engine';
+import { guardResult, runGuard, storedPair } from './engine';
 import { semanticEqual } from './equal';
 import { arr, KubeObject, mirroredAlias } from './normalize';
 import { lwsRestartInputs, lwsRollout, lwsStartup } from './lws-plan';
 import { describe, isObject } from './object';
-import { appName } from './remedy';
+import { appName, isCacheFill, isContentNamed } from './remedy';
 import { minorOf } from './rules';
-import { serverOwned } from './warnings';
+import { claimFate, serverOwned } from './warnings';
 import {
   autoscaled,
   drainOf,
@@ -370,9 +370,12 @@ export function plan(
   const matched = new Set<KubeObject>();
   const workloads: WorkloadPlan[] = [];
   const created: KubeObject[] = [];
+  // Content-named objects the change creates: what replaces a pruned one (contentNamedNote).
+  const createdContent: KubeObject[] = [];
   for (const o of after) {
     const old = find(o);
     if (old) matched.add(old);
+    if (!old && isContentNamed(o)) createdContent.push(o);
     if (templateOf(o) === undefined) continue;
     if (!old) {
       created.push(o);
@@ -431,11 +434,14 @@ export function plan(
         ? created.find(c => appName(c) === app && (c.metadata.namespace ?? '') === (o.metadata.namespace ?? ''))
         : undefined;
     const startup = replacement ? startupFor(replacement) : undefined;
-    const note = replacement
-      ? `replaced by ${describe(replacement)}: a pruning sync deletes it while the new pods start, so nothing serves for up to ${startup ? minutes(startup) : 'an unknown time (no startup probe on the new pods)'} (the new pods' startup budget) unless the old one is kept until the new one is Ready (Argo CD PruneLast=true, or prune in a later sync)`
-      : specs.length > 0
-        ? `a pruning sync deletes it and its pods${per ? `, freeing ${rangeText(gpus)} GPU(s)` : ''}; kubectl apply without --prune leaves it running`
-        : 'a pruning sync deletes it; kubectl apply without --prune leaves it';
+    const note = isContentNamed(o)
+      ? contentNamedNote(o, createdContent)
+      : replacement
+        ? `replaced by ${describe(replacement)}: a pruning sync deletes it while the new pods start, so nothing serves for up to ${startup ? minutes(startup) : 'an unknown time (no startup probe on the new pods)'} (the new pods' startup budget) unless the old one is kept until the new one is Ready (Argo CD PruneLast=true, or prune in a later sync)`
+        : specs.length > 0
+          ? `a pruning sync deletes it and its pods${per ? `, freeing ${rangeText(gpus)} GPU(s)` : ''}; kubectl apply without --prune leaves it running`
+          : 'a pruning sync deletes it; kubectl apply without --prune leaves it';
+    const fate = claimFate(o).trim();
     pruned.push({
       object: describe(o),
       kind: o.kind,
@@ -444,8 +450,38 @@ export function plan(
       gpus,
       replacedBy: replacement ? describe(replacement) : undefined,
       outageSeconds: replacement ? startup : undefined,
-      note,
+      note: fate ? `${note}. ${fate}` : note,
     });
   }
-  return { workloads, pruned, guard, restarting: workloads.filter(w => w.restarts).length };
+  // Each object once: a pruned object's removal warning says what its PRUNED entry says.
+  const listed = new Set(pruned.map(o => o.object));
+  const shown = guard.findings.filter(f => !(f.code === 'object-removed' && listed.has(f.object)));
+  return {
+    workloads,
+    pruned,
+    guard: shown.length === guard.findings.length ? guard : guardResult(shown, guard),
+    restarting: workloads.filter(w => w.restarts).length,
+  };
+}
+
+/**
+ * A content-named object's name ends in `-<hash>` (`<model>-fill-<hash>`, `<workload>-<script>-<hash>`): the
+ * one that replaces it has the same kind, namespace and name before the hash.
+ */
+function contentNamedNote(old: KubeObject, created: readonly KubeObject[]): string {
+  const stem = (o: KubeObject) => o.metadata.name.replace(/-[a-z0-9]+$/, '');
+  const next = created.find(
+    c =>
+      c.kind === old.kind &&
+      isContentNamed(c) &&
+      (c.metadata.namespace ?? '') === (old.metadata.namespace ?? '') &&
+      stem(c) === stem(old),
+  );
+  if (isCacheFill(old))
+    return next
+      ? `a fill Job, named by a hash of what it fills: ${describe(next)} replaces it (for the same revision it finds the cache complete and exits at once); a pruning sync deletes this one, and the filled cache stays on its claim`
+      : 'a fill Job no service waits for any more: a pruning sync deletes it; the filled cache stays on its claim';
+  return next
+    ? `a runtime script, named by a hash of its content: ${describe(next)} holds the new version, which the changed pods mount; a pruning sync deletes this one, and pods still running keep their mounted copy`
+    : 'a runtime script no pod template mounts any more: a pruning sync deletes it, and pods still running keep their mounted copy';
 }

@@ -1,3 +1,4 @@
+import { CACHE_FILL_COMPONENT, RUNTIME_SCRIPT_COMPONENT } from '../common/labels';
 import { claimNameFor } from '../common/names';
 // What to do about a finding, fitted to the object: this library's training StatefulSets keep
 // checkpoints (claims with Retain, adoption runbook), its serving StatefulSets keep model caches
@@ -17,6 +18,19 @@ export const appName = (o: KubeObject) => o.metadata.labels?.[LABEL_NAME];
 export function claimsAreCaches(sts: KubeObject): boolean {
   return sts.spec?.persistentVolumeClaimRetentionPolicy?.whenDeleted === 'Delete';
 }
+
+/** A shared model cache's fill Job: named by a hash of what it fills, so replaced, never renamed by mistake. */
+export function isCacheFill(o: KubeObject): boolean {
+  return o.kind === 'Job' && o.metadata.labels?.[LABEL_COMPONENT] === CACHE_FILL_COMPONENT;
+}
+
+/** A ConfigMap holding one of the library's runtime scripts: named by a hash of its content. */
+export function isRuntimeScript(o: KubeObject): boolean {
+  return o.kind === 'ConfigMap' && o.metadata.labels?.[LABEL_COMPONENT] === RUNTIME_SCRIPT_COMPONENT;
+}
+
+/** An object the library names by a hash of its content: a new version is a new object by design. */
+export const isContentNamed = (o: KubeObject) => isCacheFill(o) || isRuntimeScript(o);
 
 export function isTraining(o: KubeObject): boolean {
   return o.metadata.labels?.[LABEL_COMPONENT] === 'training';

@@ -8,6 +8,12 @@ const show = (v: unknown) => (v === undefined ? '(absent)' : shortShow(v));
 export function formatReport(result: GuardResult): string {
   const lines: string[] = [];
   for (const f of result.findings) lines.push(formatFinding(f), '');
+  return [...lines, reportTail(result)].join('\n');
+}
+
+/** The report's closing lines: what was read, what was not checked, and the counts. */
+export function reportTail(result: GuardResult): string {
+  const lines: string[] = [];
   const newer =
     (minorOf(result.serverVersion) ?? 0) > minorOf(MAX_SERVER_VERSION)!
       ? ` (the table is checked through ${MAX_SERVER_VERSION}; newer releases may relax or add rules)`
@@ -92,7 +98,7 @@ function valueLines(f: Finding): string[] {
   return lines;
 }
 
-function formatFinding(f: Finding): string {
+export function formatFinding(f: Finding): string {
   return [
     `${f.severity === 'error' ? 'FORBIDDEN' : 'WARNING'} ${f.object}${f.path ? ` ${f.path}` : ''}`,
     ...valueLines(f),

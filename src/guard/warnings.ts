@@ -5,7 +5,7 @@ import { duplicateKeysOf, sourceOf } from './load';
 import type { Finding } from './diff';
 import { arr, KubeObject } from './normalize';
 import { describe, groupOf, identity } from './object';
-import { appName, claimNames, claimsAreCaches, claimTemplateNames, isTraining } from './remedy';
+import { appName, claimNames, claimsAreCaches, claimTemplateNames, isContentNamed, isTraining } from './remedy';
 import { autoscaled, gpuRange, rangeText } from './workload';
 
 /** Objects the server or a controller creates: their absence from a manifest means nothing. */
@@ -36,6 +36,33 @@ const STAYS: Record<string, string> = {
   Service: 'keeps routing to the pods it selects',
   PersistentVolumeClaim: 'stays with its volume and data',
 };
+
+/**
+ * Warnings, most consequential first: an outage, then a replaced workload holding GPUs and claims, then
+ * changes that do less than they seem, then leftovers. A reviewer reads the first one.
+ */
+const CONSEQUENCE: readonly string[] = [
+  'serving-version-gap',
+  'statefulset-replaced',
+  'ondelete-replicas',
+  'server-side-apply',
+  'service-stays-headless',
+  'duplicate-key',
+  'object-removed',
+];
+
+/** The warnings in the order a reviewer should read them (stable within a code). */
+export function byConsequence(warnings: readonly Finding[]): Finding[] {
+  const rank = (f: Finding) => {
+    const at = CONSEQUENCE.indexOf(f.code);
+    // A code not ranked here still comes before the leftovers.
+    return at < 0 ? CONSEQUENCE.length - 1.5 : at;
+  };
+  return warnings
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+    .map(x => x.f);
+}
 
 const WORLD_SIZE_ENV = new Set(['WORLD_SIZE', 'NNODES', 'PET_NNODES']);
 
@@ -92,6 +119,8 @@ export function onDeleteReplicas(before: KubeObject, after: KubeObject, out: Fin
   });
 }
 
+const isSts = (o: KubeObject) => groupOf(o) === 'apps' && o.kind === 'StatefulSet';
+
 /**
  * Objects in `before` and not in `after` stay in the cluster under kubectl apply without --prune; a pruning sync
  * (Argo CD with pruning, Flux with prune: true, kubectl apply --prune) deletes them at once.
@@ -105,7 +134,6 @@ export function removedWarnings(
   created: KubeObject[],
   out: Finding[],
 ): void {
-  const isSts = (o: KubeObject) => groupOf(o) === 'apps' && o.kind === 'StatefulSet';
   // An autoscaled StatefulSet has no replicas in its manifest: its HPA or ScaledObject gives the range.
   const scalers = autoscaled(before);
   const newByApp = new Map<string, KubeObject[]>();
@@ -156,6 +184,9 @@ export function removedWarnings(
     const replacement = replacements.get(old);
     const key = instanceKey(old);
     if (!replacement && key && companions.get(key)?.includes(old)) continue;
+    // Named by a hash of what it holds (a fill Job, a runtime script): a change is a new object by
+    // design, and the old one's work (a filled cache, a running pod's mounted copy) stays.
+    if (isContentNamed(old)) continue;
     const gpus = gpuRange(old, scalers);
     const running = gpus.max > 0 ? ` with its pods and their ${rangeText(gpus)} GPU(s)` : '';
     const claims = isSts(old) ? claimNames(old) : [];
@@ -196,12 +227,7 @@ export function removedWarnings(
       });
       continue;
     }
-    const claimNote =
-      claims.length === 0
-        ? ''
-        : claimsAreCaches(old)
-          ? ` Its claims (${claims.join(', ')}) stay with it; deleting it deletes them (whenDeleted: Delete).`
-          : ` Its claims (${claims.join(', ')}) stay with it, and stay with their data when it is deleted (Retain).`;
+    const claimNote = claimFate(old);
     out.push({
       severity: 'warning',
       code: 'object-removed',
@@ -214,6 +240,15 @@ export function removedWarnings(
       source: undefined,
     });
   }
+}
+
+/** What happens to a removed StatefulSet's claims (a sentence with a leading space), or `''`. */
+export function claimFate(old: KubeObject): string {
+  const claims = isSts(old) ? claimNames(old) : [];
+  if (claims.length === 0) return '';
+  return claimsAreCaches(old)
+    ? ` Its claims (${claims.join(', ')}) stay with it; deleting it deletes them (whenDeleted: Delete).`
+    : ` Its claims (${claims.join(', ')}) stay with it, and stay with their data when it is deleted (Retain).`;
 }
 
 /**

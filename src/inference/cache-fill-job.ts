@@ -1,16 +1,17 @@
-import { ApiObject, Chart } from 'cdk8s';
+import { ApiObject, Chart, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct, IConstruct } from 'constructs';
 import { contentHash } from '../common/hash';
-import { workloadLabels } from '../common/labels';
+import { CACHE_FILL_COMPONENT, workloadLabels } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
 import { PodTemplate } from '../common/pod-template';
-import { DOWNLOAD_CONTAINER } from './model-download';
+import { sizeQuantity } from '../common/quantity';
+import { scriptConfigMap, scriptHash, scriptVolumeName } from '../common/runtime-scripts';
+import { hubDownloadScript } from './engine';
+import { DOWNLOAD_CONTAINER, DownloadResources } from './model-download';
 
 /** The init container of a serving pod on a filled shared cache: it waits for the fill, offline. */
 export const CACHE_WAIT_CONTAINER = 'model-cache-wait';
-/** The component label of the fill Jobs. */
-export const CACHE_FILL_COMPONENT = 'model-cache-fill';
 /** hub-download.py's DOWNLOAD_DEADLINE_SECONDS default: the whole download's deadline. */
 export const DEFAULT_DOWNLOAD_DEADLINE_SECONDS = 6 * 3600;
 /**
@@ -19,6 +20,15 @@ export const DEFAULT_DOWNLOAD_DEADLINE_SECONDS = 6 * 3600;
  * keeps the pod, and so the name).
  */
 const FILL_BACKOFF_LIMIT = 4;
+/**
+ * A fill Job's CPU and memory unless `downloadResources` says otherwise. Unlike the init download,
+ * whose request hides under the server's (a pod reserves the larger of its init containers' and its
+ * containers'), the Job is a pod of its own, so it asks for what the download does: hub-download.py
+ * fetches one file at a time and hashes it in 1 MiB chunks (one core hashes SHA-256 faster than a
+ * hub link delivers), and Python with huggingface_hub stays well under 1 GiB; the rest is room for
+ * the page cache the writes go through.
+ */
+export const FILL_DEFAULT_RESOURCES = { cpu: 1, memoryGiB: 2 };
 /** The Job name's hash: enough to tell fills apart, short enough to leave the slug room in 63 characters. */
 const HASH_LENGTH = 10;
 /**
@@ -43,6 +53,8 @@ interface Filler {
   /** The serving container's env (offline, no credentials): the wait runs with it. */
   readonly offlineEnv: k8s.EnvVar[];
   readonly waitSeconds: number;
+  /** The service's `downloadResources`, if given: the fill Job's CPU and memory, field by field. */
+  readonly resources: DownloadResources | undefined;
 }
 
 const FILLERS = new WeakMap<PodTemplate, Filler>();
@@ -61,8 +73,9 @@ export interface CacheFill {
  * pattern of NIM's NIMCache and KServe's LocalModelCache), so no GPU idles during a download and the
  * cache is filled once for every replica and version: the pod's `model-download` init container
  * becomes `model-cache-wait`, the same script in wait mode, which polls the cache for the filler's
- * completion marker with the hub offline and no credentials. Services sharing the claim, engine,
- * model and revision share one Job (the first one's).
+ * completion marker with the hub offline and no credentials. Services whose fills are identical
+ * (claim, engine, model, revision, image and pod settings) share one Job; each other service has its
+ * own, named from its own fill only, so dropping one version never renames the Job another waits for.
  *
  * The Job has no `ttlSecondsAfterFinished`: a GitOps tool would re-create a Job the TTL deleted, and
  * run the fill again. Its name hashes what it fills and its pod spec, so a changed spec is a new Job
@@ -72,7 +85,7 @@ export interface CacheFill {
 export function fillSharedCache(
   scope: Construct,
   template: PodTemplate,
-  o: { claimName: string; waitSeconds: number },
+  o: { claimName: string; waitSeconds: number; resources: DownloadResources | undefined },
 ): CacheFill {
   const init = template.spec.initContainers ?? [];
   const at = init.findIndex(c => c.name === DOWNLOAD_CONTAINER);
@@ -93,6 +106,7 @@ export function fillSharedCache(
     volumes: spec.volumes.filter(vol => mounted.has(vol.name)),
     offlineEnv: [...template.main.env],
     waitSeconds: o.waitSeconds,
+    resources: o.resources,
   };
   FILLERS.set(template, filler);
   const { job, name, wait } = fill(filler, prototype.command!, CACHE_WAIT_CONTAINER);
@@ -116,35 +130,46 @@ export function filledDownload(
 
 /** The Job that runs `command`'s download (made once per app, namespace, claim and fill), and the pod's wait for it. */
 function fill(f: Filler, command: string[], waitName: string): { job: ApiObject; name: string; wait: k8s.Container } {
-  // python3 -c <script> <engine> <model> <revision> [<link> <max rank>]: the Job fills the cache only;
+  // python3 <script> <engine> <model> <revision> [<link> <max rank>]: the Job fills the cache only;
   // the link and the rank check are the serving pod's (its wait runs them, offline).
-  const fillCommand = command.slice(0, 6);
-  const [, , , engine, model, revision] = fillCommand;
+  const fillCommand = command.slice(0, 5);
+  const [, , engine, model, revision] = fillCommand;
   const key = `${f.claimName}\n${engine}\n${model}\n${revision}`;
+  const podSpec: k8s.PodSpec = {
+    // OnFailure: a failed download restarts in the same pod, under the same name, and resumes.
+    restartPolicy: 'OnFailure',
+    ...defined(f.pod),
+    containers: [
+      {
+        ...f.prototype,
+        name: DOWNLOAD_CONTAINER,
+        command: fillCommand,
+        resources: fillResources(f),
+      },
+    ],
+    // The download script from a ConfigMap of the Job's own (named as the Job, made beside it): the serving
+    // workload's is named after that workload, and a Job shared by identical fills belongs to none of them.
+    volumes: f.volumes.map(vol =>
+      vol.name === scriptVolumeName(hubDownloadScript())
+        ? { ...vol, configMap: { ...vol.configMap, name: scriptHash(hubDownloadScript()) } }
+        : vol,
+    ),
+  };
+  // The name is made from this pod's own fill only, never from which other services exist or their
+  // order: dropping one version of a service must not rename the Job another version waits for (its pod
+  // template names it, so a rename would restart it). Services whose fills are identical share one Job.
+  const name = jobName(model, contentHash({ key, spec: JSON.stringify(podSpec) }));
   const root = f.scope.node.root;
   let jobs = JOBS.get(root);
   if (!jobs) JOBS.set(root, (jobs = new Map()));
   const namespace = Chart.of(f.scope).namespace ?? '';
-  let made = jobs.get(`${namespace}\n${key}`);
+  for (const vol of podSpec.volumes ?? [])
+    if (vol.name === scriptVolumeName(hubDownloadScript())) (vol.configMap as { name?: string }).name = name;
+  let made = jobs.get(`${namespace}\n${name}`);
   if (!made) {
-    const podSpec: k8s.PodSpec = {
-      // OnFailure: a failed download restarts in the same pod, under the same name, and resumes.
-      restartPolicy: 'OnFailure',
-      ...defined(f.pod),
-      containers: [
-        {
-          ...f.prototype,
-          name: DOWNLOAD_CONTAINER,
-          command: fillCommand,
-          // CPU and memory only, as the init download had: no GPU is requested or limited.
-          resources: cpuAndMemory(f.prototype.resources),
-        },
-      ],
-      volumes: f.volumes,
-    };
-    const name = jobName(model, contentHash({ key, spec: JSON.stringify(podSpec) }));
+    scriptConfigMap(f.scope, name, hubDownloadScript(), name);
     const labels = workloadLabels({ name, instance: name, component: CACHE_FILL_COMPONENT });
-    const job = new ManifestObject(f.scope, `CacheFill-${jobs.size}`, KIND.Job, {
+    const job = new ManifestObject(f.scope, `CacheFill-${name}`, KIND.Job, {
       metadata: {
         name,
         labels,
@@ -159,7 +184,7 @@ function fill(f: Filler, command: string[], waitName: string): { job: ApiObject;
       },
     });
     made = { name, job };
-    jobs.set(`${namespace}\n${key}`, made);
+    jobs.set(`${namespace}\n${name}`, made);
   }
   const wait: k8s.Container = {
     ...f.prototype,
@@ -195,10 +220,11 @@ function downloadDeadline(download: k8s.Container): number {
   return Number.isFinite(seconds) && seconds > 0 ? seconds : DEFAULT_DOWNLOAD_DEADLINE_SECONDS;
 }
 
-function cpuAndMemory(r: k8s.ResourceRequirements | undefined): k8s.ResourceRequirements {
-  const pick = (m: { [key: string]: k8s.Quantity } | undefined) =>
-    Object.fromEntries(Object.entries(m ?? {}).filter(([k]) => k === 'cpu' || k === 'memory'));
-  return { requests: pick(r?.requests), limits: pick(r?.limits) };
+/** The download's CPU and memory (`downloadResources`, else the fill's defaults); no GPU is requested or limited. */
+function fillResources(f: Filler): k8s.ResourceRequirements {
+  const cpu = k8s.Quantity.fromString(String(f.resources?.cpu ?? FILL_DEFAULT_RESOURCES.cpu));
+  const memory = sizeQuantity(f.resources?.memory ?? Size.gibibytes(FILL_DEFAULT_RESOURCES.memoryGiB));
+  return { requests: { cpu, memory }, limits: { memory } };
 }
 
 function defined<T extends object>(o: T): Partial<T> {

@@ -1,7 +1,6 @@
-import * as fs from 'fs';
-import * as path from 'path';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { escapeKubeletExpansion } from '../common/kubelet-expansion';
+import { RuntimeScript, runtimeScript, scriptPath } from '../common/runtime-scripts';
 import { OwnedEnv } from '../common/workload-pod';
 import type { DriverFact } from './driver-floor';
 
@@ -168,6 +167,12 @@ export interface ServingEngine {
   /** Whether the published image must run as root. */
   readonly runAsRoot: boolean;
   /**
+   * The Endpoint Picker's name for the engine (its metrics extractor's engine type), if it can route
+   * to it. Every pod of the engine carries it as the picker's engine-type label, gateway or not, so
+   * adding or removing an InferenceGateway restarts no serving pod.
+   */
+  readonly pickerEngine?: 'vllm' | 'sglang';
+  /**
    * Process names (comm) of the engine's own processes that are really a known program, e.g. `{ python3: 'sglang' }`.
    */
   readonly processAliases?: Readonly<Record<string, string>>;
@@ -219,6 +224,12 @@ export interface ServingEngine {
    */
   readonly tensorParallelDivisors?: { readonly flags: readonly string[]; readonly why: string };
   /**
+   * How the engine shards a model's attention heads over its tensor-parallel ranks: every engine splits
+   * the query heads evenly; `replicatesKvHeads` says whether it copies a KV head to several ranks when
+   * the ranks outnumber the KV heads (else the ranks must divide them too). `why` says it for messages.
+   */
+  readonly headSharding: { readonly replicatesKvHeads: boolean; readonly why: string };
+  /**
    * Whether the engine parses flags with Python's argparse defaults (`allow_abbrev`), which expand
    * an unambiguous prefix (`--tp` for `--tp-size`): a prefix of an owned flag is then refused too.
    */
@@ -242,7 +253,8 @@ export interface ServingEngine {
   download(modelId: string, revision: string | undefined): string[];
 }
 
-let hubDownloadScript: string | undefined;
+/** hub-download.py, shipped once per namespace (common/runtime-scripts.ts) and run from its mount. */
+export const hubDownloadScript = (): RuntimeScript => runtimeScript('hub-download', __dirname, 'hub-download.py');
 
 /** The engines hub-download.py knows: what each one's server and router open offline differs. */
 export type HubEngine = 'tgi' | 'vllm' | 'sglang';
@@ -262,8 +274,7 @@ export type HubEngine = 'tgi' | 'vllm' | 'sglang';
  */
 export function hubDownload(engine: HubEngine): ServingEngine['download'] {
   return (modelId, revision) => {
-    hubDownloadScript ??= fs.readFileSync(path.join(__dirname, 'hub-download.py'), 'utf8');
-    return ['python3', '-c', hubDownloadScript, engine, modelId, revision ?? ''].map(escapeKubeletExpansion);
+    return ['python3', scriptPath(hubDownloadScript()), engine, modelId, revision ?? ''].map(escapeKubeletExpansion);
   };
 }
 

@@ -1,4 +1,4 @@
-import { ApiObject, Chart, Duration } from 'cdk8s';
+import { ApiObject, Chart, Duration, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { LABEL_COMPONENT, LABEL_NAME, labelSelector, labelSet } from '../common/labels';
@@ -6,12 +6,12 @@ import { DEPLOYMENT } from '../common/deployment';
 import { customKind, KIND, ManifestObject } from '../common/manifest-object';
 import { NAMESPACE_NAME_LABEL, NetworkPeer, resolvePeers } from '../common/network-policy';
 import { containerSecurityContext, podSecurityContext, ProcessIdentity } from '../common/security';
+import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../validation/validate';
 import {
   endpointPickerArgs,
   endpointPickerConfig,
   endpointPickerRules,
-  ENGINE_TYPE_LABEL,
   EPP_DEFAULT_IMAGE,
   EPP_ENGINE_EXTRAS,
   EPP_GRPC_PORT,
@@ -43,10 +43,38 @@ const EPP_COMPONENT = 'endpoint-picker';
 /** config/charts/inferencepool/values.yaml `experimentalHttpRoute.requestTimeout`: long generations included. */
 const DEFAULT_REQUEST_TIMEOUT_SECONDS = 300;
 /**
- * config/charts/inferencepool/values.yaml at v1.5.0: sized by the project's scale tests (p90 scheduling latency
- * within 100 ms at high QPS); no CPU limit, so scheduling bursts are not throttled.
+ * The picker's size grows with the endpoints it watches: it scrapes every pod's metrics every 50 ms
+ * (`--refresh-metrics-interval`), scores every candidate pod per request, and keeps a prefix-cache index per
+ * pod. config/charts/inferencepool/values.yaml at v1.5.0 asks for 4 CPU and 8 GiB, sized by the project's
+ * scale tests (p90 scheduling latency within 100 ms at high QPS over many pods): that is the ceiling here,
+ * reached at 32 endpoints. Below it: half a core and 1 GiB per 4 endpoints, at least 0.5 CPU and 1 GiB (one
+ * 8B pool of a few pods). The memory limit is twice the request; no CPU limit, so scheduling bursts are
+ * not throttled. `endpointPickerResources` overrides either.
  */
-const EPP_RESOURCES = { cpu: '4', memory: '8Gi', memoryLimit: '16Gi' };
+export const EPP_SIZING = { endpointsPerStep: 4, cpuPerStep: 0.5, memoryGiBPerStep: 1, maxCpu: 4, maxMemoryGiB: 8 };
+
+/** CPU and memory of the Endpoint Picker, from the most endpoints its pool holds. */
+export function endpointPickerSize(endpoints: number): { cpu: number; memoryGiB: number } {
+  const steps = Math.max(1, Math.ceil(endpoints / EPP_SIZING.endpointsPerStep));
+  return {
+    cpu: Math.min(EPP_SIZING.maxCpu, steps * EPP_SIZING.cpuPerStep),
+    memoryGiB: Math.min(EPP_SIZING.maxMemoryGiB, steps * EPP_SIZING.memoryGiBPerStep),
+  };
+}
+
+/** CPU and memory of the Endpoint Picker. */
+export interface EndpointPickerResources {
+  /**
+   * CPU cores requested (not limited: scheduling bursts are not throttled).
+   * @default - from the pool's endpoints
+   */
+  readonly cpu?: number;
+  /**
+   * Memory requested; the limit is twice it.
+   * @default - from the pool's endpoints
+   */
+  readonly memory?: Size;
+}
 
 /** What the gateway does when the Endpoint Picker does not answer. */
 export enum FailureMode {
@@ -135,6 +163,12 @@ export interface InferenceGatewayProps {
   /** @default EPP_DEFAULT_IMAGE - the inference extension's v1.5.0 release */
   readonly endpointPickerImage?: string;
   /**
+   * CPU (request) and memory (request; the limit is twice it) of each Endpoint Picker replica.
+   * @default - from the most endpoints the pool holds (the services' `maxReplicas`): 0.5 CPU and 1 GiB per 4
+   * endpoints, at least 0.5 CPU and 1 GiB, at most the upstream chart's 4 CPU and 8 GiB (reached at 32)
+   */
+  readonly endpointPickerResources?: EndpointPickerResources;
+  /**
    * InferenceObjectives on the pool: priorities clients ask for by header.
    * @default - none
    */
@@ -166,6 +200,7 @@ const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
   'failureMode',
   'endpointPickerReplicas',
   'endpointPickerImage',
+  'endpointPickerResources',
   'objectives',
   'modelRewrites',
   'gatewayPeers',
@@ -208,7 +243,6 @@ export class InferenceGateway extends Construct {
     this.poolName = r.name;
     this.endpointPickerName = r.epp;
     this.poolSelector = r.selector;
-    for (const { service, engine } of r.members) service._podTemplate.label(ENGINE_TYPE_LABEL, engine);
 
     const labels = labelSet({ name: r.name, instance: r.name, component: 'inference-pool' }).labels;
     const epp = labelSet({ name: r.epp, instance: r.epp, component: EPP_COMPONENT });
@@ -327,6 +361,7 @@ interface ResolvedGateway {
   readonly replicas: number;
   readonly leaderElection: boolean;
   readonly image: string;
+  readonly resources: k8s.ResourceRequirements;
   readonly gateway: { name: string; namespace?: string; sectionName?: string };
   readonly gatewayPeers: k8s.NetworkPolicyPeer[];
   readonly hostnames: string[];
@@ -386,6 +421,11 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
     replicas,
     leaderElection: replicas > 1,
     image: v.image('endpointPickerImage', props.endpointPickerImage ?? EPP_DEFAULT_IMAGE),
+    resources: pickerResources(
+      v,
+      props.endpointPickerResources,
+      members.reduce((n, m) => n + m.service.maxReplicas, 0),
+    ),
     gateway,
     gatewayPeers: resolvePeers(v, 'gatewayPeers', props.gatewayPeers) ?? [
       // A Gateway without a namespace is in the route's: every pod of this namespace.
@@ -424,6 +464,25 @@ function memberOf(v: Validator, prop: string, service: InferenceService, namespa
     );
   }
   return { service, engine };
+}
+
+/** The picker's requests and memory limit: the prop's, else sized from the endpoints it watches. */
+function pickerResources(
+  v: Validator,
+  given: EndpointPickerResources | undefined,
+  endpoints: number,
+): k8s.ResourceRequirements {
+  if (given !== undefined) v.knownProps('endpointPickerResources', given, ['cpu', 'memory']);
+  const sized = endpointPickerSize(endpoints);
+  const cpu = given?.cpu === undefined ? sized.cpu : v.positive('endpointPickerResources.cpu', given.cpu);
+  const memoryKiB =
+    given?.memory === undefined
+      ? sized.memoryGiB * 1024 ** 2
+      : v.positiveSize('endpointPickerResources.memory', given.memory).toKibibytes();
+  return {
+    requests: { cpu: k8s.Quantity.fromString(String(cpu)), memory: sizeQuantity(Size.kibibytes(memoryKiB)) },
+    limits: { memory: sizeQuantity(Size.kibibytes(memoryKiB * 2)) },
+  };
 }
 
 /** The picker's metric names per engine, from the engine facts the serving constructs expose. */
@@ -554,13 +613,7 @@ function eppPodSpec(r: ResolvedGateway): k8s.PodSpec {
           periodSeconds: 10,
         }),
         readinessProbe: probe(r.leaderElection ? 'readiness' : 'inference-extension', { periodSeconds: 2 }),
-        resources: {
-          requests: {
-            cpu: k8s.Quantity.fromString(EPP_RESOURCES.cpu),
-            memory: k8s.Quantity.fromString(EPP_RESOURCES.memory),
-          },
-          limits: { memory: k8s.Quantity.fromString(EPP_RESOURCES.memoryLimit) },
-        },
+        resources: r.resources,
         securityContext: containerSecurityContext(identity),
         volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
       },

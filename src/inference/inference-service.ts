@@ -3,7 +3,7 @@ import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
-import { isMigResource } from '../common/gpu';
+import { checkGpusPerNode, isMigResource } from '../common/gpu';
 import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { headlessService } from '../common/headless-service';
 import { LABEL_COMPONENT, LABEL_NAME, LABEL_WORKLOAD, labelSet, workloadLabels } from '../common/labels';
@@ -17,8 +17,10 @@ import { PodSecurityLevel, ProcessIdentity, resolveProcessIdentity } from '../co
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
 import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
-import { EngineMetrics, EngineTuning, Launch as EngineLaunch, ServingEngine } from './engine';
+import { EngineMetrics, EngineTuning, hubDownloadScript, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
+import { shipScript } from '../common/runtime-scripts';
+import { ENGINE_TYPE_LABEL } from './endpoint-picker';
 import { addDownload, DownloadResources } from './model-download';
 import { CacheFill, fillSharedCache } from './cache-fill-job';
 import { claimSharedCache } from './shared-cache-owners';
@@ -27,6 +29,7 @@ import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
 import { BoundModelCache, ModelCache } from './model-cache';
+import { checkTensorParallelHeads, ModelArchitecture, modelArchitectureOf } from './model-facts';
 import { progressDeadlineSeconds, resolveWorkloadKind, servingWorkloadObject, WorkloadKind } from './workload-kind';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
 import { Rdma, rdmaExtendedResources, rdmaNeedsRoot, requireRootForRdma } from '../common/rdma';
@@ -104,11 +107,29 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly replicas?: number;
   /**
-   * GPUs per replica; also the engine's tensor-parallel size (TGI `NUM_SHARD`, vLLM
-   * `--tensor-parallel-size`, SGLang `--tp-size`).
+   * GPUs per replica (per pod: with `nodes` > 1, per pod of the group), at most `maxGpusPerNode`; also the engine's
+   * tensor-parallel size (TGI `NUM_SHARD`, vLLM `--tensor-parallel-size`, SGLang `--tp-size`, times `nodes` for
+   * SGLang in a group). For a model whose heads are known (the library's table of common models, or
+   * `modelArchitecture`), the tensor-parallel size must split them as the engine shards them.
    * @default 1
    */
   readonly gpusPerReplica?: number;
+  /**
+   * The most GPUs (of `gpuResource`) one node of the cluster carries: `gpusPerReplica` above it is refused, since a
+   * pod's GPUs come from one node and a larger request stays Pending. A whole number from 1 to 64.
+   * @default 8 - the most GPUs of one kind current GPU nodes carry: HGX/DGX H100, H200 and B200 and the MI300X
+   * platforms have 8 (GB200 NVL72 compute trays have 4)
+   */
+  readonly maxGpusPerNode?: number;
+  /**
+   * The model's attention heads (config.json `num_attention_heads` and `num_key_value_heads`), for a model the
+   * library does not know (a local path, a fine-tune, a private model): the tensor-parallel size must then divide
+   * the attention heads, and the KV heads (vLLM and SGLang also take a multiple of them, replicating KV heads; TGI
+   * does not). Replaces the library's own figures for a model it knows.
+   * @default - the library's figures for common models (Llama 3.1 and 3.3, Qwen2.5, Qwen3-8B, Mistral 7B,
+   * Mixtral 8x7B); no head check for other models
+   */
+  readonly modelArchitecture?: ModelArchitecture;
   /** @default - no suffix. Same meaning as for GpuTrainingStatefulSet. */
   readonly version?: number;
   /**
@@ -221,8 +242,9 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly minDriverVersion?: number;
   /**
-   * CPU and memory of the download init container (e.g. more memory for a fast parallel download).
-   * @default - the server's CPU and memory
+   * CPU and memory of the download: the init container's, or on a shared cache the fill Job's.
+   * @default - the init container: the server's CPU and memory (its request hides under the server's,
+   * so it costs nothing); a fill Job: 1 CPU and 2 GiB (a pod of its own, sized for one hashed stream)
    */
   readonly downloadResources?: DownloadResources;
   /**
@@ -309,6 +331,8 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'revision',
   'replicas',
   'gpusPerReplica',
+  'maxGpusPerNode',
+  'modelArchitecture',
   'version',
   'hfTokenSecret',
   'image',
@@ -390,9 +414,15 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly leaderWorkerSet?: ApiObject;
   /**
    * The CPU-only Job that fills a shared (ReadWriteMany) cache, when the model is on the hub: the
-   * serving pods wait for it. Shared by the services of one claim, engine, model and revision.
+   * serving pods wait for it. Shared by the services whose fills are identical.
    */
   readonly cacheFillJob?: ApiObject;
+  /**
+   * The immutable ConfigMap `<workload>-hub-download-<hash>` holding the download script the pods run
+   * from a read-only mount, when the model is on the hub (a fill Job mounts one of its own, named as
+   * the Job).
+   */
+  readonly downloadScript?: ApiObject;
   /** The fill Job's name: `<model>-fill-<hash>`. */
   readonly cacheFillJobName?: string;
   /** The client Service (shared by every version and engine of this name; made by the first). */
@@ -432,6 +462,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
    * target, else 80% of the batch limit when known (undefined for SGLang without maxRunningRequests).
    */
   readonly targetRequestsInFlight?: number;
+  /** The most replicas the service runs: `replicas`, or the autoscaler's `maxReplicas`. */
+  readonly maxReplicas: number;
   /** The resolved autoscaling bounds and target, when autoscaled. */
   readonly autoscalingLimits?: {
     readonly minReplicas: number;
@@ -485,6 +517,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this.engineMetrics = r.engine.metrics;
     this.capacitySeconds = r.capacity.seconds;
     this.targetRequestsInFlight = r.autoscaling?.target ?? r.inFlightTarget;
+    this.maxReplicas = r.autoscaling?.maxReplicas ?? r.replicas ?? 1;
     if (r.autoscaling) {
       this.autoscalingLimits = {
         minReplicas: r.autoscaling.minReplicas,
@@ -508,8 +541,10 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       this._templateChangesStay =
         'Stakater Reloader does not restart LeaderWorkerSets (it patches Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs)';
     const template = (this._podTemplate = composePod(v, props, r));
+    this.downloadScript = shipScript(this, template, hubDownloadScript(), r.name);
+    if (r.engine.pickerEngine) template.label(ENGINE_TYPE_LABEL, r.engine.pickerEngine);
     this._podTemplates = [template];
-    const fill = sharedCacheFill(this, template, r);
+    const fill = sharedCacheFill(this, template, r, props.downloadResources);
     this.cacheFillJob = fill?.job;
     this.cacheFillJobName = fill?.jobName;
 
@@ -523,7 +558,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     // A worker is the leader's pod with the workers' labels; it waits for the same fill Job.
     const composeWorker = (w: Pick<ResolvedServing, 'labels' | 'selector'>) => {
       const worker = composePod(v, props, { ...r, ...w, serviceMonitor: true });
-      sharedCacheFill(this, worker, r);
+      shipScript(this, worker, hubDownloadScript(), r.name);
+      sharedCacheFill(this, worker, r, props.downloadResources);
       this._podTemplates.push(worker);
       return worker;
     };
@@ -641,6 +677,15 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   const modelId = modelIdOf(v, props.modelId, engine);
   const revision = revisionOf(v, props.revision);
   const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
+  checkGpusPerNode(v, {
+    prop: 'gpusPerReplica',
+    gpus,
+    maxGpusPerNode: props.maxGpusPerNode,
+    more:
+      typeof engine.multiNode === 'string'
+        ? 'this engine runs a replica on one node; serve a larger model with VllmInferenceService or SglangInferenceService and nodes > 1'
+        : 'serve a model larger than one node with nodes > 1',
+  });
   if (gpus > 1 && props.gpuResource !== undefined && isMigResource(props.gpuResource)) {
     v.fail(
       'gpusPerReplica',
@@ -649,6 +694,14 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     );
   }
   const group = resolveGroup(v, props, engine, gpus, name);
+  checkTensorParallelHeads(v, {
+    engine,
+    modelId,
+    declared: modelArchitectureOf(v, props.modelArchitecture),
+    gpus,
+    tensorParallel: group?.tensorParallel ?? gpus,
+    nodes: group?.nodes ?? 1,
+  });
   const image = v.image('image', props.image ?? engine.defaultImage);
   const termination = resolveTermination(v, props);
 
@@ -872,11 +925,16 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
  * GPU, and one filler per cache replaces one per replica. The wait allows the fill at the assumed hub
  * bandwidth (when modelSize says how much) plus the startup budget; a longer fill restarts the wait.
  */
-function sharedCacheFill(scope: Construct, template: PodTemplate, r: ResolvedServing): CacheFill | undefined {
+function sharedCacheFill(
+  scope: Construct,
+  template: PodTemplate,
+  r: ResolvedServing,
+  resources: DownloadResources | undefined,
+): CacheFill | undefined {
   const claim = r.cache.shared ? r.cache.volume?.persistentVolumeClaim?.claimName : undefined;
   if (claim === undefined || r.modelId.startsWith('/')) return undefined;
   const waitSeconds = capacityDelay(r.startupBudgetSeconds, r.modelSize, false).seconds;
-  return fillSharedCache(scope, template, { claimName: claim, waitSeconds });
+  return fillSharedCache(scope, template, { claimName: claim, waitSeconds, resources });
 }
 
 /** An engine variable whose value holds user strings (MODEL_ID, REVISION): passed as written. */

@@ -120,13 +120,12 @@ export function addAdapterDownloads(
   // On a shared cache a fill Job downloads and the pod waits for it (cache-fill-job.ts): so for adapters.
   const base = init.findIndex(c => c.name === DOWNLOAD_CONTAINER || c.name === CACHE_WAIT_CONTAINER);
   const download = init[base];
-  // The base download's command: python3 -c <script> <engine> <model> <revision>.
-  const [python, flag, script, engine] = download.command!;
+  // The base download's command: python3 <script> <engine> <model> <revision>.
+  const [python, script, engine] = download.command!;
   const containers: k8s.Container[] = hub.map((a, i) => {
     const name = `${download.name}-lora-${i}`;
     const command = [
       python,
-      flag,
       script,
       engine,
       escapeKubeletExpansion(a.modelId),

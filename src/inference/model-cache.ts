@@ -41,8 +41,9 @@ export class ModelCache {
   /**
    * An existing ReadWriteMany claim (NFS, EFS, Filestore, CephFS, Azure Files...) mounted by every
    * replica and every version: the weights are downloaded once for the whole service, by a CPU-only
-   * Job (`<model>-fill-<hash>`, Argo CD sync wave -1) that the services of one claim, engine, model and
-   * revision share; the serving pods wait for its completion marker with the hub offline, and hold
+   * Job (`<model>-fill-<hash>`, Argo CD sync wave -1) per distinct fill (services with the same claim,
+   * engine, model, revision, image and pod settings share one; a version with a new image has its own, which
+   * finds the cache complete and exits); the serving pods wait for its completion marker with the hub offline, and hold
    * no GPU idle during a download. Concurrent fillers (two Jobs, or a Job and a per-pod download)
    * never corrupt the cache: each writes verified files by rename under its own lock files, which work
    * without `flock` (NFS `nolock`). The claim's files must be writable by the pod's UID (NFS drivers do

@@ -1,4 +1,6 @@
+import { shipScript } from '../common/runtime-scripts';
 import * as path from 'path';
+import { Chart } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { IGpuWorkload, PodTemplate } from '../common/pod-template';
 import { DEFAULT_NON_ROOT_UID } from '../common/security';
@@ -6,7 +8,7 @@ import { Validator } from '../validation/validate';
 import { fitName, LABEL_MAX } from './names';
 import { Reload } from './reload';
 import { ReloadAction, resolveReload } from './reload-action';
-import { reloadSidecar, SIDECAR_DIR, SidecarSettings, STATE_DIR } from './sidecar';
+import { reloadScript, reloadSidecar, SIDECAR_DIR, SidecarSettings, STATE_DIR } from './sidecar';
 
 const MOUNT_PROPS = ['path', 'onRotation'];
 
@@ -161,6 +163,9 @@ export function emitMount(v: Validator, workload: IGpuWorkload, plan: MountPlan,
   }
   const uid = workload._securityUid ?? DEFAULT_NON_ROOT_UID;
   plan.pods.forEach((pod, i) => emitInto(v, pod, plan, source, uid, reloadsIn(plan.action, i)));
+  // Beside the workload's object, in its chart: the ConfigMap is the workload's, named after it.
+  const owner = workload._podOwner;
+  for (const pod of plan.pods) shipScript(Chart.of(owner), pod, reloadScript(), owner.name);
 }
 
 function emitInto(

@@ -1,11 +1,11 @@
-import * as fs from 'fs';
-import * as path from 'path';
+import { RuntimeScript, runtimeScript, sourcedCommand } from '../common/runtime-scripts';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { containerSecurityContext } from '../common/security';
 import { ReloadAction } from './reload-action';
 
 /** The watcher script, a real file that tests run under dash and busybox sh, embedded in every sidecar. */
-const RELOAD_SCRIPT = fs.readFileSync(path.join(__dirname, 'reload-sidecar.sh'), 'utf8');
+/** reload-sidecar.sh, shipped once per namespace (common/runtime-scripts.ts) and sourced from its mount. */
+export const reloadScript = (): RuntimeScript => runtimeScript('reload-sidecar', __dirname, 'reload-sidecar.sh');
 
 /** Where a sidecar mounts what only it sees; user mounts may not go there. */
 export const SIDECAR_DIR = '/var/run/cdk8s-gpu';
@@ -76,7 +76,7 @@ function container(name: string, s: SidecarSettings): k8s.Container {
     name,
     image: action.image,
     imagePullPolicy: 'IfNotPresent',
-    command: ['sh', '-c', RELOAD_SCRIPT, 'reload-sidecar'],
+    command: sourcedCommand(reloadScript(), 'reload-sidecar'),
     ...(action.args.length ? { args: action.args } : {}),
     env: [
       { name: 'WATCH_DIR', value: s.watchDir },

@@ -372,7 +372,7 @@ export class GpuTrainingJob extends Construct implements IGpuWorkload {
       basics,
       labels,
       name,
-      command: launchCommand(basics.launch),
+      command: launchCommand(basics.launch, { forwardOnly: true }),
       ownedEnv: [...rankWiring, ...forwardOnlyEnv()],
       volumes,
       mounts,

@@ -1,3 +1,4 @@
+import { shipScript } from '../common/runtime-scripts';
 import { ApiObject, Chart, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
@@ -18,6 +19,7 @@ import {
   completionStateDir,
   jobCommands,
   launchCommand,
+  launchScript,
   launchEnv,
   launchVolume,
   POD_STATE_DIR,
@@ -241,6 +243,11 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
   readonly gpuConfigMapName?: string;
   /** The ConfigMap holding `gpuConfig`, if any. */
   readonly gpuConfigMap?: ApiObject;
+  /**
+   * The immutable ConfigMap `<statefulSetName>-launch-<hash>` holding the launch wrapper the pods run
+   * from a read-only mount.
+   */
+  readonly launchScript: ApiObject;
   /** The NetworkPolicy admitting only the job's own pods (unless `networkPolicy` is unrestricted). */
   readonly networkPolicy?: ApiObject;
   /** The checkpoint claim template name, if storage is set. */
@@ -428,13 +435,14 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       labels,
       name,
       // The launch wrapper runs the launcher and gives the rank job semantics (src/training/launch.sh).
-      command: launchCommand(basics.launch),
+      command: launchCommand(basics.launch, { forwardOnly: false }),
       ownedEnv,
       volumes,
       mounts,
       claims,
     });
     this._podTemplate = pod.template;
+    this.launchScript = shipScript(this, pod.template, launchScript(), this.statefulSetName)!;
     this.gpuConfigMapName = pod.gpuConfigMapName;
     this.gpuConfigMap = pod.gpuConfigMap;
     this.networkPolicy = pod.networkPolicy;

@@ -191,6 +191,7 @@ if [ "${CDK8S_GPU_MODE:-}" = forward ]; then
   if [ -n "$terminating" ]; then log "stopped by a signal; '$1' exited $rc"; fi
   exit "$rc"
 fi
+# cdk8s-gpu: the job model (GpuTrainingStatefulSet) from here on; a GpuTrainingJob pod carries the lines above only.
 
 run_id=${CDK8S_GPU_RUN_ID:-}
 state_dir=${CDK8S_GPU_STATE_DIR:-}

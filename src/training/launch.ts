@@ -1,6 +1,5 @@
-import * as fs from 'fs';
-import * as path from 'path';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
+import { RuntimeScript, runtimeScript, sourcedCommand } from '../common/runtime-scripts';
 import { OwnedEnv } from '../common/workload-pod';
 
 /** Pod-lifetime scratch of the launch wrapper (an emptyDir): attempt counts, "announced" flags. */
@@ -11,12 +10,41 @@ export const POD_STATE_VOLUME = 'job-state';
 export const STATE_SUBDIR = '.cdk8s-gpu';
 /** argv[0] of the wrapper, shown in its log lines. */
 const LAUNCHER = 'cdk8s-gpu-launch';
-/** The wrapper itself: a real POSIX sh file, run as is by the tests under dash and busybox. */
-const LAUNCH_SCRIPT = fs.readFileSync(path.join(__dirname, 'launch.sh'), 'utf8');
+/**
+ * The wrapper itself: a real POSIX sh file, run as is by the tests under dash and busybox; shipped
+ * once per namespace (common/runtime-scripts.ts) for GpuTrainingStatefulSet's pods.
+ */
+export const launchScript = (): RuntimeScript => runtimeScript('launch', __dirname, 'launch.sh');
+const LAUNCH_SCRIPT = launchScript().content;
+/** The line after which only the StatefulSet's job model follows. */
+const JOB_MODEL_MARKER = '# cdk8s-gpu: the job model (GpuTrainingStatefulSet) from here on;';
+/**
+ * GpuTrainingJob's wrapper: launch.sh up to the job model, which never runs there (the JobSet decides
+ * completion and failure), so its pods carry only the code they run: the signal handling and the
+ * forwarding branch, without the comments. A pod without CDK8S_GPU_MODE=forward fails instead of
+ * running nothing.
+ */
+const FORWARD_SCRIPT = (() => {
+  const at = LAUNCH_SCRIPT.indexOf(JOB_MODEL_MARKER);
+  if (at < 0) throw new Error(`launch.sh has no line '${JOB_MODEL_MARKER}'`);
+  // Comment lines go too: they document the job model, in launch.sh (which has no heredocs or
+  // multi-line strings, so a line starting with # is always a comment; dash -n checks it in the tests).
+  const code = LAUNCH_SCRIPT.slice(0, at)
+    .split('\n')
+    .filter(line => !/^\s*#/.test(line))
+    .join('\n');
+  return `${code}fail "this wrapper only forwards signals (CDK8S_GPU_MODE=forward)"\n`;
+})();
 
-/** The container command and args that run `launcher` under the launch wrapper. */
-export function launchCommand(launcher: string[]): { command: string[]; args: string[] } {
-  return { command: ['sh', '-c', LAUNCH_SCRIPT, LAUNCHER], args: launcher };
+/**
+ * The container command and args that run `launcher` under the launch wrapper: the whole job model
+ * (GpuTrainingStatefulSet), or only the signal forwarding (GpuTrainingJob, with forwardOnlyEnv).
+ */
+export function launchCommand(launcher: string[], o: { forwardOnly: boolean }): { command: string[]; args: string[] } {
+  return {
+    command: o.forwardOnly ? ['sh', '-c', FORWARD_SCRIPT, LAUNCHER] : sourcedCommand(launchScript(), LAUNCHER),
+    args: launcher,
+  };
 }
 
 /** Where completion markers live: on the checkpoint volume at `durableMount`, or in pod scratch. */

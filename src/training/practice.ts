@@ -2,6 +2,7 @@ import { ApiObject, Duration, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { configKey } from '../common/env';
+import { checkGpusPerNode } from '../common/gpu';
 import { contentHash } from '../common/hash';
 import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
@@ -58,8 +59,18 @@ export {
 export interface TrainingPracticeProps extends GpuWorkloadProps {
   /** The training image. Pin a tag or digest. */
   readonly image: string;
-  /** GPUs per pod (`nvidia.com/gpu`, or `gpuResource`), a whole number >= 1; also torchrun's processes per node. */
+  /**
+   * GPUs per pod (`nvidia.com/gpu`, or `gpuResource`), a whole number from 1 to `maxGpusPerNode`; also torchrun's
+   * processes per node.
+   */
   readonly gpusPerPod: number;
+  /**
+   * The most GPUs (of `gpuResource`) one node of the cluster carries: `gpusPerPod` above it is refused, since a
+   * pod's GPUs come from one node and a larger request stays Pending. A whole number from 1 to 64.
+   * @default 8 - the most GPUs of one kind current GPU nodes carry: HGX/DGX H100, H200 and B200 and the MI300X
+   * platforms have 8 (GB200 NVL72 compute trays have 4)
+   */
+  readonly maxGpusPerNode?: number;
   /**
    * The launcher.
    * @default ['torchrun'] - the elastic launcher, configured through the `PET_*` variables
@@ -121,6 +132,7 @@ export const TRAINING_PRACTICE_PROP_KEYS: ReadonlyArray<keyof TrainingPracticePr
   ...GPU_WORKLOAD_PROP_KEYS,
   'image',
   'gpusPerPod',
+  'maxGpusPerNode',
   'command',
   'args',
   'gpuConfig',
@@ -164,6 +176,12 @@ export function resolveTraining(
   const worldSize = nodes * gpusPerPod;
   if (worldSize > INT32_MAX)
     v.fail(nodesProp, `times gpusPerPod (${gpusPerPod}) must be at most ${INT32_MAX} processes`, nodes);
+  checkGpusPerNode(v, {
+    prop: 'gpusPerPod',
+    gpus: gpusPerPod,
+    maxGpusPerNode: props.maxGpusPerNode,
+    more: `add ${nodesProp} for more GPUs`,
+  });
   v.image('image', props.image);
   const masterPort = v.wholeNumber('masterPort', props.masterPort ?? DEFAULT_MASTER_PORT, 1024, 65535);
   const grace = v.seconds(

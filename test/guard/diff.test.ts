@@ -260,8 +260,8 @@ describe('what actually happens: warnings and remedies', () => {
     if (JSON.stringify(before).includes('"whenDeleted":"Delete"'))
       expect(w.message).toMatch(/downloads the model again/);
     // The old version's Services and PDB are reported with it, and removed with it by label; a one-step bump of a
-    // serving version also warns of the gap under a pruning sync.
-    expect(result.findings.map(f => f.code)).toEqual(['statefulset-replaced', 'serving-version-gap']);
+    // serving version also warns of the gap under a pruning sync, first: an outage outranks a leftover.
+    expect(result.findings.map(f => f.code)).toEqual(['serving-version-gap', 'statefulset-replaced']);
     expect(w.remedy).toMatch(/kubectl delete statefulset,.* -l app.kubernetes.io\/instance=tgi-v1/);
   });
 

@@ -26,23 +26,27 @@ function imageBump(text: string): string {
     .join(job.replace(/[0-9a-f]{10}$/, '0123456789'));
 }
 
-/** A line of the training launch wrapper, embedded in every training pod's command (read from the script). */
+/** A line of the training launch wrapper, in the ConfigMap each training StatefulSet mounts it from. */
 const WRAPPER = fs
   .readFileSync(path.join(__dirname, '..', '..', 'src', 'training', 'launch.sh'), 'utf8')
   .split('\n')
   .find(l => l.startsWith('# cdk8s-gpu training launch wrapper'))!;
 
-describe('plan: an embedded script change (a library upgrade edits the training launch wrapper)', () => {
+describe('plan: a shipped script change (a library upgrade edits the training launch wrapper)', () => {
   const beforeText = EXAMPLES.map(snapshotText).join('\n---\n');
-  // The line keeps its own indentation: the script sits deeper in a JobSet than in a StatefulSet.
+  // As the construct ships it: the ConfigMap's data changes, and with it the hash in its name, which each
+  // StatefulSet's volume names.
   const afterText = beforeText
     .split('\n')
     .map(l => (l.trimStart() === WRAPPER ? `${l}\n${l.slice(0, l.length - WRAPPER.length)}# wrapper 0.2` : l))
-    .join('\n');
+    .join('\n')
+    .replace(/(-launch-)[0-9a-f]{10}\b/g, '$10123456789');
   const p = plan(read(beforeText), read(afterText));
-  const withScript = read(beforeText).filter(o => o.kind === 'StatefulSet' && JSON.stringify(o).includes(WRAPPER));
+  const withScript = read(beforeText).filter(
+    o => o.kind === 'StatefulSet' && JSON.stringify(o).includes('/opt/cdk8s-gpu/launch/launch.sh'),
+  );
 
-  test('every workload that embeds the script is listed as restarting, naming the script', () => {
+  test('every workload that runs the script is listed as restarting, naming the ConfigMap it mounts', () => {
     expect(withScript.length).toBeGreaterThanOrEqual(3);
     const restarting = p.workloads.filter(w => w.restarts).map(w => w.object);
     expect(restarting.sort()).toEqual(
@@ -50,11 +54,17 @@ describe('plan: an embedded script change (a library upgrade edits the training 
         .map(o => `StatefulSet/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`)
         .sort(),
     );
-    for (const w of p.workloads.filter(x => x.restarts)) {
-      expect(w.changes).toEqual([
-        expect.stringMatching(/^spec\.containers\[[a-z-]+\]\.command\[2\] \(embedded script: 1 line/),
-      ]);
-    }
+    for (const w of p.workloads.filter(x => x.restarts))
+      expect(w.changes).toEqual(['spec.volumes[cdk8s-gpu-launch].configMap.name']);
+  });
+
+  test('the old ConfigMaps are pruned as replaced runtime scripts, each once', () => {
+    expect(p.pruned.map(o => o.kind)).toEqual(withScript.map(() => 'ConfigMap'));
+    for (const o of p.pruned)
+      expect(o.note).toMatch(
+        /^a runtime script, named by a hash of its content: ConfigMap\/\S+-launch-0123456789 holds/,
+      );
+    expect(p.guard.findings).toEqual([]);
   });
 
   test('with the time (drain + startup, all pods of an OnDelete job at once) and the GPUs', () => {
@@ -77,7 +87,6 @@ describe('plan: an embedded script change (a library upgrade edits the training 
     for (const name of ['llm', 'tgi', 'chat']) {
       expect(p.workloads.find(w => w.name === name)).toMatchObject({ restarts: false, mode: 'none' });
     }
-    expect(p.pruned).toEqual([]);
     expect(formatPlan(p)).toMatch(/plan: [1-9]\d* workload\(s\) restart/);
   });
 });
@@ -111,7 +120,9 @@ describe('plan: a serving fleet rolled by a template change', () => {
 
   test('the renamed fill Job is new, and the old one is pruned', () => {
     expect(p.workloads.find(w => w.kind === 'Job')).toMatchObject({ mode: 'new', gpus: { min: 0, max: 0 } });
-    expect(p.pruned.map(o => o.kind)).toEqual(['Job']);
+    // The Job and its download script's ConfigMap, named as the Job.
+    expect(p.pruned.map(o => o.kind).sort()).toEqual(['ConfigMap', 'Job']);
+    expect(p.pruned.find(o => o.kind === 'ConfigMap')!.note).toMatch(/^a runtime script, named by a hash/);
   });
 
   test('a live export gives the replicas the autoscaler chose', () => {

@@ -53,6 +53,23 @@ describe.each(ENGINES)('$construct on a shared ReadWriteMany cache', e => {
     expect(JSON.stringify(workload.spec.template.spec.containers)).toContain('nvidia.com/gpu');
   });
 
+  test("the Job asks for what a download does (1 CPU, 2 GiB), not the server's, unless downloadResources says", () => {
+    const resources = (props: Partial<InferenceServiceProps> = {}) =>
+      one(props).job.spec.template.spec.containers[0].resources;
+    expect(resources()).toEqual({ requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '2Gi' } });
+    expect(resources({ downloadResources: { cpu: 3 } })).toEqual({
+      requests: { cpu: '3', memory: '2Gi' },
+      limits: { memory: '2Gi' },
+    });
+    expect(resources({ downloadResources: { memory: Size.gibibytes(6) } })).toEqual({
+      requests: { cpu: '1', memory: '6Gi' },
+      limits: { memory: '6Gi' },
+    });
+    // The serving pod's wait keeps the server's resources: an init container's request hides under them.
+    const wait = initOf(one().workload).find(c => c.name === 'model-cache-wait');
+    expect(wait.resources.requests.memory).not.toBe('2Gi');
+  });
+
   test('the Job: sync wave -1 for Argo CD, retries that resume, the download deadline, never deleted by a TTL', () => {
     const { job } = one();
     expect(job.metadata.annotations).toEqual({ 'argocd.argoproj.io/sync-wave': '-1' });
@@ -166,11 +183,11 @@ describe('one fill per claim, engine, model and revision', () => {
     expect(jobs).toHaveLength(2);
     const adapterJob = jobs.find(j => j.metadata.name !== svc.cacheFillJobName);
     const cmd = adapterJob.spec.template.spec.containers[0].command;
-    expect(cmd.slice(3)).toEqual(['vllm', 'org/sql-lora', 'v1']);
+    expect(cmd.slice(2)).toEqual(['vllm', 'org/sql-lora', 'v1']);
     const init = initOf(findOne(objects, 'Deployment'));
     expect(init.map(c => c.name)).toEqual(['model-cache-wait', 'model-cache-wait-lora-0']);
     const wait = init[1];
-    expect(wait.command.slice(3)).toEqual(['vllm', 'org/sql-lora', 'v1', '/data/lora/llm/sql', '16']);
+    expect(wait.command.slice(2)).toEqual(['vllm', 'org/sql-lora', 'v1', '/data/lora/llm/sql', '16']);
     expect(envOf(wait).MODEL_CACHE_FILL_JOB).toBe(adapterJob.metadata.name);
     expect(envOf(wait).HF_HUB_OFFLINE).toBe('1');
   });

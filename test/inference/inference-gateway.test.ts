@@ -1,4 +1,4 @@
-import { Chart, Duration, Testing } from 'cdk8s';
+import { Chart, Duration, Size, Testing } from 'cdk8s';
 import { parse } from 'yaml';
 import {
   EPP_DEFAULT_IMAGE,
@@ -6,6 +6,7 @@ import {
   InferenceGateway,
   InferenceGatewayProps,
   ModelCache,
+  plan,
   SglangInferenceService,
   TgiInferenceService,
   VllmInferenceService,
@@ -168,7 +169,67 @@ describe('InferenceGateway', () => {
     const engineOf = (name: string) =>
       objects.find(o => /^(StatefulSet|Deployment)$/.test(o.kind) && o.metadata.name === name).spec.template.metadata
         .labels['inference.networking.k8s.io/engine-type'];
-    expect([engineOf('qwen-v1'), engineOf('qwen-v3'), engineOf('qwen-other')]).toEqual(['vllm', 'sglang', undefined]);
+    // Every vLLM and SGLang pod carries it, in a pool or not: a gateway added later restarts nothing.
+    expect([engineOf('qwen-v1'), engineOf('qwen-v3'), engineOf('qwen-other')]).toEqual(['vllm', 'sglang', 'vllm']);
+  });
+
+  test("the picker's size follows the endpoints it watches: 0.5 CPU and 1 GiB per 4, up to the chart's 4 CPU and 8 GiB", () => {
+    const size = (replicas: number[], props: Partial<InferenceGatewayProps> = {}) => {
+      const chart = testChart('serving');
+      const services = replicas.map(
+        (n, i) =>
+          new VllmInferenceService(chart, `v${i + 1}`, { name: 'qwen', modelId: MODEL, version: i + 1, replicas: n }),
+      );
+      const gw = new InferenceGateway(chart, 'gw', { name: 'qwen-pool', services, gateway, ...props });
+      return findOne(Testing.synth(chart), 'Deployment', gw.endpointPickerName).spec.template.spec.containers[0]
+        .resources;
+    };
+    const sized = (cpu: string, memory: string, limit: string) => ({
+      requests: { cpu, memory },
+      limits: { memory: limit },
+    });
+    // One 8B pool of a few pods: what used to ask for 4 CPU and 8 GiB.
+    expect(size([1])).toEqual(sized('0.5', '1Gi', '2Gi'));
+    expect(size([2, 2])).toEqual(sized('0.5', '1Gi', '2Gi'));
+    expect(size([4, 1])).toEqual(sized('1', '2Gi', '4Gi'));
+    expect(size([16])).toEqual(sized('2', '4Gi', '8Gi'));
+    expect(size([32])).toEqual(sized('4', '8Gi', '16Gi'));
+    expect(size([100])).toEqual(sized('4', '8Gi', '16Gi'));
+    // Autoscaled: its maximum counts.
+    const chart = testChart('serving');
+    const svc = new VllmInferenceService(chart, 'a', {
+      name: 'qwen',
+      modelId: MODEL,
+      autoscaling: { maxReplicas: 12 },
+    });
+    expect(svc.maxReplicas).toBe(12);
+    const gw = new InferenceGateway(chart, 'gw', { name: 'qwen-pool', services: [svc], gateway });
+    expect(
+      findOne(Testing.synth(chart), 'Deployment', gw.endpointPickerName).spec.template.spec.containers[0].resources,
+    ).toEqual(sized('1.5', '3Gi', '6Gi'));
+    // The prop overrides each.
+    expect(size([1], { endpointPickerResources: { cpu: 3 } })).toEqual(sized('3', '1Gi', '2Gi'));
+    expect(size([1], { endpointPickerResources: { memory: Size.gibibytes(6) } })).toEqual(sized('0.5', '6Gi', '12Gi'));
+    expect(() => size([1], { endpointPickerResources: { cpu: 0 } })).toThrow(
+      "InferenceGateway 'gw': endpointPickerResources.cpu must be a positive number (got 0)",
+    );
+  });
+
+  test('adding or removing the gateway changes no serving pod template', () => {
+    const serving = (withGateway: boolean) => {
+      const chart = testChart('serving');
+      const v1 = new VllmInferenceService(chart, 'v1', { name: 'qwen', modelId: MODEL });
+      const sgl = new SglangInferenceService(chart, 'sgl', { name: 'qwen', modelId: MODEL, version: 2, port: 8000 });
+      if (withGateway) new InferenceGateway(chart, 'gw', { name: 'qwen-pool', services: [v1, sgl], gateway });
+      return Testing.synth(chart);
+    };
+    for (const [before, after] of [
+      [serving(false), serving(true)],
+      [serving(true), serving(false)],
+    ]) {
+      const result = plan(before, after);
+      expect(result.workloads.filter(w => w.restarts).map(w => `${w.object}: ${w.changes.join(', ')}`)).toEqual([]);
+    }
   });
 
   test('RBAC is the least the picker needs: read pods and its APIs in its namespace, nothing cluster-wide', () => {

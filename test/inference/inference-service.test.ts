@@ -47,6 +47,7 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
         svc.serviceMonitor!,
         svc.horizontalPodAutoscaler!,
         svc.networkPolicy!,
+        svc.downloadScript!,
       ]
         .map(o => `${o.kind}/${o.name}`)
         .sort();

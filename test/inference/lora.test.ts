@@ -4,7 +4,15 @@ import * as path from 'path';
 import { SglangInferenceService, VllmInferenceService, VllmInferenceServiceProps } from '../../src';
 import { kubeletExpand } from '../../src/common/kubelet-expansion';
 import { findOne, synthValid, testChart } from '../support/synth';
-import { HUB_VERSIONS, hubInstalled, missingVenvTest, repository, scratch, venvPython } from '../support/hub-download';
+import {
+  HUB_VERSIONS,
+  hubInstalled,
+  localDownload,
+  missingVenvTest,
+  repository,
+  scratch,
+  venvPython,
+} from '../support/hub-download';
 import { HubFile, StandInHub } from '../support/stand-in-hub';
 import { flagValue } from './support';
 
@@ -39,14 +47,14 @@ describe('LoRA adapters', () => {
     expect(flagValue(main.args, '--max-lora-rank')).toBe('16');
     expect(svc.loraAdapterNames).toEqual(['sql', 'chat']);
     // Each adapter is fetched by an init container after the base model's: all finish before the server starts.
-    const init = pod.initContainers.map((c: any) => [c.name, c.command.slice(3)]);
+    const init = pod.initContainers.map((c: any) => [c.name, c.command.slice(2)]);
     expect(init).toEqual([
       ['model-download', ['vllm', MODEL, '']],
       ['model-download-lora-0', ['vllm', ADAPTER, '', '/data/lora/llm/sql', '16']],
       ['model-download-lora-1', ['vllm', 'org/chat-adapter', 'v2', '/data/lora/llm/chat', '16']],
     ]);
     // The same script, env (offline off, credentials) and mounts as the base download.
-    expect(pod.initContainers[1].command[2]).toBe(pod.initContainers[0].command[2]);
+    expect(pod.initContainers[1].command[1]).toBe(pod.initContainers[0].command[1]);
     expect(pod.initContainers[1].env).toEqual(pod.initContainers[0].env);
     expect(pod.initContainers[1].volumeMounts).toEqual(pod.initContainers[0].volumeMounts);
   });
@@ -92,7 +100,7 @@ describe('LoRA adapters', () => {
     expect(flagValues(args, '--lora-paths')).toEqual(['sql=/data/lora/sgl/sql', 'chat=/data/lora/sgl/chat']);
     expect(flagValue(args, '--max-loras-per-batch')).toBe('4');
     expect(flagValue(args, '--max-lora-rank')).toBe('64');
-    expect(pod.initContainers[1].command.slice(3)).toEqual(['sglang', ADAPTER, '', '/data/lora/sgl/sql', '64']);
+    expect(pod.initContainers[1].command.slice(2)).toEqual(['sglang', ADAPTER, '', '/data/lora/sgl/sql', '64']);
     expect(svc.loraAdapterNames).toEqual(['sql', 'chat']);
     // SGLang selects an adapter by `<base>:<adapter>`; a bare adapter name gets the base model.
     expect(svc.servedModelNames).toEqual([MODEL, `${MODEL}:sql`, `${MODEL}:chat`]);
@@ -198,7 +206,9 @@ function run(
   const env: Record<string, string> = {};
   for (const e of container.env ?? []) if (e.value !== undefined) env[e.name] = kubeletExpand(e.value, env);
   for (const [k, v] of Object.entries(env)) env[k] = v.replace(/^\/data(?=\/|$)/, data);
-  const argv: string[] = container.command.map((a: string) => kubeletExpand(a, env).replace(/^\/data(?=\/|$)/, data));
+  const argv = localDownload(
+    container.command.map((a: string) => kubeletExpand(a, env).replace(/^\/data(?=\/|$)/, data)),
+  );
   const child = spawn(venvPython(version), argv.slice(1), {
     env: {
       PATH: process.env.PATH!,

@@ -51,9 +51,23 @@ export const SHARED: PropCase[] = [
   ['replicas', NaN, false],
   ['replicas', 2147483648, false],
   ['gpusPerReplica', 1, true],
-  ['gpusPerReplica', 8, true],
+  // BASE's Qwen2.5-7B has 28 attention heads and 4 KV heads: 4 splits them, 8 and 3 do not.
+  ['gpusPerReplica', 4, true],
+  ['gpusPerReplica', 3, false],
+  ['gpusPerReplica', 8, false],
   ['gpusPerReplica', 0, false],
   ['gpusPerReplica', -1, false],
+  ['maxGpusPerNode', 1, true],
+  ['maxGpusPerNode', 64, true],
+  ['maxGpusPerNode', 0, false],
+  ['maxGpusPerNode', 65, false],
+  ['maxGpusPerNode', 1.5, false],
+  ['modelArchitecture', { attentionHeads: 28, kvHeads: 4 }, true],
+  ['modelArchitecture', { attentionHeads: 7 }, true],
+  ['modelArchitecture', { attentionHeads: 0 }, false],
+  ['modelArchitecture', { attentionHeads: 32, kvHeads: 5 }, false],
+  ['modelArchitecture', { attentionHeads: 8, kvHeads: 16 }, false],
+  ['modelArchitecture', { attentionHeads: 32, heads: 8 }, false],
   ['version', 1, true],
   ['version', 0, false],
   ['image', 'registry.example.com:5000/llm/server:1.0', true],
@@ -218,7 +232,14 @@ export const SPECIFIC: Record<string, PropCase[]> = {
 
 /** Combinations whose props interact: GPUs, memory and shm; drain arithmetic; size, cache and budget. */
 export const COMBINATIONS: Combination[] = [
-  ['8 GPUs scale shm within the default memory', { gpusPerReplica: 8 }, true, undefined],
+  [
+    '8 GPUs scale shm within the default memory',
+    { modelId: 'meta-llama/Llama-3.1-8B-Instruct', gpusPerReplica: 8 },
+    true,
+    undefined,
+  ],
+  ['9 GPUs on nodes of 8', { modelId: 'org/model-70B', gpusPerReplica: 9 }, false, 'gpusPerReplica'],
+  ['16 GPUs on nodes of 16', { modelId: 'org/model-70B', gpusPerReplica: 16, maxGpusPerNode: 16 }, true, undefined],
   ['shm equal to memory', { memory: Size.gibibytes(8), sharedMemory: Size.gibibytes(8) }, false, 'sharedMemory'],
   [
     'long drain with a matching grace',

@@ -72,8 +72,13 @@ describe('SglangInferenceService', () => {
   });
 
   test("the download is the shared hub script under the image's python3, told the engine, model and revision", () => {
-    expect(synth().init.command.slice(0, 2)).toEqual(['python3', '-c']);
-    expect(synth().init.command.slice(3)).toEqual(['sglang', base.modelId, '']);
+    expect(synth().init.command).toEqual([
+      'python3',
+      '/opt/cdk8s-gpu/hub-download/hub-download.py',
+      'sglang',
+      base.modelId,
+      '',
+    ]);
   });
 
   test.each([

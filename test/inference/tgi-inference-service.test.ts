@@ -170,8 +170,13 @@ describe('TgiInferenceService', () => {
     test('the shared hub download (not download-weights, which leaves out the tokenizer) runs in an init container; the launcher then finds the files offline', () => {
       const { pod, env } = synth({ revision: 'abc' });
       const command = pod.initContainers[0].command;
-      expect(command.slice(0, 2)).toEqual(['python3', '-c']);
-      expect(command.slice(3)).toEqual(['tgi', 'EleutherAI/gpt-neox-20b', 'abc']);
+      expect(command).toEqual([
+        'python3',
+        '/opt/cdk8s-gpu/hub-download/hub-download.py',
+        'tgi',
+        'EleutherAI/gpt-neox-20b',
+        'abc',
+      ]);
       expect(env.HF_HUB_OFFLINE).toBe('1');
       // The router reads the tokenizer from HUGGINGFACE_HUB_CACHE in offline mode (router/src/server.rs).
       expect(env.HUGGINGFACE_HUB_CACHE).toBe('/data/hub');

@@ -59,7 +59,13 @@ describe('VllmInferenceService', () => {
   });
 
   test("the download is the shared hub script under the image's python3, told the engine, model and revision", () => {
-    expect(synth({ revision: 'abc' }).init.command.slice(3)).toEqual(['vllm', base.modelId, 'abc']);
+    expect(synth({ revision: 'abc' }).init.command).toEqual([
+      'python3',
+      '/opt/cdk8s-gpu/hub-download/hub-download.py',
+      'vllm',
+      base.modelId,
+      'abc',
+    ]);
   });
 
   test('modelled props become flags; usage stats off', () => {

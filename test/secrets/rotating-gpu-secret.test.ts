@@ -1,3 +1,4 @@
+import { inlineCommand } from '../support/runtime-scripts';
 import { ApiObject, Chart, Duration, JsonPatch, Lazy, Size, Testing } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-32';
 import { k8s } from 'cdk8s-plus-32';
@@ -348,8 +349,18 @@ describe('RotatingGpuSecret', () => {
     test('a pinned image, a POSIX sh script, settings from env, restricted', () => {
       const { sidecar, pod } = setup({}, Reload.httpPost('http://localhost:8080/reload'));
       expect(sidecar.image).toBe('busybox:1.36.1');
-      expect(sidecar.command.slice(0, 2)).toEqual(['sh', '-c']);
-      expect(sidecar.command[2]).toContain('..data');
+      expect(sidecar.command).toEqual([
+        'sh',
+        '-c',
+        '. /opt/cdk8s-gpu/reload-sidecar/reload-sidecar.sh',
+        'reload-sidecar',
+      ]);
+      expect(inlineCommand(sidecar.command)[2]).toContain('..data');
+      expect(sidecar.volumeMounts).toContainEqual({
+        name: 'cdk8s-gpu-reload-sidecar',
+        mountPath: '/opt/cdk8s-gpu/reload-sidecar',
+        readOnly: true,
+      });
       expect(envOf(sidecar)).toMatchObject({
         WATCH_DIR: '/etc/gpu',
         KEYS: 'credentials.json',

@@ -1,3 +1,4 @@
+import { inlineCommand } from '../support/runtime-scripts';
 import { execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';
@@ -33,7 +34,7 @@ function synthesized(
   const sidecar = sts.spec.template.spec.initContainers.find((c: any) => c.name.startsWith('reload-'));
   expect(sidecar.restartPolicy).toBe('Always');
   expect(sidecar.command.slice(0, 2)).toEqual(['sh', '-c']);
-  const [, , script, argv0] = sidecar.command;
+  const [, , script, argv0] = inlineCommand(sidecar.command);
   return {
     script,
     argv0,

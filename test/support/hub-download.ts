@@ -3,6 +3,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { kubeletExpand } from '../../src/common/kubelet-expansion';
+import { scriptPath } from '../../src/common/runtime-scripts';
+import { hubDownloadScript } from '../../src/inference/engine';
 import { EngineCase, synthEngine } from '../inference/support';
 import { HubFile, StandInHub } from './stand-in-hub';
 import { missingTool } from './missing-tool';
@@ -83,6 +85,28 @@ export interface Run {
 }
 
 /** A scratch HF_HOME: the cache volume. */
+let shipped: string | undefined;
+/** The download script as its ConfigMap ships it, in a file (what the pod's read-only mount holds). */
+function shippedScript(): string {
+  if (!shipped) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hub-download-script-'));
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+    shipped = path.join(dir, 'hub-download.py');
+    fs.writeFileSync(shipped, hubDownloadScript().content, { mode: 0o444 });
+  }
+  return shipped;
+}
+
+/**
+ * A download command as the pod runs it (`python3 <mounted script> ...`), with the script run from a
+ * file holding what its ConfigMap ships.
+ */
+export function localDownload(argv: string[]): string[] {
+  expect(argv[0]).toBe('python3');
+  expect(argv[1]).toBe(scriptPath(hubDownloadScript()));
+  return [argv[0], shippedScript(), ...argv.slice(2)];
+}
+
 export const scratch = () => fs.mkdtempSync(path.join(os.tmpdir(), 'hub-download-'));
 
 /**
@@ -105,10 +129,10 @@ export function runDownload(
 ): Promise<Run> {
   const { init } = synthEngine(e, { modelId: REPO, ...(opts.revision ? { revision: opts.revision } : {}) });
   expect(init.command[0]).toBe('python3');
-  expect(init.command[4]).toBe(REPO);
+  expect(init.command[3]).toBe(REPO);
   return runContainer(version, init, data, hub, {
     ...opts,
-    command: opts.model ? (argv: string[]) => [...argv.slice(0, 4), opts.model!, ...argv.slice(5)] : undefined,
+    command: opts.model ? (argv: string[]) => [...argv.slice(0, 3), opts.model!, ...argv.slice(4)] : undefined,
   });
 }
 
@@ -136,7 +160,7 @@ export function runContainer(
   podEnv.HF_TOKEN = 'hf_secret_token';
   let argv: string[] = container.command.map((a: string) => kubeletExpand(a, podEnv).replace(/^\/data(?=\/|$)/, data));
   if (opts.command) argv = opts.command(argv);
-  expect(argv[0]).toBe('python3');
+  argv = localDownload(argv);
   const env = {
     PATH: process.env.PATH!,
     ...podEnv,

@@ -1,3 +1,5 @@
+import { inlineCommand } from '../support/runtime-scripts';
+import { execFileSync } from 'child_process';
 import { Chart, Duration, Size, Testing } from 'cdk8s';
 import {
   DEFAULT_FAILURE_RULES,
@@ -231,10 +233,21 @@ describe('GpuTrainingJob', () => {
       });
       const chart = testChart();
       const sts = new GpuTrainingStatefulSet(chart, 'sts', { name: 'b', image: 'img:1', gpusPerPod: 1, args: ['x'] });
-      // The same script: one wrapper, two modes.
-      expect(main.command).toEqual(sts._podTemplate.main.command);
-      expect(main.command[0]).toBe('sh');
-      expect(main.command[2].split('\n')[0]).toBe("trap 'exit 143' TERM; trap 'exit 130' INT");
+      // One wrapper, two modes: the Job's pods carry its signal handling and forwarding only, the first
+      // lines of the StatefulSet's script and none of the job model, which never runs there.
+      const [sh, flag, script, argv0] = main.command;
+      const whole: string = inlineCommand(sts._podTemplate.main.command!)[2];
+      expect([sh, flag, argv0]).toEqual(['sh', '-c', 'cdk8s-gpu-launch']);
+      expect(script.split('\n')[0]).toBe("trap 'exit 143' TERM; trap 'exit 130' INT");
+      const shared = script.slice(0, script.lastIndexOf('fail "this wrapper only forwards'));
+      const code = (s: string): string[] => s.split('\n').filter((l: string) => !/^\s*#/.test(l));
+      expect(code(whole).slice(0, code(shared).length - 1)).toEqual(code(shared).slice(0, -1));
+      expect(script.split('\n').filter((l: string) => /^\s*#/.test(l))).toEqual([]);
+      // Still a script dash reads.
+      execFileSync('dash', ['-n', '-c', script]);
+      expect(shared).toMatch(/if \[ "\$\{CDK8S_GPU_MODE:-\}" = forward \]; then\n {2}start_command "\$@"/);
+      expect(script).not.toMatch(/write_marker|watch_run|CDK8S_GPU_RUN_ID/);
+      expect(script.length).toBeLessThan(4096);
       expect(main.args).toEqual(['python3', '-m', 'torch.distributed.run', 'train.py', '--lr', '1e-4']);
       expect(synth().main.args).toEqual(['torchrun', 'train.py']);
       const env = Object.fromEntries(main.env.map((e: any) => [e.name, e.value]));

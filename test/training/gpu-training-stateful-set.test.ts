@@ -1,3 +1,4 @@
+import { inlineCommand } from '../support/runtime-scripts';
 import * as fs from 'fs';
 import * as path from 'path';
 import { Chart, Duration, Size, Testing } from 'cdk8s';
@@ -15,6 +16,13 @@ import {
 } from '../../src';
 import { podSecurityLevel } from '../support/pod-security';
 import { envOf, findOne, synthValid, testChart } from '../support/synth';
+
+/** The gpuConfig ConfigMap (beside the launch wrapper's). */
+const gpuConfigOf = (objects: any[]) =>
+  findOne(
+    objects.filter(o => o.metadata.labels?.['app.kubernetes.io/component'] !== 'runtime-script'),
+    'ConfigMap',
+  );
 
 const base: GpuTrainingStatefulSetProps = {
   name: 'onnx-trainer',
@@ -74,7 +82,7 @@ describe('GpuTrainingStatefulSet', () => {
         storage: { claimName: 'c', size: Size.gibibytes(1) },
       });
       expect(trainer.statefulSetName).toHaveLength(52);
-      expect(findOne(objects, 'ConfigMap').metadata.name).toBe(`${name}-v2-gpu-config`);
+      expect(gpuConfigOf(objects).metadata.name).toBe(`${name}-v2-gpu-config`);
       expect(trainer.claimNames[11]).toBe(`c-${name}-v2-11`);
       expect(trainer.claimNames[11].length).toBeLessThanOrEqual(63);
       for (const o of objects)
@@ -83,9 +91,9 @@ describe('GpuTrainingStatefulSet', () => {
     });
 
     test('an empty gpuConfig makes a ConfigMap without data, as the API server stores it (no drift on resync)', () => {
-      const empty = findOne(synth({ gpuConfig: {} }).objects, 'ConfigMap');
+      const empty = gpuConfigOf(synth({ gpuConfig: {} }).objects);
       expect(empty).not.toHaveProperty('data');
-      expect(findOne(synth({ gpuConfig: { NCCL_DEBUG: 'WARN' } }).objects, 'ConfigMap').data).toEqual({
+      expect(gpuConfigOf(synth({ gpuConfig: { NCCL_DEBUG: 'WARN' } }).objects).data).toEqual({
         NCCL_DEBUG: 'WARN',
       });
     });
@@ -356,7 +364,8 @@ describe('GpuTrainingStatefulSet', () => {
         command: ['python', '-m', 'torch.distributed.run'],
         args: ['train.py', '--epochs', '3'],
       });
-      expect(main.command).toEqual(['sh', '-c', LAUNCH_SCRIPT, 'cdk8s-gpu-launch']);
+      expect(main.command).toEqual(['sh', '-c', '. /opt/cdk8s-gpu/launch/launch.sh', 'cdk8s-gpu-launch']);
+      expect(inlineCommand(main.command)[2]).toBe(LAUNCH_SCRIPT);
       expect(main.args).toEqual(['python', '-m', 'torch.distributed.run', 'train.py', '--epochs', '3']);
     });
 
@@ -555,7 +564,7 @@ describe('GpuTrainingStatefulSet', () => {
       expect(envOf(synth({ rdma: Rdma.sharedDevice(), env: { NCCL_NET: 'IBext' } }).main).NCCL_NET).toBe('IBext');
       const { main, objects } = synth({ rdma: Rdma.sharedDevice(), gpuConfig: { NCCL_NET: 'IBext' } });
       expect(envOf(main).NCCL_NET).toBeUndefined();
-      expect(findOne(objects, 'ConfigMap').data.NCCL_NET).toBe('IBext');
+      expect(gpuConfigOf(objects).data.NCCL_NET).toBe('IBext');
     });
 
     test.each<[string, Partial<GpuTrainingStatefulSetProps>, RegExp]>([
@@ -804,7 +813,7 @@ describe('GpuTrainingStatefulSet', () => {
         version: 2,
         gpuConfig: { NCCL_DEBUG: 'INFO', NCCL_IB_DISABLE: '1' },
       });
-      const cm = findOne(objects, 'ConfigMap');
+      const cm = gpuConfigOf(objects);
       expect(cm.metadata.name).toBe('onnx-trainer-v2-gpu-config');
       expect(cm.data).toEqual({ NCCL_DEBUG: 'INFO', NCCL_IB_DISABLE: '1' });
       expect(main.envFrom).toEqual([{ configMapRef: { name: trainer.gpuConfigMapName } }]);

@@ -1,3 +1,4 @@
+import { inlineCommand } from '../support/runtime-scripts';
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as net from 'net';
@@ -141,7 +142,7 @@ export class Launch {
   private killed = false;
 
   constructor(shell: Shell, container: any, env: Record<string, string>, options: LaunchOptions = {}) {
-    const [sh, dashC, script, argv0] = container.command;
+    const [sh, dashC, script, argv0] = inlineCommand(container.command);
     expect([sh, dashC]).toEqual(['sh', '-c']);
     const yamlEnv: Record<string, string> = {};
     for (const e of container.env) if (e.value !== undefined) yamlEnv[e.name] = e.value;

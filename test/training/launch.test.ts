@@ -1,8 +1,10 @@
+import { inlineCommand } from '../support/runtime-scripts';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Size } from 'cdk8s';
+import { Chart, Size, Testing } from 'cdk8s';
+import { GpuTrainingJob } from '../../src';
 import {
   deadline,
   kubeletExpand,
@@ -45,8 +47,16 @@ const available = (Object.keys(SHELLS) as Shell[]).filter(s => SHELLS[s] !== und
 test("the wrapper survives the kubelet's $(VAR) and $$ expansion of the container command unchanged", () => {
   const container = synthesizedTrainer({});
   const env = Object.fromEntries(container.env.map((e: any) => [e.name, 'X']));
-  expect(container.command[2]).toBe(LAUNCH_SCRIPT);
+  // The StatefulSet's pods source the wrapper from its ConfigMap (no expansion there); the -c string itself,
+  // and GpuTrainingJob's inline forwarding script, go through the kubelet's expansion unchanged.
+  expect(container.command[2]).toBe('. /opt/cdk8s-gpu/launch/launch.sh');
+  expect(inlineCommand(container.command)[2]).toBe(LAUNCH_SCRIPT);
+  expect(kubeletExpand(container.command[2], env)).toBe(container.command[2]);
   expect(kubeletExpand(LAUNCH_SCRIPT, env)).toBe(LAUNCH_SCRIPT);
+  const chart = new Chart(Testing.app(), 'job');
+  const job = new GpuTrainingJob(chart, 'j', { name: 'j', image: 'i', gpusPerPod: 1, args: ['train.py'] });
+  const forward = job._podTemplate.main.command![2];
+  expect(kubeletExpand(forward, env)).toBe(forward);
   expect(kubeletExpand('a$$b $(A) $(B) $(', { A: '1' })).toBe('a$b 1 $(B) $(');
 });
 

@@ -23,6 +23,7 @@ export const SGLANG_ADAPTER_SEPARATOR = ':';
 
 export const SGLANG: ServingEngine = {
   construct: 'SglangInferenceService',
+  pickerEngine: 'sglang',
   containerName: 'sglang',
   defaultImage: SGLANG_DEFAULT_IMAGE,
   port: SGLANG_PORT,
@@ -101,6 +102,13 @@ export const SGLANG: ServingEngine = {
     groupOwnedFlags: [],
     source:
       'kubernetes-sigs/lws docs/examples/sglang/lws.yaml; SGLang server_args.py (--nnodes, --node-rank, --dist-init-addr)',
+  },
+  // python/sglang/srt/layers/linear.py QKVParallelLinear (vLLM's): the query heads are divided over the
+  // tensor-parallel ranks (divide() asserts it), and the KV heads too, or replicated on tp / kv ranks
+  // when tp >= kv.
+  headSharding: {
+    replicatesKvHeads: true,
+    why: 'SGLang shards the heads across tensor-parallel ranks, replicating KV heads when the ranks outnumber them',
   },
   // Tensor-parallel ranks exchange through NCCL and shared-memory queues.
   shmGibPerGpu: 2,

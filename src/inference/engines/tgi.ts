@@ -76,6 +76,14 @@ export const TGI: ServingEngine = {
       why: 'TGI 3.x images are built on CUDA 12 (Dockerfile: nvidia/cuda:12.4.0-base)',
     },
   ],
+  // server/text_generation_server/models/custom_modeling (v3.3.7): flash_llama_modeling.py raises
+  // "`num_heads` must be divisible by `num_shards`" and the same for `num_key_value_heads`; the Qwen2 and
+  // Mistral models check the heads and set num_key_value_heads // num_shards, so fewer KV heads than
+  // shards leave a shard none (kv_head_mapping divides by zero). No KV head is replicated.
+  headSharding: {
+    replicatesKvHeads: false,
+    why: 'TGI splits both across its shards, NUM_SHARD, and replicates no KV head',
+  },
   // The TGI docs run `--shm-size 1g`; NCCL needs it between shards, so it grows with them.
   shmGibPerGpu: 1,
   // launcher/src/main.rs: every flag is also an env var, and a flag beats its variable (clap).

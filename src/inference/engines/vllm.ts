@@ -23,6 +23,7 @@ export const VLLM_UID = 2000;
 
 export const VLLM: ServingEngine = {
   construct: 'VllmInferenceService',
+  pickerEngine: 'vllm',
   containerName: 'vllm',
   defaultImage: VLLM_DEFAULT_IMAGE,
   port: VLLM_PORT,
@@ -115,6 +116,14 @@ export const VLLM: ServingEngine = {
     source: 'vLLM docs/serving/parallelism_scaling.md (multiprocessing across nodes), vllm/config/parallel.py',
   },
   nonRootUid: VLLM_UID,
+  // ModelConfig.verify_with_parallel_config (vllm/config): "Total number of attention heads
+  // (...) must be divisible by tensor parallel size"; model_executor/layers/linear.py QKVParallelLinear:
+  // with tp >= the KV heads, each KV head is replicated on tp / kv ranks (divide() asserts tp % kv == 0),
+  // else each rank holds kv / tp of them (kv % tp == 0).
+  headSharding: {
+    replicatesKvHeads: true,
+    why: 'vLLM shards the heads across tensor-parallel ranks, replicating KV heads when the ranks outnumber them',
+  },
   // The vLLM docs run with `--ipc=host` or `--shm-size`; tensor-parallel workers share tensors and
   // NCCL buffers through /dev/shm.
   shmGibPerGpu: 2,

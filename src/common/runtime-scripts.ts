@@ -1,0 +1,131 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { ApiObject } from 'cdk8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
+import { IConstruct } from 'constructs';
+import { sharedObject } from '../checks/unique-objects';
+import { contentHash } from './hash';
+import { RUNTIME_SCRIPT_COMPONENT, workloadLabels } from './labels';
+import { KIND, ManifestObject } from './manifest-object';
+import { PodTemplate } from './pod-template';
+
+/**
+ * A program the library runs in pods, too large to repeat in every pod template that runs it. It
+ * ships once per workload, in an immutable ConfigMap named by a hash of its content
+ * (`<workload>-<name>-<hash>`), and each container that runs it mounts it read-only at `path`:
+ *
+ * - a reviewer reads a pod template without scrolling past the program (the download is 23 KB, and
+ *   a serving pod with LoRA adapters ran it from several init containers, and its fill Job again);
+ * - a change to the program changes the ConfigMap's name, and so every pod template that mounts it:
+ *   it still rolls out, and `guard` and `plan` still report it (the pods' `volumes[...].configMap.name`
+ *   and a new ConfigMap);
+ * - immutable, so the kubelet does not watch it, and an old pod keeps the version it started with.
+ *
+ * See docs/design.md "Runtime scripts".
+ */
+export interface RuntimeScript {
+  /** The ConfigMap's name part and the pod volume's name (`cdk8s-gpu-<name>`). */
+  readonly name: string;
+  /** The file's name in the ConfigMap and under the mount. */
+  readonly file: string;
+  readonly content: string;
+}
+
+/** Where a script's volume is mounted: one directory per script, read-only. */
+const MOUNT_ROOT = '/opt/cdk8s-gpu';
+/** A content hash long enough to tell versions apart, short enough for a readable name. */
+const HASH_LENGTH = 10;
+/** Argo CD: before the fill Jobs (wave -1), whose pods mount the download. */
+const ARGOCD_SYNC_WAVE = 'argocd.argoproj.io/sync-wave';
+const SCRIPT_WAVE = '-2';
+
+const loaded = new Map<string, RuntimeScript>();
+
+/** A script file that sits beside the library's compiled code (copied there by the build). */
+export function runtimeScript(name: string, dir: string, file: string): RuntimeScript {
+  const key = path.join(dir, file);
+  let script = loaded.get(key);
+  if (!script) loaded.set(key, (script = { name, file, content: fs.readFileSync(key, 'utf8') }));
+  return script;
+}
+
+/** The path a container runs the script from. */
+export function scriptPath(script: RuntimeScript): string {
+  return `${MOUNT_ROOT}/${script.name}/${script.file}`;
+}
+
+/**
+ * The command that runs a shell script from its mount as if it were inline (`sh -c <script> <argv0>`):
+ * the `-c` string sources it, so `$0` is still `argv0` and `"$@"` the container's args.
+ */
+export function sourcedCommand(script: RuntimeScript, argv0: string): string[] {
+  return ['sh', '-c', `. ${scriptPath(script)}`, argv0];
+}
+
+/** The pod volume that holds a script. */
+export function scriptVolumeName(script: RuntimeScript): string {
+  return `cdk8s-gpu-${script.name}`;
+}
+
+/** A short digest of the script: in each ConfigMap name that holds it, so a new version is a new object. */
+export function scriptHash(script: RuntimeScript): string {
+  return contentHash({ [script.file]: script.content }).slice(0, HASH_LENGTH);
+}
+
+/**
+ * The ConfigMap's name for one workload: `<workload>-<script>-<hash>`. Per workload, not per
+ * namespace: two apps (two Argo CD Applications, two Flux Kustomizations) deploying into one
+ * namespace never emit the same object, so neither prunes what the other's pods mount.
+ */
+export function scriptConfigMapName(script: RuntimeScript, owner: string): string {
+  return `${owner}-${script.name}-${scriptHash(script)}`;
+}
+
+/**
+ * The immutable ConfigMap `name` holding `script` for the workload (or fill Job) `owner`, made once per
+ * app and namespace; labelled as the owner's, so it goes with it.
+ */
+export function scriptConfigMap(scope: IConstruct, name: string, script: RuntimeScript, owner: string): ApiObject {
+  return sharedObject(scope, 'ConfigMap', name, () => {
+    const labels = workloadLabels({ name: owner, instance: owner, component: RUNTIME_SCRIPT_COMPONENT });
+    return new ManifestObject(scope, `Script-${name}`, KIND.ConfigMap, {
+      metadata: { name, labels, annotations: { [ARGOCD_SYNC_WAVE]: SCRIPT_WAVE } },
+      immutable: true,
+      data: { [script.file]: script.content },
+    });
+  });
+}
+
+/**
+ * Mounts `script` into every container of `template` whose command or args run it (`scriptPath`,
+ * or `sourcedCommand`), from the ConfigMap `<owner>-<script>-<hash>` made in `scope` (once per
+ * app and namespace). Safe to call again after containers were added: containers already mounting
+ * it are left as they are.
+ */
+export function shipScript(
+  scope: IConstruct,
+  template: PodTemplate,
+  script: RuntimeScript,
+  owner: string,
+): ApiObject | undefined {
+  const file = scriptPath(script);
+  const volumeName = scriptVolumeName(script);
+  const runs = (c: k8s.Container) =>
+    [...(c.command ?? []), ...(c.args ?? [])].some(arg => arg === file || arg === `. ${file}`);
+  const users = [...(template.spec.initContainers ?? []), ...template.spec.containers].filter(runs);
+  if (users.length === 0) return undefined;
+  const configMapName = scriptConfigMapName(script, owner);
+  const configMap = scriptConfigMap(scope, configMapName, script, owner);
+  const existing = template.spec.volumes.find(vol => vol.name === volumeName);
+  if (!existing) template.addVolume({ name: volumeName, configMap: { name: configMapName, defaultMode: 0o444 } });
+  else if (existing.configMap?.name !== configMapName)
+    throw new Error(
+      `volume '${volumeName}' is the library's own (it holds ${script.file}): name the pod's volume otherwise`,
+    );
+  for (const c of users) {
+    const mounts = ((c as { volumeMounts?: k8s.VolumeMount[] }).volumeMounts ??= []);
+    if (!mounts.some(m => m.name === volumeName))
+      mounts.push({ name: volumeName, mountPath: `${MOUNT_ROOT}/${script.name}`, readOnly: true });
+  }
+  return configMap;
+}
