@@ -93,7 +93,12 @@ export class RotatingGpuSecret extends Construct {
   private readonly timing: PropagationModel;
   private readonly rotationSeconds?: { every: number; ttl?: number };
   private readonly v: Validator;
-  private mounts = 0;
+  /**
+   * Mounts so far into each workload: the n-th mount into one pod is `<secret>-<n>`. Counted per workload,
+   * never across them, so a workload's volume and sidecar names do not depend on which other workloads the
+   * Secret is mounted into, or in which order (dropping v1 of a bump must not rename what v2's pods mount).
+   */
+  private readonly mounts = new Map<IGpuWorkload, number>();
 
   constructor(scope: Construct, id: string, props: RotatingGpuSecretProps) {
     super(scope, id);
@@ -187,13 +192,13 @@ export class RotatingGpuSecret extends Construct {
       namespace: this.namespace,
       keys: this.keys,
       pollSeconds: this.pollSeconds,
-      index: this.mounts,
+      index: this.mounts.get(workload) ?? 0,
     };
     const plan = planMount(v, workload, options, source);
     this.refuseEnv(workload);
     this.timing.checkReload(plan.action.timeoutSeconds);
     // Everything is checked: from here on nothing fails half-way through changing the pod.
-    this.mounts++;
+    this.mounts.set(workload, (this.mounts.get(workload) ?? 0) + 1);
     this.timing.addReload(plan.action.timeoutSeconds);
     emitMount(v, workload, plan, source);
   }

@@ -1,5 +1,5 @@
 import { Chart, Testing } from 'cdk8s';
-import { guard, ModelCache, plan, VllmInferenceService } from '../../src';
+import { guard, ModelCache, plan, Reload, RotatingGpuSecret, VllmInferenceService } from '../../src';
 import { formatPlan, formatPlanMarkdown, planToJson } from '../../src/guard/plan-report';
 
 /** The output of one chart serving `qwen` with the given versions (each with its own image, as a bump has). */
@@ -7,16 +7,19 @@ function output(...versions: number[]): any[] {
   return serving({}, ...versions);
 }
 
-function serving(o: { shared?: boolean }, ...versions: number[]): any[] {
+function serving(o: { shared?: boolean; secret?: boolean }, ...versions: number[]): any[] {
   const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
-  for (const version of versions)
-    new VllmInferenceService(chart, `v${version}`, {
+  const secret = o.secret ? new RotatingGpuSecret(chart, 'creds', { name: 'creds' }) : undefined;
+  for (const version of versions) {
+    const svc = new VllmInferenceService(chart, `v${version}`, {
       name: 'qwen',
       modelId: 'Qwen/Qwen2.5-7B-Instruct',
       version,
       image: `vllm/vllm-openai:v0.${19 + version}.0`,
       ...(o.shared ? { modelCache: ModelCache.sharedClaim({ claimName: 'models' }) } : {}),
     });
+    secret?.mountInto(svc, { path: '/etc/creds', onRotation: Reload.httpPost('http://localhost:8000/reload') });
+  }
   return Testing.synth(chart);
 }
 
@@ -58,10 +61,12 @@ describe('a serving version dropped while its successor is not yet serving', () 
 describe('step two of a two-step bump restarts nothing', () => {
   // Whatever v2's pod template names or holds depends on v2's own inputs only: dropping v1 leaves it as it was.
   test.each([
-    ['a per-replica cache', false],
-    ['a shared cache filled by a Job', true],
-  ])('with %s, dropping v1 plans no restart and prunes only v1 objects', (_, shared) => {
-    const result = plan(serving({ shared }, 1, 2), serving({ shared }, 2));
+    ['a per-replica cache', { shared: false }],
+    ['a shared cache filled by a Job', { shared: true }],
+    // The Secret was mounted into v1 first: v2's volume and sidecar names must not depend on it.
+    ['a rotating Secret mounted into each version', { shared: true, secret: true }],
+  ])('with %s, dropping v1 plans no restart and prunes only v1 objects', (_, o) => {
+    const result = plan(serving(o, 1, 2), serving(o, 2));
     const restarting = result.workloads.filter(w => w.restarts);
     expect(restarting.map(w => `${w.object}: ${w.changes.join(', ')}`)).toEqual([]);
     expect(result.restarting).toBe(0);
