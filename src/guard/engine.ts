@@ -175,7 +175,7 @@ export function runGuard(
         : (byVersionOf(schemas, kindKey, after) ?? vendoredKind(after.apiVersion, after.kind)?.schema);
       // What this manager applied before: the earlier manifest, or what its managedFields entry owns.
       const previous = isLiveExport(before) ? serverSideApplied(before) : before;
-      for (const e of serverSideApplyErrors(previous, after, crd, builtIn))
+      for (const e of serverSideApplyErrors(previous, after, crd, builtIn, minor))
         invalid({ before: null, after: null, ...e });
     }
     if (kindRules.length === 0) continue;

@@ -16,6 +16,9 @@ export interface ServerSideApplyError {
   readonly source: string;
 }
 
+/** While walking: an error of the pod spec's own validation (a handler), which some servers skip. */
+type WalkError = ServerSideApplyError & { readonly podValidation?: boolean };
+
 /**
  * The value server-side apply gives a list-map key the item leaves out: the typed model's default
  * (a port's `protocol` is keyed as "TCP" when absent: two ports of one number, one without a protocol
@@ -36,15 +39,24 @@ export function serverSideApplyErrors(
   after: KubeObject,
   crdSchema: CrdSchema | undefined,
   builtIn: boolean,
+  minor: number,
 ): ServerSideApplyError[] {
   const defs = definitionsOf(FLOOR_API);
   const name = builtIn ? definitionNameOf(FLOOR_API, after.apiVersion, after.kind) : undefined;
   const root: Node | undefined = name ? defs[name] : crdSchema;
   if (!root) return [];
   const resolve = (s: Node | undefined): Node | undefined => (s && '$ref' in s && s.$ref ? resolveRef(s, defs) : s);
-  const out: ServerSideApplyError[] = [];
+  const out: WalkError[] = [];
   walk(after, previous, resolve(root), '', resolve, { builtIn, granular: true }, out);
-  return out;
+  // A StatefulSet's pod template is validated only from 1.34 (kubernetes#131790; 1.32.13 takes a preStop
+  // with no handler, 1.35.4 refuses it): before, what the rules below find there reaches no validation.
+  const unvalidated =
+    builtIn && after.kind === 'StatefulSet' && minor < STATEFULSET_TEMPLATE_VALIDATED_FROM
+      ? 'spec.template.'
+      : undefined;
+  return out
+    .filter(e => !(unvalidated && e.podValidation && e.path.startsWith(unvalidated)))
+    .map(({ podValidation: _, ...e }) => e);
 }
 
 /**
@@ -56,6 +68,36 @@ interface Place {
   readonly granular: boolean;
 }
 
+/**
+ * Built-in objects that must hold one of several members, as the API server validates them. Server-side
+ * apply removes the fields the manager owned from a member it now writes empty (`sleep: {}`); a member
+ * left with nothing is stored as null, which a built-in kind's Go types read as absent, so none may be
+ * left. A member the server defaults a field into (httpGet's `scheme`, grpc's `service`) is never left
+ * empty: it stays, without its port. Each case was reproduced on a real API server (1.35.4).
+ */
+const HANDLER_SOURCE = 'validateHandler (pkg/apis/core/validation/validation.go)';
+/** The first minor whose API server validates a StatefulSet's pod template (ValidatePodTemplateSpecForStatefulSet). */
+const STATEFULSET_TEMPLATE_VALIDATED_FROM = 34;
+const ONE_OF_REQUIRED: ReadonlyArray<{ at: RegExp; members: readonly string[]; defaulted: readonly string[] }> = [
+  {
+    at: /\.lifecycle\.(postStart|preStop)$/,
+    members: ['exec', 'httpGet', 'tcpSocket', 'sleep'],
+    defaulted: ['httpGet'],
+  },
+  {
+    at: /(^|\.)(livenessProbe|readinessProbe|startupProbe)$/,
+    members: ['exec', 'httpGet', 'tcpSocket', 'grpc'],
+    defaulted: ['httpGet', 'grpc'],
+  },
+];
+
+/** Whether the manager emptied `key`: written `{}` now, with fields it owned before. */
+const emptied = (value: Record<string, unknown>, was: Record<string, unknown> | undefined, key: string) =>
+  isObject(value[key]) &&
+  Object.keys(value[key] as object).length === 0 &&
+  isObject(was?.[key]) &&
+  Object.keys(was[key] as object).length > 0;
+
 function walk(
   value: unknown,
   previous: unknown,
@@ -63,7 +105,7 @@ function walk(
   at: string,
   resolve: (s: Node | undefined) => Node | undefined,
   place: Place,
-  out: ServerSideApplyError[],
+  out: WalkError[],
 ): void {
   if (!schema) return;
   if (Array.isArray(value)) {
@@ -88,6 +130,33 @@ function walk(
   if (!isObject(value)) return;
   const was = isObject(previous) ? previous : undefined;
   const granular = place.granular && (schema as CrdSchema)['x-kubernetes-map-type'] !== 'atomic';
+  const rule = place.builtIn && granular ? ONE_OF_REQUIRED.find(r => r.at.test(at)) : undefined;
+  const cleared = rule ? rule.members.filter(k => emptied(value, was, k)) : [];
+  if (rule && cleared.length > 0) {
+    const source = `server-side apply (sigs.k8s.io/structured-merge-diff), the API server's defaults and ${HANDLER_SOURCE}`;
+    const portless = cleared.find(k => rule.defaulted.includes(k));
+    const left = rule.members.filter(k => value[k] !== undefined && value[k] !== null && !cleared.includes(k));
+    if (portless !== undefined) {
+      out.push({
+        path: `${at}.${portless}.port`,
+        message: `${at}.${portless}.port: Invalid value: 0: must be between 1 and 65535, inclusive (server-side apply removed the fields it owned from ${portless}, and the default the server filled in keeps it)`,
+        remedy: `keep \`${portless}\`'s port in the manifest`,
+        source,
+        podValidation: true,
+      });
+      return;
+    }
+    if (left.length === 0) {
+      out.push({
+        path: at,
+        message: `${at}: Required value: must specify a handler type (server-side apply stores the emptied ${cleared.join(', ')} as null, which leaves none)`,
+        remedy: `keep the handler's fields in the manifest (or leave \`${at.split('.').pop()}\` out altogether)`,
+        source,
+        podValidation: true,
+      });
+      return;
+    }
+  }
   // A custom resource's object the manager emptied, merged field by field: server-side apply removes
   // the children it owned and stores null, which the CRD's structural schema refuses (a built-in
   // kind's Go types take it). Inside an atomic list or map the value is stored as written.

@@ -2,7 +2,7 @@ import { Chart, Duration, Testing } from 'cdk8s';
 import { ModelCache, VllmInferenceService } from '../../src';
 import { plan } from '../../src/guard/plan-api';
 import { Cluster, describeCluster, SERVER_VERSIONS } from './kube';
-import { applyAll, isReady, KWOK_STAGE, podsOf, scenario, waitExplained } from './sim';
+import { applyAll, gpusHeld, isReady, KWOK_STAGE, podsOf, scenario, waitExplained } from './sim';
 
 /**
  * Multi-node serving groups on the real LeaderWorkerSet controller and webhooks (v0.9.0, built from its
@@ -18,12 +18,13 @@ const GROUP_INDEX = 'leaderworkerset.sigs.k8s.io/group-index';
 describeCluster(
   'serving groups on the LeaderWorkerSet controller',
   (cluster: Cluster) => {
-    const place = scenario(cluster, RUN, { name: 'groups', nodes: 4 });
+    // Four nodes for the first service's two groups, six for the surge test's three (two and a surge group).
+    const place = scenario(cluster, RUN, { name: 'groups', nodes: 10 });
     // The one namespace of these tests, made by the first with the level the service reports.
     const ns = `groups-${RUN}`;
 
-    const output = (revision: string) => {
-      const chart = new Chart(Testing.app(), 'c', { namespace: ns });
+    const output = (revision: string, o: { namespace?: string; groupSurge?: number } = {}) => {
+      const chart = new Chart(Testing.app(), 'c', { namespace: o.namespace ?? ns });
       const service = new VllmInferenceService(chart, 'svc', {
         name: 'llm',
         modelId: 'meta-llama/Llama-3.1-405B-Instruct',
@@ -31,6 +32,7 @@ describeCluster(
         nodes: 2,
         replicas: 2,
         modelCache: ModelCache.emptyDir(),
+        ...(o.groupSurge !== undefined ? { groupSurge: o.groupSurge } : {}),
         preStopSleep: Duration.seconds(1),
         drainTimeout: Duration.seconds(2),
         nodeSelector: place.gpus().nodeSelector,
@@ -127,6 +129,45 @@ describeCluster(
       });
       // One group out at a time: the other kept serving.
       expect(minReadyGroups).toBe(1);
+    }, 240_000);
+
+    test("with groupSurge 1 a surge group serves first: ready groups never drop below two, and the GPU peak is the plan's", async () => {
+      const surgeNs = await place.namespace('groups-surge', output('1').level);
+      const v1 = output('1', { namespace: surgeNs, groupSurge: 1 }).objects;
+      const v2 = output('2', { namespace: surgeNs, groupSurge: 1 }).objects;
+      const pods = () => podsOf(cluster, surgeNs, 'leaderworkerset.sigs.k8s.io/name=llm-lws');
+      /** Groups whose every pod is Ready (and none terminating), by group index. */
+      const readyGroups = (all: any[]) => {
+        const byGroup = new Map<string, any[]>();
+        for (const p of all)
+          byGroup.set(p.metadata.labels[GROUP_INDEX], [...(byGroup.get(p.metadata.labels[GROUP_INDEX]) ?? []), p]);
+        return [...byGroup.values()].filter(g => g.length === 2 && g.every(isReady)).length;
+      };
+      await applyAll(cluster, v1);
+      await waitExplained(cluster, surgeNs, 'two ready groups', 90, async () => {
+        const all = await pods();
+        return (all.length === 4 && readyGroups(all) === 2) || `${readyGroups(all)} ready groups, ${all.length} pods`;
+      });
+      const predicted = plan(v1, v2).workloads.find(w => w.kind === 'LeaderWorkerSet')!;
+      expect(predicted.gpusDuringRollout.max).toBe(3 * 16);
+      const old = new Set((await pods()).map(p => p.metadata.uid));
+      await applyAll(cluster, v2);
+      let minReady = 2;
+      let peak = 0;
+      await waitExplained(cluster, surgeNs, 'both groups updated, the surge group gone', 150, async () => {
+        const all = await pods();
+        minReady = Math.min(minReady, readyGroups(all));
+        peak = Math.max(peak, gpusHeld(all));
+        const fresh = all.filter(p => !old.has(p.metadata.uid));
+        return (
+          (all.length === 4 && fresh.length === 4 && readyGroups(all) === 2) ||
+          `${fresh.length} new of ${all.length} pods, ${readyGroups(all)} ready groups`
+        );
+      });
+      // maxUnavailable 0 with a surge group: never fewer ready groups than replicas.
+      expect(minReady).toBe(2);
+      // Two groups and the surge group side by side, as the plan predicted.
+      expect(peak).toBe(predicted.gpusDuringRollout.max);
     }, 240_000);
   },
   version => version === SERVER_VERSIONS[SERVER_VERSIONS.length - 1],

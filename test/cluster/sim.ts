@@ -178,12 +178,19 @@ export async function explain(cluster: Cluster, namespace: string): Promise<stri
           )
           .join(' '),
   );
+  // Jobs (a JobSet's, a fill): their conditions say what the Job controller decided.
+  const jobs = await cluster.request('GET', `/apis/batch/v1/namespaces/${namespace}/jobs`);
+  const jobLines = (jobs.body?.items ?? []).map(
+    (j: any) =>
+      `${j.metadata.name}${j.metadata.deletionTimestamp ? ' deleting' : ''} active=${j.status?.active ?? 0} failed=${j.status?.failed ?? 0} succeeded=${j.status?.succeeded ?? 0} terminating=${j.status?.terminating ?? 0} ` +
+      `[${(j.status?.conditions ?? []).map((c: any) => `${c.type}=${c.status}${c.reason ? `(${c.reason})` : ''}`).join(' ')}]`,
+  );
   const eventLines = (events.body?.items ?? [])
     .sort((a: any, b: any) =>
       String(a.lastTimestamp ?? a.eventTime).localeCompare(String(b.lastTimestamp ?? b.eventTime)),
     )
     .map((e: any) => `${e.involvedObject?.kind}/${e.involvedObject?.name} ${e.reason}: ${e.message}`);
-  return `--- pods of ${namespace} ---\n${podLines.join('\n')}\n--- events ---\n${eventLines.join('\n')}`;
+  return `--- pods of ${namespace} ---\n${podLines.join('\n')}\n--- jobs ---\n${jobLines.join('\n')}\n--- events ---\n${eventLines.join('\n')}`;
 }
 
 /** Waits for `check` with a bounded timeout; on failure the error carries `explain`'s picture. */

@@ -35,10 +35,14 @@ function output(namespace: string, gpus: GpuPool, props: Partial<GpuTrainingJobP
 const ends = (cluster: Cluster, namespace: string) =>
   cluster.request('GET', `/apis/jobset.x-k8s.io/v1alpha2/namespaces/${namespace}/jobsets/run`);
 
-/** The JobSet's terminal condition (Completed or Failed), once it has one. */
+/**
+ * The JobSet's terminal condition (Completed or Failed), once it has one. Bounded at 180 s: a run with
+ * restarts goes through three attempts (each deletes its Jobs in the foreground, then schedules and starts
+ * a gang), which took over 90 s on a loaded two-core CI machine with three control planes.
+ */
 async function terminal(cluster: Cluster, namespace: string): Promise<any> {
   let last: any;
-  await waitExplained(cluster, namespace, 'the JobSet to finish', 90, async () => {
+  await waitExplained(cluster, namespace, 'the JobSet to finish', 180, async () => {
     const r = await ends(cluster, namespace);
     last = r.body;
     const done = (r.body?.status?.conditions ?? []).find(

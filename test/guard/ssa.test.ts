@@ -116,6 +116,71 @@ describe("server-side apply: a custom resource's object emptied by the manager t
   });
 });
 
+describe("server-side apply: a built-in handler's only member emptied (stored as null, read as absent)", () => {
+  const at = 'spec.template.spec.containers[0]';
+  const sleep = (seconds?: number) => ({ lifecycle: { preStop: { sleep: seconds === undefined ? {} : { seconds } } } });
+
+  test('preStop `sleep: {}` over `sleep: {seconds: 5}` leaves no handler: refused as the server refuses it', () => {
+    const [f] = errorsOf([deployment(sleep(5))], [deployment(sleep())]);
+    expect(f.path).toBe(`${at}.lifecycle.preStop`);
+    expect(f.message).toBe(
+      `${at}.lifecycle.preStop: Required value: must specify a handler type (server-side apply stores the emptied sleep as null, which leaves none)`,
+    );
+  });
+
+  test('a probe whose exec or tcpSocket is emptied has no handler; an emptied httpGet or grpc keeps its default, not its port', () => {
+    const probe = (handler: object) => ({ livenessProbe: { ...handler, periodSeconds: 5 } });
+    const refused = (a: object, b: object) =>
+      errorsOf([deployment(probe(a))], [deployment(probe(b))]).map(e => e.message.replace(/ \(server-side.*$/, ''));
+    // As a 1.35.4 API server answered each (kubectl apply --server-side --dry-run=server).
+    expect(refused({ exec: { command: ['x'] } }, { exec: {} })).toEqual([
+      `${at}.livenessProbe: Required value: must specify a handler type`,
+    ]);
+    expect(refused({ tcpSocket: { port: 80 } }, { tcpSocket: {} })).toEqual([
+      `${at}.livenessProbe: Required value: must specify a handler type`,
+    ]);
+    expect(refused({ httpGet: { path: '/h', port: 80 } }, { httpGet: {} })).toEqual([
+      `${at}.livenessProbe.httpGet.port: Invalid value: 0: must be between 1 and 65535, inclusive`,
+    ]);
+    expect(refused({ grpc: { port: 80 } }, { grpc: {} })).toEqual([
+      `${at}.livenessProbe.grpc.port: Invalid value: 0: must be between 1 and 65535, inclusive`,
+    ]);
+  });
+
+  test("a StatefulSet's pod template is validated only from 1.34 (kubernetes#131790): 1.32 takes it, as 1.32.13 did", () => {
+    const sts = (container: object) => {
+      const d = deployment(container) as any;
+      return { ...d, kind: 'StatefulSet', spec: { ...d.spec, serviceName: 's' } };
+    };
+    const handlerErrors = (serverVersion: string, make: (c: object) => object) =>
+      errorsOf([make(sleep(5))], [make(sleep())], { serverSideApply: true, serverVersion }).filter(e =>
+        /handler type/.test(e.message),
+      ).length;
+    expect([handlerErrors('1.32', sts), handlerErrors('1.33', sts), handlerErrors('1.34', sts)]).toEqual([0, 0, 1]);
+    expect(handlerErrors('1.35', sts)).toBe(1);
+    // A Deployment's template is validated on every supported server.
+    expect(handlerErrors('1.32', deployment)).toBe(1);
+  });
+
+  test('the boundaries: kept fields, an empty member never filled, another member left, or client-side apply', () => {
+    expect(errorsOf([deployment(sleep(5))], [deployment(sleep(7))])).toEqual([]);
+    expect(errorsOf([deployment({})], [deployment(sleep())])).toEqual([]);
+    const both = { lifecycle: { preStop: { sleep: {}, exec: { command: ['true'] } } } };
+    expect(
+      errorsOf(
+        [deployment({ lifecycle: { preStop: { sleep: { seconds: 5 }, exec: { command: ['true'] } } } })],
+        [deployment(both)],
+      ).filter(e => /handler type/.test(e.message)),
+    ).toEqual([]);
+    // kubectl apply (client-side) patches `seconds` away and keeps `sleep: {}`: not this rule.
+    expect(
+      guard([deployment(sleep(5))], [deployment(sleep())], { serverVersion: '1.35' }).findings.filter(f =>
+        /handler type/.test(f.message),
+      ),
+    ).toEqual([]);
+  });
+});
+
 describe('server-side apply: an item of a keyed list without any of its keys', () => {
   test("in a custom resource it is refused, naming the list; a built-in kind's list merges it", () => {
     const env = (items: object[]) => lws({ limits: { memory: '1Gi' } }, items);
