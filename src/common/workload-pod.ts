@@ -1,3 +1,4 @@
+import { refuseReserved } from './runtime-scripts';
 import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
@@ -252,6 +253,7 @@ function addUserVolumes(v: Validator, template: PodTemplate, volumes: WorkloadVo
     checkTyped(v, `${prop}.volume`, vol, 'Volume');
     checkVolumeSource(v, `${prop}.volume`, vol);
     v.dnsLabel(`${prop}.volume.name`, vol.name);
+    refuseReserved(v, `${prop}.volume.name`, { volumeName: vol.name });
     const sources = Object.keys(vol).filter(
       k => k !== 'name' && (vol as unknown as Record<string, unknown>)[k] !== undefined,
     );
@@ -260,6 +262,7 @@ function addUserVolumes(v: Validator, template: PodTemplate, volumes: WorkloadVo
     template.addVolume(vol, v, `${prop}.volume.name`);
     if (w.mountPath !== undefined) {
       v.absolutePath(`${prop}.mountPath`, w.mountPath);
+      refuseReserved(v, `${prop}.mountPath`, { mountPath: w.mountPath });
       if (
         w.subPath !== undefined &&
         (typeof w.subPath !== 'string' || w.subPath.startsWith('/') || w.subPath.split('/').includes('..'))

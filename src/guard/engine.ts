@@ -175,8 +175,20 @@ export function runGuard(
         : (byVersionOf(schemas, kindKey, after) ?? vendoredKind(after.apiVersion, after.kind)?.schema);
       // What this manager applied before: the earlier manifest, or what its managedFields entry owns.
       const previous = isLiveExport(before) ? serverSideApplied(before) : before;
-      for (const e of serverSideApplyErrors(previous, after, crd, builtIn, minor))
-        invalid({ before: null, after: null, ...e });
+      for (const { podsOnly, ...e } of serverSideApplyErrors(previous, after, crd, builtIn, minor)) {
+        if (!podsOnly) invalid({ before: null, after: null, ...e });
+        else
+          warnings.push({
+            severity: 'warning',
+            code: 'pods-refused',
+            ...identity(after),
+            namespace,
+            ...e,
+            before: null,
+            after: null,
+            message: `${e.message}: Kubernetes 1.${minor} stores the ${after.kind} (its pod template is validated only from 1.34), but refuses every pod made from it, so the rollout stops at its first replaced pod`,
+          });
+      }
     }
     if (kindRules.length === 0) continue;
     // Most objects of a large export are mutable Secrets and ConfigMaps: nothing to compare.

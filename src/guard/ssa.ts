@@ -14,6 +14,8 @@ export interface ServerSideApplyError {
   readonly message: string;
   readonly remedy: string;
   readonly source: string;
+  /** The server stores the object but refuses every pod made from its template (a StatefulSet before 1.34). */
+  readonly podsOnly?: boolean;
 }
 
 /** While walking: an error of the pod spec's own validation (a handler), which some servers skip. */
@@ -49,14 +51,14 @@ export function serverSideApplyErrors(
   const out: WalkError[] = [];
   walk(after, previous, resolve(root), '', resolve, { builtIn, granular: true }, out);
   // A StatefulSet's pod template is validated only from 1.34 (kubernetes#131790; 1.32.13 takes a preStop
-  // with no handler, 1.35.4 refuses it): before, what the rules below find there reaches no validation.
+  // with no handler, 1.35.4 refuses it): before, the StatefulSet is stored, and each pod made from it refused.
   const unvalidated =
     builtIn && after.kind === 'StatefulSet' && minor < STATEFULSET_TEMPLATE_VALIDATED_FROM
       ? 'spec.template.'
       : undefined;
-  return out
-    .filter(e => !(unvalidated && e.podValidation && e.path.startsWith(unvalidated)))
-    .map(({ podValidation: _, ...e }) => e);
+  return out.map(({ podValidation, ...e }) =>
+    podValidation && unvalidated && e.path.startsWith(unvalidated) ? { ...e, podsOnly: true } : e,
+  );
 }
 
 /**

@@ -42,6 +42,7 @@ const STAYS: Record<string, string> = {
  * changes that do less than they seem, then leftovers. A reviewer reads the first one.
  */
 const CONSEQUENCE: readonly string[] = [
+  'pods-refused',
   'serving-version-gap',
   'statefulset-replaced',
   'ondelete-replicas',

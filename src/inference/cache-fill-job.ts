@@ -167,7 +167,7 @@ function fill(f: Filler, command: string[], waitName: string): { job: ApiObject;
     if (vol.name === scriptVolumeName(hubDownloadScript())) (vol.configMap as { name?: string }).name = name;
   let made = jobs.get(`${namespace}\n${name}`);
   if (!made) {
-    scriptConfigMap(f.scope, name, hubDownloadScript(), name);
+    scriptConfigMap(f.scope, name, hubDownloadScript(), { name, instance: name });
     const labels = workloadLabels({ name, instance: name, component: CACHE_FILL_COMPONENT });
     const job = new ManifestObject(f.scope, `CacheFill-${name}`, KIND.Job, {
       metadata: {

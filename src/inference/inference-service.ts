@@ -541,7 +541,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       this._templateChangesStay =
         'Stakater Reloader does not restart LeaderWorkerSets (it patches Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs)';
     const template = (this._podTemplate = composePod(v, props, r));
-    this.downloadScript = shipScript(this, template, hubDownloadScript(), r.name);
+    this.downloadScript = shipScript(this, template, hubDownloadScript());
     if (r.engine.pickerEngine) template.label(ENGINE_TYPE_LABEL, r.engine.pickerEngine);
     this._podTemplates = [template];
     const fill = sharedCacheFill(this, template, r, props.downloadResources);
@@ -558,7 +558,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     // A worker is the leader's pod with the workers' labels; it waits for the same fill Job.
     const composeWorker = (w: Pick<ResolvedServing, 'labels' | 'selector'>) => {
       const worker = composePod(v, props, { ...r, ...w, serviceMonitor: true });
-      shipScript(this, worker, hubDownloadScript(), r.name);
+      shipScript(this, worker, hubDownloadScript());
       sharedCacheFill(this, worker, r, props.downloadResources);
       this._podTemplates.push(worker);
       return worker;

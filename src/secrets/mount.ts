@@ -1,4 +1,4 @@
-import { shipScript } from '../common/runtime-scripts';
+import { refuseReserved, shipScript } from '../common/runtime-scripts';
 import * as path from 'path';
 import { Chart } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
@@ -164,8 +164,7 @@ export function emitMount(v: Validator, workload: IGpuWorkload, plan: MountPlan,
   const uid = workload._securityUid ?? DEFAULT_NON_ROOT_UID;
   plan.pods.forEach((pod, i) => emitInto(v, pod, plan, source, uid, reloadsIn(plan.action, i)));
   // Beside the workload's object, in its chart: the ConfigMap is the workload's, named after it.
-  const owner = workload._podOwner;
-  for (const pod of plan.pods) shipScript(Chart.of(owner), pod, reloadScript(), owner.name);
+  for (const pod of plan.pods) shipScript(Chart.of(workload._podOwner), pod, reloadScript());
 }
 
 function emitInto(
@@ -241,6 +240,7 @@ function checkPath(v: Validator, pod: PodTemplate, value: string): string {
       value,
     );
   }
+  refuseReserved(v, 'path', { mountPath: p });
   if (SYSTEM_DIRS.has(p))
     v.fail('path', 'must not be a system directory: a secret mount there hides what the image keeps in it', value);
   if (p === SIDECAR_DIR || p.startsWith(`${SIDECAR_DIR}/`))

@@ -442,7 +442,7 @@ export class GpuTrainingStatefulSet extends Construct implements IGpuWorkload {
       claims,
     });
     this._podTemplate = pod.template;
-    this.launchScript = shipScript(this, pod.template, launchScript(), this.statefulSetName)!;
+    this.launchScript = shipScript(this, pod.template, launchScript())!;
     this.gpuConfigMapName = pod.gpuConfigMapName;
     this.gpuConfigMap = pod.gpuConfigMap;
     this.networkPolicy = pod.networkPolicy;

@@ -8,7 +8,8 @@ trap 'exit 143' TERM; trap 'exit 130' INT
 # cdk8s-gpu training launch wrapper: gives the StatefulSet's ranks together the behaviour of a job;
 # for GpuTrainingJob (CDK8S_GPU_MODE=forward, below) it only traps and forwards signals.
 #
-# Run as: sh -c "<this script>" cdk8s-gpu-launch <command> [args...]
+# Run as: sh -c '. <this file>' cdk8s-gpu-launch <command> [args...] (GpuTrainingStatefulSet, from its
+# ConfigMap), or sh -c "<the part before the job model>" cdk8s-gpu-launch ... (GpuTrainingJob).
 # POSIX sh only (dash, busybox ash, bash); external tools: date, head, mkdir, mv, rm, sleep.
 # The kubelet expands $(NAME) and turns a double dollar into one in command and args, so this
 # script never writes either form (the tests run it after that expansion).

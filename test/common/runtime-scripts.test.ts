@@ -70,8 +70,12 @@ describe('scripts shipped once per workload in an immutable, content-named Confi
         const m = here.find(x => x.metadata.name === name);
         expect(m.immutable).toBe(true);
         expect(m.data).toEqual({ [script.file]: script.content });
-        // Before the fill Jobs (wave -1) under Argo CD: their pods mount the download.
-        expect(m.metadata.annotations).toEqual({ 'argocd.argoproj.io/sync-wave': '-2' });
+        // Before the fill Jobs (wave -1) under Argo CD, whose pods mount the download; pruned last, once the
+        // workloads are healthy, so a pod the old template still makes finds its script.
+        expect(m.metadata.annotations).toEqual({
+          'argocd.argoproj.io/sync-wave': '-2',
+          'argocd.argoproj.io/sync-options': 'PruneLast=true',
+        });
       }
     }
     expect(maps).toHaveLength(10);
@@ -112,16 +116,31 @@ describe('scripts shipped once per workload in an immutable, content-named Confi
     expect(runners).toBeGreaterThanOrEqual(6);
   });
 
-  test("a pod volume named like the library's is refused, not silently reused", () => {
+  test("the scripts' volume names and mount root are reserved: a user volume or Secret mount there is refused", () => {
+    const trainer = (volumes: object[]) => () =>
+      new GpuTrainingStatefulSet(new Chart(Testing.app(), 'c'), 't', {
+        name: 't',
+        image: 'i',
+        gpusPerPod: 1,
+        args: ['train.py'],
+        volumes: volumes as any,
+      });
+    expect(trainer([{ volume: { name: 'cdk8s-gpu-launch', emptyDir: {} } }])).toThrow(
+      'GpuTrainingStatefulSet \'t\': volumes[0].volume.name must not start with cdk8s-gpu-: the library names the volumes of its runtime scripts so (got "cdk8s-gpu-launch")',
+    );
+    for (const mountPath of ['/opt/cdk8s-gpu/launch', '/opt/cdk8s-gpu', '/opt'])
+      expect(trainer([{ volume: { name: 'data', emptyDir: {} }, mountPath }])).toThrow(
+        `GpuTrainingStatefulSet 't': volumes[0].mountPath must not be /opt/cdk8s-gpu, under it or above it: the library mounts its runtime scripts there (got "${mountPath}")`,
+      );
+    expect(trainer([{ volume: { name: 'data', emptyDir: {} }, mountPath: '/opt/data' }])).not.toThrow();
     const chart = new Chart(Testing.app(), 'c');
-    expect(
-      () =>
-        new VllmInferenceService(chart, 'a', {
-          name: 'a',
-          modelId: MODEL,
-          pod: { volumes: [{ name: 'cdk8s-gpu-hub-download', emptyDir: {} }] },
-        } as any),
-    ).toThrow(/cdk8s-gpu-hub-download/);
+    const svc = new VllmInferenceService(chart, 'a', { name: 'a', modelId: MODEL });
+    expect(() =>
+      new RotatingGpuSecret(chart, 's', { name: 'creds' }).mountInto(svc, {
+        path: '/opt/cdk8s-gpu/reload-sidecar',
+        onRotation: Reload.httpPost('http://localhost:8000/reload'),
+      }),
+    ).toThrow(/RotatingGpuSecret 's': path must not be \/opt\/cdk8s-gpu, under it or above it/);
   });
 });
 
