@@ -365,11 +365,25 @@ async function main() {
     'GPU limits are real numbers',
     trainer?.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu'] === 8,
   );
+  // The packed scripts reach the pods: each runtime script's ConfigMap holds it (the reload sidecar's with
+  // its '..data' handling), and the native sidecar (an init container that restarts always) mounts it.
+  const reload = (trainer?.spec.template.spec.initContainers ?? []).find(
+    c => c.restartPolicy === 'Always' && (c.command ?? []).join(' ').includes('/opt/cdk8s-gpu/reload-sidecar/'),
+  );
+  const scriptMap = name =>
+    objs.find(
+      o =>
+        o.kind === 'ConfigMap' &&
+        o.metadata.name === (trainer?.spec.template.spec.volumes ?? []).find(v => v.name === name)?.configMap?.name,
+    );
   check(
-    'the reload sidecar script shipped and is embedded (a native sidecar: an init container that restarts always)',
-    (trainer?.spec.template.spec.initContainers ?? []).some(
-      c => c.restartPolicy === 'Always' && (c.command ?? []).join(' ').includes('..data'),
-    ),
+    'the reload sidecar script shipped: the native sidecar sources it from its ConfigMap',
+    reload !== undefined &&
+      String(Object.values(scriptMap('cdk8s-gpu-reload-sidecar')?.data ?? {})[0]).includes('..data'),
+  );
+  check(
+    'the launch wrapper shipped: its ConfigMap holds the job model',
+    String(Object.values(scriptMap('cdk8s-gpu-launch')?.data ?? {})[0]).includes('# cdk8s-gpu: the job model'),
   );
 
   // 5. Against that output as the baseline: the validated synths (one after another, they share
