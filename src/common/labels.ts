@@ -10,6 +10,10 @@ export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
  * replaces one by another on purpose: the guard and the plan read this to say so.
  */
 export const CACHE_FILL_COMPONENT = 'model-cache-fill';
+/** Argo CD applies lower waves first and waits for them to be healthy (a Job: complete) before the next. */
+export const ARGOCD_SYNC_WAVE = 'argocd.argoproj.io/sync-wave';
+/** Argo CD's per-object sync options, e.g. `PruneLast=true`: pruned after every wave is synced and healthy. */
+export const ARGOCD_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
 /** The component of the ConfigMaps that ship the library's runtime scripts, also named by a content hash. */
 export const RUNTIME_SCRIPT_COMPONENT = 'runtime-script';
 /**

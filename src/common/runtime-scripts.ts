@@ -5,7 +5,14 @@ import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { IConstruct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
 import { contentHash } from './hash';
-import { LABEL_INSTANCE, LABEL_NAME, RUNTIME_SCRIPT_COMPONENT, workloadLabels } from './labels';
+import {
+  ARGOCD_SYNC_OPTIONS,
+  ARGOCD_SYNC_WAVE,
+  LABEL_INSTANCE,
+  LABEL_NAME,
+  RUNTIME_SCRIPT_COMPONENT,
+  workloadLabels,
+} from './labels';
 import { KIND, ManifestObject } from './manifest-object';
 import { PodTemplate } from './pod-template';
 import { Validator } from '../validation/validate';
@@ -39,9 +46,7 @@ export const VOLUME_PREFIX = 'cdk8s-gpu-';
 /** A content hash long enough to tell versions apart, short enough for a readable name. */
 const HASH_LENGTH = 10;
 /** Argo CD: before the fill Jobs (wave -1), whose pods mount the download. */
-const ARGOCD_SYNC_WAVE = 'argocd.argoproj.io/sync-wave';
 const SCRIPT_WAVE = '-2';
-const ARGOCD_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
 
 const loaded = new Map<string, RuntimeScript>();
 

@@ -2,7 +2,7 @@ import { ApiObject, Chart, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct, IConstruct } from 'constructs';
 import { contentHash } from '../common/hash';
-import { CACHE_FILL_COMPONENT, workloadLabels } from '../common/labels';
+import { ARGOCD_SYNC_WAVE, CACHE_FILL_COMPONENT, workloadLabels } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
 import { PodTemplate } from '../common/pod-template';
 import { sizeQuantity } from '../common/quantity';
@@ -36,9 +36,6 @@ const HASH_LENGTH = 10;
  * limited to 63 characters.
  */
 const JOB_NAME_MAX = 63;
-
-/** Argo CD applies lower waves first and waits for them to be healthy (a Job: complete) before the next. */
-export const ARGOCD_SYNC_WAVE = 'argocd.argoproj.io/sync-wave';
 
 /** What one serving pod's fills are made from: its download, and the pod settings a download needs. */
 interface Filler {
