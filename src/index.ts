@@ -31,6 +31,8 @@ export type {
 } from './training/gpu-training-job';
 export type { TrainingPracticeProps } from './training/practice';
 export { Rdma } from './common/rdma';
+export { DeviceSelector } from './common/device-claim';
+export type { DynamicResourceAllocation } from './common/device-claim';
 export type { InfinibandOptions, SharedRdmaOptions, SriovRdmaOptions } from './common/rdma';
 export type { AdoptedVolumes } from './training/adopt-volumes';
 

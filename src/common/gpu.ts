@@ -90,6 +90,11 @@ export interface GpuResourceOptions {
   readonly cpuLimit?: k8s.Quantity;
   /** Further device resources, requested and limited alike. */
   readonly extended?: Record<string, k8s.Quantity>;
+  /**
+   * The pod's resource claim that holds the GPUs (Dynamic Resource Allocation): the container
+   * references it, and `gpuResource` is then not requested.
+   */
+  readonly claim?: string;
 }
 
 /**
@@ -98,9 +103,11 @@ export interface GpuResourceOptions {
  * that `/dev/shm` also draws on.
  */
 export function gpuResources(o: GpuResourceOptions): k8s.ResourceRequirements {
-  const devices = { [o.gpuResource ?? GPU_RESOURCE]: k8s.Quantity.fromNumber(o.gpus), ...o.extended };
+  const gpus = o.claim === undefined ? { [o.gpuResource ?? GPU_RESOURCE]: k8s.Quantity.fromNumber(o.gpus) } : {};
+  const devices = { ...gpus, ...o.extended };
   const memory = sizeQuantity(o.memory);
   return {
+    ...(o.claim !== undefined ? { claims: [{ name: o.claim }] } : {}),
     requests: { cpu: o.cpu, memory, ...devices },
     limits: { ...(o.cpuLimit ? { cpu: o.cpuLimit } : {}), memory, ...devices },
   };

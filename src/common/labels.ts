@@ -16,6 +16,8 @@ export const ARGOCD_SYNC_WAVE = 'argocd.argoproj.io/sync-wave';
 export const ARGOCD_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
 /** The component of the ConfigMaps that ship the library's runtime scripts, also named by a content hash. */
 export const RUNTIME_SCRIPT_COMPONENT = 'runtime-script';
+/** The component of a workload's GPU ResourceClaimTemplates, named by a hash of their request. */
+export const GPU_CLAIM_COMPONENT = 'gpu-claim';
 /**
  * The versioned workload an object belongs to, on objects that other objects select (a headless
  * Service a ServiceMonitor finds). The library owns it: Argo CD's label tracking (its default

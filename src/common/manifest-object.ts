@@ -2,7 +2,7 @@ import { ApiObject, GroupVersionKind, JsonPatch, Lazy } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { outputErrors } from '../checks/output-rules';
-import { FLOOR_API } from '../validation/kube-versions';
+import { oldestApiFor } from '../validation/kube-versions';
 import { registerObject } from '../checks/unique-objects';
 import { ConfigurationError } from '../validation/validate';
 
@@ -101,7 +101,9 @@ function patchErrors<P>(kind: ManifestKind<P>, json: any): string[] {
   const { crdErrors, isVendoredKind } =
     require('../validation/crd-schema') as typeof import('../validation/crd-schema');
   const { strictErrors } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
-  const schema = isVendoredKind(json.apiVersion, json.kind) ? crdErrors(json) : strictErrors(json, FLOOR_API);
+  const schema = isVendoredKind(json.apiVersion, json.kind)
+    ? crdErrors(json)
+    : strictErrors(json, oldestApiFor(json.apiVersion));
   return [...(kind.afterPatch?.(json) ?? []), ...schema];
 }
 

@@ -1,5 +1,6 @@
 import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
+import { DynamicResourceAllocation } from './device-claim';
 import { EnvFrom, EnvValue } from './env';
 import { NetworkAccess } from './network-policy';
 
@@ -133,6 +134,14 @@ export interface GpuWorkloadProps {
    * @default 'nvidia.com/gpu' - the NVIDIA device plugin's whole GPUs
    */
   readonly gpuResource?: string;
+  /**
+   * GPUs through Dynamic Resource Allocation (Kubernetes 1.34+, a DRA driver such as NVIDIA's
+   * k8s-dra-driver-gpu installed): each pod claims its GPUs from a ResourceClaimTemplate the
+   * construct makes, instead of the device plugin's `gpuResource`. Its `kubernetesVersion` states
+   * the version it needs; see docs/design.md "Dynamic Resource Allocation".
+   * @default - the device plugin's `gpuResource`, which every supported Kubernetes version schedules
+   */
+  readonly dynamicResourceAllocation?: DynamicResourceAllocation;
   /**
    * Further device resources per pod, requested and limited alike, e.g.
    * `{ 'vpc.amazonaws.com/efa': 4 }` or `{ 'rdma/rdma_shared_device_a': 1 }`.

@@ -1,7 +1,8 @@
 import { refuseReserved } from './runtime-scripts';
 import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
+import { claimTemplate, GPU_CLAIM, resolveDeviceClaim } from './device-claim';
 import { EnvValue } from './env';
 import {
   defaultHostResources,
@@ -31,6 +32,7 @@ export const GPU_WORKLOAD_PROP_KEYS: ReadonlyArray<keyof GpuWorkloadProps> = [
   'envFrom',
   'volumes',
   'gpuResource',
+  'dynamicResourceAllocation',
   'extendedResources',
   'cpu',
   'guaranteedQos',
@@ -76,7 +78,11 @@ export interface OwnedEnv {
 
 /** What a construct contributes to its pod; the shared props come from `props`. */
 export interface WorkloadPodInput {
+  /** Where the objects the pod needs beside it (a GPU claim template) are made. */
+  readonly scope: IConstruct;
   readonly props: GpuWorkloadProps;
+  /** The Kueue LocalQueue the workload is admitted through, if any: its quota must see the pods' GPUs. */
+  readonly queueName?: string;
   /** GPUs (or MIG instances) per pod, validated. */
   readonly gpus: number;
   readonly identity: ProcessIdentity;
@@ -129,6 +135,11 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
       'must be a whole number of CPUs with guaranteedQos: the static CPU manager pins only integer CPU requests',
       cpu,
     );
+  const claim = resolveDeviceClaim(v, props.dynamicResourceAllocation, {
+    gpus: input.gpus,
+    gpuResource: props.gpuResource,
+    queueName: input.queueName,
+  });
   const gpuResource = props.gpuResource ?? GPU_RESOURCE;
   extendedResourceName(v, 'gpuResource', gpuResource);
   const extended = extendedResources(v, props.extendedResources ?? {}, gpuResource);
@@ -156,6 +167,7 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
       memory,
       extended,
       ...(guaranteed ? { cpuLimit: cpuQuantity } : {}),
+      ...(claim ? { claim: GPU_CLAIM } : {}),
     }),
     volumeMounts: [] as k8s.VolumeMount[],
     securityContext: containerSecurityContext(input.identity),
@@ -168,6 +180,9 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
     ...spec,
     securityContext: podSecurityContext(input.identity),
     tolerations: [...gpuTolerations(), ...(spec.tolerations ?? [])],
+    ...(claim
+      ? { resourceClaims: [{ name: GPU_CLAIM, resourceClaimTemplateName: claimTemplate(input.scope, claim, labels) }] }
+      : {}),
     volumes: [],
   });
 

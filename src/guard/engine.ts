@@ -1,6 +1,7 @@
 // The guard's comparison: one pass over the objects, linear in their number. Required lazily by
 // diff.ts so that importing the library costs nothing until the guard runs. What apply stores is
 // in apply.ts and carry-forward.ts, how each rule compares in checks.ts, the warnings in warnings.ts.
+import { newerApiErrors } from './newer-apis';
 import { vendoredKind } from '../validation/crd-registry';
 import { applied, applyResult, missingMergeKeys, serverSideApplied, serviceUpdate } from './apply';
 import { serverSideApplyErrors } from './ssa';
@@ -265,6 +266,7 @@ export function runGuard(
     }
   }
 
+  errors.push(...newerApiErrors(afterObjects, minor));
   removedWarnings(beforeObjects, afterObjects, matched, created, warnings);
   servingBumpWarnings(beforeObjects, matched, created, warnings);
   serverSideApplyWarnings(beforeObjects, matched, warnings);

@@ -8,7 +8,16 @@ import { semanticEqual } from './equal';
 import { lwsView, scaled } from './lws-check';
 import type { KubeObject } from './normalize';
 import { isObject } from './object';
-import { num, podSpecs, type Range, STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON, startupOf, unitGpus } from './workload';
+import {
+  type ClaimCounts,
+  NO_CLAIMS,
+  num,
+  podSpecs,
+  type Range,
+  STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON,
+  startupOf,
+  unitGpus,
+} from './workload';
 
 /**
  * What a revision of the LeaderWorkerSet holds (getPatch): `leaderWorkerTemplate` and
@@ -48,8 +57,15 @@ export function lwsRestartInputs(o: KubeObject): Record<string, unknown> {
  * before 1.35). Each replaced leader takes its group out of service: capacity drops even with
  * maxUnavailable 0.
  */
-function inPlaceRoll(a: KubeObject, replicas: Range, perStep: number, size: number, stsHonours: boolean): LwsRollout {
-  const per = unitGpus(a);
+function inPlaceRoll(
+  a: KubeObject,
+  replicas: Range,
+  perStep: number,
+  size: number,
+  stsHonours: boolean,
+  claims: ClaimCounts,
+): LwsRollout {
+  const per = unitGpus(a, claims);
   return {
     groups: replicas,
     perStep,
@@ -100,14 +116,21 @@ export interface LwsRollout {
  * one group, at a time. A group's pods go together: the leader's deletion takes its worker
  * StatefulSet with it, and a new leader gets new workers.
  */
-export function lwsRollout(b: KubeObject, a: KubeObject, replicas: Range, minor: number | undefined): LwsRollout {
+export function lwsRollout(
+  b: KubeObject,
+  a: KubeObject,
+  replicas: Range,
+  minor: number | undefined,
+  claims: ClaimCounts = NO_CLAIMS,
+): LwsRollout {
   const v = lwsView(a);
   // GetScaledValueFromIntOrPercent against spec.replicas: maxUnavailable rounds down, maxSurge up.
   const unavailable = Math.max(scaled(v.maxUnavailable, replicas.max, false) ?? 1, 0);
   const surge = Math.min(Math.max(scaled(v.maxSurge, replicas.max, true) ?? 0, 0), replicas.max);
   const stsHonours = (minor ?? 0) >= STATEFULSET_MAX_UNAVAILABLE_DEFAULT_ON;
   const perStep = stsHonours ? Math.max(unavailable + surge, 1) : 1;
-  if (semanticEqual(lwsRevision(b), lwsRevision(a))) return inPlaceRoll(a, replicas, perStep, v.size, stsHonours);
+  if (semanticEqual(lwsRevision(b), lwsRevision(a)))
+    return inPlaceRoll(a, replicas, perStep, v.size, stsHonours, claims);
   const groups = {
     min: Math.max(replicas.min - v.partition, 0),
     max: Math.max(replicas.max - v.partition, 0),
@@ -118,10 +141,10 @@ export function lwsRollout(b: KubeObject, a: KubeObject, replicas: Range, minor:
   const steps = (n: number) =>
     n <= 0 ? 0 : surge > 0 ? 1 + Math.ceil(Math.max(n - first, 0) / perStep) : Math.ceil(n / perStep);
   // Old and new groups side by side: with a changed size or template, count the larger of the two.
-  const per = Math.max(unitGpus(a), unitGpus(b));
+  const per = Math.max(unitGpus(a, claims), unitGpus(b, claims));
   const gpusDuringRollout = {
-    min: replicas.min * per + surge * unitGpus(a),
-    max: replicas.max * per + surge * unitGpus(a),
+    min: replicas.min * per + surge * unitGpus(a, claims),
+    max: replicas.max * per + surge * unitGpus(a, claims),
   };
   const parts = [
     `RollingUpdate by group of ${v.size} pod(s)`,

@@ -8,7 +8,7 @@ import { semanticEqual } from './equal';
 import { arr, KubeObject, mirroredAlias } from './normalize';
 import { lwsRestartInputs, lwsRollout, lwsStartup } from './lws-plan';
 import { describe, isObject } from './object';
-import { appName, isCacheFill, isContentNamed } from './remedy';
+import { appName, isCacheFill, isContentNamed, isGpuClaimTemplate } from './remedy';
 import { minorOf } from './rules';
 import { claimFate, serverOwned } from './warnings';
 import {
@@ -25,6 +25,8 @@ import {
   startupOf,
   templateOf,
   unitGpus,
+  claimCounts,
+  type ClaimCounts,
   unitOf,
 } from './workload';
 
@@ -173,6 +175,7 @@ function planWorkload(
   scalers: Map<string, Range>,
   minor: number | undefined,
   pair: { b: KubeObject; a: KubeObject } | undefined,
+  claims: ClaimCounts,
 ): WorkloadPlan | undefined {
   const k = kindKey(after);
   if (templateOf(after) === undefined) return undefined;
@@ -186,7 +189,7 @@ function planWorkload(
   const startup = startupFor(a);
   const replicas = replicasOf(after, before, scalers);
   const unit = unitOf(a);
-  const perUnitGpus = unitGpus(a);
+  const perUnitGpus = unitGpus(a, claims);
   const gpus = { min: replicas.min * perUnitGpus, max: replicas.max * perUnitGpus };
   const base = {
     object: describe(after),
@@ -314,7 +317,7 @@ function planWorkload(
       return rolling(replicas, 1, 0, 'RollingUpdate, one node at a time (one pod per matching node; counted as 1)');
     }
     case LWS: {
-      const r = lwsRollout(b, a, replicas, minor);
+      const r = lwsRollout(b, a, replicas, minor, claims);
       return { ...rolling(r.groups, r.perStep, r.surge, r.how, r.steps), gpusDuringRollout: r.gpusDuringRollout };
     }
     case 'batch/CronJob':
@@ -347,9 +350,11 @@ export function plan(
   // normalized copies are then dropped at once rather than held for every object until the end.
   const early = new Map<KubeObject, { old: KubeObject; plan: WorkloadPlan | undefined }>();
   let scalersOf: Map<string, Range> | undefined;
+  // Claim templates are content-named, so one map of both sides never mixes two templates.
+  const claims = claimCounts([...before, ...after]);
   const guard = runGuard(before, after, options, (old, o, pair, minor) => {
     scalersOf ??= autoscaled([...before, ...after]);
-    if (templateOf(o) !== undefined) early.set(o, { old, plan: planWorkload(old, o, scalersOf, minor, pair) });
+    if (templateOf(o) !== undefined) early.set(o, { old, plan: planWorkload(old, o, scalersOf, minor, pair, claims) });
   });
   const scalers = scalersOf ?? autoscaled([...before, ...after]);
   const afterScalers = autoscaled(after);
@@ -380,7 +385,7 @@ export function plan(
     if (!old) {
       created.push(o);
       const replicas = replicasOf(o, undefined, afterScalers);
-      const per = unitGpus(o);
+      const per = unitGpus(o, claims);
       const startup = startupFor(o);
       const gpus = { min: replicas.min * per, max: replicas.max * per };
       workloads.push({
@@ -409,7 +414,9 @@ export function plan(
     const e = early.get(o);
     const minor = minorOf(guard.serverVersion);
     const p =
-      e?.old === old ? e.plan : planWorkload(old, o, scalers, minor, e ? storedPair(e.old, o, minor) : undefined);
+      e?.old === old
+        ? e.plan
+        : planWorkload(old, o, scalers, minor, e ? storedPair(e.old, o, minor) : undefined, claims);
     if (p) workloads.push(p);
   }
   // Claims a StatefulSet made from its templates (`<template>-<sts>-<ordinal>`) are in no manifest.
@@ -426,7 +433,7 @@ export function plan(
     if (matched.has(o) || serverOwned(o) || fromTemplate(o)) continue;
     const specs = templateOf(o) === undefined ? [] : podSpecs(o);
     const replicas = replicasOf(o, o, scalers);
-    const per = unitGpus(o);
+    const per = unitGpus(o, claims);
     const gpus = { min: replicas.min * per, max: replicas.max * per };
     const app = appName(o);
     const replacement =
@@ -481,6 +488,10 @@ function contentNamedNote(old: KubeObject, created: readonly KubeObject[]): stri
     return next
       ? `a fill Job, named by a hash of what it fills: ${describe(next)} replaces it (for the same revision it finds the cache complete and exits at once); a pruning sync deletes this one, and the filled cache stays on its claim`
       : 'a fill Job no service waits for any more: a pruning sync deletes it; the filled cache stays on its claim';
+  if (isGpuClaimTemplate(old))
+    return next
+      ? `a GPU claim template, named by a hash of its request (its spec is immutable): ${describe(next)} holds the new request, which the changed pods claim from; a pruning sync deletes this one, and running pods keep the claims made from it`
+      : 'a GPU claim template no pod template names any more: a pruning sync deletes it, and running pods keep the claims made from it';
   return next
     ? `a runtime script, named by a hash of its content: ${describe(next)} holds the new version, which the changed pods mount; a pruning sync deletes this one, and pods still running keep their mounted copy`
     : 'a runtime script no pod template mounts any more: a pruning sync deletes it, and pods still running keep their mounted copy';

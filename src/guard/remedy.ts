@@ -1,4 +1,4 @@
-import { CACHE_FILL_COMPONENT, RUNTIME_SCRIPT_COMPONENT } from '../common/labels';
+import { CACHE_FILL_COMPONENT, GPU_CLAIM_COMPONENT, RUNTIME_SCRIPT_COMPONENT } from '../common/labels';
 import { claimNameFor } from '../common/names';
 // What to do about a finding, fitted to the object: this library's training StatefulSets keep
 // checkpoints (claims with Retain, adoption runbook), its serving StatefulSets keep model caches
@@ -29,8 +29,13 @@ export function isRuntimeScript(o: KubeObject): boolean {
   return o.kind === 'ConfigMap' && o.metadata.labels?.[LABEL_COMPONENT] === RUNTIME_SCRIPT_COMPONENT;
 }
 
+/** A workload's GPU ResourceClaimTemplate: named by a hash of its request, since its spec is immutable. */
+export function isGpuClaimTemplate(o: KubeObject): boolean {
+  return o.kind === 'ResourceClaimTemplate' && o.metadata.labels?.[LABEL_COMPONENT] === GPU_CLAIM_COMPONENT;
+}
+
 /** An object the library names by a hash of its content: a new version is a new object by design. */
-export const isContentNamed = (o: KubeObject) => isCacheFill(o) || isRuntimeScript(o);
+export const isContentNamed = (o: KubeObject) => isCacheFill(o) || isRuntimeScript(o) || isGpuClaimTemplate(o);
 
 export function isTraining(o: KubeObject): boolean {
   return o.metadata.labels?.[LABEL_COMPONENT] === 'training';

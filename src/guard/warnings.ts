@@ -6,7 +6,7 @@ import type { Finding } from './diff';
 import { arr, KubeObject } from './normalize';
 import { describe, groupOf, identity } from './object';
 import { appName, claimNames, claimsAreCaches, claimTemplateNames, isContentNamed, isTraining } from './remedy';
-import { autoscaled, gpuRange, rangeText } from './workload';
+import { autoscaled, claimCounts, gpuRange, rangeText } from './workload';
 
 /** Objects the server or a controller creates: their absence from a manifest means nothing. */
 export function serverOwned(o: KubeObject): boolean {
@@ -137,6 +137,7 @@ export function removedWarnings(
 ): void {
   // An autoscaled StatefulSet has no replicas in its manifest: its HPA or ScaledObject gives the range.
   const scalers = autoscaled(before);
+  const claimGpus = claimCounts(before);
   const newByApp = new Map<string, KubeObject[]>();
   for (const c of created) {
     const app = appName(c);
@@ -188,7 +189,7 @@ export function removedWarnings(
     // Named by a hash of what it holds (a fill Job, a runtime script): a change is a new object by
     // design, and the old one's work (a filled cache, a running pod's mounted copy) stays.
     if (isContentNamed(old)) continue;
-    const gpus = gpuRange(old, scalers);
+    const gpus = gpuRange(old, scalers, claimGpus);
     const running = gpus.max > 0 ? ` with its pods and their ${rangeText(gpus)} GPU(s)` : '';
     const claims = isSts(old) ? claimNames(old) : [];
     const ns = old.metadata.namespace ? ` -n ${old.metadata.namespace}` : '';

@@ -50,12 +50,34 @@ export function podSpecs(o: KubeObject): any[] {
 
 const isSidecar = (c: any) => c?.restartPolicy === 'Always';
 
+/** GPUs each ResourceClaimTemplate (`namespace/name`) gives a pod: its requests' ExactCount devices of a GPU class. */
+export type ClaimCounts = ReadonlyMap<string, number>;
+export const NO_CLAIMS: ClaimCounts = new Map();
+/** DeviceClasses counted as GPUs: NVIDIA's `gpu.nvidia.com` and `mig.nvidia.com`, AMD's and Intel's `gpu.*`. */
+const GPU_CLASS = /(^|\.)(gpu|mig)\.|gpu/;
+
+/** The GPUs per pod of every ResourceClaimTemplate in `objects` (resource.k8s.io, any version's request shape). */
+export function claimCounts(objects: readonly KubeObject[]): ClaimCounts {
+  const out = new Map<string, number>();
+  for (const o of objects) {
+    if (o.kind !== 'ResourceClaimTemplate' || groupOf(o) !== 'resource.k8s.io') continue;
+    const gpus = arr(o.spec?.spec?.devices?.requests).reduce((n: number, r: any) => {
+      // v1 nests the request in `exactly`; v1beta1 has its fields on the request itself.
+      const e = isObject(r?.exactly) ? r.exactly : r;
+      const mode = e?.allocationMode ?? 'ExactCount';
+      return GPU_CLASS.test(String(e?.deviceClassName ?? '')) && mode === 'ExactCount' ? n + num(e?.count, 1) : n;
+    }, 0);
+    out.set(`${o.metadata.namespace ?? ''}/${o.metadata.name}`, gpus);
+  }
+  return out;
+}
+
 /**
  * GPUs a pod asks for, by the scheduler's rule (KEP-753): the regular containers and the native
  * sidecars add up; an init container that runs to completion needs its own plus the sidecars started
  * before it; the pod asks for the larger.
  */
-export function gpusOfPod(spec: any): number {
+export function gpusOfPod(spec: any, claims: ClaimCounts = NO_CLAIMS, namespace = ''): number {
   const gpus = (c: any) =>
     Object.entries({ ...(c?.resources?.requests ?? {}), ...(c?.resources?.limits ?? {}) })
       .filter(([k]) => GPU_RESOURCE.test(k))
@@ -67,7 +89,12 @@ export function gpusOfPod(spec: any): number {
     else initPeak = Math.max(initPeak, sidecars + gpus(c));
   }
   const main = arr(spec?.containers).reduce((n: number, c: any) => n + gpus(c), 0);
-  return Math.max(main + sidecars, initPeak);
+  // Each claim made from a template is the pod's own; the scheduler allocates every claim the pod names.
+  const claimed = arr(spec?.resourceClaims).reduce(
+    (n: number, c: any) => n + (claims.get(`${namespace}/${c?.resourceClaimTemplateName}`) ?? 0),
+    0,
+  );
+  return Math.max(main + sidecars, initPeak) + claimed;
 }
 
 /**
@@ -139,12 +166,16 @@ export const rangeText = (r: Range, f: (n: number) => string = String) =>
  * GPUs of one replica: a pod, or a LeaderWorkerSet's group (the leader, whose template defaults to
  * the workers', and `leaderWorkerTemplate.size - 1` workers).
  */
-export function unitGpus(o: KubeObject): number {
+export function unitGpus(o: KubeObject, claims: ClaimCounts = NO_CLAIMS): number {
   if (templateOf(o) === undefined) return 0;
   const specs = podSpecs(o);
+  const ns = o.metadata.namespace ?? '';
   if (kindKey(o) === LWS)
-    return gpusOfPod(specs[0]) + (num(o.spec?.leaderWorkerTemplate?.size, 1) - 1) * gpusOfPod(specs[1]);
-  return gpusOfPod(specs[0]);
+    return (
+      gpusOfPod(specs[0], claims, ns) +
+      (num(o.spec?.leaderWorkerTemplate?.size, 1) - 1) * gpusOfPod(specs[1], claims, ns)
+    );
+  return gpusOfPod(specs[0], claims, ns);
 }
 
 /** What one replica is: a pod, or a LeaderWorkerSet's group. */
@@ -155,8 +186,8 @@ export const drainOf = (o: KubeObject) =>
   Math.max(...podSpecs(o).map(s => num(s?.terminationGracePeriodSeconds, DEFAULT_GRACE)));
 
 /** GPUs a workload holds: per pod (or group) times its replicas (a range under an autoscaler). */
-export function gpuRange(o: KubeObject, scalers: Map<string, Range>): Range {
-  const per = unitGpus(o);
+export function gpuRange(o: KubeObject, scalers: Map<string, Range>, claims: ClaimCounts = NO_CLAIMS): Range {
+  const per = unitGpus(o, claims);
   const r = replicasOf(o, o, scalers);
   return { min: r.min * per, max: r.max * per };
 }

@@ -1,6 +1,6 @@
 import { ApiObject, Chart, Duration, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { checkGpusPerNode, isMigResource } from '../common/gpu';
@@ -540,7 +540,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     if (r.group)
       this._templateChangesStay =
         'Stakater Reloader does not restart LeaderWorkerSets (it patches Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs)';
-    const template = (this._podTemplate = composePod(v, props, r));
+    const template = (this._podTemplate = composePod(this, v, props, r));
     this.downloadScript = shipScript(this, template, hubDownloadScript());
     if (r.engine.pickerEngine) template.label(ENGINE_TYPE_LABEL, r.engine.pickerEngine);
     this._podTemplates = [template];
@@ -557,7 +557,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this.service = clientService(this, props.name);
     // A worker is the leader's pod with the workers' labels; it waits for the same fill Job.
     const composeWorker = (w: Pick<ResolvedServing, 'labels' | 'selector'>) => {
-      const worker = composePod(v, props, { ...r, ...w, serviceMonitor: true });
+      const worker = composePod(this, v, props, { ...r, ...w, serviceMonitor: true });
       shipScript(this, worker, hubDownloadScript());
       sharedCacheFill(this, worker, r, props.downloadResources);
       this._podTemplates.push(worker);
@@ -826,7 +826,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
 }
 
 /** The serving pod: the engine's container with its probes and drain, the cache, the download. */
-function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServing): PodTemplate {
+function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProps, r: ResolvedServing): PodTemplate {
   const { engine, launch, cache } = r;
   const scratch = scratchSpace(engine.home);
   // The server never reaches the hub: the init container filled the cache, so a hub outage or a
@@ -838,6 +838,8 @@ function composePod(v: Validator, props: InferenceServiceProps, r: ResolvedServi
   });
   const cacheMount = { name: cache.volumeName, mountPath: MODEL_CACHE_PATH };
   const { template } = buildWorkloadPod(v, {
+    scope,
+    queueName: props.queueName,
     props: r.group?.rdma ? { ...props, extendedResources: rdmaExtendedResources(v, props, r.group.rdma) } : props,
     gpus: r.gpus,
     identity: r.identity,

@@ -1,5 +1,6 @@
 import * as fs from 'fs';
 import type { GuardValidationContext } from './guard-plugin';
+import type { KubeVersion } from '../validation/kube-versions';
 
 export interface StrictSchemaValidationProps {
   /**
@@ -48,6 +49,8 @@ export class StrictSchemaValidation {
    */
   async validate(context: GuardValidationContext): Promise<void> {
     const { strictErrors } = require('../validation/strict-schema') as typeof import('../validation/strict-schema');
+    const { API_SINCE_MINOR, apisFor, NEWEST_API } =
+      require('../validation/kube-versions') as typeof import('../validation/kube-versions');
     const { GuardInputError, parseObjects } = require('../guard/load') as typeof import('../guard/load');
     const { checkManifests } = require('../checks/manifests') as typeof import('../checks/manifests');
     let errors = 0;
@@ -84,7 +87,14 @@ export class StrictSchemaValidation {
       }
       for (const obj of objects as any[]) {
         all.push(obj);
-        const messages = this.versions.flatMap(v => strictErrors(obj, v as never).map(e => `[${v}] ${e}`));
+        // An API newer than the floor (resource.k8s.io/v1) is checked from the first version that serves it.
+        const versions = apisFor(obj?.apiVersion, this.versions as KubeVersion[]);
+        const messages =
+          versions.length > 0
+            ? versions.flatMap(v => strictErrors(obj, v).map(e => `[${v}] ${e}`))
+            : [
+                `${obj.apiVersion} is served from Kubernetes 1.${API_SINCE_MINOR[obj.apiVersion]}: none of the versions checked (${this.versions.join(', ')}) has it; add ${NEWEST_API}`,
+              ];
         if (messages.length === 0) continue;
         violation(
           'cdk8s-gpu/strict-schema',

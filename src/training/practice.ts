@@ -342,6 +342,8 @@ export function buildTrainingPod(scope: Construct, v: Validator, input: Training
   }
 
   const pod = buildWorkloadPod(v, {
+    scope,
+    queueName: props.queueName,
     props: { ...props, extendedResources },
     gpus: basics.gpusPerPod,
     identity: basics.identity,

@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { FLOOR_API, KubeVersion, NEWEST_API } from './kube-versions';
+import { apisFor, FLOOR_API, KubeVersion, NEWEST_API } from './kube-versions';
 
 /**
  * A strict validator for Kubernetes objects against the official OpenAPI definitions, acting like
@@ -280,6 +280,8 @@ function walk(value: unknown, schema: Schema, at: string, defs: Record<string, S
 
 /** Throws with every error when any object is invalid for any of the given versions. */
 export function expectStrictlyValid(objects: any[], versions: readonly KubeVersion[] = KUBE_VERSIONS): void {
-  const errors = versions.flatMap(v => objects.flatMap(o => strictErrors(o, v).map(e => `[${v}] ${e}`)));
+  const errors = objects.flatMap(o =>
+    apisFor(o?.apiVersion, versions).flatMap(v => strictErrors(o, v).map(e => `[${v}] ${e}`)),
+  );
   if (errors.length > 0) throw new Error(`strict validation failed:\n  ${errors.join('\n  ')}`);
 }

@@ -1,5 +1,6 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
-import { ConfigurationError } from '../../src';
+import { ConfigurationError, guard } from '../../src';
+import { API_SINCE_MINOR } from '../../src/validation/kube-versions';
 import { show } from '../../src/validation/validate';
 import { buildService, COMBINATIONS, EXTREMES as SERVING_EXTREMES, SHARED, SPECIFIC } from '../inference/props-cases';
 import { EngineCase, ENGINES } from '../inference/support';
@@ -13,7 +14,16 @@ import {
   TABLE,
 } from '../training/props-cases';
 import { vendoredCrds } from './crds';
-import { Cluster, describeCluster, PodSecurityLevel, podSecurityLabels, pool, problems, Response } from './kube';
+import {
+  Cluster,
+  describeCluster,
+  minorOf,
+  PodSecurityLevel,
+  podSecurityLabels,
+  pool,
+  problems,
+  Response,
+} from './kube';
 
 /**
  * The props sweeps (test/inference/props-cases.ts, test/training/props-cases.ts) on a real API server:
@@ -131,6 +141,7 @@ const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 describeCluster('every input the constructs accept, on a real API server', (cluster: Cluster) => {
   jest.setTimeout(300_000);
   const sweep = groups();
+  const minor = Number(minorOf(cluster.version).split('.')[1]);
   const namespaces: string[] = [];
   const counters = new Map<string, number>();
   /** What the construct or the server said of each extreme, for the log. */
@@ -169,6 +180,17 @@ describeCluster('every input the constructs accept, on a real API server', (clus
         return [];
       }
       return [`${c.what}: refused by the construct${extreme ? ' without naming the prop' : ''}: ${message}`];
+    }
+    // Output for a newer API than this server's (dynamicResourceAllocation needs 1.34): the guard for this
+    // version must refuse it; what the server itself does with it is test/cluster/dynamic-resources.test.ts.
+    const needs = Math.max(0, ...objects.map(o => API_SINCE_MINOR[o.apiVersion] ?? 0));
+    if (needs > minor) {
+      const codes = guard([], objects, { serverVersion: minorOf(cluster.version) }).findings.map(f => f.code);
+      return codes.includes('api-not-served') && codes.includes('claims-dropped')
+        ? []
+        : [
+            `${c.what}: needs Kubernetes 1.${needs}, but the guard for ${cluster.version} refuses nothing (${codes.join(', ')})`,
+          ];
     }
     const labels = podSecurityLabels(level);
     namespaces.push(ns);

@@ -1,6 +1,7 @@
 import { Chart, Duration, Size, Testing } from 'cdk8s';
 import {
   Autoscaler,
+  DeviceSelector,
   InferenceService,
   IpFamily,
   ModelCache,
@@ -51,6 +52,14 @@ export const SHARED: PropCase[] = [
   ['replicas', NaN, false],
   ['replicas', 2147483648, false],
   ['gpusPerReplica', 1, true],
+  ['dynamicResourceAllocation', { kubernetesVersion: '1.34' }, true],
+  [
+    'dynamicResourceAllocation',
+    { kubernetesVersion: '1.35', selectors: [DeviceSelector.nvidiaProduct('NVIDIA H100 80GB HBM3')] },
+    true,
+  ],
+  ['dynamicResourceAllocation', { kubernetesVersion: '1.33' }, false],
+  ['dynamicResourceAllocation', { kubernetesVersion: '1.34', deviceClassName: '' }, false],
   // BASE's Qwen2.5-7B has 28 attention heads and 4 KV heads: 4 splits them, 8 and 3 do not.
   ['gpusPerReplica', 4, true],
   ['gpusPerReplica', 3, false],

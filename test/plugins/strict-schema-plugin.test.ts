@@ -38,7 +38,7 @@ describe('StrictSchemaValidation props', () => {
     expect(() => new StrictSchemaValidation({ versions: ['1.36.0'] })).not.toThrow();
   });
 
-  const run = async (files: Record<string, unknown>) => {
+  const run = async (files: Record<string, unknown>, props?: { versions: string[] }) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'strict-'));
     const manifests = Object.entries(files).map(([name, obj]) => {
       const file = path.join(dir, name);
@@ -47,7 +47,7 @@ describe('StrictSchemaValidation props', () => {
     });
     const violations: any[] = [];
     let status = '';
-    await new StrictSchemaValidation().validate({
+    await new StrictSchemaValidation(props).validate({
       manifests,
       report: {
         addViolation: x => violations.push(x),
@@ -83,5 +83,31 @@ describe('StrictSchemaValidation props', () => {
     expect(status).toBe('failure');
     expect(violations.map(v => v.ruleName)).toEqual(['cdk8s-gpu/output']);
     expect(violations[0].recommendation).toMatch(/Pod\/p: name must make objects unique/);
+  });
+
+  const claimTemplate = (count: unknown) => ({
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceClaimTemplate',
+    metadata: { name: 't', namespace: 'ml' },
+    spec: {
+      spec: {
+        devices: { requests: [{ name: 'gpus', exactly: { deviceClassName: 'gpu.nvidia.com', count } }] },
+      },
+    },
+  });
+
+  test('an API newer than the floor (resource.k8s.io/v1, 1.34) is checked against the versions that serve it', async () => {
+    // Valid at 1.36; not held against 1.32, which has no such kind.
+    expect((await run({ 't.yaml': claimTemplate(8) })).violations).toEqual([]);
+    const wrong = await run({ 't.yaml': claimTemplate('8') });
+    expect(wrong.text).toMatch(
+      /\[1\.36\.0\] ResourceClaimTemplate\/t\.spec\.spec\.devices\.requests\[0\]\.exactly\.count: expected integer/,
+    );
+    expect(wrong.text).not.toContain('[1.32.0]');
+    // Only versions that do not serve it: said, not passed silently.
+    const floorOnly = await run({ 't.yaml': claimTemplate(8) }, { versions: ['1.32.0'] });
+    expect(floorOnly.text).toMatch(
+      /resource\.k8s\.io\/v1 is served from Kubernetes 1\.34: none of the versions checked \(1\.32\.0\) has it; add 1\.36\.0/,
+    );
   });
 });

@@ -34,6 +34,7 @@ export class TestWorkload extends Construct {
     const { identity } = resolveProcessIdentity(v, { runAsRoot: props.runAsRoot ?? false, runAsUser: props.runAsUser });
     const { labels, selector } = labelSet({ name: props.name, instance: props.name, component: 'test' });
     const pod = buildWorkloadPod(v, {
+      scope: this,
       props,
       gpus: props.gpus ?? 1,
       identity,

@@ -1,5 +1,6 @@
 import { Chart, Duration, Size } from 'cdk8s';
 import {
+  DeviceSelector,
   DisruptionBudget,
   EnvFrom,
   GpuTrainingStatefulSet,
@@ -119,6 +120,27 @@ export const TABLE: Record<string, Values> = {
     ],
   },
   gpuResource: { ok: ['nvidia.com/mig-1g.10gb'], bad: ['gpu', 'kubernetes.io/gpu', 5] },
+  dynamicResourceAllocation: {
+    ok: [
+      { kubernetesVersion: '1.34' },
+      {
+        kubernetesVersion: '1.36',
+        deviceClassName: 'gpu.example.com',
+        selectors: [
+          DeviceSelector.nvidiaProduct('NVIDIA H100 80GB HBM3'),
+          DeviceSelector.attributeEquals('gpu.example.com/cores', 132),
+        ],
+      },
+    ],
+    bad: [
+      { kubernetesVersion: '1.33' },
+      {},
+      '1.34',
+      { kubernetesVersion: '1.34', deviceClassName: 'Gpu' },
+      { kubernetesVersion: '1.34', selectors: ['device.driver == "x"'] },
+      { kubernetesVersion: '1.34', selectors: [DeviceSelector.attributeEquals('productName', 'x')] },
+    ],
+  },
   extendedResources: {
     ok: [{ 'example.com/x': 1 }, {}],
     bad: [{ 'example.com/x': 0 }, { cpu: 1 }, { 'example.com/x': '1' }, []],
@@ -204,6 +226,13 @@ export function combination(k: number): Record<string, unknown> {
   if (props.runAsRoot === true) delete props.runAsUser;
   // ... and a fraction of a CPU in a Guaranteed pod (the CPU manager pins whole CPUs).
   if (props.guaranteedQos === true && typeof props.cpu === 'number') props.cpu = Math.ceil(props.cpu);
+  // ... and Dynamic Resource Allocation beside the device plugin's gpuResource or a Kueue queue: every
+  // other combination claims its GPUs, without those two.
+  if (k % 2 === 0) delete props.dynamicResourceAllocation;
+  else {
+    delete props.gpuResource;
+    delete props.queueName;
+  }
   return props;
 }
 
