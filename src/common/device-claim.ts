@@ -1,16 +1,11 @@
 import { ApiObject } from 'cdk8s';
 import { IConstruct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
+import { GPU_RESOURCE_PATTERN } from './gpu-names';
 import { contentHash } from './hash';
-import {
-  ARGOCD_SYNC_OPTIONS,
-  ARGOCD_SYNC_WAVE,
-  GPU_CLAIM_COMPONENT,
-  LABEL_INSTANCE,
-  LABEL_NAME,
-  workloadLabels,
-} from './labels';
+import { GPU_CLAIM_COMPONENT, LABEL_INSTANCE, LABEL_NAME, PREREQUISITE_ANNOTATIONS, workloadLabels } from './labels';
 import { customKind, ManifestObject } from './manifest-object';
+import { API_SINCE_MINOR, DRA_API } from '../validation/kube-versions';
 import { show, Validator } from '../validation/validate';
 
 /**
@@ -45,8 +40,8 @@ export interface DynamicResourceAllocation {
 export const NVIDIA_DRA_DOMAIN = 'gpu.nvidia.com';
 /** The DeviceClass NVIDIA's DRA driver installs for whole GPUs. */
 export const DEFAULT_DEVICE_CLASS = 'gpu.nvidia.com';
-/** The first minor that serves `resource.k8s.io/v1` and allocates claims by default. */
-export const DRA_MIN_MINOR = 34;
+/** The first minor that serves `resource.k8s.io/v1` and keeps a pod's claims. */
+export const DRA_MIN_MINOR = API_SINCE_MINOR[DRA_API];
 /** The name of the pod's claim, the container's reference to it and the template's one request. */
 export const GPU_CLAIM = 'gpus';
 
@@ -60,16 +55,21 @@ export const DRA_DEVICES_MAX = 32;
 /** An attribute's identifier is a C identifier of at most 32 characters; its domain a DNS subdomain of at most 63. */
 const ATTRIBUTE_ID = /^[A-Za-z_][A-Za-z0-9_]{0,31}$/;
 const DOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-/** A string attribute's value holds at most 64 characters (DeviceAttributeMaxValueLength). */
+/** A string attribute's value holds at most 64 bytes (DeviceAttributeMaxValueLength). */
 const STRING_VALUE_MAX = 64;
 const HASH_LENGTH = 10;
-/** Argo CD: with the runtime scripts, before the workloads whose pods claim from it. */
-const CLAIM_TEMPLATE_WAVE = '-2';
+
+/**
+ * Attributes NVIDIA's DRA driver publishes as versions (cmd/gpu-kubelet-plugin/partitions.go), not
+ * strings: compared with a string, the scheduler's evaluation fails and the allocation aborts.
+ */
+const NVIDIA_VERSION_ATTRIBUTES = ['driverVersion', 'cudaDriverVersion', 'cudaComputeCapability'];
 
 /**
  * A condition on a device's attributes, as the CEL expression the scheduler evaluates. Built from
- * typed parts, so the expression always compiles: an API server refuses a claim template whose
- * expression does not, and a device without the attribute fails the selector (no error).
+ * typed parts, so the API server compiles it: the attribute is read by map index (a name such as
+ * `in` would be a CEL keyword after a dot), and only where the device has it, since reading an
+ * attribute a device lacks is an evaluation error that aborts the allocation, not a mismatch.
  */
 export class DeviceSelector {
   /**
@@ -103,10 +103,18 @@ export class DeviceSelector {
     const value = this.value;
     let literal: string;
     if (typeof value === 'string') {
-      if (value.length === 0 || value.length > STRING_VALUE_MAX)
+      if (domain === NVIDIA_DRA_DOMAIN && NVIDIA_VERSION_ATTRIBUTES.includes(id))
+        v.fail(
+          prop,
+          "must not compare NVIDIA's version attribute with a string: the driver publishes it as a version, and the scheduler's evaluation fails and aborts the allocation",
+          this.attribute,
+        );
+      // Go counts bytes (DeviceAttributeMaxValueLength); CEL refuses a lone surrogate ("invalid unicode code point").
+      const bytes = Buffer.byteLength(value, 'utf8');
+      if (bytes === 0 || bytes > STRING_VALUE_MAX || !isWellFormed(value))
         v.fail(
           `${prop} value`,
-          `must be 1 to ${STRING_VALUE_MAX} characters: a device's string attribute holds at most ${STRING_VALUE_MAX}, so no device would match`,
+          `must be well-formed text of 1 to ${STRING_VALUE_MAX} bytes: a device's string attribute holds at most ${STRING_VALUE_MAX} (UTF-8), so no device would match a longer one`,
           value,
         );
       literal = JSON.stringify(value);
@@ -116,9 +124,14 @@ export class DeviceSelector {
       literal = String(value);
     } else if (typeof value === 'boolean') literal = String(value);
     else v.fail(`${prop} value`, 'must be a string, a whole number or a boolean', value);
-    return `device.attributes[${JSON.stringify(domain)}].${id} == ${literal}`;
+    const attributes = `device.attributes[${JSON.stringify(domain)}]`;
+    const name = JSON.stringify(id);
+    return `${name} in ${attributes} && ${attributes}[${name}] == ${literal}`;
   }
 }
+
+/** No lone UTF-16 surrogate (String.prototype.isWellFormed, which Node 20 has). */
+const isWellFormed = (s: string) => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 
 /** A checked DRA request: the class, the selectors' expressions and the devices per pod. */
 export interface DeviceClaim {
@@ -136,7 +149,7 @@ const KNOWN_KEYS = ['kubernetesVersion', 'deviceClassName', 'selectors'];
 export function resolveDeviceClaim(
   v: Validator,
   dra: DynamicResourceAllocation | undefined,
-  pod: { gpus: number; gpuResource: string | undefined; queueName: string | undefined },
+  pod: { gpus: number; gpuResource: string | undefined; queueName: string | undefined; extended: readonly string[] },
 ): DeviceClaim | undefined {
   if (dra === undefined) return undefined;
   const prop = 'dynamicResourceAllocation';
@@ -164,6 +177,13 @@ export function resolveDeviceClaim(
       'gpuResource',
       `must not be set with ${prop}: the pods' GPUs come from the claim, and a device plugin's resource beside it would ask for the GPUs twice`,
       gpuResource,
+    );
+  const gpuDevice = pod.extended.find(name => GPU_RESOURCE_PATTERN.test(name));
+  if (gpuDevice !== undefined)
+    v.fail(
+      `extendedResources.${gpuDevice}`,
+      `must not be set with ${prop}: it is a GPU device plugin's resource, and the pods would ask for GPUs twice`,
+      gpuDevice,
     );
   if (gpus > DRA_DEVICES_MAX)
     v.fail(
@@ -224,7 +244,7 @@ export function claimTemplateName(claim: DeviceClaim, instance: string): string 
 }
 
 export type ClaimTemplateProps = { metadata: any; spec: ReturnType<typeof claimSpec> };
-const RESOURCE_CLAIM_TEMPLATE = customKind<ClaimTemplateProps>('resource.k8s.io/v1', 'ResourceClaimTemplate');
+const RESOURCE_CLAIM_TEMPLATE = customKind<ClaimTemplateProps>(DRA_API, 'ResourceClaimTemplate');
 
 /**
  * The ResourceClaimTemplate of a workload's pods, made once per app and namespace (a LeaderWorkerSet's
@@ -239,8 +259,7 @@ export function claimTemplate(scope: IConstruct, claim: DeviceClaim, labels: Rec
       metadata: {
         name,
         labels: workloadLabels(owner),
-        // Pruned last: the pods of the previous version keep their claims while they drain.
-        annotations: { [ARGOCD_SYNC_WAVE]: CLAIM_TEMPLATE_WAVE, [ARGOCD_SYNC_OPTIONS]: 'PruneLast=true' },
+        annotations: { ...PREREQUISITE_ANNOTATIONS },
       },
       spec: claimSpec(claim),
     });

@@ -1,6 +1,7 @@
 import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Validator } from '../validation/validate';
+import { MIG_DEVICE_CLASS } from './gpu-names';
 import { sizeQuantity } from './quantity';
 
 /** The extended resource the NVIDIA device plugin advertises. */
@@ -76,6 +77,19 @@ export function defaultHostResources(gpus: number): { cpu: number; memory: Size 
  */
 export function isMigResource(resource: string): boolean {
   return /^nvidia\.com\/mig-/.test(resource);
+}
+
+/**
+ * What makes a workload's GPUs MIG instances, as a refusal names it: its MIG resource, or NVIDIA's
+ * MIG DeviceClass under Dynamic Resource Allocation; undefined for whole GPUs.
+ */
+export function migSource(props: {
+  readonly gpuResource?: string;
+  readonly dynamicResourceAllocation?: { readonly deviceClassName?: string };
+}): string | undefined {
+  if (typeof props.gpuResource === 'string' && isMigResource(props.gpuResource)) return props.gpuResource;
+  if (props.dynamicResourceAllocation?.deviceClassName === MIG_DEVICE_CLASS) return `DeviceClass ${MIG_DEVICE_CLASS}`;
+  return undefined;
 }
 
 /** What a GPU container asks for. */

@@ -14,6 +14,15 @@ export const CACHE_FILL_COMPONENT = 'model-cache-fill';
 export const ARGOCD_SYNC_WAVE = 'argocd.argoproj.io/sync-wave';
 /** Argo CD's per-object sync options, e.g. `PruneLast=true`: pruned after every wave is synced and healthy. */
 export const ARGOCD_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
+/**
+ * The Argo CD annotations of a content-named object that pods mount or claim from (a runtime script,
+ * a GPU claim template): synced before the fill Jobs (wave -1) and the workloads, and pruned last,
+ * so the pods of a previous version keep what they use while they drain.
+ */
+export const PREREQUISITE_ANNOTATIONS: Readonly<Record<string, string>> = {
+  [ARGOCD_SYNC_WAVE]: '-2',
+  [ARGOCD_SYNC_OPTIONS]: 'PruneLast=true',
+};
 /** The component of the ConfigMaps that ship the library's runtime scripts, also named by a content hash. */
 export const RUNTIME_SCRIPT_COMPONENT = 'runtime-script';
 /** The component of a workload's GPU ResourceClaimTemplates, named by a hash of their request. */

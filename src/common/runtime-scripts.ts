@@ -6,10 +6,9 @@ import { IConstruct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
 import { contentHash } from './hash';
 import {
-  ARGOCD_SYNC_OPTIONS,
-  ARGOCD_SYNC_WAVE,
   LABEL_INSTANCE,
   LABEL_NAME,
+  PREREQUISITE_ANNOTATIONS,
   RUNTIME_SCRIPT_COMPONENT,
   workloadLabels,
 } from './labels';
@@ -45,8 +44,6 @@ export const MOUNT_ROOT = '/opt/cdk8s-gpu';
 export const VOLUME_PREFIX = 'cdk8s-gpu-';
 /** A content hash long enough to tell versions apart, short enough for a readable name. */
 const HASH_LENGTH = 10;
-/** Argo CD: before the fill Jobs (wave -1), whose pods mount the download. */
-const SCRIPT_WAVE = '-2';
 
 const loaded = new Map<string, RuntimeScript>();
 
@@ -123,7 +120,7 @@ export function scriptConfigMap(
       metadata: {
         name,
         labels,
-        annotations: { [ARGOCD_SYNC_WAVE]: SCRIPT_WAVE, [ARGOCD_SYNC_OPTIONS]: 'PruneLast=true' },
+        annotations: { ...PREREQUISITE_ANNOTATIONS },
       },
       immutable: true,
       data: { [script.file]: script.content },

@@ -139,6 +139,7 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
     gpus: input.gpus,
     gpuResource: props.gpuResource,
     queueName: input.queueName,
+    extended: Object.keys(props.extendedResources ?? {}),
   });
   const gpuResource = props.gpuResource ?? GPU_RESOURCE;
   extendedResourceName(v, 'gpuResource', gpuResource);

@@ -3,10 +3,13 @@
 import type { Finding } from './diff';
 import type { KubeObject } from './normalize';
 import { identity, isObject } from './object';
-import { API_SINCE_MINOR } from '../validation/kube-versions';
+import { API_SINCE_MINOR, DRA_API } from '../validation/kube-versions';
 
-/** The first minor whose API server keeps a pod's `resourceClaims`: DynamicResourceAllocation is on by default (GA). */
-export const POD_CLAIMS_KEPT_FROM = 34;
+/**
+ * The first minor whose API server keeps a pod's `resourceClaims`: DynamicResourceAllocation is on by
+ * default (GA), as `resource.k8s.io/v1` is served.
+ */
+export const POD_CLAIMS_KEPT_FROM = API_SINCE_MINOR[DRA_API];
 
 const REMEDY_DRA =
   'target a Kubernetes 1.34 or newer cluster (--server-version), or give the pods their GPUs through the device plugin (drop dynamicResourceAllocation)';

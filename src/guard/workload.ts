@@ -1,6 +1,8 @@
 // What a workload's manifest says about its pods: the template, replicas (or the range an
 // autoscaler may set), GPUs per pod and the startup budget. Shared by the plan and the warnings.
 import type { KubeObject } from './normalize';
+import { GPU_CLAIM_COMPONENT, LABEL_COMPONENT } from '../common/labels';
+import { GPU_RESOURCE_PATTERN } from '../common/gpu-names';
 import { groupOf, isObject } from './object';
 
 // No value import of normalize.ts: the plan's formatters load with the package, the engine only when it runs.
@@ -14,7 +16,7 @@ export interface Range {
 }
 
 /** Extended resources counted as GPUs: NVIDIA's and AMD's device plugins, Intel's, and MIG slices. */
-export const GPU_RESOURCE = /^(nvidia\.com\/(gpu|mig-.+)|amd\.com\/gpu|gpu\.intel\.com\/.+)$/;
+export const GPU_RESOURCE = GPU_RESOURCE_PATTERN;
 /** Kubernetes' defaults (pkg/apis/core/v1/defaults.go): grace period 30 s; probe period 10 s, failureThreshold 3. */
 export const DEFAULT_GRACE = 30;
 export const DEFAULT_PERIOD = 10;
@@ -53,19 +55,25 @@ const isSidecar = (c: any) => c?.restartPolicy === 'Always';
 /** GPUs each ResourceClaimTemplate (`namespace/name`) gives a pod: its requests' ExactCount devices of a GPU class. */
 export type ClaimCounts = ReadonlyMap<string, number>;
 export const NO_CLAIMS: ClaimCounts = new Map();
-/** DeviceClasses counted as GPUs: NVIDIA's `gpu.nvidia.com` and `mig.nvidia.com`, AMD's and Intel's `gpu.*`. */
-const GPU_CLASS = /(^|\.)(gpu|mig)\.|gpu/;
+/**
+ * DeviceClasses counted as GPUs in a template the library did not make: NVIDIA's `gpu.nvidia.com` and
+ * `mig.nvidia.com`, AMD's and Intel's.
+ */
+const GPU_CLASS = /gpu|^mig\./;
 
 /** The GPUs per pod of every ResourceClaimTemplate in `objects` (resource.k8s.io, any version's request shape). */
 export function claimCounts(objects: readonly KubeObject[]): ClaimCounts {
   const out = new Map<string, number>();
   for (const o of objects) {
     if (o.kind !== 'ResourceClaimTemplate' || groupOf(o) !== 'resource.k8s.io') continue;
+    // The library's own claim templates hold GPUs whatever their class is named.
+    const ours = o.metadata.labels?.[LABEL_COMPONENT] === GPU_CLAIM_COMPONENT;
     const gpus = arr(o.spec?.spec?.devices?.requests).reduce((n: number, r: any) => {
       // v1 nests the request in `exactly`; v1beta1 has its fields on the request itself.
       const e = isObject(r?.exactly) ? r.exactly : r;
       const mode = e?.allocationMode ?? 'ExactCount';
-      return GPU_CLASS.test(String(e?.deviceClassName ?? '')) && mode === 'ExactCount' ? n + num(e?.count, 1) : n;
+      const gpu = ours || GPU_CLASS.test(String(e?.deviceClassName ?? ''));
+      return gpu && mode === 'ExactCount' ? n + num(e?.count, 1) : n;
     }, 0);
     out.set(`${o.metadata.namespace ?? ''}/${o.metadata.name}`, gpus);
   }

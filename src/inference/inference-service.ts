@@ -3,7 +3,7 @@ import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct, IConstruct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
 import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
-import { checkGpusPerNode, isMigResource } from '../common/gpu';
+import { checkGpusPerNode, migSource } from '../common/gpu';
 import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { headlessService } from '../common/headless-service';
 import { LABEL_COMPONENT, LABEL_NAME, LABEL_WORKLOAD, labelSet, workloadLabels } from '../common/labels';
@@ -686,10 +686,11 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
         ? 'this engine runs a replica on one node; serve a larger model with VllmInferenceService or SglangInferenceService and nodes > 1'
         : 'serve a model larger than one node with nodes > 1',
   });
-  if (gpus > 1 && props.gpuResource !== undefined && isMigResource(props.gpuResource)) {
+  const mig = migSource(props);
+  if (gpus > 1 && mig !== undefined) {
     v.fail(
       'gpusPerReplica',
-      `must be 1 with a MIG resource (${props.gpuResource}): a CUDA process sees one MIG instance and NCCL does not connect instances, so tensor parallel across MIG slices cannot run (use a larger MIG profile, or whole GPUs)`,
+      `must be 1 with MIG instances (${mig}): a CUDA process sees one MIG instance and NCCL does not connect instances, so tensor parallel across MIG slices cannot run (use a larger MIG profile, or whole GPUs)`,
       gpus,
     );
   }

@@ -3,7 +3,7 @@ import * as path from 'path';
 import { ApiObject } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
-import { isMigResource } from '../common/gpu';
+import { migSource } from '../common/gpu';
 import { KUEUE_QUEUE_LABEL, kueueQueueName } from '../common/kueue';
 import { LABEL_COMPONENT, LABEL_NAME, labelSet, selectorLabels, WorkloadIdentity } from '../common/labels';
 import { LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION } from '../common/lws';
@@ -172,8 +172,9 @@ export function resolveGroup(
   }
   if (typeof engine.multiNode === 'string') v.fail('nodes', `must be 1: ${engine.multiNode}`, nodes);
   const launch = engine.multiNode;
-  if (props.gpuResource !== undefined && isMigResource(props.gpuResource))
-    v.fail('nodes', `must be 1 with a MIG resource (${props.gpuResource}): NCCL does not connect MIG instances`, nodes);
+  const mig = migSource(props);
+  if (mig !== undefined)
+    v.fail('nodes', `must be 1 with MIG instances (${mig}): NCCL does not connect MIG instances`, nodes);
   (props.extraArgs ?? []).forEach((arg, i) => {
     const flag = typeof arg === 'string' ? arg.split('=')[0] : '';
     if (launch.groupOwnedFlags.includes(flag))

@@ -23,6 +23,8 @@ export const NEWEST_API: KubeVersion = '1.36.0';
  * Allocation, GA in 1.34 (KEP-4381).
  */
 export const API_SINCE_MINOR: Readonly<Record<string, number>> = { 'resource.k8s.io/v1': 34 };
+/** Dynamic Resource Allocation's GA API, which the GPU claim templates use. */
+export const DRA_API = 'resource.k8s.io/v1';
 
 const minorOfApi = (v: KubeVersion) => Number(v.split('.')[1]);
 

@@ -25,7 +25,10 @@ const dra = (selectors: DeviceSelector[] = [DeviceSelector.nvidiaProduct(H100)])
   dynamicResourceAllocation: { kubernetesVersion: '1.34', selectors },
 });
 
-function serving(namespace: string, props: { replicas: number; gpus?: GpuPool; product?: string; name?: string }) {
+function serving(
+  namespace: string,
+  props: { replicas: number; gpus?: GpuPool; product?: string; name?: string; selectors?: DeviceSelector[] },
+) {
   const chart = new Chart(Testing.app(), 'c', { namespace });
   new VllmInferenceService(chart, 'llm', {
     name: props.name ?? 'llm',
@@ -34,7 +37,7 @@ function serving(namespace: string, props: { replicas: number; gpus?: GpuPool; p
     replicas: props.replicas,
     modelSize: Size.gibibytes(16),
     modelCache: ModelCache.emptyDir(),
-    ...dra(props.product ? [DeviceSelector.nvidiaProduct(props.product)] : undefined),
+    ...dra(props.selectors ?? (props.product ? [DeviceSelector.nvidiaProduct(props.product)] : undefined)),
     ...(props.gpus
       ? {
           nodeSelector: props.gpus.nodeSelector,
@@ -185,6 +188,59 @@ describeCluster(
         return (completed && left.length === 0) || `completed ${completed}, ${left.length} claim(s) left`;
       });
     }, 300_000);
+
+    test('every selector form the library makes compiles on the API server', async () => {
+      const ns = await place.namespace('dra-cel', 'restricted');
+      const output = serving(ns, {
+        replicas: 1,
+        selectors: [
+          // A CEL keyword as the attribute's name, non-ASCII text, quotes and a backslash, a number, a boolean.
+          DeviceSelector.attributeEquals('gpu.nvidia.com/in', 'é€😀'),
+          DeviceSelector.nvidiaProduct('NVIDIA "H100" 80GB\\HBM3'),
+          DeviceSelector.attributeEquals('gpu.example.com/cores', 132),
+          DeviceSelector.attributeEquals('gpu.example.com/nvlink', true),
+        ],
+      });
+      const template = output.find(o => o.kind === 'ResourceClaimTemplate');
+      const r = await cluster.create(template, true);
+      expect({ status: r.status, message: r.body?.message }).toEqual({ status: 201, message: undefined });
+    });
+
+    test('a selector on an attribute no device has matches nothing, where reading it unguarded aborts the allocation', async () => {
+      const ns = await place.namespace('dra-absent', 'restricted');
+      const gpus = place.gpus();
+      const output = serving(ns, {
+        replicas: 1,
+        gpus,
+        selectors: [DeviceSelector.attributeEquals('gpu.nvidia.com/missing', 'x')],
+      });
+      await applyAll(cluster, output);
+      // The same pod template with the selector read as a plain field, as the API docs' examples write it.
+      const template = output.find(o => o.kind === 'ResourceClaimTemplate');
+      const unguarded = JSON.parse(JSON.stringify(template));
+      unguarded.metadata.name = 'unguarded';
+      unguarded.spec.spec.devices.requests[0].exactly.selectors = [
+        { cel: { expression: 'device.attributes["gpu.nvidia.com"].missing == "x"' } },
+      ];
+      const deployment = JSON.parse(JSON.stringify(output.find(o => o.kind === 'Deployment')));
+      deployment.metadata.name = 'unguarded';
+      deployment.spec.template.spec.resourceClaims[0].resourceClaimTemplateName = 'unguarded';
+      await applyAll(cluster, [unguarded, deployment]);
+      const reasons = async () => {
+        const events = (await cluster.request('GET', `/api/v1/namespaces/${ns}/events`)).body.items as any[];
+        return events.filter(e => e.reason === 'FailedScheduling').map(e => `${e.involvedObject.name}: ${e.message}`);
+      };
+      await waitExplained(cluster, ns, 'both pods refused by the scheduler', 60, async () => {
+        const why = await reasons();
+        const guarded = why.some(w => !w.includes('unguarded'));
+        const plain = why.some(w => w.includes('unguarded'));
+        return (guarded && plain) || why.join('\n') || 'no FailedScheduling event yet';
+      });
+      const why = await reasons();
+      console.log(`DRA selectors on an absent attribute, kube-scheduler ${cluster.version}:\n${why.join('\n')}`);
+      expect(why.filter(w => !w.includes('unguarded')).join('\n')).not.toMatch(/no such key|runtime error/i);
+      expect(why.filter(w => w.includes('unguarded')).join('\n')).toMatch(/no such key|runtime error/i);
+    }, 120_000);
 
     test('a third 8-GPU replica on two 8-GPU nodes waits for devices, and so does a selector no device matches', async () => {
       const ns = await place.namespace('dra-serve', 'restricted');

@@ -85,10 +85,11 @@ describe('dynamicResourceAllocation: the pod claims its GPUs from a ResourceClai
     });
     const exactly = templates(objects)[0].spec.spec.devices.requests[0].exactly;
     expect(exactly.deviceClassName).toBe('gpu.example.com');
+    // Read by map index, and only where the device has the attribute (a missing one aborts the allocation).
     expect(exactly.selectors.map((s: any) => s.cel.expression)).toEqual([
-      'device.attributes["gpu.nvidia.com"].productName == "NVIDIA \\"H100\\" 80GB\\\\HBM3"',
-      'device.attributes["gpu.example.com"].cores == 132',
-      'device.attributes["gpu.example.com"].nvlink == true',
+      '"productName" in device.attributes["gpu.nvidia.com"] && device.attributes["gpu.nvidia.com"]["productName"] == "NVIDIA \\"H100\\" 80GB\\\\HBM3"',
+      '"cores" in device.attributes["gpu.example.com"] && device.attributes["gpu.example.com"]["cores"] == 132',
+      '"nvlink" in device.attributes["gpu.example.com"] && device.attributes["gpu.example.com"]["nvlink"] == true',
     ]);
   });
 
@@ -135,7 +136,21 @@ describe('dynamicResourceAllocation refusals: what the API server, the scheduler
     ],
     [
       { ...DRA, selectors: [DeviceSelector.attributeEquals('gpu.nvidia.com/p', 'x'.repeat(65))] },
-      /selectors\[0\] value must be 1 to 64 characters/,
+      /selectors\[0\] value must be well-formed text of 1 to 64 bytes/,
+    ],
+    // 22 characters, 66 bytes in UTF-8: the API counts bytes.
+    [
+      { ...DRA, selectors: [DeviceSelector.attributeEquals('gpu.nvidia.com/p', '€'.repeat(22))] },
+      /selectors\[0\] value must be well-formed text of 1 to 64 bytes/,
+    ],
+    // A lone surrogate: CEL refuses "invalid unicode code point".
+    [
+      { ...DRA, selectors: [DeviceSelector.attributeEquals('gpu.nvidia.com/p', 'H100\ud800')] },
+      /selectors\[0\] value must be well-formed text/,
+    ],
+    [
+      { ...DRA, selectors: [DeviceSelector.attributeEquals('gpu.nvidia.com/driverVersion', '580.65.06')] },
+      /selectors\[0\] must not compare NVIDIA's version attribute with a string/,
     ],
     [
       { ...DRA, selectors: [DeviceSelector.attributeEquals('gpu.nvidia.com/p', 1.5)] },
@@ -154,6 +169,31 @@ describe('dynamicResourceAllocation refusals: what the API server, the scheduler
     ],
   ])('%j', (dra, message) => {
     expect(refusal({ dynamicResourceAllocation: dra as DynamicResourceAllocation })).toMatch(message);
+  });
+
+  test('a GPU device plugin resource among extendedResources is refused too; other devices are not', () => {
+    for (const name of ['nvidia.com/gpu', 'nvidia.com/mig-1g.10gb', 'amd.com/gpu'])
+      expect(refusal({ dynamicResourceAllocation: DRA, extendedResources: { [name]: 1 } })).toMatch(
+        new RegExp(
+          `^TestWorkload 'w': extendedResources\\.${name.replace(/[./]/g, '\\$&')} must not be set with dynamicResourceAllocation`,
+        ),
+      );
+    expect(() => build({ dynamicResourceAllocation: DRA, extendedResources: { 'rdma/ib': 1 } })).not.toThrow();
+  });
+
+  test('an attribute named like a CEL keyword and any well-formed text are accepted (held against a real API server in test/cluster)', () => {
+    const { objects } = build({
+      dynamicResourceAllocation: {
+        ...DRA,
+        selectors: [
+          DeviceSelector.attributeEquals('gpu.nvidia.com/in', 'é€😀'),
+          DeviceSelector.nvidiaProduct('€'.repeat(21)),
+        ],
+      },
+    });
+    expect(templates(objects)[0].spec.spec.devices.requests[0].exactly.selectors[0].cel.expression).toBe(
+      '"in" in device.attributes["gpu.nvidia.com"] && device.attributes["gpu.nvidia.com"]["in"] == "é€😀"',
+    );
   });
 
   test("the device plugin's gpuResource beside it is refused: the GPUs would be asked for twice", () => {
@@ -247,6 +287,25 @@ describe('every workload kind takes it', () => {
         .sort(),
     ).toEqual([chatTemplate, ...groupTemplates].sort());
     for (const p of groupPods) expect(p.spec.containers[0].resources.limits['nvidia.com/gpu']).toBeUndefined();
+  });
+
+  test("NVIDIA's MIG class holds the MIG rules of a MIG gpuResource: one instance per replica, one node per group", () => {
+    const mig = { dynamicResourceAllocation: { ...DRA, deviceClassName: 'mig.nvidia.com' } };
+    const vllm = (props: object) => () =>
+      new VllmInferenceService(testChart(), 'chat', {
+        name: 'chat',
+        modelId: 'meta-llama/Llama-3.1-8B-Instruct',
+        modelSize: Size.gibibytes(16),
+        ...mig,
+        ...props,
+      });
+    expect(vllm({ gpusPerReplica: 2 })).toThrow(
+      /^VllmInferenceService 'chat': gpusPerReplica must be 1 with MIG instances \(DeviceClass mig\.nvidia\.com\)/,
+    );
+    expect(vllm({ gpusPerReplica: 1, nodes: 2 })).toThrow(
+      /^VllmInferenceService 'chat': nodes must be 1 with MIG instances \(DeviceClass mig\.nvidia\.com\)/,
+    );
+    expect(vllm({ gpusPerReplica: 1 })).not.toThrow();
   });
 
   test('a queued workload is refused: Kueue charges claimed devices to its quota only from v0.18, with a device class mapping', () => {

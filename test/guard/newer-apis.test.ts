@@ -50,7 +50,7 @@ describe('guard: Dynamic Resource Allocation needs 1.34', () => {
         expect(dropped[0].message).toMatch(/drops a pod's resourceClaims .* start without the devices/);
       }
       // A new app (nothing before) is refused too: the objects are created, not updated.
-      expect(guard([], training(), { serverVersion }).exitCode).not.toBe(0);
+      expect(guard([], training(), { serverVersion }).errors).toBeGreaterThan(0);
     },
   );
 
@@ -76,13 +76,41 @@ describe('plan: GPUs claimed through a template count like device-plugin GPUs', 
     expect(gpusOfPod(deployment.spec.template.spec, claims, 'serving')).toBe(4);
   });
 
+  test("the library's own claim template counts whatever its class is named; another's only by a GPU class", () => {
+    const chart = testChart('serving');
+    new VllmInferenceService(chart, 'llm', {
+      name: 'llm',
+      modelId: 'meta-llama/Llama-3.1-8B-Instruct',
+      gpusPerReplica: 4,
+      modelSize: Size.gibibytes(16),
+      modelCache: ModelCache.sharedClaim({ claimName: 'models' }),
+      dynamicResourceAllocation: { kubernetesVersion: '1.34', deviceClassName: 'h100.example.com' },
+    });
+    const objects = Testing.synth(chart) as KubeObject[];
+    const template = objects.find(o => o.kind === 'ResourceClaimTemplate')!;
+    expect([...claimCounts(objects).values()]).toEqual([4]);
+    const foreign = (deviceClassName: string) =>
+      claimCounts([
+        {
+          ...template,
+          metadata: { name: 'x', namespace: 'serving' },
+          spec: { spec: { devices: { requests: [{ name: 'r', exactly: { deviceClassName, count: 2 } }] } } },
+        },
+      ]).get('serving/x');
+    expect([
+      foreign('gpu.nvidia.com'),
+      foreign('mig.nvidia.com'),
+      foreign('gpu.amd.com'),
+      foreign('nic.example.com'),
+    ]).toEqual([2, 2, 2, 0]);
+  });
+
   test('a one-step version bump: the new Deployment needs 3 × 2 GPUs, the pruned one frees as many', () => {
     const p = plan(serving(1), serving(2), { serverVersion: '1.34' });
     const created = p.workloads.find(w => w.mode === 'new' && w.kind === 'Deployment')!;
     expect(created.gpusPerPod).toBe(2);
     expect(created.gpusDuringRollout).toEqual({ min: 6, max: 6 });
     expect(p.pruned.find(o => o.kind === 'Deployment')!.gpus).toEqual({ min: 6, max: 6 });
-    // The old claim template is pruned as a content-named object, not reported as a mistake.
     // The old claim template goes with the old version, as content-named, not as a mistake.
     expect(p.pruned.find(o => o.kind === 'ResourceClaimTemplate')!.note).toMatch(
       /^a GPU claim template no pod template names any more/,

@@ -335,7 +335,7 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
   describe('the GPU contract', () => {
     test('tensor parallel across MIG instances is refused; one MIG instance per replica is fine', () => {
       expect(() => make({ gpuResource: 'nvidia.com/mig-3g.40gb', gpusPerReplica: 2 })).toThrow(
-        new RegExp(`^${e.construct} 'svc': gpusPerReplica must be 1 with a MIG resource \\(nvidia.com/mig-3g.40gb\\)`),
+        new RegExp(`^${e.construct} 'svc': gpusPerReplica must be 1 with MIG instances \\(nvidia.com/mig-3g.40gb\\)`),
       );
       const { main } = synthEngine(e, { gpuResource: 'nvidia.com/mig-3g.40gb' });
       expect(main.resources.limits['nvidia.com/mig-3g.40gb']).toBe(1);

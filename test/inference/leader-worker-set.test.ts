@@ -301,7 +301,7 @@ describe('refusals', () => {
 
   test('a MIG resource across nodes is refused naming nodes', () => {
     expect(() => synth(ENGINES[0].make, { gpusPerReplica: 1, gpuResource: 'nvidia.com/mig-1g.10gb' })).toThrow(
-      /'llm': nodes must be 1 with a MIG resource/,
+      /'llm': nodes must be 1 with MIG instances/,
     );
   });
 

@@ -209,30 +209,36 @@ export const describeValue = (x: unknown) => {
 
 // Every accepted value of every prop, combined: the k-th combination takes each prop's k-th
 // accepted value (cycling), so props meet each other's boundaries.
+// Dynamic Resource Allocation is its own dimension: it is refused beside the device plugin's
+// gpuResource and a Kueue queue, which every combination has.
+const DRA_ALTERNATIVES = ['gpuResource', 'queueName'];
 const combinable = Object.entries(TABLE).filter(
-  ([prop, values]) => values.ok.length > 0 && !['name', 'version'].includes(prop),
+  ([prop, values]) => values.ok.length > 0 && !['name', 'version', 'dynamicResourceAllocation'].includes(prop),
 );
+const BASE_ROUNDS = Math.max(...combinable.map(([, values]) => values.ok.length));
 
-/** How many combinations there are: as many as the most accepted values of one prop. */
-export const COMBINATION_ROUNDS = Math.max(...combinable.map(([, values]) => values.ok.length));
+/**
+ * How many combinations there are: as many as the most accepted values of one prop, and as many
+ * again with each of dynamicResourceAllocation's accepted values in place of gpuResource and queueName.
+ */
+export const COMBINATION_ROUNDS = 2 * BASE_ROUNDS;
 
 /** The props of the k-th combination of every prop's accepted values. */
 export function combination(k: number): Record<string, unknown> {
   const props: Record<string, unknown> = { name: 'combo', version: k + 1 };
-  for (const [prop, values] of combinable) props[prop] = values.ok[k % values.ok.length];
+  const round = k % BASE_ROUNDS;
+  for (const [prop, values] of combinable) props[prop] = values.ok[round % values.ok.length];
+  if (k >= BASE_ROUNDS) {
+    for (const prop of DRA_ALTERNATIVES) delete props[prop];
+    const dra = TABLE.dynamicResourceAllocation.ok;
+    props.dynamicResourceAllocation = dra[round % dra.length];
+  }
   // Pairs of accepted values that contradict each other are refused (tested on their own):
   // a UID for a root pod, and a non-root pod with the RDMA choices whose IPC_LOCK needs root.
   if (props.rdma !== undefined && (props.rdma as Rdma).podSecurityLevel === 'privileged') props.runAsRoot = true;
   if (props.runAsRoot === true) delete props.runAsUser;
   // ... and a fraction of a CPU in a Guaranteed pod (the CPU manager pins whole CPUs).
   if (props.guaranteedQos === true && typeof props.cpu === 'number') props.cpu = Math.ceil(props.cpu);
-  // ... and Dynamic Resource Allocation beside the device plugin's gpuResource or a Kueue queue: every
-  // other combination claims its GPUs, without those two.
-  if (k % 2 === 0) delete props.dynamicResourceAllocation;
-  else {
-    delete props.gpuResource;
-    delete props.queueName;
-  }
   return props;
 }
 
