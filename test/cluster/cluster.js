@@ -114,6 +114,29 @@ const LWS = {
   },
 };
 
+/** Kueue's CRDs (config/components/crd/kustomization.yaml), and those its conversion webhook serves. */
+const KUEUE_CRDS = [
+  'localqueues',
+  'clusterqueues',
+  'cohorts',
+  'workloads',
+  'resourceflavors',
+  'admissionchecks',
+  'workloadpriorityclasses',
+  'provisioningrequestconfigs',
+  'multikueueconfigs',
+  'multikueueclusters',
+  'topologies',
+];
+const KUEUE_CONVERTED = ['localqueues', 'clusterqueues', 'cohorts', 'workloads', 'multikueueclusters'];
+
+/**
+ * A namespace labelled so (`excluded`) is outside Kueue, its webhooks and its reconcilers: the guard's
+ * differential, whose thousands of objects no queue admits, and whose pods (refused by a zero-pod
+ * quota, retried by the controllers) would each call Kueue's pod webhooks.
+ */
+const KUEUE_OPT_OUT_LABEL = 'cdk8s-gpu.test/kueue';
+
 /** The label of the nodes KWOK manages: the fake GPU nodes test/cluster/sim.ts makes. */
 const KWOK_NODE_LABEL = 'cdk8s-gpu.test/kwok';
 
@@ -174,6 +197,19 @@ const MODULES = {
       'validating-patch.yaml': 'config/webhook/validating-patch.yaml',
     },
   },
+  // Kueue's controller and webhooks, with its CRDs and webhook manifests from the module.
+  kueue: {
+    version: VERSIONS.kueue,
+    module: 'sigs.k8s.io/kueue',
+    packages: { kueue: 'sigs.k8s.io/kueue/cmd/kueue' },
+    ldflags: () => `-X sigs.k8s.io/kueue/pkg/version.GitVersion=${VERSIONS.kueue}`,
+    files: {
+      ...Object.fromEntries(
+        KUEUE_CRDS.map(plural => [`crd-${plural}.yaml`, `config/components/crd/bases/kueue.x-k8s.io_${plural}.yaml`]),
+      ),
+      'webhooks.yaml': 'config/components/webhook/manifests.yaml',
+    },
+  },
   // KWOK, the kubelets of the fake GPU nodes: it moves pods through their phases by the Stages its
   // module ships (copied beside the binary), so the real controllers and scheduler can be watched.
   kwok: {
@@ -196,7 +232,7 @@ function binDir(module) {
 
 /** The path of a command's binary; Kubernetes commands at release `version`. */
 function bin(command, version) {
-  if (['etcd', 'jobset', 'lws', 'kwok'].includes(command)) return path.join(binDir(command), command);
+  if (['etcd', 'jobset', 'lws', 'kueue', 'kwok'].includes(command)) return path.join(binDir(command), command);
   return path.join(CACHE, 'bin', `kubernetes-${version}`, command);
 }
 
@@ -392,7 +428,16 @@ function get(pki, port, urlPath) {
   });
 }
 
-const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'jobset', 'lws', 'kwok'];
+const COMPONENTS = [
+  'etcd',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kube-scheduler',
+  'jobset',
+  'lws',
+  'kueue',
+  'kwok',
+];
 
 /**
  * One control plane at one Kubernetes release, in <cache>/run/<version>/: pki/, etcd/, a log and a pid
@@ -544,6 +589,7 @@ class ControlPlane {
       });
       await this.startController(pids, save, JOBSET);
       await this.startController(pids, save, LWS);
+      await this.startKueue(pids, save);
       await this.startKwok(pids, save);
     } catch (e) {
       this.down({ quiet: true });
@@ -644,6 +690,153 @@ class ControlPlane {
       });
       if (r.status !== 0) return r.stderr.trim().slice(0, 200);
       return c.defaulted(JSON.parse(r.stdout));
+    });
+  }
+
+  /**
+   * Kueue v0.17 as its own manifests deploy it, but on 127.0.0.1. With its certificate management
+   * off it needs a metrics certificate at a fixed path (/etc/kueue/metrics/certs, cmd/kueue/main.go),
+   * so it runs with it on: its rotator (open-policy-agent/cert-controller) signs a certificate for
+   * `kueue-webhook-service.kueue-system.svc`, stores it in the Secret and injects its CA into the
+   * webhook configurations and the conversion CRDs. The API server calls a webhook Service at that
+   * name (the TLS server name) on the address the Service resolves to: an ExternalName Service to
+   * localhost, on Kueue's own webhook port, reaches the process here. A kubelet would mount the
+   * Secret into the rotator's certificate directory; here the files are written from it. Ready once
+   * its mutating webhook suspends a queued Job in a dry run.
+   */
+  async startKueue(pids, save) {
+    const files = binDir('kueue');
+    const ns = 'kueue-system';
+    const service = 'kueue-webhook-service';
+    const [webhookPort, healthPort] = [await freePort(), await freePort()];
+    const serviceRef = p => ({ namespace: ns, name: service, path: p, port: webhookPort });
+    const crds = KUEUE_CRDS.map(plural => {
+      const crd = YAML.parse(fs.readFileSync(path.join(files, `crd-${plural}.yaml`), 'utf8'));
+      // config/components/crd/patches/webhook_in_<plural>.yaml
+      if (KUEUE_CONVERTED.includes(plural))
+        crd.spec.conversion = {
+          strategy: 'Webhook',
+          webhook: { clientConfig: { service: serviceRef('/convert') }, conversionReviewVersions: ['v1'] },
+        };
+      return crd;
+    });
+    // config/components/webhook/kustomization.yaml: the pod, Deployment and StatefulSet webhooks skip
+    // the system namespaces.
+    const optOut = { key: KUEUE_OPT_OUT_LABEL, operator: 'NotIn', values: ['excluded'] };
+    const skipSystem = {
+      matchExpressions: [
+        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', ns] },
+        optOut,
+      ],
+    };
+    const webhooks = YAML.parseAllDocuments(fs.readFileSync(path.join(files, 'webhooks.yaml'), 'utf8'))
+      .map(d => d.toJS())
+      .filter(Boolean)
+      .map(w => {
+        w.metadata.name = `kueue-${w.metadata.name}`;
+        for (const h of w.webhooks) {
+          h.clientConfig = { service: serviceRef(h.clientConfig.service.path) };
+          h.namespaceSelector = /^[mv](pod|deployment|statefulset)\.kb\.io$/.test(h.name)
+            ? skipSystem
+            : { matchExpressions: [optOut] };
+        }
+        return w;
+      });
+    const objects = [
+      ...crds,
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'kueue-webhook-server-cert', namespace: ns } },
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: service, namespace: ns },
+        spec: { type: 'ExternalName', externalName: 'localhost', ports: [{ port: webhookPort }] },
+      },
+      ...webhooks,
+    ];
+    this.kubectl(
+      ['apply', '--server-side', '--force-conflicts', '-f', '-'],
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
+    );
+    const apiserverPort = JSON.parse(fs.readFileSync(this.stateFile, 'utf8')).apiserverPort;
+    await this.waitFor('the Kueue CRDs served', 60, async () => {
+      const r = await get(this.pki, apiserverPort, '/apis/kueue.x-k8s.io/v1beta2');
+      return r.status === 200 || `${r.status}`;
+    });
+    const certs = path.join(this.dir, 'kueue-certs');
+    fs.mkdirSync(certs, { recursive: true });
+    const config = path.join(this.dir, 'kueue-config.yaml');
+    fs.writeFileSync(
+      config,
+      YAML.stringify({
+        apiVersion: 'config.kueue.x-k8s.io/v1beta2',
+        kind: 'Configuration',
+        namespace: ns,
+        leaderElection: { leaderElect: false },
+        internalCertManagement: {
+          enable: true,
+          webhookServiceName: service,
+          webhookSecretName: 'kueue-webhook-server-cert',
+        },
+        webhook: { host: '127.0.0.1', port: webhookPort, certDir: certs },
+        metrics: { bindAddress: '0' },
+        health: { healthProbeBindAddress: `127.0.0.1:${healthPort}` },
+        // Its reconcilers too skip the opted-out namespaces (ManagedJobsNamespaceSelectorAlwaysRespected,
+        // on from v0.15): they would suspend the differential's queued JobSets, which no queue admits.
+        managedJobsNamespaceSelector: skipSystem,
+        integrations: {
+          frameworks: [
+            'batch/job',
+            'jobset.x-k8s.io/jobset',
+            'leaderworkerset.x-k8s.io/leaderworkerset',
+            'pod',
+            'statefulset',
+            'deployment',
+          ],
+        },
+      }),
+    );
+    pids.kueue = this.start('kueue', [
+      `--config=${config}`,
+      `--kubeconfig=${this.kubeconfig}`,
+      // Its on-demand visibility API server binds a fixed port (8082): one per machine, not per plane.
+      '--feature-gates=VisibilityOnDemand=false',
+    ]);
+    save();
+    // What the kubelet would do: the Secret's certificate, once signed, in the rotator's directory.
+    await this.waitFor('the Kueue webhook certificate', 120, async () => {
+      if (!ours(pids.kueue, this.exe('kueue'))) return 'kueue exited';
+      const r = await get(this.pki, apiserverPort, `/api/v1/namespaces/${ns}/secrets/kueue-webhook-server-cert`);
+      const data = r.status === 200 ? JSON.parse(r.body).data : undefined;
+      if (!data?.['tls.crt'] || !data?.['tls.key']) return `secret ${r.status}, not signed yet`;
+      for (const f of ['tls.crt', 'tls.key'])
+        fs.writeFileSync(path.join(certs, f), require('buffer').Buffer.from(data[f], 'base64'));
+      return true;
+    });
+    await this.waitFor('the Kueue controller /readyz', 180, async () => {
+      if (!ours(pids.kueue, this.exe('kueue'))) return 'kueue exited';
+      const r = await new Promise(resolve =>
+        require('http')
+          .get({ host: '127.0.0.1', port: healthPort, path: '/readyz', timeout: 2000 }, res => resolve(res.statusCode))
+          .on('error', e => resolve(e.message)),
+      );
+      return r === 200 || String(r);
+    });
+    const probe = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'kueue-probe', namespace: 'default', labels: { 'kueue.x-k8s.io/queue-name': 'probe' } },
+      spec: { template: { spec: { containers: [{ name: 'c', image: 'i' }], restartPolicy: 'Never' } } },
+    };
+    await this.waitFor('the Kueue webhooks', 120, async () => {
+      if (!ours(pids.kueue, this.exe('kueue'))) return 'kueue exited';
+      const r = spawnSync(bin('kubectl', this.version), ['create', '--dry-run=server', '-o', 'json', '-f', '-'], {
+        input: JSON.stringify(probe),
+        encoding: 'utf8',
+        env: { ...process.env, KUBECONFIG: this.kubeconfig },
+      });
+      if (r.status !== 0) return r.stderr.trim().slice(0, 300);
+      return JSON.parse(r.stdout).spec.suspend === true || 'the queued Job was not suspended';
     });
   }
 
@@ -769,7 +962,19 @@ function down() {
   if (stopped === 0) log('nothing was running');
 }
 
-module.exports = { build, built, up, down, running, goMissing, COMPONENTS, KWOK_NODE_LABEL, RUNS, VERSIONS };
+module.exports = {
+  build,
+  built,
+  up,
+  down,
+  running,
+  goMissing,
+  COMPONENTS,
+  KUEUE_OPT_OUT_LABEL,
+  KWOK_NODE_LABEL,
+  RUNS,
+  VERSIONS,
+};
 
 if (require.main === module) {
   const main = {

@@ -116,6 +116,16 @@ export class Cluster {
     this.state = JSON.parse(fs.readFileSync(path.join(this.dir, 'state.json'), 'utf8'));
   }
 
+  /** The kubeconfig of this control plane's admin. */
+  get kubeconfig(): string {
+    return this.state.kubeconfig;
+  }
+
+  /** kubectl of the server's release. */
+  get kubectlPath(): string {
+    return path.join(RUNS!, '..', 'bin', `kubernetes-${this.version}`, 'kubectl');
+  }
+
   /**
    * One request to the API server; never rejects on an HTTP error status (the status is the answer).
    * A connection the server closed under a kept-alive socket ("socket hang up", ECONNRESET, EPIPE) is tried
@@ -255,11 +265,16 @@ export class Cluster {
    * standards unless `version` (`v1.NN`) pins one, with its default service account made (pods are
    * refused until the controller makes it).
    */
-  async namespace(name: string, level: PodSecurityLevel, version?: string): Promise<void> {
+  async namespace(
+    name: string,
+    level: PodSecurityLevel,
+    version?: string,
+    labels: Record<string, string> = {},
+  ): Promise<void> {
     const r = await this.apply({
       apiVersion: 'v1',
       kind: 'Namespace',
-      metadata: { name, labels: podSecurityLabels(level, version) },
+      metadata: { name, labels: { ...podSecurityLabels(level, version), ...labels } },
     });
     if (r.status >= 300) throw new Error(`namespace ${name}: ${r.status} ${JSON.stringify(r.body)}`);
     await waitFor(`the default service account of ${name}`, 60, async () => {
@@ -299,8 +314,7 @@ export class Cluster {
 
   /** `kubectl` of the server's release, against this control plane; never throws on a non-zero exit. */
   kubectl(args: string[], input?: string): { status: number; stdout: string; stderr: string } {
-    const exe = path.join(RUNS!, '..', 'bin', `kubernetes-${this.version}`, 'kubectl');
-    const r = spawnSync(exe, args, {
+    const r = spawnSync(this.kubectlPath, args, {
       input,
       encoding: 'utf8',
       env: { ...process.env, KUBECONFIG: this.state.kubeconfig },

@@ -47,6 +47,10 @@ test('the jobset module requires the pinned JobSet controller', () => {
   expect(goMod('jobset')).toMatch(new RegExp(`^require sigs\\.k8s\\.io/jobset ${escape(VERSIONS.jobset)}$`, 'm'));
 });
 
+test('the kueue module requires the pinned Kueue controller', () => {
+  expect(goMod('kueue')).toMatch(new RegExp(`^require sigs\\.k8s\\.io/kueue ${escape(VERSIONS.kueue)}$`, 'm'));
+});
+
 test('the kwok module requires the pinned KWOK', () => {
   expect(goMod('kwok')).toMatch(new RegExp(`^require sigs\\.k8s\\.io/kwok ${escape(VERSIONS.kwok)}$`, 'm'));
 });
