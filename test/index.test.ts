@@ -11,6 +11,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'DEFAULT_FAILURE_RULES',
     'DEFAULT_MONITORING_NAMESPACE',
     'DEFAULT_RELOAD_IMAGE',
+    'DeviceSelector',
     'DisruptionBudget',
     'EPP_DEFAULT_IMAGE',
     'EnvFrom',

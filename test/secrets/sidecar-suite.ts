@@ -350,7 +350,8 @@ function suite(shell: Shell): void {
       const unhealthy = path.join(state, 'unhealthy');
       atomicWrite(watch, { 'credentials.json': '{"token":"v2"}' });
       expect(await waitFor(() => fs.existsSync(unhealthy))).toBe(true);
-      expect(s.output).toMatch(/unhealthy: 2 reloads failed in a row/);
+      // The script writes the file, then logs: the line follows the file by a moment.
+      expect(await waitFor(() => /unhealthy: 2 reloads failed in a row/.test(s.output))).toBe(true);
       expect(await waitFor(() => lines(reloads).length === 1)).toBe(true);
       expect(await waitFor(() => !fs.existsSync(unhealthy))).toBe(true);
       // The probe the construct sets reads the same file.
