@@ -2,7 +2,7 @@ import { ApiObject } from 'cdk8s';
 import { IConstruct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
 import { GPU_RESOURCE_PATTERN } from './gpu-names';
-import { contentHash } from './hash';
+import { nameHash } from './hash';
 import { GPU_CLAIM_COMPONENT, LABEL_INSTANCE, LABEL_NAME, PREREQUISITE_ANNOTATIONS, workloadLabels } from './labels';
 import { customKind, ManifestObject } from './manifest-object';
 import { API_SINCE_MINOR, DRA_API } from '../validation/kube-versions';
@@ -57,7 +57,6 @@ const ATTRIBUTE_ID = /^[A-Za-z_][A-Za-z0-9_]{0,31}$/;
 const DOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** A string attribute's value holds at most 64 bytes (DeviceAttributeMaxValueLength). */
 const STRING_VALUE_MAX = 64;
-const HASH_LENGTH = 10;
 
 /**
  * Attributes NVIDIA's DRA driver publishes as versions (cmd/gpu-kubelet-plugin/partitions.go), not
@@ -238,12 +237,12 @@ function claimSpec(claim: DeviceClaim) {
  * (ValidateResourceClaimTemplateUpdate), so a changed request is a new template, which changes the
  * pod template's reference and rolls the pods, where an update in place would be refused.
  */
-export function claimTemplateName(claim: DeviceClaim, instance: string): string {
-  const hash = contentHash({ spec: JSON.stringify(claimSpec(claim)) }).slice(0, HASH_LENGTH);
+function claimTemplateName(claim: DeviceClaim, instance: string): string {
+  const hash = nameHash({ spec: JSON.stringify(claimSpec(claim)) });
   return `${instance}-${GPU_CLAIM}-${hash}`;
 }
 
-export type ClaimTemplateProps = { metadata: any; spec: ReturnType<typeof claimSpec> };
+type ClaimTemplateProps = { metadata: any; spec: ReturnType<typeof claimSpec> };
 const RESOURCE_CLAIM_TEMPLATE = customKind<ClaimTemplateProps>(DRA_API, 'ResourceClaimTemplate');
 
 /**

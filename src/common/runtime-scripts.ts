@@ -4,7 +4,7 @@ import { ApiObject } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { IConstruct } from 'constructs';
 import { sharedObject } from '../checks/unique-objects';
-import { contentHash } from './hash';
+import { nameHash } from './hash';
 import {
   LABEL_INSTANCE,
   LABEL_NAME,
@@ -42,8 +42,6 @@ export interface RuntimeScript {
 export const MOUNT_ROOT = '/opt/cdk8s-gpu';
 /** The prefix of the scripts' pod volumes. Reserved: no user volume is named so. */
 export const VOLUME_PREFIX = 'cdk8s-gpu-';
-/** A content hash long enough to tell versions apart, short enough for a readable name. */
-const HASH_LENGTH = 10;
 
 const loaded = new Map<string, RuntimeScript>();
 
@@ -88,7 +86,7 @@ export function refuseReserved(v: Validator, prop: string, o: { volumeName?: str
 
 /** A short digest of the script: in each ConfigMap name that holds it, so a new version is a new object. */
 export function scriptHash(script: RuntimeScript): string {
-  return contentHash({ [script.file]: script.content }).slice(0, HASH_LENGTH);
+  return nameHash({ [script.file]: script.content });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { ApiObject, Chart, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct, IConstruct } from 'constructs';
-import { contentHash } from '../common/hash';
+import { nameHash } from '../common/hash';
 import { ARGOCD_SYNC_WAVE, CACHE_FILL_COMPONENT, workloadLabels } from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
 import { PodTemplate } from '../common/pod-template';
@@ -29,8 +29,6 @@ const FILL_BACKOFF_LIMIT = 4;
  * the page cache the writes go through.
  */
 export const FILL_DEFAULT_RESOURCES = { cpu: 1, memoryGiB: 2 };
-/** The Job name's hash: enough to tell fills apart, short enough to leave the slug room in 63 characters. */
-const HASH_LENGTH = 10;
 /**
  * The Job controller labels its pods `batch.kubernetes.io/job-name: <name>`, and label values are
  * limited to 63 characters.
@@ -155,7 +153,7 @@ function fill(f: Filler, command: string[], waitName: string): { job: ApiObject;
   // The name is made from this pod's own fill only, never from which other services exist or their
   // order: dropping one version of a service must not rename the Job another version waits for (its pod
   // template names it, so a rename would restart it). Services whose fills are identical share one Job.
-  const name = jobName(model, contentHash({ key, spec: JSON.stringify(podSpec) }));
+  const name = jobName(model, nameHash({ key, spec: JSON.stringify(podSpec) }));
   const root = f.scope.node.root;
   let jobs = JOBS.get(root);
   if (!jobs) JOBS.set(root, (jobs = new Map()));
@@ -199,7 +197,7 @@ function fill(f: Filler, command: string[], waitName: string): { job: ApiObject;
 
 /** `<model slug>-fill-<hash>`, at most 63 characters. */
 function jobName(model: string, hash: string): string {
-  const suffix = `-fill-${hash.slice(0, HASH_LENGTH)}`;
+  const suffix = `-fill-${hash}`;
   const slug =
     model
       .toLowerCase()
