@@ -85,7 +85,7 @@ export { plan } from './guard/plan-api';
 export type { PlanResult, PrunedObject, Range, RolloutMode, WorkloadPlan } from './guard/plan';
 export { formatPlan, formatPlanMarkdown, planToJson, PLAN_SCHEMA_VERSION } from './guard/plan-report';
 export type { KubeObject } from './guard/normalize';
-export { GuardCheck, IMMUTABLE_FIELDS } from './guard/rules';
+export { GuardCheck, IMMUTABLE_FIELDS, KueueRunning } from './guard/rules';
 export type { FieldRule, KindRules, KueueVersionRange } from './guard/rules';
 export { GuardValidation } from './plugins/guard-plugin';
 export type { GuardValidationProps, GuardValidationContext } from './plugins/guard-plugin';

@@ -26,6 +26,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'InferenceGateway',
     'InferenceServiceMonitoring',
     'IpFamily',
+    'KueueRunning',
     'ModelCache',
     'NAMESPACE_NAME_LABEL',
     'NetworkAccess',

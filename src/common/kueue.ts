@@ -6,6 +6,10 @@ import { Validator } from '../validation/validate';
 export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
 /** The WorkloadPriorityClass of a workload. */
 export const KUEUE_PRIORITY_LABEL = 'kueue.x-k8s.io/priority-class';
+/** A job's maximum execution time in seconds (constants.MaxExecTimeSecondsLabel). */
+export const KUEUE_MAX_EXEC_TIME_LABEL = 'kueue.x-k8s.io/max-exec-time-seconds';
+/** The Workload made beforehand that a job is admitted through (constants.PrebuiltWorkloadLabel). */
+export const KUEUE_PREBUILT_WORKLOAD_LABEL = 'kueue.x-k8s.io/prebuilt-workload-name';
 /** The pod group of a plain-pod or StatefulSet workload (set by Kueue's webhook). */
 export const KUEUE_POD_GROUP_LABEL = 'kueue.x-k8s.io/pod-group-name';
 /**

@@ -1,11 +1,11 @@
 // How each kind of rule (GuardCheck) compares the old and the new object: one function per check.
 import { schemaAt, withDefaults } from './crd';
 import { semanticEqual, quantityNanos } from './equal';
-import { checkReplicatedJobs } from './jobset-check';
+import { checkReplicatedJobs, jobSetSuspended } from './jobset-check';
 import { checkLwsSpec, checkSubGroupSize } from './lws-check';
 import { arr, clone, isLiveExport, KubeObject, mirroredAlias, StatusFacts } from './normalize';
 import { get, isObject, lastKey, shortShow, show } from './object';
-import { FieldRule, GuardCheck } from './rules';
+import { FieldRule, GuardCheck, KueueRunning } from './rules';
 
 export interface Pair {
   readonly before: KubeObject;
@@ -47,11 +47,11 @@ import { KUEUE_QUEUE_LABEL } from '../common/kueue';
 
 export { KUEUE_QUEUE_LABEL };
 const labelOf = (o: KubeObject, key: string): string | undefined => o.metadata.labels?.[key] || undefined;
-/** Kueue's webhook checks a StatefulSet it manages: one with a queue name (jobframework.QueueNameForObject). */
+/** Kueue's webhooks check an object it manages: one with a queue name (jobframework.QueueNameForObject). */
 export const queued = (o: KubeObject) => labelOf(o, KUEUE_QUEUE_LABEL) !== undefined;
 /**
  * Kueue's isSuspended: no pod Ready (status.readyReplicas == 0). A manifest baseline has no status:
- * a queued StatefulSet is taken to be running, so a change the webhook may refuse is not missed.
+ * a queued object is taken to be running, so a change the webhook may refuse is not missed.
  */
 const running = (o: KubeObject) => !isObject(o.status) || (Number(o.status.readyReplicas) || 0) > 0;
 
@@ -447,7 +447,19 @@ export function checkRule(rule: FieldRule, p: Pair, emit: Emit): void {
   CHECKS[rule.check]?.({ rule, p, b: p.b, a: p.a, facts: p.facts, bv, av, key: lastKey(rule.path), emit });
 }
 
-/** The rules of Kueue's StatefulSet webhook ((*Webhook).ValidateUpdate, statefulset_webhook.go). */
+/**
+ * Kueue's notion of running for the rule (KueueRunning): a Ready pod on the old object, or the new
+ * object not suspended (read as the JobSet rules read `suspend`: jobSetSuspended).
+ */
+function kueueRunning(rule: FieldRule, p: Pair): boolean {
+  if (rule.kueueRunning === KueueRunning.NOT_SUSPENDED) return !jobSetSuspended(p.before, p.after, p.b, p.a).new;
+  return running(p.before);
+}
+
+const PRIORITY_ADDED = 'WorkloadPriorityClass cannot be added to a non-suspended workload';
+const PRIORITY_REMOVED = 'WorkloadPriorityClass cannot be removed from a workload';
+
+/** The rules of Kueue's webhooks (kueue-rules.ts), each branch mirroring the condition in Kueue's source. */
 function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
   const { before, after, b, a } = p;
   const path = rule.reportPath ?? rule.path;
@@ -457,9 +469,9 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
     const now = rule.key ? labelOf(p.a, rule.key) : undefined;
     return { old, now, changed: (old ?? '') !== (now ?? '') };
   };
-  // Each branch mirrors the condition in Kueue's source; values print as Go prints them ("" for unset).
-  const report = (old: string | undefined, now: string | undefined) =>
-    emit(rule, path, old ?? null, now ?? null, { value: now ?? '', old: old ?? '' });
+  // Values print as Go prints them ("" for unset).
+  const report = (old: string | undefined, now: string | undefined, detail?: string) =>
+    emit(rule, path, old ?? null, now ?? null, { value: now ?? '', old: old ?? '', detail });
   switch (rule.check) {
     case GuardCheck.KUEUE_LABEL: {
       const { old, now, changed } = labelChange();
@@ -478,37 +490,66 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
     }
     case GuardCheck.KUEUE_LABEL_WHILE_RUNNING: {
       const { old, now, changed } = labelChange();
-      if (changed && (running(before) || now === undefined)) report(old, now);
+      if (changed && (kueueRunning(rule, p) || now === undefined)) report(old, now);
       return;
     }
     case GuardCheck.KUEUE_LABEL_ADDED_WHILE_RUNNING: {
       const { old, now, changed } = labelChange();
-      if (changed && ((running(before) && old === undefined) || now === undefined)) report(old, now);
+      if (changed && now === undefined) report(old, now, PRIORITY_REMOVED);
+      else if (changed && old === undefined && kueueRunning(rule, p)) report(old, now, PRIORITY_ADDED);
+      return;
+    }
+    case GuardCheck.KUEUE_LABEL_UNLESS_SUSPENDED: {
+      const { old, now, changed } = labelChange();
+      if (changed && kueueRunning(rule, p)) report(old, now);
+      return;
+    }
+    case GuardCheck.KUEUE_LABEL_UNLESS_BOTH_SUSPENDED: {
+      const { old, now, changed } = labelChange();
+      const suspended = jobSetSuspended(before, after, b, a);
+      if (changed && !(suspended.old && suspended.new)) report(old, now);
       return;
     }
     default:
       break;
   }
   // The rest only while the new object is managed by Kueue (isManagedByKueue / WorkloadShouldBeSuspended).
-  if (!queued(after) && !rule.everyStatefulSet) return;
-  const rb = Number(b.spec?.replicas ?? 1);
-  const ra = Number(a.spec?.replicas ?? 1);
+  if (!queued(after) && !rule.everyObject) return;
+  // A pod template's spec is compared only where both objects have the template (validateImmutablePodTemplateSpec).
+  const holder = rule.path.slice(0, rule.path.lastIndexOf('.'));
+  const bothHold = get(b, holder) !== undefined && get(a, holder) !== undefined;
   switch (rule.check) {
-    case GuardCheck.KUEUE_REPLICAS:
+    case GuardCheck.KUEUE_COUNT: {
+      const rb = Number(get(b, rule.path) ?? 1);
+      const ra = Number(get(a, rule.path) ?? 1);
       if (rb !== ra) emit(rule, path, rb, ra);
       return;
-    case GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO:
+    }
+    case GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO: {
+      const rb = Number(b.spec?.replicas ?? 1);
+      const ra = Number(a.spec?.replicas ?? 1);
       if (rb !== ra && rb !== 0 && ra !== 0) emit(rule, path, rb, ra);
       return;
-    case GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN:
+    }
+    case GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN: {
+      const rb = Number(b.spec?.replicas ?? 1);
+      const ra = Number(a.spec?.replicas ?? 1);
       // The update carries the stored status (the registry strategy copies it); only a live export knows it.
       if (rb === 0 && ra > 0 && isObject(before.status) && (Number(before.status.replicas) || 0) > 0)
         emit(rule, path, rb, ra);
       return;
+    }
+    case GuardCheck.KUEUE_PRESENCE: {
+      const bv = get(b, rule.path);
+      const av = get(a, rule.path);
+      if ((bv === undefined) !== (av === undefined)) emit(rule, path, bv ?? null, av ?? null);
+      return;
+    }
     case GuardCheck.KUEUE_POD_SHAPE:
-      podShape(rule, get(b, rule.path), get(a, rule.path), emit);
+      if (bothHold) podShape(rule, get(b, rule.path), get(a, rule.path), emit);
       return;
     case GuardCheck.KUEUE_POD_RESOURCES: {
+      if (!bothHold) return;
       const old = (get(b, rule.path) as any)?.requests;
       const now = (get(a, rule.path) as any)?.requests;
       // SpecShape adds pod-level requests only when spec.resources is set, on either side.

@@ -22,8 +22,8 @@ Compares the objects in --before (a live export or the last applied manifests) w
 --after (the new manifests) and reports every change the API server would reject on update.
   --before, --after   a YAML/JSON file, a folder (read with its subfolders), or - for stdin
   --server-version    the target API server's version (default ${MIN_SERVER_VERSION}); rules differ by release
-  --kueue-version     the cluster's Kueue release (default ${DEFAULT_KUEUE_VERSION}); its StatefulSet webhook rules apply
-                      to StatefulSets labelled kueue.x-k8s.io/queue-name
+  --kueue-version     the cluster's Kueue release (default ${DEFAULT_KUEUE_VERSION}); its webhooks' rules apply to
+                      queued StatefulSets, Jobs, JobSets and LeaderWorkerSets (docs/guard.md)
   --crds              CustomResourceDefinitions whose self == oldSelf rules apply (repeatable)
   --server-side       the change is applied with server-side apply (kubectl apply --server-side, Argo CD's
                       ServerSideApply, Flux), not client-side kubectl apply

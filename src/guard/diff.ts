@@ -40,7 +40,7 @@ export interface GuardObjectCounts {
 export interface GuardResult {
   /** The server version the rules were taken for, `1.NN`. */
   readonly serverVersion: string;
-  /** The Kueue version whose StatefulSet webhook rules were applied, as given (`0.NN` or `0.NN.P`). */
+  /** The Kueue version whose webhook rules were applied, as given (`0.NN` or `0.NN.P`). */
   readonly kueueVersion: string;
   readonly objects: GuardObjectCounts;
   /**
@@ -62,10 +62,12 @@ export interface GuardOptions {
   readonly serverVersion?: string;
   /**
    * The Kueue release installed on the cluster, `0.NN` (its newest patch) or `0.NN.P`: Kueue's
-   * StatefulSet admission webhook refuses more changes than the API server (replicas, the queue
-   * name, the pod template's resources and scheduling fields), differently per release. Its rules
-   * apply only to StatefulSets labelled `kueue.x-k8s.io/queue-name`; other objects are unaffected.
-   * @default '0.9' (the oldest Kueue with a StatefulSet integration, the oldest the library supports)
+   * admission webhooks for StatefulSets, Jobs, JobSets and LeaderWorkerSets refuse more changes than
+   * the API server (the queue name and priority class labels, replicas, the pod templates' resources
+   * and scheduling fields), differently per release. Its rules apply to objects labelled
+   * `kueue.x-k8s.io/queue-name`, and its label rules to any Job, JobSet or LeaderWorkerSet whose Kueue
+   * labels change; other objects are unaffected.
+   * @default '0.10' (the library's Kueue floor for StatefulSets, where `pod-group-serving` exists)
    */
   readonly kueueVersion?: string;
   /**

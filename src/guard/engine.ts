@@ -160,10 +160,9 @@ export function runGuard(
     const builtIn = isBuiltInGroup(group, minor);
     let kindRules = [...(rules.get(kindKey) ?? []), ...celRulesFor(crdRules, kindKey, after)];
     if (!rules.has(kindKey) && !crdRules.has(kindKey) && !builtIn) unchecked.add(kindKey);
-    // Kueue's webhook rules apply to a StatefulSet that has, or had, a queue name.
-    // Some releases check replicas on every StatefulSet (everyStatefulSet).
-    if (kindKey === 'apps/StatefulSet' && !queued(before) && !queued(after))
-      kindRules = kindRules.filter(r => r.kueue === undefined || r.everyStatefulSet);
+    // Kueue's webhook rules apply to an object that has, or had, a queue name, except those its
+    // webhooks check on every object of the kind (everyObject).
+    if (!queued(before) && !queued(after)) kindRules = kindRules.filter(r => r.kueue === undefined || r.everyObject);
     if (after.kind === 'StatefulSet' && groupOf(after) === 'apps') onDeleteReplicas(before, after, warnings);
     // The object as the manifest names it; its namespace is the one it matched in, if it names none.
     const namespace = after.metadata.namespace ?? before.metadata.namespace;

@@ -19,7 +19,7 @@ export function reportTail(result: GuardResult): string {
       ? ` (the table is checked through ${MAX_SERVER_VERSION}; newer releases may relax or add rules)`
       : '';
   const read = result.objects
-    ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}; Kueue ${result.kueueVersion ?? '0.9'} webhook rules on queued StatefulSets`
+    ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}; Kueue ${result.kueueVersion ?? '0.9'} webhook rules on queued workloads`
     : '';
   if (read) lines.push(`guard: ${read}`);
   const unchecked = uncheckedKindsText(result);

@@ -1,10 +1,5 @@
 import { FLOOR_MINOR } from '../validation/kube-versions';
-import {
-  KUEUE_POD_GROUP_LABEL,
-  KUEUE_PRIORITY_LABEL,
-  KUEUE_QUEUE_LABEL,
-  MIN_STATEFULSET_KUEUE_VERSION,
-} from '../common/kueue';
+import { MIN_STATEFULSET_KUEUE_VERSION } from '../common/kueue';
 /**
  * What the API server refuses on update, per kind and per server version: data, read by one
  * generic engine (engine.ts). Each rule names the Kubernetes function it comes from so a reader can
@@ -68,8 +63,14 @@ export enum GuardCheck {
   KUEUE_LABEL_WHILE_RUNNING = 'kueue-label-while-running',
   /** Kueue: the label may not be added while a pod is Ready, and may never be removed. */
   KUEUE_LABEL_ADDED_WHILE_RUNNING = 'kueue-label-added-while-running',
-  /** Kueue: `spec.replicas` of a queued StatefulSet may not change. */
-  KUEUE_REPLICAS = 'kueue-replicas',
+  /** Kueue: the label may not change unless the new object is suspended (`spec.suspend`). */
+  KUEUE_LABEL_UNLESS_SUSPENDED = 'kueue-label-unless-suspended',
+  /** Kueue: the label may not change unless the old and the new object are suspended. */
+  KUEUE_LABEL_UNLESS_BOTH_SUSPENDED = 'kueue-label-unless-both-suspended',
+  /** Kueue: the value at `path` may be neither added nor removed (a LeaderWorkerSet's leader template). */
+  KUEUE_PRESENCE = 'kueue-presence',
+  /** Kueue: a count at `path` (unset is 1) of a queued object may not change (replicas, LeaderWorkerSet size). */
+  KUEUE_COUNT = 'kueue-count',
   /** Kueue: `spec.replicas` of a queued StatefulSet may change only to or from 0. */
   KUEUE_REPLICAS_TO_OR_FROM_ZERO = 'kueue-replicas-to-or-from-zero',
   /** Kueue: a scale-up from 0 is refused while pods of the scale-down still exist (`status.replicas` > 0). */
@@ -100,6 +101,20 @@ export enum GuardCheck {
   NOT_UNSET = 'not-unset',
   /** A value that is set may not become the empty string. */
   NOT_EMPTIED = 'not-emptied',
+}
+
+/** What "running" means to a Kueue webhook, where a rule depends on it. */
+export enum KueueRunning {
+  /**
+   * A pod is Ready: the old object's `status.readyReplicas` > 0 (StatefulSet, LeaderWorkerSet). A
+   * manifest baseline has no status: the object is taken to be running.
+   */
+  READY_REPLICAS = 'ready-replicas',
+  /**
+   * The new object is not suspended (`spec.suspend`; Job, JobSet). From a manifest baseline, a queued
+   * object, which Kueue suspends and resumes, is taken to be admitted and running.
+   */
+  NOT_SUSPENDED = 'not-suspended',
 }
 
 /**
@@ -133,17 +148,24 @@ export interface FieldRule {
   /** A map key under `path` (label keys contain dots, so they are not part of the path). */
   readonly key?: string;
   /**
-   * Set on the rules of Kueue's StatefulSet admission webhook: the Kueue releases that enforce the
-   * rule. Such a rule applies only to a StatefulSet labelled `kueue.x-k8s.io/queue-name`, and only
-   * on the Kueue version given to the guard.
-   * @default not a Kueue rule: the API server's own, on every StatefulSet
+   * Set on the rules of Kueue's admission webhooks (kueue-rules.ts): the Kueue releases that enforce
+   * the rule, applied only on the Kueue version given to the guard, and only to an object that has,
+   * or had, the label `kueue.x-k8s.io/queue-name`, unless `everyObject` is set.
+   * @default not a Kueue rule: the API server's own
    */
   readonly kueue?: readonly KueueVersionRange[];
   /**
-   * A Kueue rule that the releases in `kueue` apply to every StatefulSet, queued or not (their
-   * webhook has no object selector and the check had no isManagedByKueue guard).
+   * A Kueue rule that applies to every object of its kind, queued or not: the webhook checks it
+   * without asking whether Kueue manages the object (Job, JobSet and LeaderWorkerSet labels; a
+   * StatefulSet's replicas on the releases before the isManagedByKueue check).
+   * @default false
    */
-  readonly everyStatefulSet?: boolean;
+  readonly everyObject?: boolean;
+  /**
+   * What "running" means to the Kueue rule.
+   * @default KueueRunning.READY_REPLICAS
+   */
+  readonly kueueRunning?: KueueRunning;
   /** The Kubernetes (or Kueue) function the rule comes from. */
   readonly source: string;
   /** The API server's words for the rejection on the versions this rule covers. */
@@ -238,172 +260,11 @@ function volumeAttributesClassRules(source: string, claim: boolean): FieldRule[]
   ];
 }
 
-// Kueue's StatefulSet webhook (vstatefulset.kb.io), read per release tag in kubernetes-sigs/kueue:
-// (*Webhook).ValidateUpdate in pkg/controller/jobs/statefulset/statefulset_webhook.go, with
-// jobframework.ValidateImmutablePodGroupPodSpec / ValidateUpdateForWorkloadPriorityClassName
-// (pkg/controller/jobframework/validation.go) and utilpod.SpecShape (pkg/util/pod/pod.go).
-// apivalidation.ValidateImmutableField(a, b, path) prints `a`: some releases pass the old value
-// first, so `{old}` or `{value}` (the new one) follows each release's argument order.
-const KUEUE_WEBHOOK = 'admission webhook "vstatefulset.kb.io" denied the request: ';
-const KUEUE_VU = 'Kueue (*Webhook).ValidateUpdate (pkg/controller/jobs/statefulset/statefulset_webhook.go)';
-const QUEUE_LABEL = KUEUE_QUEUE_LABEL;
-const PRIORITY_LABEL = KUEUE_PRIORITY_LABEL;
-const kueueImmutable = (path: string, shown: 'value' | 'old') =>
-  `${KUEUE_WEBHOOK}${path}: Invalid value: {${shown}}: field is immutable`;
-const QUEUE_PATH = `metadata.labels[${QUEUE_LABEL}]`;
-const PRIORITY_PATH = `metadata.labels[${PRIORITY_LABEL}]`;
-/** A whole release line, as the end of a range: every patch of it. */
-const line = (minor: number) => `0.${minor}`;
-
-/** Exported through IMMUTABLE_FIELDS (StatefulSet); applied only to StatefulSets with the queue-name label. */
-const KUEUE_STATEFULSET: readonly FieldRule[] = [
-  // v0.9-v0.10: the queue name, the pod template's queue name (written by the mutating webhook on
-  // create) and the pod-group-name label are immutable.
-  {
-    path: 'metadata.labels',
-    key: QUEUE_LABEL,
-    reportPath: QUEUE_PATH,
-    check: GuardCheck.KUEUE_LABEL,
-    kueue: [{ from: '0.9.0', to: line(9) }],
-    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(new, old)`,
-    message: kueueImmutable(QUEUE_PATH, 'value'),
-  },
-  {
-    path: 'metadata.labels',
-    key: QUEUE_LABEL,
-    reportPath: QUEUE_PATH,
-    check: GuardCheck.KUEUE_LABEL,
-    kueue: [{ from: '0.10.0', to: line(10) }],
-    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(old, new) on jobframework.QueueNameForObject`,
-    message: kueueImmutable(QUEUE_PATH, 'old'),
-  },
-  {
-    path: 'spec.template.metadata.labels',
-    key: QUEUE_LABEL,
-    reportPath: `spec.template.metadata.labels[${QUEUE_LABEL}]`,
-    check: GuardCheck.KUEUE_WEBHOOK_LABEL,
-    kueue: [{ from: '0.9.0', to: line(10) }],
-    source: `${KUEUE_VU} / podSpecQueueNameLabelPath`,
-    message: kueueImmutable(`spec.template.metadata.labels[${QUEUE_LABEL}]`, 'value'),
-  },
-  {
-    path: 'metadata.labels',
-    key: KUEUE_POD_GROUP_LABEL,
-    reportPath: `metadata.labels[${KUEUE_POD_GROUP_LABEL}]`,
-    check: GuardCheck.KUEUE_LABEL,
-    kueue: [{ from: '0.9.0', to: line(10) }],
-    source: `${KUEUE_VU} / groupNameLabelPath`,
-    message: kueueImmutable('metadata.labels[kueue.x-k8s.io/pod-group-name]', 'value'),
-  },
-  // v0.11+: the queue name may change while no pod is Ready (status.readyReplicas == 0), never be removed.
-  {
-    path: 'metadata.labels',
-    key: QUEUE_LABEL,
-    reportPath: QUEUE_PATH,
-    check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
-    kueue: [
-      { from: '0.11.0', to: '0.12.8' },
-      { from: '0.13.0', to: '0.13.3' },
-    ],
-    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(old, new) when status.readyReplicas > 0 or the new queue name is empty`,
-    message: kueueImmutable(QUEUE_PATH, 'old'),
-  },
-  {
-    path: 'metadata.labels',
-    key: QUEUE_LABEL,
-    reportPath: QUEUE_PATH,
-    check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
-    kueue: [{ from: '0.12.9', to: line(12) }, { from: '0.13.4', to: line(13) }, { from: '0.14.0' }],
-    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField(new, old) when status.readyReplicas > 0 or the new queue name is empty`,
-    message: kueueImmutable(QUEUE_PATH, 'value'),
-  },
-  // The workload priority class label (backported to v0.9.4 and v0.10.2).
-  {
-    path: 'metadata.labels',
-    key: PRIORITY_LABEL,
-    reportPath: PRIORITY_PATH,
-    check: GuardCheck.KUEUE_LABEL,
-    kueue: [
-      { from: '0.9.4', to: line(9) },
-      { from: '0.10.2', to: line(11) },
-    ],
-    source: 'Kueue jobframework.ValidateUpdateForWorkloadPriorityClassName (pkg/controller/jobframework/validation.go)',
-    message: kueueImmutable(PRIORITY_PATH, 'value'),
-  },
-  {
-    path: 'metadata.labels',
-    key: PRIORITY_LABEL,
-    reportPath: PRIORITY_PATH,
-    check: GuardCheck.KUEUE_LABEL_WHILE_RUNNING,
-    kueue: [{ from: '0.12.0', to: line(14) }],
-    source: `${KUEUE_VU} / jobframework.ValidateUpdateForWorkloadPriorityClassName when status.readyReplicas > 0 or the new class is empty`,
-    message: kueueImmutable(PRIORITY_PATH, 'value'),
-  },
-  {
-    path: 'metadata.labels',
-    key: PRIORITY_LABEL,
-    reportPath: PRIORITY_PATH,
-    check: GuardCheck.KUEUE_LABEL_ADDED_WHILE_RUNNING,
-    kueue: [{ from: '0.15.0' }],
-    source:
-      'Kueue jobframework.ValidateUpdateForWorkloadPriorityClassName(isSuspended, old, new) (pkg/controller/jobframework/validation.go)',
-    message: kueueImmutable(PRIORITY_PATH, 'value'),
-  },
-  // replicas: immutable in v0.9 (kueue#3279: resizes not supported); from v0.10 only to or from 0.
-  // v0.9.0-v0.9.2 and v0.10.0 check it on every StatefulSet, queued or not; v0.9.3 and v0.10.1
-  // added the isManagedByKueue guard (a queue name, and no controller owner managed by Kueue).
-  ...[
-    { kueue: [{ from: '0.9.0', to: '0.9.2' }], everyStatefulSet: true },
-    { kueue: [{ from: '0.9.3', to: line(9) }] },
-  ].map(r => ({
-    path: 'spec.replicas',
-    check: GuardCheck.KUEUE_REPLICAS,
-    ...r,
-    source: `${KUEUE_VU} / apivalidation.ValidateImmutableField on spec.replicas${r.everyStatefulSet ? ' (every StatefulSet: no isManagedByKueue check before v0.9.3)' : ''}`,
-    message: kueueImmutable('spec.replicas', 'value'),
-  })),
-  ...[{ kueue: [{ from: '0.10.0', to: '0.10.0' }], everyStatefulSet: true }, { kueue: [{ from: '0.10.1' }] }].flatMap(
-    r => [
-      {
-        path: 'spec.replicas',
-        check: GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO,
-        ...r,
-        source: `${KUEUE_VU}: "Allow only scale down to zero and scale up from zero"${r.everyStatefulSet ? ' (every StatefulSet: no isManagedByKueue check before v0.10.1)' : ''}`,
-        message: kueueImmutable('spec.replicas', 'value'),
-      },
-      {
-        path: 'spec.replicas',
-        check: GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN,
-        ...r,
-        source: `${KUEUE_VU}: field.Forbidden when status.replicas > 0${r.everyStatefulSet ? ' (every StatefulSet before v0.10.1)' : ''}`,
-        message: `${KUEUE_WEBHOOK}spec.replicas: Forbidden: scaling down is still in progress`,
-      },
-    ],
-  ),
-  // The pod group's shape (backported to v0.9.4 and v0.10.2).
-  {
-    path: 'spec.template.spec',
-    check: GuardCheck.KUEUE_POD_SHAPE,
-    kueue: [{ from: '0.9.4', to: line(9) }, { from: '0.10.2' }],
-    source:
-      'Kueue jobframework.ValidateImmutablePodGroupPodSpec (pkg/controller/jobframework/validation.go) over utilpod.SpecShape',
-    message: `${KUEUE_WEBHOOK}{path}: Invalid value: {value}: field is immutable`,
-  },
-  {
-    path: 'spec.template.spec.resources',
-    check: GuardCheck.KUEUE_POD_RESOURCES,
-    kueue: [{ from: '0.17.7', to: line(17) }, { from: '0.18.3', to: line(18) }, { from: '0.19.0' }],
-    source:
-      'Kueue jobframework.ValidateImmutablePodGroupPodSpec over utilpod.SpecShape (pod-level resources, kueue#12334)',
-    message: `${KUEUE_WEBHOOK}spec.template.spec.resources: Invalid value: {value}: field is immutable`,
-  },
-];
-
 const CRD =
   'validateCustomResourceDefinitionSpecUpdate (apiextensions-apiserver pkg/apis/apiextensions/validation/validation.go)';
 const JOB = 'ValidateJobSpecUpdate (pkg/apis/batch/validation/validation.go)';
 
-export const IMMUTABLE_FIELDS: readonly KindRules[] = [
+const OWN_RULES: readonly KindRules[] = [
   {
     group: 'apps',
     kind: 'StatefulSet',
@@ -427,7 +288,6 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
         message:
           "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
       },
-      ...KUEUE_STATEFULSET,
     ],
   },
   selector('Deployment', 'pkg/registry/apps/deployment/strategy.go'),
@@ -773,6 +633,19 @@ export const IMMUTABLE_FIELDS: readonly KindRules[] = [
   (require('./jobset-rules') as typeof import('./jobset-rules')).JOBSET_RULES,
   (require('./lws-rules') as typeof import('./lws-rules')).LWS_RULES,
 ];
+
+/** Each kind's rules: the API server's and its webhooks', then Kueue's (kueue-rules.ts). */
+export const IMMUTABLE_FIELDS: readonly KindRules[] = (() => {
+  const { KUEUE_RULES } = require('./kueue-rules') as typeof import('./kueue-rules');
+  const same = (a: KindRules, b: KindRules) => a.group === b.group && a.kind === b.kind;
+  return [
+    ...OWN_RULES.map(k => {
+      const extra = KUEUE_RULES.find(q => same(q, k));
+      return extra ? { ...k, fields: [...k.fields, ...extra.fields] } : k;
+    }),
+    ...KUEUE_RULES.filter(q => !OWN_RULES.some(k => same(q, k))),
+  ];
+})();
 
 /** `1.NN` as NN, or undefined when not a Kubernetes minor version. @internal */
 export function minorOf(version: string): number | undefined {

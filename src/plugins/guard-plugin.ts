@@ -29,8 +29,8 @@ export interface GuardValidationProps {
    */
   readonly serverVersion?: string;
   /**
-   * The cluster's Kueue release, `0.NN` (its newest patch) or `0.NN.P`: Kueue's StatefulSet
-   * webhook rules apply to StatefulSets labelled `kueue.x-k8s.io/queue-name`. Quote it in
+   * The cluster's Kueue release, `0.NN` (its newest patch) or `0.NN.P`: the rules of Kueue's webhooks
+   * for StatefulSets, Jobs, JobSets and LeaderWorkerSets (docs/guard.md). Quote it in
    * cdk8s.yaml (YAML reads 0.10 as the number 0.1).
    * @default '0.10' (the library's Kueue floor for StatefulSets: `pod-group-serving` exists from v0.10.0,
    * kueue#3684; on v0.9 their rolling updates stall, kueue#3690). '0.9' is still modelled when given.

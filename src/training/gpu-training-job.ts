@@ -398,13 +398,14 @@ export class GpuTrainingJob extends Construct implements IGpuWorkload {
       ...(this.queueName ? { [KUEUE_QUEUE_LABEL]: this.queueName } : {}),
       ...(priorityClass ? { [KUEUE_PRIORITY_LABEL]: priorityClass } : {}),
     };
-    // onPodConditions is required in the 1.28 API (optional from 1.29): an exit-code rule sends [].
+    // An exit-code rule has no onPodConditions (optional from 1.29): an empty list is dropped by every
+    // Go client that updates the JobSet (omitempty), and Kueue's update on admission then owns the
+    // atomic `rules`, so the next server-side apply conflicts (shown in test/cluster/kueue-admission).
     const podFailureRules: k8s.PodFailurePolicyRule[] = rules.map(r =>
       r.exitCodes
         ? {
             action: 'FailJob',
             onExitCodes: { containerName: TRAINER_CONTAINER, operator: 'In', values: r.exitCodes },
-            onPodConditions: [],
           }
         : { action: 'FailJob', onPodConditions: [{ type: r.podCondition!, status: 'True' }] },
     );

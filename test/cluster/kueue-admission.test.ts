@@ -1,5 +1,6 @@
 import { Chart, Size, Testing } from 'cdk8s';
-import { GpuTrainingJob, ModelCache, VllmInferenceService } from '../../src';
+import { GpuTrainingJob, guard, ModelCache, VllmInferenceService } from '../../src';
+import { KUEUE_QUEUE_LABEL } from '../../src/common/kueue';
 import { Cluster, describeCluster, SERVER_VERSIONS } from './kube';
 import { admitted, quota, workloadsOf } from './kueue';
 import { applyAll, GpuPool, KWOK_STAGE, podsOf, scenario, waitExplained } from './sim';
@@ -13,17 +14,21 @@ import { applyAll, GpuPool, KWOK_STAGE, podsOf, scenario, waitExplained } from '
 
 const RUN = Date.now().toString(36);
 const newest = SERVER_VERSIONS[SERVER_VERSIONS.length - 1];
-function training(ns: string, gpus: GpuPool, name: string) {
+const VERSIONS: { kueue: string } = require('./versions.json');
+function training(ns: string, gpus: GpuPool, name: string, nodes = 2, completeAfter: string | undefined = '6s') {
   const chart = new Chart(Testing.app(), 'c', { namespace: ns });
   new GpuTrainingJob(chart, name, {
     name,
     image: 'registry.example/trainer:1.0',
-    nodes: 2,
+    nodes,
     gpusPerPod: 8,
     args: ['train.py'],
     queueName: 'gpus',
     nodeSelector: gpus.nodeSelector,
-    pod: { tolerations: gpus.tolerations, annotations: { [`pod-complete.${KWOK_STAGE}/delay`]: '6s' } },
+    pod: {
+      tolerations: gpus.tolerations,
+      annotations: completeAfter ? { [`pod-complete.${KWOK_STAGE}/delay`]: completeAfter } : {},
+    },
   });
   return Testing.synth(chart);
 }
@@ -77,6 +82,68 @@ describeCluster(
           w.spec.podSets.map((p: any) => [p.count, p.template.spec.containers[0].resources.requests['nvidia.com/gpu']]),
         ).toEqual([[2, '8']]);
     }, 300_000);
+
+    test("the guard's manifest baseline of a queued JobSet is an admitted one: Kueue's webhook refuses its queue moved once admitted, and allows it while it waits", async () => {
+      const ns = await place.namespace('kueue-guard', 'restricted');
+      await quota(cluster, ns, 16);
+      const gpus = place.gpus();
+      // One run that fits the quota and keeps running; one that never fits (32 GPUs), so Kueue keeps it suspended.
+      const running = training(ns, gpus, 'running', 2, undefined);
+      const waiting = training(ns, gpus, 'waiting', 4, undefined);
+      await applyAll(cluster, [...running, ...waiting]);
+      await waitExplained(
+        cluster,
+        ns,
+        "one run admitted, the other's Workload created and left waiting",
+        90,
+        async () => {
+          const [r, w] = [await jobSet(cluster, ns, 'running'), await jobSet(cluster, ns, 'waiting')];
+          const ws = await workloadsOf(cluster, ns);
+          return (
+            (r.spec?.suspend === false && w.spec?.suspend === true && ws.length === 2) ||
+            `running: suspend ${r.spec?.suspend}; waiting: suspend ${w.spec?.suspend}; ${ws.length} workloads`
+          );
+        },
+      );
+      const options = {
+        serverVersion: cluster.minor,
+        kueueVersion: VERSIONS.kueue.replace(/^v/, ''),
+        serverSideApply: true,
+      };
+      const moved = (objects: any[]) => {
+        const o = JSON.parse(JSON.stringify(objects.find(x => x.kind === 'JobSet')));
+        o.metadata.labels[KUEUE_QUEUE_LABEL] = 'elsewhere';
+        return o;
+      };
+      const guardPaths = (before: any, after: any) =>
+        guard([before], [after], options)
+          .findings.filter(f => f.severity === 'error')
+          .map(f => f.path);
+      const manifestOf = (objects: any[]) => objects.find(x => x.kind === 'JobSet');
+
+      // A GitOps resync of the admitted run's unchanged manifest goes through: Kueue's update on admission
+      // owns only what it wrote (an empty onPodConditions the library once sent, dropped by Kueue's Go
+      // client, made it own the atomic podFailurePolicy rules, and this apply conflicted).
+      const resync = await cluster.apply(manifestOf(running), { dryRun: true });
+      expect({ status: resync.status, message: resync.body?.message }).toEqual({ status: 200, message: undefined });
+
+      // Admitted and running: the server refuses, and the guard says so from the manifest alone.
+      const refused = await cluster.apply(moved(running), { dryRun: true });
+      expect({ status: refused.status, message: refused.body?.message }).toEqual({
+        status: 403, // a webhook's denial: Forbidden
+        message: expect.stringContaining(
+          'admission webhook "vjobset.kb.io" denied the request: metadata.labels[kueue.x-k8s.io/queue-name]',
+        ),
+      });
+      expect(guardPaths(manifestOf(running), moved(running))).toEqual([`metadata.labels[${KUEUE_QUEUE_LABEL}]`]);
+
+      // Still waiting: the server allows it; the guard agrees given the live object, and from the
+      // manifest reports it (its documented assumption: docs/guard.md "Kueue").
+      const allowed = await cluster.apply(moved(waiting), { dryRun: true });
+      expect({ status: allowed.status, message: allowed.body?.message }).toEqual({ status: 200, message: undefined });
+      expect(guardPaths(await jobSet(cluster, ns, 'waiting'), moved(waiting))).toEqual([]);
+      expect(guardPaths(manifestOf(waiting), moved(waiting))).toEqual([`metadata.labels[${KUEUE_QUEUE_LABEL}]`]);
+    }, 240_000);
 
     test('a 2-node serving group under a 16-GPU quota: the first group is admitted as one, a second replica waits whole', async () => {
       const ns = await place.namespace('kueue-serve', 'restricted');

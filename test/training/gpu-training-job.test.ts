@@ -133,7 +133,6 @@ describe('GpuTrainingJob', () => {
         {
           action: 'FailJob',
           onExitCodes: { containerName: 'trainer', operator: 'In', values: [126, 127] },
-          onPodConditions: [],
         },
       ]);
       expect(jobSet.spec.failurePolicy.rules).toEqual([
@@ -175,7 +174,6 @@ describe('GpuTrainingJob', () => {
         {
           action: 'FailJob',
           onExitCodes: { containerName: 'trainer', operator: 'In', values: [3, 42] },
-          onPodConditions: [],
         },
       ]);
       expect(synth({ failurePolicy: [] }).jobSpec.podFailurePolicy).toBeUndefined();
