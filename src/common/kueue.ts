@@ -10,6 +10,14 @@ export const KUEUE_PRIORITY_LABEL = 'kueue.x-k8s.io/priority-class';
 export const KUEUE_MAX_EXEC_TIME_LABEL = 'kueue.x-k8s.io/max-exec-time-seconds';
 /** The Workload made beforehand that a job is admitted through (constants.PrebuiltWorkloadLabel). */
 export const KUEUE_PREBUILT_WORKLOAD_LABEL = 'kueue.x-k8s.io/prebuilt-workload-name';
+/** Turns workload slicing on for a job (workloadslicing.EnabledAnnotationKey; value "true"). */
+export const KUEUE_ELASTIC_JOB_ANNOTATION = 'kueue.x-k8s.io/elastic-job';
+/** Gates that hold a workload's admission (constants.AdmissionGatedByAnnotation). */
+export const KUEUE_ADMISSION_GATED_BY_ANNOTATION = 'kueue.x-k8s.io/admission-gated-by';
+/** A batch Job's minimum parallelism under partial admission (job.JobMinParallelismAnnotation). */
+export const KUEUE_JOB_MIN_PARALLELISM_ANNOTATION = 'kueue.x-k8s.io/job-min-parallelism';
+/** A batch Job whose completions follow its parallelism (job.JobCompletionsEqualParallelismAnnotation). */
+export const KUEUE_JOB_SYNC_COMPLETIONS_ANNOTATION = 'kueue.x-k8s.io/job-completions-equal-parallelism';
 /** The pod group of a plain-pod or StatefulSet workload (set by Kueue's webhook). */
 export const KUEUE_POD_GROUP_LABEL = 'kueue.x-k8s.io/pod-group-name';
 /**

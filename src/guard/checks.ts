@@ -43,17 +43,23 @@ export function fill(message: string, vars: Record<string, unknown>): string {
   );
 }
 
-import { KUEUE_QUEUE_LABEL } from '../common/kueue';
+import { KUEUE_ELASTIC_JOB_ANNOTATION, KUEUE_QUEUE_LABEL } from '../common/kueue';
 
 export { KUEUE_QUEUE_LABEL };
 const labelOf = (o: KubeObject, key: string): string | undefined => o.metadata.labels?.[key] || undefined;
+const annotationOf = (o: KubeObject, key: string): string | undefined =>
+  (o.metadata.annotations as Record<string, string> | undefined)?.[key];
+/** strconv.ParseBool: true for 1, t, T, TRUE, true, True; anything else (or an error) is false. */
+const goBool = (v: string | undefined) => v !== undefined && ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v);
 /** Kueue's webhooks check an object it manages: one with a queue name (jobframework.QueueNameForObject). */
 export const queued = (o: KubeObject) => labelOf(o, KUEUE_QUEUE_LABEL) !== undefined;
 /**
  * Kueue's isSuspended: no pod Ready (status.readyReplicas == 0). A manifest baseline has no status:
- * a queued object is taken to be running, so a change the webhook may refuse is not missed.
+ * a queued object is taken to be running, so a change the webhook may refuse is not missed. A live
+ * object whose controller has not written a status yet has no Ready pod.
  */
-const running = (o: KubeObject) => !isObject(o.status) || (Number(o.status.readyReplicas) || 0) > 0;
+const running = (o: KubeObject) =>
+  isObject(o.status) || isLiveExport(o) ? (Number(o.status?.readyReplicas) || 0) > 0 : true;
 
 /** utilpod.SpecShape's containers: each one's resource requests and ports. */
 const containersShape = (list: unknown) =>
@@ -504,6 +510,52 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
       if (changed && kueueRunning(rule, p)) report(old, now);
       return;
     }
+    case GuardCheck.KUEUE_TEMPLATE_QUEUE_LABEL: {
+      // The old template's label as stored; a manifest baseline lacks what the webhook wrote: the queue name.
+      const templateLabel = (o: KubeObject) => (get(o, rule.path) as Record<string, string> | undefined)?.[rule.key!];
+      const old = templateLabel(b) ?? (isLiveExport(before) ? undefined : labelOf(before, KUEUE_QUEUE_LABEL));
+      // (*Webhook).Default runs first on update: a queued StatefulSet's template gets its queue name.
+      const now = labelOf(a, KUEUE_QUEUE_LABEL) ?? templateLabel(a);
+      if (now !== undefined && (old ?? '') !== now) report(old, now);
+      return;
+    }
+    case GuardCheck.KUEUE_ELASTIC_JOB: {
+      const elastic = (o: KubeObject) => annotationOf(o, rule.key!) === 'true';
+      if (elastic(before) !== elastic(a)) emit(rule, path, elastic(before), elastic(a), { value: elastic(a) });
+      return;
+    }
+    case GuardCheck.KUEUE_ADMISSION_GATES: {
+      const old = annotationOf(before, rule.key!) ?? '';
+      const now = annotationOf(a, rule.key!) ?? '';
+      const gates = (v: string) => (v.trim() === '' ? [] : v.split(',').map(g => g.trim()));
+      if (old === '' && now !== '') report(old, now, 'cannot add admission gate after creation');
+      else if (old !== '' && gates(now).some(g => !gates(old).includes(g)))
+        report(old, now, 'can only remove gates, not add new ones');
+      return;
+    }
+    case GuardCheck.KUEUE_PREBUILT_WORKLOAD: {
+      // PrebuiltWorkloadNameFor: the annotation of the key, when set, else the label.
+      const name = (o: KubeObject) => annotationOf(o, rule.key!) || labelOf(o, rule.key!) || '';
+      if (!kueueRunning(rule, p) || annotationOf(before, KUEUE_ELASTIC_JOB_ANNOTATION) === 'true') return;
+      const [old, now] = [name(before), name(a)];
+      const at = annotationOf(a, rule.key!) ? `metadata.annotations[${rule.key}]` : `metadata.labels[${rule.key}]`;
+      if (old !== now) emit(rule, at, old, now, { value: now, old });
+      return;
+    }
+    case GuardCheck.KUEUE_PARTIAL_ADMISSION: {
+      // The old Job's own spec.suspend (not Kueue's stopping state); parallelism unset is 1.
+      if (annotationOf(before, rule.key!) === undefined || jobSetSuspended(before, after, b, a).old) return;
+      const [pb, pa] = [Number(b.spec?.parallelism ?? 1), Number(a.spec?.parallelism ?? 1)];
+      if (pb !== pa) emit(rule, path, pb, pa);
+      return;
+    }
+    case GuardCheck.KUEUE_SYNC_COMPLETIONS: {
+      const suspended = jobSetSuspended(before, after, b, a);
+      const sync = (o: KubeObject) => goBool(annotationOf(o, rule.key!));
+      if (suspended.old === suspended.new && !suspended.new && sync(before) !== sync(a))
+        emit(rule, path, sync(before), sync(a));
+      return;
+    }
     case GuardCheck.KUEUE_LABEL_UNLESS_BOTH_SUSPENDED: {
       const { old, now, changed } = labelChange();
       const suspended = jobSetSuspended(before, after, b, a);
@@ -552,9 +604,10 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
       if (!bothHold) return;
       const old = (get(b, rule.path) as any)?.requests;
       const now = (get(a, rule.path) as any)?.requests;
-      // SpecShape adds pod-level requests only when spec.resources is set, on either side.
-      if ((get(b, rule.path) !== undefined || get(a, rule.path) !== undefined) && !semanticEqual(old, now, 'requests'))
-        emit(rule, path, old, now);
+      // SpecShape adds pod-level requests only when spec.resources is set: set on one side only
+      // (even empty) is a change (a nil interface against a nil ResourceList), else the requests compare.
+      const [hadIt, hasIt] = [get(b, rule.path) !== undefined, get(a, rule.path) !== undefined];
+      if (hadIt !== hasIt || (hadIt && !semanticEqual(old, now, 'requests'))) emit(rule, path, old, now);
       return;
     }
     default:

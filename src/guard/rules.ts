@@ -67,6 +67,21 @@ export enum GuardCheck {
   KUEUE_LABEL_UNLESS_SUSPENDED = 'kueue-label-unless-suspended',
   /** Kueue: the label may not change unless the old and the new object are suspended. */
   KUEUE_LABEL_UNLESS_BOTH_SUSPENDED = 'kueue-label-unless-both-suspended',
+  /**
+   * Kueue v0.10: the pod template's queue-name label, which the mutating webhook sets to the object's
+   * queue name on create and on update, may not change.
+   */
+  KUEUE_TEMPLATE_QUEUE_LABEL = 'kueue-template-queue-label',
+  /** Kueue: the `elastic-job` annotation may not turn workload slicing on or off. */
+  KUEUE_ELASTIC_JOB = 'kueue-elastic-job',
+  /** Kueue: the `admission-gated-by` annotation may not be added after creation, nor gain a gate. */
+  KUEUE_ADMISSION_GATES = 'kueue-admission-gates',
+  /** Kueue: the prebuilt Workload's name (its annotation, else its label) may not change unless suspended. */
+  KUEUE_PREBUILT_WORKLOAD = 'kueue-prebuilt-workload',
+  /** Kueue: a Job's `spec.parallelism` may not change under partial admission while the old Job runs. */
+  KUEUE_PARTIAL_ADMISSION = 'kueue-partial-admission',
+  /** Kueue: a Job's `job-completions-equal-parallelism` may not change while the Job runs. */
+  KUEUE_SYNC_COMPLETIONS = 'kueue-sync-completions',
   /** Kueue: the value at `path` may be neither added nor removed (a LeaderWorkerSet's leader template). */
   KUEUE_PRESENCE = 'kueue-presence',
   /** Kueue: a count at `path` (unset is 1) of a queued object may not change (replicas, LeaderWorkerSet size). */

@@ -260,3 +260,143 @@ describe('StatefulSet: v0.15.2 reworded the priority-class refusals', () => {
     ]);
   });
 });
+
+describe('checks every release runs on every object, queued or not', () => {
+  const plainSts = (labels: Record<string, string>) => ({
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name: 't', namespace: 'ml', labels },
+    spec: {
+      serviceName: 't',
+      selector: { matchLabels: { a: 'b' } },
+      template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } },
+    },
+  });
+  test('StatefulSet: the priority class removed from one with no queue name is refused (ValidateUpdateForWorkloadPriorityClassName runs before the managed check)', () => {
+    const before = plainSts({ [PRIORITY]: 'low' });
+    expect(paths(before, plainSts({}), '0.16')).toEqual([`metadata.labels[${PRIORITY}]`]);
+    expect(paths(before, plainSts({}), '0.9.3')).toEqual([]); // before the check was backported
+  });
+});
+
+describe('LeaderWorkerSet: v0.11-v0.14 pass (new, old) as (old, new), so the refusal quotes the old class', () => {
+  test('v0.11 quotes "low", v0.15.2 quotes the new one', () => {
+    const m = lws();
+    const low = relabel(m, { [PRIORITY]: 'low' });
+    expect(errors(liveLws(low, 1), relabel(m, { [PRIORITY]: 'high' }), '0.11').map(f => f.message)).toEqual([
+      'admission webhook "vleaderworkerset.kb.io" denied the request: metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "low": field is immutable',
+    ]);
+    expect(errors(liveLws(low, 1), m, '0.17.0').map(f => f.message)).toEqual([
+      'admission webhook "vleaderworkerset.kb.io" denied the request: metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "": WorkloadPriorityClass cannot be removed from a workload',
+    ]);
+  });
+});
+
+describe('annotations on by default from v0.18 and v0.19 (feature gates at their defaults)', () => {
+  const annotate = (o: any, a: Record<string, string | undefined>) => {
+    const c = copy(o);
+    c.metadata.annotations = { ...(c.metadata.annotations ?? {}) };
+    for (const [k, v] of Object.entries(a)) {
+      if (v === undefined) delete c.metadata.annotations[k];
+      else c.metadata.annotations[k] = v;
+    }
+    return c;
+  };
+  const ELASTIC = 'kueue.x-k8s.io/elastic-job';
+  const GATES = 'kueue.x-k8s.io/admission-gated-by';
+  const PREBUILT = 'kueue.x-k8s.io/prebuilt-workload-name';
+
+  test('elastic-job: turning workload slicing on or off is refused from v0.18 (validatedUpdateForEnabledWorkloadSlice), suspended or not', () => {
+    const m = jobSet();
+    const elastic = annotate(m, { [ELASTIC]: 'true' });
+    expect(paths(liveJobSet(m, false), elastic, '0.18')).toEqual([`metadata.annotations[${ELASTIC}]`]);
+    expect(paths(liveJobSet(elastic, true), m, '0.19')).toEqual([`metadata.annotations[${ELASTIC}]`]);
+    expect(paths(liveJobSet(m, false), elastic, '0.17.0')).toEqual([]);
+    // "false" is no slicing: not a change.
+    expect(paths(liveJobSet(m, false), annotate(m, { [ELASTIC]: 'false' }), '0.18')).toEqual([]);
+  });
+
+  test('admission-gated-by: not added after creation, gates only removed, from v0.19 on every kind', () => {
+    const m = jobSet();
+    const gated = annotate(m, { [GATES]: 'example.com/a,example.com/b' });
+    expect(errors(liveJobSet(m, false), gated, '0.19').map(f => f.message)).toEqual([
+      'admission webhook "vjobset.kb.io" denied the request: metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: cannot add admission gate after creation',
+    ]);
+    expect(paths(liveJobSet(gated, false), annotate(m, { [GATES]: 'example.com/a' }), '0.19')).toEqual([]);
+    expect(paths(liveJobSet(gated, false), annotate(m, { [GATES]: undefined }), '0.19')).toEqual([]);
+    expect(
+      errors(liveJobSet(gated, false), annotate(m, { [GATES]: 'example.com/a, example.com/c' }), '0.19').map(
+        f => f.message,
+      ),
+    ).toEqual([
+      'admission webhook "vjobset.kb.io" denied the request: metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: can only remove gates, not add new ones',
+    ]);
+    expect(paths(liveJobSet(m, false), gated, '0.18')).toEqual([]);
+    const set = lws();
+    expect(paths(liveLws(set, 0), annotate(set, { [GATES]: 'example.com/a' }), '0.19')).toEqual([
+      `metadata.annotations[${GATES}]`,
+    ]);
+  });
+
+  test('prebuilt workload: from v0.18 its annotation names it first, immutable unless the new JobSet is suspended', () => {
+    const m = jobSet();
+    const pre = annotate(m, { [PREBUILT]: 'wl-a' });
+    expect(paths(liveJobSet(pre, true), annotate(m, { [PREBUILT]: 'wl-b' }), '0.18')).toEqual([
+      `metadata.annotations[${PREBUILT}]`,
+    ]);
+    expect(paths(liveJobSet(pre, false), annotate(m, { [PREBUILT]: 'wl-b' }), '0.18')).toEqual([]);
+    // Before v0.18 the annotation meant nothing.
+    expect(paths(liveJobSet(pre, true), annotate(m, { [PREBUILT]: 'wl-b' }), '0.17.0')).toEqual([]);
+  });
+});
+
+describe('batch Job: validatePartialAdmissionUpdate', () => {
+  const job = (annotations: Record<string, string>, parallelism: number) => ({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'eval', namespace: 'ml', labels: { [QUEUE]: 'q' }, annotations },
+    spec: {
+      parallelism,
+      completions: 4,
+      template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'i:1' }] } },
+    },
+  });
+  const running = (o: any) => {
+    const l = liveExport(o);
+    l.spec.suspend = false;
+    return l;
+  };
+  const waiting = (o: any) => {
+    const l = liveExport(o);
+    l.spec.suspend = true;
+    return l;
+  };
+  test('with job-min-parallelism, parallelism is fixed while the old Job runs', () => {
+    const partial = { 'kueue.x-k8s.io/job-min-parallelism': '2' };
+    expect(errors(running(job(partial, 4)), job(partial, 3), '0.17.0').map(f => f.message)).toEqual([
+      'admission webhook "vjob.kb.io" denied the request: spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended',
+    ]);
+    expect(paths(waiting(job(partial, 4)), job(partial, 3), '0.17.0')).toEqual([]);
+    expect(paths(running(job({}, 4)), job({}, 3), '0.17.0')).toEqual([]);
+  });
+  test('job-completions-equal-parallelism may not flip while neither Job is suspended (strconv.ParseBool)', () => {
+    const sync = { 'kueue.x-k8s.io/job-completions-equal-parallelism': 'True' };
+    expect(paths(running(job({}, 4)), job(sync, 4), '0.17.0')).toEqual([
+      'metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]',
+    ]);
+    expect(
+      paths(running(job(sync, 4)), job({ 'kueue.x-k8s.io/job-completions-equal-parallelism': '1' }, 4), '0.17.0'),
+    ).toEqual([]);
+    expect(paths(waiting(job({}, 4)), job(sync, 4), '0.17.0')).toEqual([]);
+  });
+});
+
+describe('pod-level resources (v0.17.7+): set on one side only is a change, even empty', () => {
+  test('a queued LeaderWorkerSet whose worker template gains resources: {}', () => {
+    const m = lws();
+    const more = copy(m);
+    more.spec.leaderWorkerTemplate.workerTemplate.spec.resources = {};
+    expect(paths(liveLws(m, 1), more, '0.19')).toEqual(['spec.leaderWorkerTemplate.workerTemplate.spec.resources']);
+    expect(paths(liveLws(m, 1), more, '0.17.6')).toEqual([]);
+  });
+});

@@ -195,9 +195,10 @@ describe('(*Webhook).ValidateUpdate: the queue-name label', () => {
     ]);
   });
 
-  test('Kueue v0.10: immutable even with no pod running; ValidateImmutableField(old, new) quotes the old name', () => {
+  test('Kueue v0.10: immutable even with no pod running; ValidateImmutableField(old, new) quotes the old name, and the template label its Default rewrote the new one', () => {
     expect(errors(live(trainer(), { replicas: 0, readyReplicas: 0 }), moved, '0.10').map(e => e.message)).toEqual([
       `${WEBHOOK}metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "team-a": field is immutable`,
+      `${WEBHOOK}spec.template.metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "team-b": field is immutable`,
     ]);
   });
 
@@ -231,18 +232,20 @@ describe('(*Webhook).ValidateUpdate: the queue-name label', () => {
     ]);
     expect(errors(plain, trainer(), '0.10').map(e => e.message)).toEqual([
       `${WEBHOOK}metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": field is immutable`,
+      `${WEBHOOK}spec.template.metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "team-a": field is immutable`,
     ]);
     expect(errors(plain, trainer(), '0.11')).toHaveLength(1);
     expect(errors(idle, trainer(), '0.11')).toEqual([]);
   });
 
-  test("Kueue v0.9-v0.10: the template's queue-name label, once the manifest sets it, may not change (podSpecQueueNameLabelPath)", () => {
+  test("Kueue v0.9: the template's queue-name label, once the manifest sets it, may not change (podSpecQueueNameLabelPath); v0.10's Default rewrites it on update first", () => {
     const before = live(trainer());
     const after = trainer();
     after.spec.template.metadata.labels['kueue.x-k8s.io/queue-name'] = 'team-b';
-    expect(errors(before, after, '0.10').map(e => e.path)).toEqual([
+    expect(errors(before, after, '0.9').map(e => e.path)).toEqual([
       'spec.template.metadata.labels[kueue.x-k8s.io/queue-name]',
     ]);
+    expect(errors(before, after, '0.10')).toEqual([]);
     expect(errors(before, after, '0.11')).toEqual([]);
   });
 });
