@@ -15,8 +15,10 @@ import { Cluster, describeCluster, minorOf, pool } from './kube';
  *
  * Where the guard answers from its documented reading of a manifest baseline and this server's state
  * differs, the verdict is counted apart (`assumedState`): a PersistentVolumeClaim with no class, which the
- * DefaultStorageClass admission plugin may have given the cluster's default (this server has none), and a
- * queued Job or JobSet, taken to be admitted (this server's Kueue admits nothing here; docs/guard.md).
+ * DefaultStorageClass admission plugin may have given the cluster's default (this server has none), a
+ * queued Job or JobSet, taken to be admitted, and a queued StatefulSet or LeaderWorkerSet, taken to have
+ * Ready pods (this server's Kueue admits nothing here; docs/guard.md), and a Pod's GPU toleration, which
+ * the ExtendedResourceToleration plugin (not run here) would add again.
  *
  * A `before` that is a live export is created from its spec and metadata (its last-applied annotation
  * included, which `kubectl apply` then merges against); its status, uid and managed fields a create cannot
@@ -27,7 +29,9 @@ import { Cluster, describeCluster, minorOf, pool } from './kube';
  * Not replayed, and counted: the robustness tests' inputs (subtrees replaced by wrong types, made to
  * break a parser: the guard promises not to crash, and kubectl itself panics on some), a live export
  * under server-side apply (its managed fields cannot be made),
- * cluster-scoped kinds (they would collide across cases), server versions with no control plane here
+ * CustomResourceDefinitions, Namespaces, Nodes and PersistentVolumes (cluster-wide, or bound by the real
+ * binder to another case's claim; other cluster-scoped objects are renamed per case, and every string equal
+ * to an old name, their references, follows), server versions with no control plane here
  * (1.33, 1.34), objects with Kueue labels judged on another Kueue than the one running (v0.17.0), kinds
  * the server does not serve, and cases whose `before` the server refuses or whose `after` it refuses even
  * as a new object (the guard answers for updates).
@@ -49,7 +53,33 @@ const CLUSTER_SCOPED = new Set([
   'Node',
   'DeviceClass',
 ]);
+/**
+ * Not replayed: a CRD's name is its group and plural, Namespaces and Nodes are the cluster's own, and the
+ * real PersistentVolume binder would bind one case's volume to another case's claim.
+ */
+const CLUSTER_WIDE = new Set(['CustomResourceDefinition', 'Namespace', 'Node', 'PersistentVolume']);
 const GUARD_DEFAULT_VERSION = '1.32';
+
+/**
+ * The case's objects with its cluster-scoped ones renamed `o<run>-<i>-<name>`, so cases do not collide;
+ * every string equal to an old name (a claim's volumeName or storageClassName, a pod's priorityClassName)
+ * follows.
+ */
+function withClusterNames(c: Recorded, i: number): { before: any[]; after: any[] } {
+  const names = new Map<string, string>();
+  for (const o of [...c.before, ...c.after])
+    if (CLUSTER_SCOPED.has(o.kind)) names.set(o.metadata.name, `o${RUN}-${i}-${o.metadata.name}`);
+  if (names.size === 0) return { before: c.before, after: c.after };
+  const rename = (v: any): any =>
+    typeof v === 'string'
+      ? (names.get(v) ?? v)
+      : Array.isArray(v)
+        ? v.map(rename)
+        : isObject(v)
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, rename(x)]))
+          : v;
+  return { before: c.before.map(rename), after: c.after.map(rename) };
+}
 
 interface Recorded {
   readonly test: string;
@@ -102,7 +132,8 @@ function skipReason(c: Recorded, minor: string): string | undefined {
   if (!objects.every(o => isObject(o) && typeof o.kind === 'string' && isObject(o.metadata))) return 'not objects';
   if (c.before.some(liveExport) && c.options?.serverSideApply)
     return 'a live export under server-side apply (its managed fields cannot be made by a create)';
-  if (objects.some(o => CLUSTER_SCOPED.has(o.kind))) return 'cluster-scoped kind';
+  if (objects.some(o => CLUSTER_WIDE.has(o.kind)))
+    return 'a CustomResourceDefinition, Namespace, Node or PersistentVolume';
   if (Object.keys(c.options ?? {}).some(k => !['serverVersion', 'kueueVersion', 'serverSideApply'].includes(k)))
     return 'options beyond the server version, Kueue version and apply method';
   const version = minorOf(c.options?.serverVersion ?? GUARD_DEFAULT_VERSION);
@@ -149,6 +180,13 @@ function assumedState(c: Recorded, server: Answer, live: any[]): string | undefi
     return 'a claim with no class may have the default one (this server has no default StorageClass)';
   if (live.every(o => ['Job', 'JobSet'].includes(o.kind) && queued(o) && o.spec?.suspend === true))
     return 'a queued job is taken to be admitted (this Kueue admits nothing here)';
+  if (
+    !c.before.some(liveExport) &&
+    live.every(
+      o => ['StatefulSet', 'LeaderWorkerSet'].includes(o.kind) && queued(o) && !(Number(o.status?.readyReplicas) > 0),
+    )
+  )
+    return 'a queued StatefulSet or LeaderWorkerSet is taken to have Ready pods (none here)';
   return undefined;
 }
 
@@ -157,7 +195,9 @@ describeCluster(
   (cluster: Cluster) => {
     jest.setTimeout(900_000);
     const namespaces: string[] = [];
-    const verdicts: Array<{ c: Recorded; server: Answer; live: any[] }> = [];
+    const clusterObjects: any[] = [];
+    /** Each replayed case: the server's answer, its objects before the update, and the objects applied. */
+    const verdicts: Array<{ c: Recorded; server: Answer; live: any[]; after: any[] }> = [];
     const skipped = new Map<string, number>();
     const skip = (why: string) => skipped.set(why, (skipped.get(why) ?? 0) + 1);
 
@@ -213,10 +253,13 @@ describeCluster(
       const inNamespace = (o: any, ns: string) => {
         const { status: _status, ...rest } = o;
         const metadata = { ...o.metadata, namespace: ns };
+        if (CLUSTER_SCOPED.has(o.kind)) delete metadata.namespace;
         for (const f of [...SERVER_FIELDS, 'selfLink', 'deletionTimestamp']) delete metadata[f];
         return { ...rest, metadata };
       };
-      const objectsOf = (c: Recorded, side: 'before' | 'after') => c[side].map(o => inNamespace(o, placed.get(c)!));
+      const sides = new Map(replayed.map((c, i) => [c, withClusterNames(c, i)]));
+      const objectsOf = (c: Recorded, side: 'before' | 'after') =>
+        sides.get(c)![side].map(o => inNamespace(o, placed.get(c)!));
 
       // The new objects alone, before anything exists: a value the server refuses on create is not an update.
       const alone = await pool(replayed, 8, async c => {
@@ -234,13 +277,20 @@ describeCluster(
           skip('before refused on create');
           continue;
         }
+        clusterObjects.push(...objectsOf(c, 'before').filter(o => CLUSTER_SCOPED.has(o.kind)));
         const live = await Promise.all(objectsOf(c, 'before').map(async o => (await cluster.get(o)).body));
-        verdicts.push({ c, server: await applyCase(c, objectsOf(c, 'after'), true), live });
+        verdicts.push({
+          c,
+          server: await applyCase(c, objectsOf(c, 'after'), true),
+          live,
+          after: objectsOf(c, 'after'),
+        });
       }
     });
 
     afterAll(async () => {
       for (const ns of namespaces) await cluster.request('DELETE', `/api/v1/namespaces/${ns}`);
+      for (const o of clusterObjects) await cluster.request('DELETE', await cluster.urlOf(o));
       cluster.close();
     });
 
@@ -248,21 +298,12 @@ describeCluster(
       const disagreeing = verdicts.filter(v => v.server.ok === v.c.errors.length > 0);
       const assumed = disagreeing.map(v => assumedState(v.c, v.server, v.live)).filter(Boolean);
       // A live export's recorded status the server could not be given: the guard asked again with the server's object.
-      const inLiveNamespace = (v: { live: any[] }, o: any) => ({
-        ...o,
-        metadata: { ...o.metadata, namespace: v.live[0].metadata.namespace },
-      });
       const statusOnly = disagreeing.filter(
         v =>
           !assumedState(v.c, v.server, v.live) &&
           v.c.before.some(liveExport) &&
           v.server.ok ===
-            (guard(
-              v.live,
-              v.c.after.map(o => inLiveNamespace(v, o)),
-              v.c.options as any,
-            ).findings.filter(f => f.severity === 'error').length ===
-              0),
+            (guard(v.live, v.after, v.c.options as any).findings.filter(f => f.severity === 'error').length === 0),
       );
       const disagreements = disagreeing.filter(v => !assumedState(v.c, v.server, v.live) && !statusOnly.includes(v));
       console.log(

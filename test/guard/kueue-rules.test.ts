@@ -400,3 +400,14 @@ describe('pod-level resources (v0.17.7+): set on one side only is a change, even
     expect(paths(liveLws(m, 1), more, '0.17.6')).toEqual([]);
   });
 });
+
+describe('"running" read from a live object the controller has not reported on yet', () => {
+  test('a live LeaderWorkerSet with no status has no Ready group: a priority class may be added (v0.15+); from a manifest it is taken to be running', () => {
+    const m = lws();
+    const noStatus = liveExport(m);
+    delete noStatus.status;
+    const classed = relabel(m, { [PRIORITY]: 'high' });
+    expect(paths(noStatus, classed, '0.17.0')).toEqual([]);
+    expect(paths(m, classed, '0.17.0')).toEqual([`metadata.labels[${PRIORITY}]`]);
+  });
+});
