@@ -1,6 +1,6 @@
 import type { Finding, GuardResult } from './diff';
 import { MAX_QUOTED, shortShow } from './object';
-import { MAX_SERVER_VERSION, minorOf } from './rules';
+import { DEFAULT_KUEUE_VERSION, MAX_SERVER_VERSION, minorOf } from './rules';
 
 const show = (v: unknown) => (v === undefined ? '(absent)' : shortShow(v));
 
@@ -19,7 +19,7 @@ export function reportTail(result: GuardResult): string {
       ? ` (the table is checked through ${MAX_SERVER_VERSION}; newer releases may relax or add rules)`
       : '';
   const read = result.objects
-    ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}; Kueue ${result.kueueVersion ?? '0.9'} webhook rules on queued workloads`
+    ? `read ${result.objects.before} object(s) before, ${result.objects.after} after; rules of Kubernetes ${result.serverVersion}${newer}; Kueue ${result.kueueVersion ?? DEFAULT_KUEUE_VERSION} webhook rules on queued workloads`
     : '';
   if (read) lines.push(`guard: ${read}`);
   const unchecked = uncheckedKindsText(result);
