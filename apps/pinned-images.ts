@@ -24,7 +24,7 @@ const pinned = (image: string, fill: string) => `${MIRROR}/${image}@sha256:${fil
 const VLLM = pinned('vllm/vllm-openai:v0.31.0', 'a');
 const SGLANG = pinned('lmsysorg/sglang:v0.5.20', 'b');
 const TGI = pinned('huggingface/text-generation-inference:3.3.7', 'c');
-const EPP = pinned('gateway-api-inference-extension/epp:v1.5.0', 'd');
+const EPP = pinned('llm-d/llm-d-router-endpoint-picker:v0.10.0', 'd');
 const BUSYBOX = pinned('busybox:1.36.1', 'e');
 const ROTATOR = `registry.example.internal/platform/cred-rotator@sha256:${'f'.repeat(64)}`;
 const TRAINER = `registry.example.internal/ml/trainer@sha256:${'0'.repeat(64)}`;

@@ -20,7 +20,7 @@ const GATEWAY = { name: 'inference-gateway', namespace: 'gateway-system' };
  * Endpoint Picker routes each request by the servers' queues, KV-cache use and prefix affinity, and one HTTPRoute
  * under the cluster's Gateway. SGLang listens on vLLM's port, since a pool's target port applies to every pod.
  * Requests name the base model or an adapter in the OpenAI `model` field; `interactive` requests (header
- * `x-gateway-inference-objective: interactive`) go first when the pool is saturated.
+ * `x-llm-d-inference-objective: interactive`) go first when the pool is saturated.
  */
 export class RoutingChart extends Chart {
   constructor(scope: Construct, id: string, props: ChartProps = {}) {

@@ -45,17 +45,19 @@ const PINS = [
     paths: ['config/crd/bases/inference.networking.k8s.io_inferencepools.yaml'],
   },
   {
-    // v1.6.0 removed these two APIs from this repository (#2973: they moved to
-    // llm-d/llm-d-inference-scheduler, which had published no release carrying them when vendored);
-    // v1.5.0 is the last release of the upstream named here that publishes them.
-    project: 'gateway-api-inference-extension',
-    repo: 'kubernetes-sigs/gateway-api-inference-extension',
-    tag: 'v1.5.0',
-    commit: 'df9f8909fe06fe2dfd4a6fc0bd0c01a0acabf849',
+    // GIE v1.6.0 moved these two APIs out of that repository (#2973, #3009) into the llm-d.ai group of
+    // llm-d/llm-d-router, which serves them as llm-d.ai/v1alpha2 from v0.10.0 (the release whose Endpoint
+    // Picker InferenceGateway deploys). The files say `llm-d.ai/bundle-version: main-dev`: the release
+    // tag's tree does; the tag and commit below are what pins them.
+    project: 'llm-d-router',
+    repo: 'llm-d/llm-d-router',
+    tag: 'v0.10.0',
+    commit: '71f4f0999f95b96c49a9d0c4afbd18dfdb943c26',
     paths: [
-      'config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml',
-      'config/crd/bases/inference.networking.x-k8s.io_inferencemodelrewrites.yaml',
+      'config/crd/bases/llm-d.ai_inferenceobjectives.yaml',
+      'config/crd/bases/llm-d.ai_inferencemodelrewrites.yaml',
     ],
+    vendored: '2026-12-06',
   },
   {
     project: 'gateway-api',
@@ -83,7 +85,7 @@ const PINS = [
   },
 ];
 
-/** The date the files were vendored, recorded in the README; kept when a run changes nothing. */
+/** The date the files were vendored, recorded in the README; kept when a run changes nothing. A pin's own `vendored` wins. */
 const VENDORED = '2026-12-03';
 
 function git(gitDir, ...args) {
@@ -128,7 +130,7 @@ function writeTables() {
       return (
         `| ${kinds} | [${p.repo}](https://github.com/${p.repo}) | ${p.tag} | \`${p.commit.slice(0, 12)}\` ` +
         `| \`${file}\` ` +
-        `| \`${json}\` | Apache-2.0 | ${VENDORED} |`
+        `| \`${json}\` | Apache-2.0 | ${p.vendored ?? VENDORED} |`
       );
     }),
   );
@@ -143,9 +145,10 @@ function writeTables() {
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
     '',
-    'InferenceObjective and InferenceModelRewrite come from v1.5.0 of gateway-api-inference-extension: v1.6.0',
-    'removed them from that repository (#2973) when they moved to llm-d/llm-d-inference-scheduler, which had not',
-    'published them in a release when these files were vendored.',
+    'InferenceObjective and InferenceModelRewrite come from llm-d/llm-d-router: gateway-api-inference-extension',
+    'v1.6.0 removed them (#2973) with the Endpoint Picker, and llm-d-router serves them in the `llm-d.ai` group',
+    "(v1alpha2) from v0.10.0. Their files carry `llm-d.ai/bundle-version: main-dev` because the release tag's tree",
+    'does; the tag and commit above pin them.',
     '',
   ].join('\n');
   fs.writeFileSync(path.join(CRDS, 'README.md'), text);
@@ -156,7 +159,7 @@ function writeTables() {
       tag: p.tag,
       commit: p.commit,
       path: file,
-      vendored: VENDORED,
+      vendored: p.vendored ?? VENDORED,
     })),
   );
   fs.writeFileSync(path.join(CRDS, 'sources.json'), JSON.stringify(sources, null, 2) + '\n');

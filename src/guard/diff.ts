@@ -8,7 +8,8 @@ export interface Finding {
   readonly severity: Severity;
   /**
    * What was found: `immutable-field` or `invalid-field` (errors: a field that may not change, or a
-   * new value the server refuses), `object-removed`, `statefulset-replaced` or `ondelete-replicas` (warnings).
+   * new value the server refuses), `object-removed`, `kind-moved`, `statefulset-replaced` or
+   * `ondelete-replicas` (warnings).
    */
   readonly code: string;
   /** `kind/namespace/name`, or `kind/name` without a namespace. */

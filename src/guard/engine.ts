@@ -24,6 +24,7 @@ import {
   rulesFor,
 } from './rules';
 import { servingBumpWarnings } from './serving-bump';
+import { movedKindWarnings } from './moved-kinds';
 import {
   byConsequence,
   duplicateKeyWarnings,
@@ -266,6 +267,7 @@ export function runGuard(
   }
 
   errors.push(...newerApiErrors(afterObjects, minor));
+  movedKindWarnings(beforeObjects, afterObjects, matched, created, warnings);
   removedWarnings(beforeObjects, afterObjects, matched, created, warnings);
   servingBumpWarnings(beforeObjects, matched, created, warnings);
   serverSideApplyWarnings(beforeObjects, matched, warnings);

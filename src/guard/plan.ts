@@ -9,6 +9,7 @@ import { arr, KubeObject, mirroredAlias } from './normalize';
 import { lwsRestartInputs, lwsRollout, lwsStartup } from './lws-plan';
 import { describe, isObject } from './object';
 import { appName, isCacheFill, isContentNamed, isGpuClaimTemplate } from './remedy';
+import { movedSuccessor } from './moved-kinds';
 import { minorOf } from './rules';
 import { claimFate, serverOwned } from './warnings';
 import {
@@ -377,9 +378,12 @@ export function plan(
   const created: KubeObject[] = [];
   // Content-named objects the change creates: what replaces a pruned one (contentNamedNote).
   const createdContent: KubeObject[] = [];
+  // Every object the change creates: the successor of one whose kind moved group (movedSuccessor).
+  const createdAny: KubeObject[] = [];
   for (const o of after) {
     const old = find(o);
     if (old) matched.add(old);
+    if (!old) createdAny.push(o);
     if (!old && isContentNamed(o)) createdContent.push(o);
     if (templateOf(o) === undefined) continue;
     if (!old) {
@@ -441,13 +445,16 @@ export function plan(
         ? created.find(c => appName(c) === app && (c.metadata.namespace ?? '') === (o.metadata.namespace ?? ''))
         : undefined;
     const startup = replacement ? startupFor(replacement) : undefined;
+    const successor = movedSuccessor(o, createdAny);
     const note = isContentNamed(o)
       ? contentNamedNote(o, createdContent)
-      : replacement
-        ? `replaced by ${describe(replacement)}: a pruning sync deletes it while the new pods start, so nothing serves for up to ${startup ? minutes(startup) : 'an unknown time (no startup probe on the new pods)'} (the new pods' startup budget) unless the old one is kept until the new one is Ready (Argo CD PruneLast=true, or prune in a later sync)`
-        : specs.length > 0
-          ? `a pruning sync deletes it and its pods${per ? `, freeing ${rangeText(gpus)} GPU(s)` : ''}; kubectl apply without --prune leaves it running`
-          : 'a pruning sync deletes it; kubectl apply without --prune leaves it';
+      : successor
+        ? `moved to ${successor.apiVersion} (the guard's kind-moved warning): install that group's CRD before this sync; a pruning sync deletes the old object, which nothing reads once the new CRD is installed`
+        : replacement
+          ? `replaced by ${describe(replacement)}: a pruning sync deletes it while the new pods start, so nothing serves for up to ${startup ? minutes(startup) : 'an unknown time (no startup probe on the new pods)'} (the new pods' startup budget) unless the old one is kept until the new one is Ready (Argo CD PruneLast=true, or prune in a later sync)`
+          : specs.length > 0
+            ? `a pruning sync deletes it and its pods${per ? `, freeing ${rangeText(gpus)} GPU(s)` : ''}; kubectl apply without --prune leaves it running`
+            : 'a pruning sync deletes it; kubectl apply without --prune leaves it';
     const fate = claimFate(o).trim();
     pruned.push({
       object: describe(o),

@@ -4,6 +4,7 @@ import { lastAppliedOf, serverSideApplied } from './apply';
 import { duplicateKeysOf, sourceOf } from './load';
 import type { Finding } from './diff';
 import { arr, KubeObject } from './normalize';
+import { movedSuccessor } from './moved-kinds';
 import { describe, groupOf, identity } from './object';
 import { appName, claimNames, claimsAreCaches, claimTemplateNames, isContentNamed, isTraining } from './remedy';
 import { autoscaled, claimCounts, gpuRange, rangeText } from './workload';
@@ -49,6 +50,7 @@ const CONSEQUENCE: readonly string[] = [
   'server-side-apply',
   'service-stays-headless',
   'duplicate-key',
+  'kind-moved',
   'object-removed',
 ];
 
@@ -161,7 +163,10 @@ export function removedWarnings(
   const fromTemplate = (o: KubeObject) =>
     o.kind === 'PersistentVolumeClaim' &&
     templateClaims.has(`${o.metadata.namespace ?? ''}/${o.metadata.name.replace(/-\d+$/, '')}`);
-  const removed = before.filter(o => !matched.has(o) && !serverOwned(o) && !fromTemplate(o));
+  // A moved kind's old object has its own warning (kind-moved).
+  const removed = before.filter(
+    o => !matched.has(o) && !serverOwned(o) && !fromTemplate(o) && !movedSuccessor(o, created),
+  );
   // The objects of a replaced version (same app.kubernetes.io/instance) are reported with it.
   const INSTANCE = 'app.kubernetes.io/instance';
   const instanceKey = (o: KubeObject) =>

@@ -1,17 +1,20 @@
 import { stringify } from 'yaml';
 
 /**
- * The Endpoint Picker (EPP) of the Gateway API Inference Extension, as facts: its image, ports,
- * flags, configuration and the API access it needs. All from kubernetes-sigs/gateway-api-inference-extension
- * at v1.5.0 (commit df9f8909fe06): cmd/epp/runner, pkg/epp/server/options.go and controller_manager.go,
- * config/charts/epplib and config/charts/inferencepool. v1.5.0 is the last release of that repository with the
- * EPP (v1.6.0 moved it to llm-d/llm-d-router and keeps only the InferencePool API), and the release whose
- * InferenceObjective and InferenceModelRewrite CRDs are vendored; its EPP reads `inference.networking.k8s.io/v1`
- * InferencePools, the version the vendored v1.6.0 CRD serves.
+ * The Endpoint Picker (EPP), as facts: its image, ports, flags, configuration and the API access it needs. All
+ * from llm-d/llm-d-router at v0.10.0 (commit 71f4f0999f95): cmd/epp/runner, pkg/epp/server/options.go,
+ * controller_config.go and controller_manager.go, config/charts/routerlib. The EPP lived in
+ * kubernetes-sigs/gateway-api-inference-extension (GIE) up to v1.5.0; GIE v1.6.0 removed it, with
+ * InferenceObjective, InferenceModelRewrite and the EndpointPickerConfig API (#2973, #3009), and keeps only the
+ * InferencePool API (`inference.networking.k8s.io/v1`), which llm-d-router v0.10.0 reads (its go.mod pins GIE
+ * v1.5.0 for those types; the vendored v1.6.0 CRD serves the same version).
  */
 
-/** config/charts/inferencepool/values.yaml at v1.5.0: `registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0`. */
-export const EPP_DEFAULT_IMAGE = 'registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0';
+/**
+ * Makefile `IMAGE_REGISTRY ?= ghcr.io/llm-d`, `EPP_IMAGE_NAME ?= llm-d-router-endpoint-picker`, tagged with the
+ * release tag by .github/workflows/ci-release.yaml (and named so in .github/ISSUE_TEMPLATE/new-release.md).
+ */
+export const EPP_DEFAULT_IMAGE = 'ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0';
 
 /** options.go: `DefaultGrpcPort = 9002`, the ext-proc port the gateway calls. */
 export const EPP_GRPC_PORT = 9002;
@@ -21,23 +24,48 @@ export const EPP_HEALTH_PORT = 9003;
 export const EPP_METRICS_PORT = 9090;
 
 /**
- * The image's user: the Dockerfile's base is `gcr.io/distroless/static:nonroot`, whose `nonroot` user is
- * UID 65532.
+ * The image's user: Dockerfile.epp's base is `gcr.io/distroless/static:nonroot` and it sets
+ * `USER 65532:65532`.
  */
 export const EPP_UID = 65532;
 
 /**
+ * options.go `DefaultDrainTimeout = 30 * time.Second`: on SIGTERM the picker reports NOT_SERVING and keeps
+ * answering the gateway this long, so the gateway moves to the new picker before this one exits. Its pod's
+ * grace period must outlast it.
+ */
+export const EPP_DRAIN_SECONDS = 30;
+
+/**
  * The pod label the EPP's metrics extractor reads to pick a pod's metric names
  * (pkg/epp/framework/plugins/datalayer/extractor/metrics/mapping_registry.go, `DefaultEngineTypeLabelKey`), so
- * one pool can hold vLLM and SGLang pods.
+ * one pool can hold vLLM and SGLang pods. GIE's `inference.networking.k8s.io/engine-type` is still read when it
+ * is absent (`legacyGAIEEngineTypeLabelKey`, deprecated).
  */
-export const ENGINE_TYPE_LABEL = 'inference.networking.k8s.io/engine-type';
+export const ENGINE_TYPE_LABEL = 'llm-d.ai/engine-type';
+
+/**
+ * The pod annotation that lists, comma-separated, which of the pool's target ports on the pod are inference
+ * endpoints (pkg/epp/datastore/datastore.go, `activePortsAnnotation`): absent, every target port is; present,
+ * only those listed (an empty or unparsable value gives the pod no endpoint). A pod serving one port on one
+ * rank names that port.
+ */
+export const ACTIVE_PORTS_ANNOTATION = 'llm-d.ai/active-ports';
 
 /**
  * The request header that names an InferenceObjective (pkg/epp/metadata/consts.go, `ObjectiveKey`); its
- * priority then orders the request against others when the pool is saturated.
+ * priority then orders the request against others when the pool is saturated. GIE's
+ * `x-gateway-inference-objective` is still accepted (`OldObjectiveKey`).
  */
-export const OBJECTIVE_HEADER = 'x-gateway-inference-objective';
+export const OBJECTIVE_HEADER = 'x-llm-d-inference-objective';
+
+/**
+ * The API group and version of InferenceObjective and InferenceModelRewrite (config/crd/bases/llm-d.ai_*.yaml).
+ * GIE v1.5.0 served them as `inference.networking.x-k8s.io/v1alpha2`, the same schema.
+ */
+export const LLMD_API_VERSION = 'llm-d.ai/v1alpha2';
+/** GIE's group of the two kinds, which the picker still reads when the `llm-d.ai` CRDs are not installed. */
+export const LEGACY_INFERENCE_GROUP = 'inference.networking.x-k8s.io';
 
 /** What the EPP reads from one engine's pods (one `engineConfigs` entry of the core metrics extractor). */
 export interface EppEngineMetrics {
@@ -74,13 +102,15 @@ export const EPP_ENGINE_EXTRAS: Readonly<
 };
 
 /**
- * The EPP's configuration (`--config-text`): the chart's default profile (config/charts/epplib/templates/
- * _config.yaml at v1.5.0), queue, KV-cache and prefix-cache scorers weighted 2:2:3, with the metrics scraped from
- * each pod's `/metrics` and read through the engine's own metric names.
+ * The EPP's configuration (`--config-text`): the chart's default profile (config/charts/routerlib/templates/
+ * _config.yaml), queue, KV-cache and prefix-cache scorers weighted 2:2:3, with the metrics scraped from each pod's
+ * `/metrics` and read through the engine's own metric names. The picker decodes every plugin's parameters strictly
+ * (pkg/epp/framework/interface/plugin/registry.go, `DisallowUnknownFields`): an unknown field stops it at start.
  */
 export function endpointPickerConfig(engines: readonly EppEngineMetrics[], defaultEngine: string): string {
   return stringify({
-    apiVersion: 'inference.networking.x-k8s.io/v1alpha1',
+    // llm-d.ai/v1alpha1: GIE's inference.networking.x-k8s.io/v1alpha1 still loads, with a deprecation log.
+    apiVersion: 'llm-d.ai/v1alpha1',
     kind: 'EndpointPickerConfig',
     plugins: [
       { type: 'queue-scorer' },
@@ -133,20 +163,21 @@ export function endpointPickerArgs(o: { pool: string; namespace?: string; leader
 
 /**
  * The API access the EPP needs in its namespace, and nothing beyond it. controller_manager.go caches pods and the
- * InferencePool, and InferenceObjectives and InferenceModelRewrites when their CRDs are installed (found by
- * discovery: without the permission its cache would never sync). With leader election (controller-runtime,
- * `LeaderElectionResourceLock: leases`) it reads and renews a Lease and records an event when it leads.
+ * InferencePool, and InferenceObjectives and InferenceModelRewrites when a group serving them is installed:
+ * controller_config.go asks discovery for `llm-d.ai/v1alpha2` first, then GIE's `inference.networking.x-k8s.io/
+ * v1alpha2`, and watches the first found. Both groups are granted, as the chart's Role does: a cluster that still
+ * has only GIE's CRDs makes the picker watch those, and without the permission its cache would never sync. With
+ * leader election (controller-runtime, `LeaderElectionResourceLock: leases`) it reads and renews a Lease and
+ * records an event when it leads.
  */
 export function endpointPickerRules(leaderElection: boolean) {
   const read = ['get', 'list', 'watch'];
+  const objectives = ['inferenceobjectives', 'inferencemodelrewrites'];
   return [
     { apiGroups: [''], resources: ['pods'], verbs: read },
     { apiGroups: ['inference.networking.k8s.io'], resources: ['inferencepools'], verbs: read },
-    {
-      apiGroups: ['inference.networking.x-k8s.io'],
-      resources: ['inferenceobjectives', 'inferencemodelrewrites'],
-      verbs: read,
-    },
+    { apiGroups: [LLMD_API_VERSION.split('/')[0]], resources: objectives, verbs: read },
+    { apiGroups: [LEGACY_INFERENCE_GROUP], resources: objectives, verbs: read },
     ...(leaderElection
       ? [
           { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },

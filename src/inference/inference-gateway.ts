@@ -17,8 +17,10 @@ import {
   EPP_GRPC_PORT,
   EPP_HEALTH_PORT,
   EPP_METRICS_PORT,
+  EPP_DRAIN_SECONDS,
   EPP_UID,
   EppEngineMetrics,
+  LLMD_API_VERSION,
 } from './endpoint-picker';
 import type { InferenceService } from './inference-service';
 import { SglangInferenceService } from './sglang-inference-service';
@@ -30,26 +32,24 @@ export { EPP_DEFAULT_IMAGE } from './endpoint-picker';
 /** A custom resource's props: its API JSON. */
 type CustomResource = { readonly metadata: k8s.ObjectMeta; readonly spec: Record<string, unknown> };
 const INFERENCE_POOL = customKind<CustomResource>('inference.networking.k8s.io/v1', 'InferencePool');
-const INFERENCE_OBJECTIVE = customKind<CustomResource>('inference.networking.x-k8s.io/v1alpha2', 'InferenceObjective');
-const INFERENCE_MODEL_REWRITE = customKind<CustomResource>(
-  'inference.networking.x-k8s.io/v1alpha2',
-  'InferenceModelRewrite',
-);
+const INFERENCE_OBJECTIVE = customKind<CustomResource>(LLMD_API_VERSION, 'InferenceObjective');
+const INFERENCE_MODEL_REWRITE = customKind<CustomResource>(LLMD_API_VERSION, 'InferenceModelRewrite');
 const HTTP_ROUTE = customKind<CustomResource>('gateway.networking.k8s.io/v1', 'HTTPRoute');
 
 /** The component label of the serving pods (inference-service.ts): with the name, what every version shares. */
 const SERVING_COMPONENT = 'inference';
 const EPP_COMPONENT = 'endpoint-picker';
-/** config/charts/inferencepool/values.yaml `experimentalHttpRoute.requestTimeout`: long generations included. */
+/** llm-d-router config/charts/llm-d-router-gateway/values.yaml `httpRoute.requestTimeout`: long generations. */
 const DEFAULT_REQUEST_TIMEOUT_SECONDS = 300;
 /**
  * The picker's size grows with the endpoints it watches: it scrapes every pod's metrics every 50 ms
  * (`--refresh-metrics-interval`), scores every candidate pod per request, and keeps a prefix-cache index per
- * pod. config/charts/inferencepool/values.yaml at v1.5.0 asks for 4 CPU and 8 GiB, sized by the project's
- * scale tests (p90 scheduling latency within 100 ms at high QPS over many pods): that is the ceiling here,
- * reached at 32 endpoints. Below it: half a core and 1 GiB per 4 endpoints, at least 0.5 CPU and 1 GiB (one
- * 8B pool of a few pods). The memory limit is twice the request; no CPU limit, so scheduling bursts are
- * not throttled. `endpointPickerResources` overrides either.
+ * pod. GIE v1.5.0's chart asked for 4 CPU and 8 GiB, sized by that project's scale tests (p90 scheduling latency
+ * within 100 ms at high QPS over many pods): that is the ceiling here, reached at 32 endpoints. llm-d-router
+ * v0.10.0's chart (config/charts/routerlib/values.yaml) asks 8 CPU and 8 GiB with a 16 GiB limit for any pool;
+ * give `endpointPickerResources` to match it. Below the ceiling: half a core and 1 GiB per 4 endpoints, at least
+ * 0.5 CPU and 1 GiB (one 8B pool of a few pods). The memory limit is twice the request; no CPU limit, so
+ * scheduling bursts are not throttled.
  */
 export const EPP_SIZING = { endpointsPerStep: 4, cpuPerStep: 0.5, memoryGiBPerStep: 1, maxCpu: 4, maxMemoryGiB: 8 };
 
@@ -100,9 +100,9 @@ export interface GatewayRef {
   readonly sectionName?: string;
 }
 
-/** An InferenceObjective: a priority that requests naming it (header `x-gateway-inference-objective`) get. */
+/** An InferenceObjective: a priority that requests naming it (header `x-llm-d-inference-objective`) get. */
 export interface InferenceObjectiveSpec {
-  /** The objective's name, a DNS-1123 subdomain; clients send it in the `x-gateway-inference-objective` header. */
+  /** The objective's name, a DNS-1123 subdomain; clients send it in the `x-llm-d-inference-objective` header. */
   readonly name: string;
   /**
    * Higher is served first when the pool is saturated; requests without an objective have priority 0.
@@ -160,7 +160,7 @@ export interface InferenceGatewayProps {
    * @default 1 - the project's recommendation: one active picker keeps its prefix-cache state whole
    */
   readonly endpointPickerReplicas?: number;
-  /** @default EPP_DEFAULT_IMAGE - the inference extension's v1.5.0 release */
+  /** @default EPP_DEFAULT_IMAGE - the Endpoint Picker of llm-d-router v0.10.0 */
   readonly endpointPickerImage?: string;
   /**
    * CPU (request) and memory (request; the limit is twice it) of each Endpoint Picker replica.
@@ -207,17 +207,19 @@ const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
 ];
 
 /**
- * Inference-aware routing for one model's serving constructs, through the Gateway API Inference Extension: an
- * InferencePool that selects the serving pods of every version and engine of the model, the Endpoint Picker that
- * picks a pod per request from what the servers report (queue, KV-cache use, prefix-cache affinity, loaded
- * adapters) with its Service, account and namespaced read-only Role, an HTTPRoute with the pool as its backend
- * under a Gateway the cluster provides, and optional InferenceObjectives (priorities) and an InferenceModelRewrite
- * (weighted canaries between model or adapter names). The picker runs at the restricted Pod Security level.
+ * Inference-aware routing for one model's serving constructs: an InferencePool (Gateway API Inference
+ * Extension, `inference.networking.k8s.io/v1`) that selects the serving pods of every version and engine of the
+ * model, the Endpoint Picker of llm-d-router v0.10.0 that picks a pod per request from what the servers report
+ * (queue, KV-cache use, prefix-cache affinity, loaded adapters) with its Service, account and namespaced
+ * read-only Role, an HTTPRoute with the pool as its backend under a Gateway the cluster provides, and optional
+ * InferenceObjectives (priorities) and an InferenceModelRewrite (weighted canaries between model or adapter
+ * names), both `llm-d.ai/v1alpha2`. The picker runs at the restricted Pod Security level.
  *
- * The serving pods get the label `inference.networking.k8s.io/engine-type` (`vllm` or `sglang`), by which the
- * picker reads each pod's metrics by its engine's names; adding a gateway therefore rolls the serving pods once.
- * TGI is refused: it exports no KV-cache utilization gauge, which the picker's model server protocol requires,
- * and the picker has no metric mapping for it.
+ * Every vLLM and SGLang pod carries the label `llm-d.ai/engine-type` (`vllm` or `sglang`), by which the picker
+ * reads its metrics by its engine's names, and the annotation `llm-d.ai/active-ports` naming its one endpoint
+ * port; both are set with or without a gateway, so adding one does not roll the serving pods. TGI is refused: it
+ * exports no KV-cache utilization gauge, which the picker's model server protocol requires, and the picker has no
+ * metric mapping for it.
  */
 export class InferenceGateway extends Construct {
   /** The InferencePool's name. */
@@ -439,7 +441,8 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
         ? DEFAULT_REQUEST_TIMEOUT_SECONDS
         : v.seconds('requestTimeout', props.requestTimeout, 1),
     // The picker holds streams of requests in flight: it drains at least as long as the servers it routes to.
-    gracePeriodSeconds: Math.max(...members.map(m => m.service.terminationGracePeriodSeconds)),
+    // and never less than its own drain (on SIGTERM it keeps answering while the gateway moves away).
+    gracePeriodSeconds: Math.max(EPP_DRAIN_SECONDS, ...members.map(m => m.service.terminationGracePeriodSeconds)),
     objectives: objectivesOf(v, props.objectives),
     rewrites: servedTargets(v, rewritesOf(v, props.modelRewrites), members),
   };
@@ -449,7 +452,7 @@ function memberOf(v: Validator, prop: string, service: InferenceService, namespa
   if (service instanceof TgiInferenceService) {
     v.fail(
       prop,
-      "must be a vLLM or SGLang service: TGI exports no KV-cache utilization gauge, which the Endpoint Picker's model server protocol requires (docs/proposals/003-model-server-protocol), and the picker (v1.5.0) has no metric mapping for TGI",
+      "must be a vLLM or SGLang service: TGI exports no KV-cache utilization gauge, which the Endpoint Picker's model server protocol requires (GIE docs/proposals/003-model-server-protocol), and the picker (llm-d-router v0.10.0) has no metric mapping for TGI",
       service.node.path,
     );
   }

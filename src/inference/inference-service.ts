@@ -20,7 +20,7 @@ import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from '.
 import { EngineMetrics, EngineTuning, hubDownloadScript, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
 import { shipScript } from '../common/runtime-scripts';
-import { ENGINE_TYPE_LABEL } from './endpoint-picker';
+import { ACTIVE_PORTS_ANNOTATION, ENGINE_TYPE_LABEL } from './endpoint-picker';
 import { addDownload, DownloadResources } from './model-download';
 import { CacheFill, fillSharedCache } from './cache-fill-job';
 import { claimSharedCache } from './shared-cache-owners';
@@ -542,7 +542,12 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
         'Stakater Reloader does not restart LeaderWorkerSets (it patches Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs)';
     const template = (this._podTemplate = composePod(this, v, props, r));
     this.downloadScript = shipScript(this, template, hubDownloadScript());
-    if (r.engine.pickerEngine) template.label(ENGINE_TYPE_LABEL, r.engine.pickerEngine);
+    // The Endpoint Picker's: which engine's metric names to read, and which port is the pod's one endpoint.
+    // Always set, gateway or not, so adding a gateway later does not roll the pods.
+    if (r.engine.pickerEngine) {
+      template.label(ENGINE_TYPE_LABEL, r.engine.pickerEngine);
+      template.annotate(ACTIVE_PORTS_ANNOTATION, String(r.port));
+    }
     this._podTemplates = [template];
     const fill = sharedCacheFill(this, template, r, props.downloadResources);
     this.cacheFillJob = fill?.job;

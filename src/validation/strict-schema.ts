@@ -81,8 +81,8 @@ const KNOWN_CUSTOM_KINDS = new Set([
   'k8s.cni.cncf.io/v1/NetworkAttachmentDefinition',
   // InferenceGateway's; their vendored CRDs check them in full (crd-schema.ts).
   'inference.networking.k8s.io/v1/InferencePool',
-  'inference.networking.x-k8s.io/v1alpha2/InferenceObjective',
-  'inference.networking.x-k8s.io/v1alpha2/InferenceModelRewrite',
+  'llm-d.ai/v1alpha2/InferenceObjective',
+  'llm-d.ai/v1alpha2/InferenceModelRewrite',
   'gateway.networking.k8s.io/v1/HTTPRoute',
 ]);
 

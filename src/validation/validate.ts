@@ -332,11 +332,13 @@ export class Validator {
    */
   knownProps(prefix: string, props: object | undefined, known: readonly string[]): void {
     if (props === undefined) return;
-    this.plainObject(prefix || 'props', props);
+    // Callers name the prop either way (`gateway` or `gateway.`); the message joins with one dot.
+    const base = prefix.replace(/\.$/, '');
+    this.plainObject(base || 'props', props);
     for (const key of Object.keys(props)) {
       if (known.includes(key) || (props as Record<string, unknown>)[key] === undefined) continue;
       const near = closest(key, known);
-      const prop = prefix ? `${prefix}.${key}` : key;
+      const prop = base ? `${base}.${key}` : key;
       this.fail(
         prop,
         `is not a known prop${near ? `; did you mean '${near}'?` : ''} (known: ${known.join(', ')})`,

@@ -97,6 +97,11 @@ describe('Validator', () => {
     );
     expect(() => v.knownProps('', { replicas: undefined, gpusPerPod: 1 }, ['gpusPerPod'])).not.toThrow();
     expect(message(() => v.knownProps('', null as any, ['a']))).toMatch(/props must be an object/);
+    // A nested prop is named with one dot, whichever way the caller wrote its prefix.
+    for (const prefix of ['loraAdapters[0]', 'loraAdapters[0].'])
+      expect(message(() => v.knownProps(prefix, { source: 'x' }, ['modelId']))).toMatch(
+        /^Thing 'id': loraAdapters\[0\]\.source is not a known prop/,
+      );
   });
 
   test.each(['.', 'a/b', '', 'x'.repeat(254), 'has space'])('ConfigMap/Secret key %j is refused', key => {

@@ -112,7 +112,7 @@ describe('InferenceGateway', () => {
   });
 
   test('the picker: pinned image, pool flags, ports, restricted Pod Security, a token to watch the API', () => {
-    expect(EPP_DEFAULT_IMAGE).toBe('registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0');
+    expect(EPP_DEFAULT_IMAGE).toBe('ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0');
     const { epp } = build();
     const pod = epp.spec.template.spec;
     const c = pod.containers[0];
@@ -137,7 +137,8 @@ describe('InferenceGateway', () => {
   test('the picker reads each engine by its own metric names, which the engine facts give, and the pods carry their engine', () => {
     const { epp, objects } = build();
     const config = eppConfig(epp);
-    expect(config.kind).toBe('EndpointPickerConfig');
+    // llm-d-router's API group: GIE's inference.networking.x-k8s.io/v1alpha1 still loads, deprecated.
+    expect([config.apiVersion, config.kind]).toEqual(['llm-d.ai/v1alpha1', 'EndpointPickerConfig']);
     expect(config.schedulingProfiles[0].plugins.map((p: any) => p.pluginRef)).toEqual([
       'queue-scorer',
       'kv-cache-utilization-scorer',
@@ -166,11 +167,21 @@ describe('InferenceGateway', () => {
       },
     ]);
     // qwen-v3 serves from a shared cache: a Deployment.
-    const engineOf = (name: string) =>
-      objects.find(o => /^(StatefulSet|Deployment)$/.test(o.kind) && o.metadata.name === name).spec.template.metadata
-        .labels['inference.networking.k8s.io/engine-type'];
-    // Every vLLM and SGLang pod carries it, in a pool or not: a gateway added later restarts nothing.
-    expect([engineOf('qwen-v1'), engineOf('qwen-v3'), engineOf('qwen-other')]).toEqual(['vllm', 'sglang', 'vllm']);
+    const metaOf = (name: string) =>
+      objects.find(o => /^(StatefulSet|Deployment)$/.test(o.kind) && o.metadata.name === name).spec.template.metadata;
+    const names = ['qwen-v1', 'qwen-v3', 'qwen-other'];
+    // Every vLLM and SGLang pod carries them, in a pool or not: a gateway added later restarts nothing. The
+    // picker reads GIE's old label only when this one is absent.
+    expect(names.map(n => metaOf(n).labels['llm-d.ai/engine-type'])).toEqual(['vllm', 'sglang', 'vllm']);
+    expect(names.map(n => metaOf(n).labels['inference.networking.k8s.io/engine-type'])).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    // Its one endpoint: the API port every pod of the pool listens on (the pool's target port).
+    expect(names.map(n => metaOf(n).annotations['llm-d.ai/active-ports'])).toEqual(
+      names.map(() => String(findOne(objects, 'InferencePool').spec.targetPorts[0].number)),
+    );
   });
 
   test("the picker's size follows the endpoints it watches: 0.5 CPU and 1 GiB per 4, up to the chart's 4 CPU and 8 GiB", () => {
@@ -239,6 +250,13 @@ describe('InferenceGateway', () => {
     expect(role.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['inference.networking.k8s.io'], resources: ['inferencepools'], verbs: ['get', 'list', 'watch'] },
+      // The picker watches llm-d.ai's objectives, or GIE's where only those CRDs are installed: both, or its
+      // cache never syncs on one of the two.
+      {
+        apiGroups: ['llm-d.ai'],
+        resources: ['inferenceobjectives', 'inferencemodelrewrites'],
+        verbs: ['get', 'list', 'watch'],
+      },
       {
         apiGroups: ['inference.networking.x-k8s.io'],
         resources: ['inferenceobjectives', 'inferencemodelrewrites'],
@@ -308,6 +326,10 @@ describe('InferenceGateway', () => {
     const objects = synthValid(chart);
     expectValidOutput(objects);
     const objectives = objects.filter(o => o.kind === 'InferenceObjective');
+    // Moved with the picker to llm-d-router: the kinds GIE v1.5.0 served as inference.networking.x-k8s.io.
+    expect([
+      ...new Set(objects.filter(o => /^Inference(Objective|ModelRewrite)$/.test(o.kind)).map(o => o.apiVersion)),
+    ]).toEqual(['llm-d.ai/v1alpha2']);
     expect(objectives.map(o => [o.metadata.name, o.spec.priority])).toEqual([
       ['interactive', 10],
       ['batch', -1],
@@ -327,7 +349,7 @@ describe('InferenceGateway', () => {
         ],
       },
     ]);
-    expectCrdValid(objects.filter(o => o.apiVersion.includes('networking') && o.kind !== 'NetworkPolicy'));
+    expectCrdValid(objects.filter(o => /networking|llm-d\.ai/.test(o.apiVersion) && o.kind !== 'NetworkPolicy'));
     expect(s.servedModelNames).toEqual(['qwen', 'qwen:sql-v1', 'qwen:sql-v2']);
     expect(v.servedModelNames).toEqual(s.servedModelNames);
   });

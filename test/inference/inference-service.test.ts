@@ -286,6 +286,8 @@ describe.each(ENGINES)('$construct: the shared serving practice', e => {
         'prometheus.io/scrape': 'true',
         'prometheus.io/port': String(e.port),
         'prometheus.io/path': '/metrics',
+        // The Endpoint Picker's endpoint port, on the engines it routes to (not TGI).
+        ...(e.engine.pickerEngine ? { 'llm-d.ai/active-ports': String(e.port) } : {}),
       });
       const { objects } = synthEngine(e, {
         serviceMonitor: true,

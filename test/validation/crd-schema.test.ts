@@ -181,8 +181,8 @@ const MINIMAL: Record<string, any> = {
   'inference.networking.k8s.io/v1/InferencePool': {
     spec: { selector: { matchLabels: { app: 'a' } }, targetPorts: [{ number: 8000 }] },
   },
-  'inference.networking.x-k8s.io/v1alpha2/InferenceObjective': { spec: { poolRef: { name: 'llama' }, priority: 10 } },
-  'inference.networking.x-k8s.io/v1alpha2/InferenceModelRewrite': {
+  'llm-d.ai/v1alpha2/InferenceObjective': { spec: { poolRef: { name: 'llama' }, priority: 10 } },
+  'llm-d.ai/v1alpha2/InferenceModelRewrite': {
     spec: {
       poolRef: { name: 'llama' },
       rules: [{ matches: [{ model: { value: 'llama' } }], targets: [{ modelRewrite: 'llama-3.1-8b', weight: 1 }] }],
@@ -242,6 +242,9 @@ describe('vendored CRDs', () => {
     expect(isVendoredKind('jobset.x-k8s.io/v1alpha1', 'JobSet')).toBe(false);
     expect(isVendoredKind('inference.networking.k8s.io/v1', 'InferencePool')).toBe(true);
     expect(isVendoredKind('inference.networking.x-k8s.io/v1alpha2', 'InferencePool')).toBe(false);
+    // GIE's group of the objectives is no longer emitted, so no longer vendored: llm-d.ai serves them.
+    expect(isVendoredKind('llm-d.ai/v1alpha2', 'InferenceObjective')).toBe(true);
+    expect(isVendoredKind('inference.networking.x-k8s.io/v1alpha2', 'InferenceObjective')).toBe(false);
     expect(isVendoredKind('apps/v1', 'Deployment')).toBe(false);
   });
 });
