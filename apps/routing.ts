@@ -19,8 +19,9 @@ const GATEWAY = { name: 'inference-gateway', namespace: 'gateway-system' };
  * One model served by vLLM and by SGLang, each with the same two LoRA adapters, behind one InferencePool whose
  * Endpoint Picker routes each request by the servers' queues, KV-cache use and prefix affinity, and one HTTPRoute
  * under the cluster's Gateway. SGLang listens on vLLM's port, since a pool's target port applies to every pod.
- * Requests name the base model or an adapter in the OpenAI `model` field; `interactive` requests (header
- * `x-llm-d-inference-objective: interactive`) go first when the pool is saturated.
+ * Requests name the base model or an adapter in the OpenAI `model` field; `batch` requests (header
+ * `x-llm-d-inference-objective: batch`, a negative priority) are refused (429) while the pool is saturated, and
+ * the others admitted; `interactive` (10) is admitted as unnamed requests are (see InferenceObjectiveSpec).
  */
 export class RoutingChart extends Chart {
   constructor(scope: Construct, id: string, props: ChartProps = {}) {

@@ -45,7 +45,7 @@ const PINS = [
     paths: ['config/crd/bases/inference.networking.k8s.io_inferencepools.yaml'],
   },
   {
-    // GIE v1.6.0 moved these two APIs out of that repository (#2973, #3009) into the llm-d.ai group of
+    // GIE v1.6.0 moved these two APIs out of that repository (#2967, #2973) into the llm-d.ai group of
     // llm-d/llm-d-router, which serves them as llm-d.ai/v1alpha2 from v0.10.0 (the release whose Endpoint
     // Picker InferenceGateway deploys). The files say `llm-d.ai/bundle-version: main-dev`: the release
     // tag's tree does; the tag and commit below are what pins them.

@@ -17,11 +17,11 @@ export interface MovedKind {
 }
 
 const ENDPOINT_PICKER_READS =
-  'the Endpoint Picker asks discovery for llm-d.ai first and, once that CRD is installed, watches only llm-d.ai objects, so one in inference.networking.x-k8s.io is ignored (llm-d-router v0.10.0 pkg/epp/server/controller_config.go)';
+  'the Endpoint Picker asks discovery at its start for llm-d.ai first and, when that CRD is installed, watches only llm-d.ai objects, so one in inference.networking.x-k8s.io is ignored (llm-d-router v0.10.0 pkg/epp/server/controller_config.go; a picker started before the CRD was installed reads the old group until it restarts)';
 
 /**
  * Gateway API Inference Extension v1.6.0 removed InferenceObjective and InferenceModelRewrite with the Endpoint
- * Picker (#2973); llm-d-router serves them, same schema, as `llm-d.ai/v1alpha2`.
+ * Picker (#2967, #2973); llm-d-router serves them, same schema, as `llm-d.ai/v1alpha2`.
  */
 export const MOVED_KINDS: readonly MovedKind[] = ['InferenceObjective', 'InferenceModelRewrite'].map(kind => ({
   kind,
@@ -33,12 +33,17 @@ export const MOVED_KINDS: readonly MovedKind[] = ['InferenceObjective', 'Inferen
 
 const movedFrom = (o: KubeObject) => MOVED_KINDS.find(m => m.kind === o.kind && m.from === groupOf(o));
 const movedTo = (o: KubeObject) => MOVED_KINDS.find(m => m.kind === o.kind && m.to === groupOf(o));
-const place = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+/** Same name and namespace, where a manifest without a namespace matches any (as the guard matches objects). */
+const samePlace = (a: KubeObject, b: KubeObject) =>
+  a.metadata.name === b.metadata.name &&
+  (a.metadata.namespace === undefined ||
+    b.metadata.namespace === undefined ||
+    a.metadata.namespace === b.metadata.namespace);
 
 /** The object of the new group that replaces `old` (same kind, namespace and name), if it moved. */
 export function movedSuccessor(old: KubeObject, created: readonly KubeObject[]): KubeObject | undefined {
   const m = movedFrom(old);
-  return m && created.find(c => movedTo(c) === m && place(c) === place(old));
+  return m && created.find(c => movedTo(c) === m && samePlace(c, old));
 }
 
 /**

@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
  * from llm-d/llm-d-router at v0.10.0 (commit 71f4f0999f95): cmd/epp/runner, pkg/epp/server/options.go,
  * controller_config.go and controller_manager.go, config/charts/routerlib. The EPP lived in
  * kubernetes-sigs/gateway-api-inference-extension (GIE) up to v1.5.0; GIE v1.6.0 removed it, with
- * InferenceObjective, InferenceModelRewrite and the EndpointPickerConfig API (#2973, #3009), and keeps only the
+ * InferenceObjective, InferenceModelRewrite and the EndpointPickerConfig API (#2967, #2973), and keeps only the
  * InferencePool API (`inference.networking.k8s.io/v1`), which llm-d-router v0.10.0 reads (its go.mod pins GIE
  * v1.5.0 for those types; the vendored v1.6.0 CRD serves the same version).
  */
@@ -30,9 +30,9 @@ export const EPP_METRICS_PORT = 9090;
 export const EPP_UID = 65532;
 
 /**
- * options.go `DefaultDrainTimeout = 30 * time.Second`: on SIGTERM the picker reports NOT_SERVING and keeps
- * answering the gateway this long, so the gateway moves to the new picker before this one exits. Its pod's
- * grace period must outlast it.
+ * options.go `DefaultDrainTimeout = 30 * time.Second`: on SIGTERM the picker releases its lease, reports NOT_SERVING
+ * and keeps answering the gateway's open connections this long, then stops its gRPC server gracefully, waiting for
+ * every open stream (cmd/epp/runner/runner.go). Its pod's grace period must hold the drain and the longest request.
  */
 export const EPP_DRAIN_SECONDS = 30;
 

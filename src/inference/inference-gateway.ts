@@ -100,12 +100,16 @@ export interface GatewayRef {
   readonly sectionName?: string;
 }
 
-/** An InferenceObjective: a priority that requests naming it (header `x-llm-d-inference-objective`) get. */
+/**
+ * An InferenceObjective: a priority that requests naming it (header `x-llm-d-inference-objective`) get.
+ */
 export interface InferenceObjectiveSpec {
   /** The objective's name, a DNS-1123 subdomain; clients send it in the `x-llm-d-inference-objective` header. */
   readonly name: string;
   /**
-   * Higher is served first when the pool is saturated; requests without an objective have priority 0.
+   * A request's priority; requests without an objective have 0. With the picker's default admission (flow
+   * control off in llm-d-router v0.10.0, `LegacyAdmissionController`), a negative priority makes the request
+   * sheddable: refused (429) while the pool is saturated; zero and positive priorities are admitted alike.
    */
   readonly priority: number;
 }
@@ -441,8 +445,8 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
         ? DEFAULT_REQUEST_TIMEOUT_SECONDS
         : v.seconds('requestTimeout', props.requestTimeout, 1),
     // The picker holds streams of requests in flight: it drains at least as long as the servers it routes to.
-    // and never less than its own drain (on SIGTERM it keeps answering while the gateway moves away).
-    gracePeriodSeconds: Math.max(EPP_DRAIN_SECONDS, ...members.map(m => m.service.terminationGracePeriodSeconds)),
+    // after its own drain: on SIGTERM the picker waits the drain out, then lets every open stream finish.
+    gracePeriodSeconds: EPP_DRAIN_SECONDS + Math.max(...members.map(m => m.service.terminationGracePeriodSeconds)),
     objectives: objectivesOf(v, props.objectives),
     rewrites: servedTargets(v, rewritesOf(v, props.modelRewrites), members),
   };

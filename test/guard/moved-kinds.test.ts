@@ -46,6 +46,18 @@ describe('InferenceObjective and InferenceModelRewrite moved from inference.netw
     expect(result.findings.filter(f => f.code === 'object-removed')).toEqual([]);
   });
 
+  test('a live export (namespaced) against a manifest without a namespace: still a move, as the guard matches objects', () => {
+    const bare = after.map(o => ({ ...o, metadata: { ...o.metadata, namespace: undefined } }));
+    const result = guard(before, bare);
+    expect(result.findings.filter(f => f.code === 'kind-moved').map(f => f.name)).toEqual(['interactive', 'qwen-pool']);
+    expect(result.findings.filter(f => f.code === 'object-removed')).toEqual([]);
+    // Another namespace is another object: a plain removal.
+    const elsewhere = after.map(o =>
+      MOVED.test(o.kind) ? { ...o, metadata: { ...o.metadata, namespace: 'other' } } : o,
+    );
+    expect(guard(before, elsewhere).findings.filter(f => f.code === 'kind-moved')).toEqual([]);
+  });
+
   test('the plan lists each old object once, pruned, with the move in its note', () => {
     const p = plan(before, after);
     const pruned = p.pruned.filter(o => MOVED.test(o.kind));

@@ -130,8 +130,14 @@ describe('InferenceGateway', () => {
     expect(pod.automountServiceAccountToken).toBe(true);
     expect(pod.serviceAccountName).toBe('qwen-pool-epp');
     expect(epp.spec.replicas).toBe(1);
-    // It drains as long as the servers it routes to.
-    expect(pod.terminationGracePeriodSeconds).toBe(120);
+    // Its own 30 s drain (the gateway's connections stay answered), then every open stream, which lasts at most
+    // as long as the servers it routes to drain theirs.
+    const servers = build().objects.filter(
+      o => /^(StatefulSet|Deployment)$/.test(o.kind) && o.metadata.name !== 'qwen-pool-epp',
+    );
+    const longest = Math.max(...servers.map(o => o.spec.template.spec.terminationGracePeriodSeconds));
+    expect(longest).toBe(120);
+    expect(pod.terminationGracePeriodSeconds).toBe(30 + longest);
   });
 
   test('the picker reads each engine by its own metric names, which the engine facts give, and the pods carry their engine', () => {
