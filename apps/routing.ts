@@ -1,6 +1,12 @@
 import { App, Chart, ChartProps, Size } from 'cdk8s';
 import { Construct } from 'constructs';
-import { InferenceGateway, InferenceServiceMonitoring, SglangInferenceService, VllmInferenceService } from '../src';
+import {
+  InferenceGateway,
+  InferenceGatewayMonitoring,
+  InferenceServiceMonitoring,
+  SglangInferenceService,
+  VllmInferenceService,
+} from '../src';
 
 const BASE_MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
 /**
@@ -38,7 +44,7 @@ export class RoutingChart extends Chart {
     const sglang = new SglangInferenceService(this, 'sglang', { ...common, version: 2, port: 8000 });
     new InferenceServiceMonitoring(this, 'vllm-monitoring', vllm);
     new InferenceServiceMonitoring(this, 'sglang-monitoring', sglang);
-    new InferenceGateway(this, 'gateway', {
+    const gateway = new InferenceGateway(this, 'gateway', {
       name: 'llama',
       services: [vllm, sglang],
       gateway: GATEWAY,
@@ -46,7 +52,10 @@ export class RoutingChart extends Chart {
         { name: 'interactive', priority: 10 },
         { name: 'batch', priority: -10 },
       ],
+      // The picker's metrics, which its alerts read.
+      serviceMonitor: true,
     });
+    new InferenceGatewayMonitoring(this, 'gateway-monitoring', gateway);
   }
 }
 

@@ -92,6 +92,8 @@ export type { GuardValidationProps, GuardValidationContext } from './plugins/gua
 
 export { InferenceServiceMonitoring } from './monitoring/inference-service-monitoring';
 export type { InferenceServiceMonitoringProps } from './monitoring/inference-service-monitoring';
+export { InferenceGatewayMonitoring, ENDPOINT_PICKER_START_SECONDS } from './monitoring/inference-gateway-monitoring';
+export type { InferenceGatewayMonitoringProps } from './monitoring/inference-gateway-monitoring';
 export { TrainingMonitoring } from './monitoring/training-monitoring';
 export type { TrainingMonitoringProps } from './monitoring/training-monitoring';
 export { SecretRotationMonitoring } from './monitoring/secret-rotation-monitoring';

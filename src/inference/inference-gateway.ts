@@ -1,13 +1,14 @@
 import { ApiObject, Chart, Duration, Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
-import { LABEL_COMPONENT, LABEL_NAME, labelSelector, labelSet } from '../common/labels';
+import { LABEL_COMPONENT, LABEL_NAME, LABEL_WORKLOAD, labelSelector, labelSet } from '../common/labels';
 import { DEPLOYMENT } from '../common/deployment';
 import { customKind, KIND, ManifestObject } from '../common/manifest-object';
 import { NAMESPACE_NAME_LABEL, NetworkPeer, resolvePeers } from '../common/network-policy';
 import { containerSecurityContext, podSecurityContext, ProcessIdentity } from '../common/security';
 import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../validation/validate';
+import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
 import {
   endpointPickerArgs,
   endpointPickerConfig,
@@ -193,6 +194,22 @@ export interface InferenceGatewayProps {
    * a Gateway's proxies; without it a restricted NetworkPolicy (the serving default) would refuse the gateway
    */
   readonly gatewayPeers?: NetworkPeer[];
+  /**
+   * A prometheus-operator ServiceMonitor for the Endpoint Picker's metrics (port 9090, `llm_d_epp_*`), which
+   * `InferenceGatewayMonitoring` reads. The picker's pods carry `prometheus.io/scrape` annotations either way.
+   * @default false - the ServiceMonitor CRD may not be installed
+   */
+  readonly serviceMonitor?: boolean;
+  /**
+   * Extra labels of the ServiceMonitor, which the Prometheus `serviceMonitorSelector` matches.
+   * @default - none
+   */
+  readonly serviceMonitorLabels?: Record<string, string>;
+  /**
+   * The ServiceMonitor's scrape interval.
+   * @default Duration.seconds(30)
+   */
+  readonly serviceMonitorInterval?: Duration;
 }
 
 const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
@@ -208,6 +225,9 @@ const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
   'objectives',
   'modelRewrites',
   'gatewayPeers',
+  'serviceMonitor',
+  'serviceMonitorLabels',
+  'serviceMonitorInterval',
 ];
 
 /**
@@ -241,6 +261,16 @@ export class InferenceGateway extends Construct {
   readonly httpRoute: ApiObject;
   readonly objectives: ApiObject[];
   readonly modelRewrite?: ApiObject;
+  /** The picker's ServiceMonitor, when `serviceMonitor` is set. */
+  readonly serviceMonitor?: ApiObject;
+  /** How often the picker's metrics are scraped (the ServiceMonitor's interval), in seconds. */
+  readonly scrapeIntervalSeconds: number;
+  /** What the gateway does when the picker does not answer. */
+  readonly failureMode: FailureMode;
+  /** The picker's termination grace period: its drain plus the longest request it may hold, in seconds. */
+  readonly endpointPickerGracePeriodSeconds: number;
+  /** The longest time a serving replica of the pool takes to be capacity (the services' `capacitySeconds`). */
+  readonly endpointCapacitySeconds: number;
 
   constructor(scope: Construct, id: string, props: InferenceGatewayProps) {
     super(scope, id);
@@ -249,6 +279,9 @@ export class InferenceGateway extends Construct {
     this.poolName = r.name;
     this.endpointPickerName = r.epp;
     this.poolSelector = r.selector;
+    this.failureMode = r.failureMode;
+    this.endpointPickerGracePeriodSeconds = r.gracePeriodSeconds;
+    this.endpointCapacitySeconds = Math.max(...r.members.map(m => m.service.capacitySeconds));
 
     const labels = labelSet({ name: r.name, instance: r.name, component: 'inference-pool' }).labels;
     const epp = labelSet({ name: r.epp, instance: r.epp, component: EPP_COMPONENT });
@@ -288,11 +321,22 @@ export class InferenceGateway extends Construct {
         // replacement and two pickers never split one pool's prefix-cache state.
         strategy: { type: 'Recreate' },
         selector: { matchLabels: epp.selector },
-        template: { metadata: { labels: epp.labels }, spec: eppPodSpec(r) },
+        template: {
+          metadata: {
+            labels: epp.labels,
+            annotations: {
+              'prometheus.io/scrape': 'true',
+              'prometheus.io/port': String(EPP_METRICS_PORT),
+              'prometheus.io/path': '/metrics',
+            },
+          },
+          spec: eppPodSpec(r),
+        },
       },
     });
     this.endpointPickerService = new ManifestObject(this, 'EndpointPickerService', KIND.Service, {
-      metadata: { name: r.epp, labels: epp.labels },
+      // The labels a ServiceMonitor selects by: the library's own, which GitOps tools leave alone.
+      metadata: { name: r.epp, labels: { ...epp.labels, [PER_POD_ENDPOINTS_LABEL]: 'true', [LABEL_WORKLOAD]: r.epp } },
       spec: {
         type: 'ClusterIP',
         selector: epp.selector,
@@ -312,6 +356,16 @@ export class InferenceGateway extends Construct {
         ],
       },
     });
+    const monitor = serviceMonitor(this, v, {
+      ...props,
+      autoscaled: false,
+      name: r.epp,
+      labels: epp.labels,
+      portName: 'http-metrics',
+      metricsPath: '/metrics',
+    });
+    this.serviceMonitor = monitor.object;
+    this.scrapeIntervalSeconds = monitor.interval;
     const poolRef = { group: 'inference.networking.k8s.io', kind: 'InferencePool', name: r.name };
     this.httpRoute = new ManifestObject(this, 'Route', HTTP_ROUTE, {
       metadata: { name: r.name, labels },

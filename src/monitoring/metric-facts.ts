@@ -59,6 +59,34 @@ export const KSM = {
   podPhase: 'kube_pod_status_phase',
   /** Gauge per `reason`: 1 while the container is terminated for that reason, e.g. Completed (pod-metrics.md). */
   containerTerminatedReason: 'kube_pod_container_status_terminated_reason',
+  /** Gauge: the Deployment's available replicas, Ready for at least minReadySeconds (deployment-metrics.md). */
+  deploymentAvailable: 'kube_deployment_status_replicas_available',
+} as const;
+
+/**
+ * The Endpoint Picker of llm-d-router v0.10.0 (pkg/epp/metrics/llm_d_router_metrics.go, subsystem `llm_d_epp`).
+ * GIE v1.5.0's names (`inference_pool_*`, `inference_objective_*`, `inference_extension_*`) are still emitted
+ * beside them by v0.10.0, deprecated (docs/metrics.md): these are the ones that stay.
+ */
+export const EPP_METRICS = {
+  /** Gauge per pool (`name`): the pool's Ready endpoints the picker sees (was `inference_pool_ready_pods`). */
+  readyEndpoints: 'llm_d_epp_ready_endpoints',
+  /**
+   * Counter: requests the picker scheduled to an endpoint (pkg/epp/handlers/server.go records it once a request is
+   * routed), by `model_name`, `target_model_name`, `fairness_id`, `priority`.
+   */
+  requests: 'llm_d_epp_request_total',
+  /**
+   * Counter: requests that ended in an error, the picker's own (no endpoint, shed while saturated) or the
+   * response status the model server gave, with `error_code` besides the request labels.
+   */
+  requestErrors: 'llm_d_epp_request_error_total',
+  /** Histogram (unlabelled): the picker's time to choose an endpoint, 0.1 ms to 100 ms buckets. */
+  schedulingSeconds: 'llm_d_epp_scheduler_e2e_duration_seconds',
+  /** Gauge per pool (`name`): the average queue of its model servers, as the picker scraped them. */
+  averageQueue: 'llm_d_epp_average_queue_size',
+  /** Gauge per pool (`name`): the average KV-cache utilization (0 to 1) of its model servers. */
+  averageKvCache: 'llm_d_epp_average_kv_cache_utilization',
 } as const;
 
 /**

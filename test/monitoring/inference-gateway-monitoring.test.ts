@@ -1,0 +1,182 @@
+import { Chart, Testing } from 'cdk8s';
+import {
+  ENDPOINT_PICKER_START_SECONDS,
+  FailureMode,
+  InferenceGateway,
+  InferenceGatewayMonitoring,
+  InferenceGatewayProps,
+  VllmInferenceService,
+} from '../../src';
+import { dashboardQueries } from '../../src/monitoring/rules';
+import { expectCrdValid } from '../support/crd-schema';
+import {
+  alertOf,
+  checkRules,
+  constant,
+  describePromtool,
+  evaluationAtOrAfter,
+  fires,
+  queriesAsRecordingRules,
+  ruleSpec,
+  silent,
+  testRules,
+} from './promtool';
+
+const NS = 'serving';
+/** A pod of the picker's Deployment, and one of another Deployment whose name it prefixes. */
+const PICKER_POD = 'qwen-pool-epp-5d8f7c9b6-x7k2q';
+const OTHER_POD = 'qwen-pool-epp-cnry-5d8f7c9b6-x7k2q';
+
+function build(gatewayProps: Partial<InferenceGatewayProps> = {}) {
+  const chart = new Chart(Testing.app(), 'c', { namespace: NS });
+  const svc = new VllmInferenceService(chart, 'v1', {
+    name: 'qwen',
+    modelId: 'Qwen/Qwen2.5-7B-Instruct',
+    version: 1,
+    image: 'vllm/vllm-openai:v0.31.0',
+  });
+  const gateway = new InferenceGateway(chart, 'gw', {
+    name: 'qwen-pool',
+    services: [svc],
+    gateway: { name: 'igw' },
+    serviceMonitor: true,
+    ...gatewayProps,
+  });
+  const monitoring = new InferenceGatewayMonitoring(chart, 'mon', gateway);
+  return { chart, svc, gateway, monitoring, objects: Testing.synth(chart) };
+}
+
+const { svc, gateway, monitoring, objects } = build();
+const spec = ruleSpec(monitoring);
+const at = (pod: string, extra = '') => `{namespace="${NS}",pod="${pod}"${extra}}`;
+
+describe('InferenceGatewayMonitoring', () => {
+  test("the picker is scraped by a ServiceMonitor that selects its Service by the library's labels", () => {
+    const monitor = objects.find(o => o.kind === 'ServiceMonitor');
+    const service = objects.find(o => o.kind === 'Service' && o.metadata.name === 'qwen-pool-epp');
+    expect(monitor.spec.endpoints).toEqual([{ port: 'http-metrics', path: '/metrics', interval: '30s' }]);
+    for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) expect(service.metadata.labels[k]).toBe(v);
+    expect(Object.keys(monitor.spec.selector.matchLabels)).not.toContain('app.kubernetes.io/instance');
+    expect(service.spec.ports.find((p: any) => p.name === 'http-metrics').port).toBe(9090);
+    // Scrape configs that read pod annotations find it too.
+    const epp = objects.find(o => o.kind === 'Deployment' && o.metadata.name === 'qwen-pool-epp');
+    expect(epp.spec.template.metadata.annotations).toEqual({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '9090',
+      'prometheus.io/path': '/metrics',
+    });
+    expectCrdValid(objects.filter(o => ['ServiceMonitor', 'PrometheusRule'].includes(o.kind)));
+  });
+
+  test("the thresholds come from the gateway's timing: the picker's Recreate gap and the pool's replica start", () => {
+    const unavailable = alertOf(monitoring.alerts, 'InferencePickerUnavailable');
+    expect(gateway.endpointPickerGracePeriodSeconds).toBe(30 + svc.terminationGracePeriodSeconds);
+    expect(unavailable.forSeconds).toBe(gateway.endpointPickerGracePeriodSeconds + ENDPOINT_PICKER_START_SECONDS);
+    // FailOpen keeps traffic flowing without the picker: a warning; FailClose refuses it: critical.
+    expect(unavailable.severity).toBe('warning');
+    const closed = build({ failureMode: FailureMode.FAIL_CLOSE }).monitoring;
+    expect(alertOf(closed.alerts, 'InferencePickerUnavailable').severity).toBe('critical');
+    expect(alertOf(monitoring.alerts, 'InferencePoolNoReadyEndpoints').forSeconds).toBe(svc.capacitySeconds);
+    expect(alertOf(monitoring.alerts, 'InferencePickerMetricsMissing').forSeconds).toBe(3 * 30);
+    // Only llm-d-router's names: the deprecated GIE ones are not read.
+    const exprs = monitoring.alerts.map(a => a.expr).join('\n');
+    expect(exprs).toMatch(/llm_d_epp_ready_endpoints/);
+    expect(exprs).not.toMatch(/inference_pool_|inference_objective_|inference_extension_/);
+  });
+
+  test('a prop outside its range is refused', () => {
+    const chart = new Chart(Testing.app(), 'x', { namespace: NS });
+    const svc2 = new VllmInferenceService(chart, 'v1', { name: 'qwen', modelId: 'Qwen/Qwen2.5-7B-Instruct' });
+    const gw = new InferenceGateway(chart, 'gw', { name: 'qwen-pool', services: [svc2], gateway: { name: 'igw' } });
+    expect(() => new InferenceGatewayMonitoring(chart, 'm', gw, { maxErrorRatio: 1 })).toThrow(
+      "InferenceGatewayMonitoring 'm': maxErrorRatio must be a number above 0 and below 1 (got 1)",
+    );
+    expect(() => new InferenceGatewayMonitoring(chart, 'n', svc2 as any)).toThrow(
+      "InferenceGatewayMonitoring 'n': gateway must be an InferenceGateway",
+    );
+  });
+});
+
+describePromtool('InferenceGatewayMonitoring under promtool', () => {
+  test('the rules and the dashboard queries parse', () => {
+    const r = checkRules(spec);
+    expect(r.output).toContain('SUCCESS');
+    const dashboard = JSON.parse(
+      objects.find(o => o.kind === 'ConfigMap' && /dashboard/.test(o.metadata.name)).data[
+        'qwen-pool-epp-dashboard.json'
+      ],
+    );
+    const q = checkRules(queriesAsRecordingRules('dashboard', dashboardQueries(dashboard)));
+    expect(q.output).toContain('SUCCESS');
+  });
+
+  test('each alert fires on the series that mean it, at its threshold, and not on a neighbour', () => {
+    const gap = evaluationAtOrAfter(alertOf(monitoring.alerts, 'InferencePickerUnavailable').forSeconds);
+    const capacity = evaluationAtOrAfter(svc.capacitySeconds);
+    const minutes = Math.ceil(Math.max(gap, capacity) / 60) + 3;
+    const available = (deployment: string, value: number) =>
+      constant(
+        `kube_deployment_status_replicas_available{namespace="${NS}",deployment="${deployment}"}`,
+        value,
+        minutes,
+      );
+    const readyEndpoints = (pod: string, pool: string, value: number) =>
+      constant(`llm_d_epp_ready_endpoints${at(pod, `,name="${pool}"`)}`, value, minutes);
+    const counter = (metric: string, perMinute: number, extra = '') => ({
+      series: `${metric}${at(PICKER_POD, extra)}`,
+      values: `0+${perMinute}x${minutes}`,
+    });
+    const r = testRules(spec, [
+      {
+        name: 'no picker for longer than a Recreate update takes; another Deployment is not it',
+        interval: '1m',
+        input_series: [available('qwen-pool-epp', 0), available('other-epp', 0)],
+        alert_rule_test: [
+          silent('InferencePickerUnavailable', gap - 60),
+          fires(spec, 'InferencePickerUnavailable', gap, { namespace: NS, deployment: 'qwen-pool-epp' }),
+        ],
+      },
+      {
+        name: "no Ready endpoint past a replica's start; another pool's picker and a prefixed Deployment are not counted",
+        interval: '1m',
+        input_series: [
+          available('qwen-pool-epp', 1),
+          readyEndpoints(PICKER_POD, 'qwen-pool', 0),
+          readyEndpoints(OTHER_POD, 'qwen-pool', 0),
+          readyEndpoints(PICKER_POD, 'other-pool', 0),
+        ],
+        alert_rule_test: [
+          silent('InferencePoolNoReadyEndpoints', capacity - 60),
+          fires(spec, 'InferencePoolNoReadyEndpoints', capacity, { namespace: NS, name: 'qwen-pool' }),
+          silent('InferencePickerMetricsMissing', capacity),
+        ],
+      },
+      {
+        name: 'a picker running unscraped',
+        interval: '1m',
+        input_series: [available('qwen-pool-epp', 1), readyEndpoints(OTHER_POD, 'qwen-pool', 2)],
+        alert_rule_test: [fires(spec, 'InferencePickerMetricsMissing', evaluationAtOrAfter(90), { namespace: NS })],
+      },
+      {
+        name: '60 routed and 6 refused a minute (9 %) fire; none refused does not',
+        interval: '1m',
+        input_series: [
+          counter('llm_d_epp_request_total', 60, ',model_name="qwen"'),
+          counter('llm_d_epp_request_error_total', 6, ',model_name="qwen",error_code="ServiceUnavailable"'),
+        ],
+        alert_rule_test: [fires(spec, 'InferencePickerErrors', 180, { namespace: NS })],
+      },
+      {
+        name: 'traffic without errors',
+        interval: '1m',
+        input_series: [
+          counter('llm_d_epp_request_total', 60, ',model_name="qwen"'),
+          counter('llm_d_epp_request_error_total', 0, ',model_name="qwen",error_code="ServiceUnavailable"'),
+        ],
+        alert_rule_test: [silent('InferencePickerErrors', 180)],
+      },
+    ]);
+    if (!r.ok) console.log(r.output);
+    expect(r.ok).toBe(true);
+  });
+});
