@@ -4,6 +4,7 @@ import {
   InferenceGateway,
   InferenceGatewayMonitoring,
   InferenceServiceMonitoring,
+  KvCacheOffload,
   SglangInferenceService,
   VllmInferenceService,
 } from '../src';
@@ -40,7 +41,14 @@ export class RoutingChart extends Chart {
       loraAdapters: ADAPTERS,
       maxLoraRank: 64,
     };
-    const vllm = new VllmInferenceService(this, 'vllm', { ...common, version: 1, replicas: 2, maxLoras: 2 });
+    const vllm = new VllmInferenceService(this, 'vllm', {
+      ...common,
+      version: 1,
+      replicas: 2,
+      maxLoras: 2,
+      // Shared system prompts and multi-turn chats: evicted prefixes wait in host memory instead of being recomputed.
+      kvCacheOffload: KvCacheOffload.cpu(Size.gibibytes(32)),
+    });
     const sglang = new SglangInferenceService(this, 'sglang', { ...common, version: 2, port: 8000 });
     new InferenceServiceMonitoring(this, 'vllm-monitoring', vllm);
     new InferenceServiceMonitoring(this, 'sglang-monitoring', sglang);

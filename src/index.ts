@@ -39,6 +39,7 @@ export type { AdoptedVolumes } from './training/adopt-volumes';
 export { TgiInferenceService, TGI_DEFAULT_IMAGE } from './inference/tgi-inference-service';
 export type { TgiInferenceServiceProps, SecretKeyRef } from './inference/tgi-inference-service';
 export { ModelCache } from './inference/model-cache';
+export { KvCacheOffload } from './inference/kv-cache-offload';
 export { TgiQuantization, VllmQuantization, SglangQuantization } from './inference/quantization';
 export { IpFamily } from './inference/inference-service';
 export { WorkloadKind } from './inference/workload-kind';

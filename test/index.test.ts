@@ -28,6 +28,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'InferenceGatewayMonitoring',
     'InferenceServiceMonitoring',
     'IpFamily',
+    'KvCacheOffload',
     'KueueRunning',
     'ModelCache',
     'NAMESPACE_NAME_LABEL',

@@ -1,4 +1,5 @@
 import { refuseReserved } from './runtime-scripts';
+import { sizeQuantity } from './quantity';
 import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct, IConstruct } from 'constructs';
@@ -102,6 +103,11 @@ export interface WorkloadPodInput {
   readonly claims?: ReadonlyArray<{ name: string; mountPath: string; prop: string }>;
   /** The `/dev/shm` size, validated against memory here. */
   readonly sharedMemory: Size;
+  /**
+   * Host memory the construct pins beyond the process's own (a KV-cache tier): added to the default memory, and a
+   * memory given must hold it beside `/dev/shm` (where `inSharedMemory` puts it, it is part of `/dev/shm` already).
+   */
+  readonly hostMemory?: { readonly size: Size; readonly inSharedMemory: boolean; readonly what: string };
   /** Pod spec fields the construct sets (grace period, spread constraints, ...). */
   readonly spec: Omit<k8s.PodSpec, 'containers' | 'volumes'>;
 }
@@ -125,8 +131,16 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
 
   const host = defaultHostResources(input.gpus);
   const cpu = v.positive('cpu', props.cpu ?? host.cpu);
-  const memory = v.positiveSize('memory', props.memory ?? host.memory);
+  const pinned = input.hostMemory?.size.toKibibytes() ?? 0;
+  const memory = v.positiveSize('memory', props.memory ?? Size.kibibytes(host.memory.toKibibytes() + pinned));
   const shm = v.sharedMemory(input.sharedMemory, memory);
+  // /dev/shm counts against the limit (the check above); a tier outside it needs room beside it.
+  if (input.hostMemory && !input.hostMemory.inSharedMemory && memory.toKibibytes() <= shm.toKibibytes() + pinned)
+    v.fail(
+      'memory',
+      `must hold ${input.hostMemory.what}, ${sizeQuantity(input.hostMemory.size).value} of pinned host memory, beside /dev/shm (${sizeQuantity(shm).value}) and the engine's own needs: the kernel kills the container past its limit`,
+      props.memory,
+    );
   const guaranteed = v.boolean('guaranteedQos', props.guaranteedQos, false);
   // The static CPU manager gives exclusive cores to Guaranteed containers with integer CPU requests only.
   if (guaranteed && !Number.isInteger(cpu))

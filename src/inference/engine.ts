@@ -1,4 +1,5 @@
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
+import type { KvOffloadFacts } from './kv-cache-offload';
 import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { RuntimeScript, runtimeScript, scriptPath } from '../common/runtime-scripts';
 import { OwnedEnv } from '../common/workload-pod';
@@ -189,6 +190,8 @@ export interface ServingEngine {
   readonly nonRootUid?: number;
   /** `/dev/shm` per GPU in GiB (NCCL between tensor-parallel ranks, and the engine's own IPC). */
   readonly shmGibPerGpu: number;
+  /** How the engine keeps KV-cache blocks in host memory (`kvCacheOffload`), or why it cannot. */
+  readonly kvOffload: KvOffloadFacts | string;
   /**
    * Flags the construct sets, and the prop that controls each (`''` when fixed by the
    * construct): `extraArgs` may not repeat them, in `--x y` or `--x=y` form.

@@ -16,6 +16,8 @@ import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, ProcessIdentity, resolveProcessIdentity } from '../common/security';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
+import { sizeQuantity } from '../common/quantity';
+import { KvCacheOffload, ResolvedKvOffload, resolveKvOffload } from './kv-cache-offload';
 import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
 import { EngineMetrics, EngineTuning, hubDownloadScript, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
@@ -195,10 +197,18 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    */
   readonly maxModelLoadTime?: Duration;
   /**
-   * `/dev/shm`, for NCCL between tensor-parallel ranks.
-   * @default - per GPU: 1 GiB for TGI (its docs' `--shm-size 1g`), 2 GiB for vLLM and SGLang
+   * `/dev/shm`, for NCCL between tensor-parallel ranks (and vLLM's KV-cache offload tier).
+   * @default - per GPU: 1 GiB for TGI (its docs' `--shm-size 1g`), 2 GiB for vLLM and SGLang; plus the
+   * `kvCacheOffload` tier on vLLM, which keeps it in `/dev/shm`
    */
   readonly sharedMemory?: Size;
+  /**
+   * A host-memory tier for KV-cache blocks evicted from GPU memory (vLLM and SGLang, single-node replicas), so a
+   * repeated prefix is copied back instead of computed again. Its size is added to the default `memory` (and on
+   * vLLM to `/dev/shm`, where the tier lives); a `memory` or `sharedMemory` that cannot hold it is refused.
+   * @default - none: the KV cache stays in GPU memory
+   */
+  readonly kvCacheOffload?: KvCacheOffload;
   /**
    * Run as the image's user (root). Needed by images that cannot start as a non-root UID (TGI from
    * 3.1, SGLang); the pod then meets baseline instead of restricted.
@@ -344,6 +354,7 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'terminationGracePeriod',
   'maxModelLoadTime',
   'sharedMemory',
+  'kvCacheOffload',
   'runAsRoot',
   'serviceMonitor',
   'serviceMonitorLabels',
@@ -669,6 +680,8 @@ interface ResolvedServing {
   readonly driverFloor?: number;
   /** The LeaderWorkerSet group of a replica, with `nodes` > 1. */
   readonly group?: ServingGroup;
+  /** The KV-cache host tier, with `kvCacheOffload`. */
+  readonly kvOffload?: ResolvedKvOffload;
 }
 
 function resolveServing(v: Validator, props: InferenceServiceProps, binding: EngineBinding): ResolvedServing {
@@ -758,6 +771,12 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
   // Unprivileged: the pods drop every capability, NET_BIND_SERVICE included.
   const port = v.wholeNumber('port', props.port ?? engine.port, 1024, 65535);
+  const kvOffload = resolveKvOffload(v, props.kvCacheOffload, {
+    facts: engine.kvOffload,
+    ranks: gpus,
+    nodes: group?.nodes ?? 1,
+  });
+  const tuning = binding.tuning(v);
   const untrusted = engine.launch({
     modelId,
     revision,
@@ -767,7 +786,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     drainSeconds: termination.drainSeconds,
     startupSeconds: startupBudgetSeconds,
     usageStats: v.boolean('usageStats', props.usageStats, false),
-    tuning: binding.tuning(v),
+    tuning: kvOffload ? { args: [...tuning.args, ...kvOffload.args], env: tuning.env } : tuning,
   });
   const launch = applyServingTrust(v, engine, props, untrusted);
   const extraArgs = extraArgsOf(v, engine, props.extraArgs, {
@@ -828,10 +847,27 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     serviceMonitor: v.boolean('serviceMonitor', props.serviceMonitor, false),
     driverFloor: driverFloorOf(v, engine.driverFacts, image, props.minDriverVersion),
     group,
+    kvOffload,
   };
 }
 
 /** The serving pod: the engine's container with its probes and drain, the cache, the download. */
+/**
+ * `/dev/shm`: the engine's share per GPU, plus vLLM's KV-cache offload tier, a file there; a size given that
+ * cannot hold the tier is refused (vLLM would stop at start: "Insufficient space in /dev/shm").
+ */
+function sharedMemoryOf(v: Validator, props: InferenceServiceProps, r: ResolvedServing): Size {
+  const tier = r.kvOffload?.inSharedMemory ? r.kvOffload.size.toKibibytes() : 0;
+  if (props.sharedMemory === undefined) return Size.kibibytes(r.engine.shmGibPerGpu * r.gpus * 1024 ** 2 + tier);
+  if (tier > 0 && v.positiveSize('sharedMemory', props.sharedMemory).toKibibytes() <= tier)
+    v.fail(
+      'sharedMemory',
+      `must hold the KV-cache offload tier (${sizeQuantity(r.kvOffload!.size).value}, a file in /dev/shm: ${r.kvOffload!.source}) and NCCL's share besides; vLLM stops at start with "Insufficient space in /dev/shm"`,
+      props.sharedMemory,
+    );
+  return props.sharedMemory;
+}
+
 function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProps, r: ResolvedServing): PodTemplate {
   const { engine, launch, cache } = r;
   const scratch = scratchSpace(engine.home);
@@ -887,7 +923,12 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
     volumes: [...scratch.volumes, ...(cache.volume ? [cache.volume] : [])],
     mounts: [...scratch.mounts, ...(cache.volume ? [cacheMount] : [])],
     claims: cache.claimTemplate ? [{ name: cache.volumeName, mountPath: MODEL_CACHE_PATH, prop: 'modelCache' }] : [],
-    sharedMemory: props.sharedMemory ?? Size.gibibytes(engine.shmGibPerGpu * r.gpus),
+    sharedMemory: sharedMemoryOf(v, props, r),
+    hostMemory: r.kvOffload && {
+      size: r.kvOffload.size,
+      inSharedMemory: r.kvOffload.inSharedMemory,
+      what: `the KV-cache offload tier (kvCacheOffload, ${r.kvOffload.source})`,
+    },
     spec: {
       terminationGracePeriodSeconds: r.termination.gracePeriodSeconds,
       // Spread replicas over nodes so one node drain or failure takes one replica; ScheduleAnyway

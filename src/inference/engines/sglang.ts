@@ -112,6 +112,23 @@ export const SGLANG: ServingEngine = {
   },
   // Tensor-parallel ranks exchange through NCCL and shared-memory queues.
   shmGibPerGpu: 2,
+  // server_args.py (0.5.20) `--hicache-size`: "The size of host KV cache memory pool in gigabytes. Overrides
+  // --hicache-ratio"; an int of decimal GB (mem_cache/pool_host/base.py: `int(host_size * 1e9 // size_per_token)`)
+  // for each tensor-parallel rank, each of which builds its own pool (hiradix_cache.py), pinned with
+  // cudaHostRegister (pool_host/common.py). SGLang checks it against the node's free memory, not the pod's limit.
+  kvOffload: {
+    flags: (bytes, ranks) => {
+      const perRank = Math.floor(bytes / ranks / 1e9);
+      if (perRank < 1)
+        return `must give each tensor-parallel rank at least 1 GB (10^9 bytes): SGLang's --hicache-size is whole GB per rank (${ranks} ranks)`;
+      return {
+        args: ['--enable-hierarchical-cache', '--hicache-size', String(perRank)],
+        bytes: perRank * 1e9 * ranks,
+      };
+    },
+    inSharedMemory: false,
+    source: 'SGLang 0.5.20 server_args.py --hicache-size, mem_cache/pool_host/base.py',
+  },
   ownedFlags: {
     '--model-path': 'modelId',
     '--model': 'modelId',
@@ -131,6 +148,11 @@ export const SGLANG: ServingEngine = {
     '--lora-paths': 'loraAdapters',
     '--max-loras-per-batch': 'maxLorasPerBatch',
     '--max-lora-rank': 'maxLoraRank',
+    // kvCacheOffload sizes the pod's memory for the host pool these flags make (--hicache-ratio sizes it from the
+    // GPU pool, known only at run time).
+    '--enable-hierarchical-cache': 'kvCacheOffload',
+    '--hicache-size': 'kvCacheOffload',
+    '--hicache-ratio': 'kvCacheOffload',
   },
   contradictingFlags: {
     // Pipeline parallel ranks multiply the GPUs a replica's engine needs (server_args.py --pp-size).

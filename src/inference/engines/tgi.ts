@@ -86,6 +86,7 @@ export const TGI: ServingEngine = {
   },
   // The TGI docs run `--shm-size 1g`; NCCL needs it between shards, so it grows with them.
   shmGibPerGpu: 1,
+  kvOffload: 'needs vLLM or SGLang: TGI keeps its KV cache in GPU memory only (no host tier in its launcher)',
   // launcher/src/main.rs: every flag is also an env var, and a flag beats its variable (clap).
   ownedFlags: {
     '--model-id': 'modelId',

@@ -1,4 +1,5 @@
 import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
+import { gibFlagValue } from '../kv-cache-offload';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -127,6 +128,16 @@ export const VLLM: ServingEngine = {
   // The vLLM docs run with `--ipc=host` or `--shm-size`; tensor-parallel workers share tensors and
   // NCCL buffers through /dev/shm.
   shmGibPerGpu: 2,
+  // vllm/config/cache.py (0.31.0) `kv_offloading_size`: "Size of the KV cache offloading buffer in GiB. When TP > 1,
+  // this is the total buffer size summed across all TP ranks"; `kv_offloading_backend` "native" by default (from
+  // 0.14, vllm#32421; the flags came in 0.11.1). The tier is one file, /dev/shm/vllm_offload_<engine_id>.mmap
+  // (v1/kv_offload/cpu/shared_offload_region.py), pre-faulted and pinned (cudaHostRegister); vLLM refuses to start
+  // when /dev/shm cannot hold it (shm_broadcast.py check_shm_free_space: "Insufficient space in /dev/shm").
+  kvOffload: {
+    flags: bytes => ({ args: ['--kv-offloading-size', gibFlagValue(bytes)], bytes }),
+    inSharedMemory: true,
+    source: 'vLLM 0.31.0 vllm/config/cache.py kv_offloading_size, v1/kv_offload/cpu/shared_offload_region.py',
+  },
   ownedFlags: {
     '--model': 'modelId',
     '--revision': 'revision',
@@ -145,6 +156,9 @@ export const VLLM: ServingEngine = {
     '--lora-modules': 'loraAdapters',
     '--max-loras': 'maxLoras',
     '--max-lora-rank': 'maxLoraRank',
+    // kvCacheOffload sizes the pod's memory and /dev/shm for the tier these flags make.
+    '--kv-offloading-size': 'kvCacheOffload',
+    '--kv-offloading-backend': 'kvCacheOffload',
   },
   contradictingFlags: {
     // A replica's engine needs tensor x pipeline x data parallel GPUs; the pod has gpusPerReplica (the tensor-parallel
