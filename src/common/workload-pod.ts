@@ -138,7 +138,7 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
   if (input.hostMemory && !input.hostMemory.inSharedMemory && memory.toKibibytes() <= shm.toKibibytes() + pinned)
     v.fail(
       'memory',
-      `must hold ${input.hostMemory.what}, ${sizeQuantity(input.hostMemory.size).value} of pinned host memory, beside /dev/shm (${sizeQuantity(shm).value}) and the engine's own needs: the kernel kills the container past its limit`,
+      `must hold ${input.hostMemory.what}, ${sizeQuantity(input.hostMemory.size).value} of pinned host memory, beside /dev/shm (${sizeQuantity(shm).value}), with room left for the engine: the kernel kills the container past its limit`,
       props.memory,
     );
   const guaranteed = v.boolean('guaranteedQos', props.guaranteedQos, false);

@@ -313,6 +313,16 @@ export class InferenceGateway extends Construct {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: r.epp },
       subjects: [{ kind: 'ServiceAccount', name: r.epp }],
     });
+    const monitor = serviceMonitor(this, v, {
+      ...props,
+      autoscaled: false,
+      name: r.epp,
+      labels: epp.labels,
+      portName: 'http-metrics',
+      metricsPath: '/metrics',
+    });
+    this.serviceMonitor = monitor.object;
+    this.scrapeIntervalSeconds = monitor.interval;
     this.endpointPicker = new ManifestObject(this, 'EndpointPicker', DEPLOYMENT, {
       metadata: { name: r.epp, labels: epp.labels },
       spec: {
@@ -324,11 +334,16 @@ export class InferenceGateway extends Construct {
         template: {
           metadata: {
             labels: epp.labels,
-            annotations: {
-              'prometheus.io/scrape': 'true',
-              'prometheus.io/port': String(EPP_METRICS_PORT),
-              'prometheus.io/path': '/metrics',
-            },
+            // One scrape path: beside a ServiceMonitor, a Prometheus that honours these counts each series twice.
+            ...(monitor.object
+              ? {}
+              : {
+                  annotations: {
+                    'prometheus.io/scrape': 'true',
+                    'prometheus.io/port': String(EPP_METRICS_PORT),
+                    'prometheus.io/path': '/metrics',
+                  },
+                }),
           },
           spec: eppPodSpec(r),
         },
@@ -356,16 +371,6 @@ export class InferenceGateway extends Construct {
         ],
       },
     });
-    const monitor = serviceMonitor(this, v, {
-      ...props,
-      autoscaled: false,
-      name: r.epp,
-      labels: epp.labels,
-      portName: 'http-metrics',
-      metricsPath: '/metrics',
-    });
-    this.serviceMonitor = monitor.object;
-    this.scrapeIntervalSeconds = monitor.interval;
     const poolRef = { group: 'inference.networking.k8s.io', kind: 'InferencePool', name: r.name };
     this.httpRoute = new ManifestObject(this, 'Route', HTTP_ROUTE, {
       metadata: { name: r.name, labels },

@@ -793,6 +793,9 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     size: group?.tensorParallel ?? gpus,
     of: group?.launch.tensorParallelAcrossNodes ? 'gpusPerReplica x nodes' : 'gpusPerReplica',
   });
+  const unsized =
+    typeof engine.kvOffload === 'string' ? undefined : engine.kvOffload.refuseExtraArgs(extraArgs, !!kvOffload);
+  if (unsized) v.fail('extraArgs', unsized, extraArgs);
 
   const { identity, uid } = resolveProcessIdentity(v, {
     // A runAsUser asks for a non-root pod: it sets the default, not a silent root.
@@ -851,7 +854,6 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   };
 }
 
-/** The serving pod: the engine's container with its probes and drain, the cache, the download. */
 /**
  * `/dev/shm`: the engine's share per GPU, plus vLLM's KV-cache offload tier, a file there; a size given that
  * cannot hold the tier is refused (vLLM would stop at start: "Insufficient space in /dev/shm").
@@ -862,12 +864,13 @@ function sharedMemoryOf(v: Validator, props: InferenceServiceProps, r: ResolvedS
   if (tier > 0 && v.positiveSize('sharedMemory', props.sharedMemory).toKibibytes() <= tier)
     v.fail(
       'sharedMemory',
-      `must hold the KV-cache offload tier (${sizeQuantity(r.kvOffload!.size).value}, a file in /dev/shm: ${r.kvOffload!.source}) and NCCL's share besides; vLLM stops at start with "Insufficient space in /dev/shm"`,
+      `must be larger than the KV-cache offload tier (${sizeQuantity(r.kvOffload!.size).value}, a file in /dev/shm: ${r.kvOffload!.source}), with room left for NCCL; vLLM stops at start with "Insufficient space in /dev/shm"`,
       props.sharedMemory,
     );
   return props.sharedMemory;
 }
 
+/** The serving pod: the engine's container with its probes and drain, the cache, the download. */
 function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProps, r: ResolvedServing): PodTemplate {
   const { engine, launch, cache } = r;
   const scratch = scratchSpace(engine.home);

@@ -4,7 +4,7 @@ import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_
 import { FailureMode, InferenceGateway } from '../inference/inference-gateway';
 import { Validator } from '../validation/validate';
 import { DEFAULT_MAX_ERROR_RATIO } from './inference-service-monitoring';
-import { EPP_METRICS, KSM } from './metric-facts';
+import { EPP_METRICS, EPP_SERVER_ERROR_CODE, KSM } from './metric-facts';
 import {
   AlertRule,
   dashboardConfigMap,
@@ -74,7 +74,13 @@ export class InferenceGatewayMonitoring extends Construct {
     const available = selector(KSM.deploymentAvailable, ns, `deployment=${quote(epp)}`);
     const ready = `max by (namespace, name) (${selector(EPP_METRICS.readyEndpoints, ns, pickerPods, `name=${quote(pool)}`)})`;
     const rateOf = (metric: string) => `sum by (namespace) (rate(${selector(metric, ns, pickerPods)}${w}))`;
-    const errorShare = `${rateOf(EPP_METRICS.requestErrors)} / (${rateOf(EPP_METRICS.requests)} + ${rateOf(EPP_METRICS.requestErrors)})`;
+    // Every request is either routed (counted in requests; a non-200 answer then adds a ModelServerError) or refused
+    // by the picker (an error of another code): those two make the whole. `or` keeps the sum when one is absent
+    // (no request routed since the picker started, every one refused).
+    const errors = selector(EPP_METRICS.requestErrors, ns, pickerPods);
+    const refused = selector(EPP_METRICS.requestErrors, ns, pickerPods, `error_code!=${quote(EPP_SERVER_ERROR_CODE)}`);
+    const all = `sum by (namespace) (rate(${selector(EPP_METRICS.requests, ns, pickerPods)}${w}) or rate(${refused}${w}))`;
+    const errorShare = `sum by (namespace) (rate(${errors}${w})) / ${all}`;
     // A Recreate update stops the old picker (drain, then its open streams) before the new one starts.
     const pickerGap = gateway.endpointPickerGracePeriodSeconds + ENDPOINT_PICKER_START_SECONDS;
     const failOpen = gateway.failureMode === FailureMode.FAIL_OPEN;
@@ -94,8 +100,8 @@ export class InferenceGatewayMonitoring extends Construct {
         expr: `${ready} == 0`,
         forSeconds: capacity,
         severity: 'critical',
-        summary: `The pool ${pool} has had no Ready endpoint for ${capacity}s: the picker has nowhere to send a request.`,
-        description: `${EPP_METRICS.readyEndpoints} 0 for ${capacity}s, the longest a replica of the pool's services takes to be capacity (its startup budget, and the download where the cache is per replica): not a rollout or a cold start, the servers are down or failing their probes. Requests are refused (503).`,
+        summary: `The pool ${pool} has had no endpoint with fresh metrics for ${capacity}s: the picker has nowhere to send a request.`,
+        description: `${EPP_METRICS.readyEndpoints} (the pool's endpoints whose metrics the picker scraped within its staleness threshold, 2 s by default) 0 for ${capacity}s, the longest a replica of the pool's services takes to be capacity (its startup budget, and the download where the cache is per replica): not a rollout or a cold start; the servers are down, or the picker cannot scrape their metrics. Requests are refused (503).`,
       },
       {
         alert: 'InferencePickerMetricsMissing',
@@ -111,7 +117,7 @@ export class InferenceGatewayMonitoring extends Construct {
         forSeconds: window,
         severity: 'critical',
         summary: `More than ${maxErrorRatio * 100}% of ${pool}'s requests end in an error at the Endpoint Picker.`,
-        description: `${EPP_METRICS.requestErrors} (refused by the picker: no endpoint, shed while saturated; or an error status from the model server, by error_code) over those plus ${EPP_METRICS.requests} (requests routed), above maxErrorRatio ${maxErrorRatio} over ${window}s (four scrape intervals) for as long.`,
+        description: `${EPP_METRICS.requestErrors} (refused by the picker: no endpoint, shed while saturated, by error_code; or ${EPP_SERVER_ERROR_CODE}: a routed request the model server answered with a status other than 200, 4xx and 429 included) over every request (${EPP_METRICS.requests}, routed, plus those refused), above maxErrorRatio ${maxErrorRatio} over ${window}s (four scrape intervals) for as long.`,
       },
     ];
 
@@ -133,7 +139,7 @@ export class InferenceGatewayMonitoring extends Construct {
     this.panels = [
       {
         title: 'Ready endpoints',
-        description: `${EPP_METRICS.readyEndpoints}: the pool's Ready pods as the picker sees them; available picker replicas.`,
+        description: `${EPP_METRICS.readyEndpoints}: the pool's endpoints whose metrics the picker scraped within its staleness threshold; available picker replicas.`,
         queries: [
           { expr: ready, legend: 'endpoints' },
           { expr: available, legend: 'pickers available' },
@@ -164,7 +170,7 @@ export class InferenceGatewayMonitoring extends Construct {
       },
       {
         title: 'Pool load',
-        description: `${EPP_METRICS.averageQueue} and ${EPP_METRICS.averageKvCache}: the averages over the pool's servers the picker scores by.`,
+        description: `${EPP_METRICS.averageQueue} and ${EPP_METRICS.averageKvCache}: the averages over the pool's servers the picker scores by (not updated while it has no endpoint: the last value stays).`,
         queries: [
           {
             expr: `max by (name) (${selector(EPP_METRICS.averageQueue, ns, pickerPods, `name=${quote(pool)}`)})`,

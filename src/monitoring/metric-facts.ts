@@ -69,7 +69,11 @@ export const KSM = {
  * beside them by v0.10.0, deprecated (docs/metrics.md): these are the ones that stay.
  */
 export const EPP_METRICS = {
-  /** Gauge per pool (`name`): the pool's Ready endpoints the picker sees (was `inference_pool_ready_pods`). */
+  /**
+   * Gauge per pool (`name`): the pool's endpoints whose metrics the picker scraped within its staleness threshold,
+   * 2 s by default (pkg/epp/datalayer/logger/logger.go; was `inference_pool_ready_pods`). Every replica emits it,
+   * standbys too (`haPopulateNonLeaderDatastore`, on by default).
+   */
   readyEndpoints: 'llm_d_epp_ready_endpoints',
   /**
    * Counter: requests the picker scheduled to an endpoint (pkg/epp/handlers/server.go records it once a request is
@@ -77,8 +81,9 @@ export const EPP_METRICS = {
    */
   requests: 'llm_d_epp_request_total',
   /**
-   * Counter: requests that ended in an error, the picker's own (no endpoint, shed while saturated) or the
-   * response status the model server gave, with `error_code` besides the request labels.
+   * Counter: requests that ended in an error, with `error_code` besides the request labels: the picker's own code
+   * for one it refused (no endpoint, shed while saturated), or `ModelServerError` for a routed request whatever
+   * non-200 status the server answered (pkg/epp/handlers/server.go), which `requests` has counted already.
    */
   requestErrors: 'llm_d_epp_request_error_total',
   /** Histogram (unlabelled): the picker's time to choose an endpoint, 0.1 ms to 100 ms buckets. */
@@ -88,6 +93,9 @@ export const EPP_METRICS = {
   /** Gauge per pool (`name`): the average KV-cache utilization (0 to 1) of its model servers. */
   averageKvCache: 'llm_d_epp_average_kv_cache_utilization',
 } as const;
+
+/** The `error_code` of a routed request the model server answered with a non-200 status (pkg/common/error/error.go). */
+export const EPP_SERVER_ERROR_CODE = 'ModelServerError';
 
 /**
  * NVIDIA DCGM exporter (etc/default-counters.csv): per GPU, with the `pod`, `namespace` and

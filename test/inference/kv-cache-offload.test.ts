@@ -83,7 +83,7 @@ describe('kvCacheOffload: a host-memory tier for the KV cache', () => {
     [
       "vLLM's /dev/shm given too small for the tier",
       () => vllm({ kvCacheOffload: KvCacheOffload.cpu(Size.gibibytes(16)), sharedMemory: Size.gibibytes(8) }),
-      /sharedMemory must hold the KV-cache offload tier \(16Gi, a file in \/dev\/shm: vLLM 0\.31\.0 .*Insufficient space in \/dev\/shm" \(got /,
+      /sharedMemory must be larger than the KV-cache offload tier \(16Gi, a file in \/dev\/shm: vLLM 0\.31\.0 .*Insufficient space in \/dev\/shm" \(got /,
     ],
     [
       "vLLM's memory given too small for /dev/shm with the tier in it",
@@ -134,12 +134,44 @@ describe('kvCacheOffload: a host-memory tier for the KV cache', () => {
       /extraArgs.*--kv-offloading-size.*kvCacheOffload/,
     ],
     [
+      "vLLM's --kv-transfer-config beside the tier, whose connector vLLM replaces",
+      () =>
+        vllm({
+          kvCacheOffload: KvCacheOffload.cpu(Size.gibibytes(8)),
+          extraArgs: ['--kv-transfer-config', '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'],
+        }),
+      /extraArgs must not set --kv-transfer-config with kvCacheOffload: vLLM replaces its connector/,
+    ],
+    [
+      'an offload connector in --kv-transfer-config, a tier nothing sizes',
+      () =>
+        vllm({
+          extraArgs: [
+            '--kv-transfer-config={"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":107374182400}}',
+          ],
+        }),
+      /extraArgs must not name an offload or LMCache connector in --kv-transfer-config/,
+    ],
+    [
+      "SGLang's LMCache host cache",
+      () =>
+        serve(
+          c => new SglangInferenceService(c, 'llm', { name: 'llm', modelId: MODEL, extraArgs: ['--enable-lmcache'] }),
+        ),
+      /extraArgs must not set --enable-lmcache: a host cache or storage tier the pod is not sized for/,
+    ],
+    [
       'a plain object in place of KvCacheOffload.cpu()',
       () => vllm({ kvCacheOffload: { size: Size.gibibytes(4) } }),
       /kvCacheOffload must be made with KvCacheOffload\.cpu\(\)/,
     ],
   ])('refused: %s', (_, make, message) => {
     expect(make).toThrow(message);
+  });
+
+  test('a transfer connector that is no host tier stays allowed without kvCacheOffload', () => {
+    const nixl = vllm({ extraArgs: ['--kv-transfer-config', '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'] });
+    expect(nixl.args).toContain('NixlConnector');
   });
 
   test("SGLang's host-pool flags in extraArgs are refused the same way", () => {

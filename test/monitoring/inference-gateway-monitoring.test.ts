@@ -58,9 +58,11 @@ describe('InferenceGatewayMonitoring', () => {
     for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) expect(service.metadata.labels[k]).toBe(v);
     expect(Object.keys(monitor.spec.selector.matchLabels)).not.toContain('app.kubernetes.io/instance');
     expect(service.spec.ports.find((p: any) => p.name === 'http-metrics').port).toBe(9090);
-    // Scrape configs that read pod annotations find it too.
-    const epp = objects.find(o => o.kind === 'Deployment' && o.metadata.name === 'qwen-pool-epp');
-    expect(epp.spec.template.metadata.annotations).toEqual({
+    // One scrape path: with the ServiceMonitor, no annotations a second scrape config would also follow; without
+    // it, the annotations.
+    const pickerOf = (o: any[]) => o.find(x => x.kind === 'Deployment' && x.metadata.name === 'qwen-pool-epp');
+    expect(pickerOf(objects).spec.template.metadata.annotations).toBeUndefined();
+    expect(pickerOf(build({ serviceMonitor: false }).objects).spec.template.metadata.annotations).toEqual({
       'prometheus.io/scrape': 'true',
       'prometheus.io/port': '9090',
       'prometheus.io/path': '/metrics',
@@ -165,6 +167,30 @@ describePromtool('InferenceGatewayMonitoring under promtool', () => {
           counter('llm_d_epp_request_error_total', 6, ',model_name="qwen",error_code="ServiceUnavailable"'),
         ],
         alert_rule_test: [fires(spec, 'InferencePickerErrors', 180, { namespace: NS })],
+      },
+      {
+        name: 'every request refused since the picker started: no routed series at all',
+        interval: '1m',
+        input_series: [
+          counter('llm_d_epp_request_error_total', 6, ',model_name="qwen",error_code="ServiceUnavailable"'),
+        ],
+        alert_rule_test: [fires(spec, 'InferencePickerErrors', 180, { namespace: NS })],
+      },
+      {
+        name: "a model server's errors are routed requests: 6 of 60 is 10 %, not 6 of 66",
+        interval: '1m',
+        input_series: [
+          counter('llm_d_epp_request_total', 60, ',model_name="qwen"'),
+          counter('llm_d_epp_request_error_total', 6, ',model_name="qwen",error_code="ModelServerError"'),
+        ],
+        alert_rule_test: [fires(spec, 'InferencePickerErrors', 180, { namespace: NS })],
+        promql_expr_test: [
+          {
+            expr: alertOf(monitoring.alerts, 'InferencePickerErrors').expr.replace(/ > [0-9.]+$/, ''),
+            eval_time: '5m',
+            exp_samples: [{ labels: `{namespace="${NS}"}`, value: 0.1 }],
+          },
+        ],
       },
       {
         name: 'traffic without errors',

@@ -1,4 +1,5 @@
 import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
+import { flagValue } from '../kv-cache-offload';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -128,6 +129,16 @@ export const SGLANG: ServingEngine = {
     },
     inSharedMemory: false,
     source: 'SGLang 0.5.20 server_args.py --hicache-size, mem_cache/pool_host/base.py',
+    // server_args.py: LMCache as SGLang's host cache, and HiCache's storage tier and host-memory mode, allocate
+    // memory or disk the construct does not size.
+    refuseExtraArgs: args => {
+      const flag = ['--enable-lmcache', '--hicache-storage-backend', '--hicache-host-memory-mode'].find(
+        f => flagValue(args, f) !== undefined,
+      );
+      return flag
+        ? `must not set ${flag}: a host cache or storage tier the pod is not sized for (kvCacheOffload offers the host-memory tier only)`
+        : undefined;
+    },
   },
   ownedFlags: {
     '--model-path': 'modelId',

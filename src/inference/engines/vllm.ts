@@ -1,5 +1,5 @@
 import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
-import { gibFlagValue } from '../kv-cache-offload';
+import { flagValue, gibFlagValue } from '../kv-cache-offload';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -137,6 +137,17 @@ export const VLLM: ServingEngine = {
     flags: bytes => ({ args: ['--kv-offloading-size', gibFlagValue(bytes)], bytes }),
     inSharedMemory: true,
     source: 'vLLM 0.31.0 vllm/config/cache.py kv_offloading_size, v1/kv_offload/cpu/shared_offload_region.py',
+    // config/vllm.py _post_init_kv_transfer_config: with --kv-offloading-size, the offload connector replaces whatever
+    // --kv-transfer-config names. Without it, an offload or LMCache connector there is a host tier nothing sizes.
+    refuseExtraArgs: (args, withTier) => {
+      const transfer = flagValue(args, '--kv-transfer-config');
+      if (transfer === undefined) return undefined;
+      if (withTier)
+        return 'must not set --kv-transfer-config with kvCacheOffload: vLLM replaces its connector with the offload connector (config/vllm.py _post_init_kv_transfer_config)';
+      if (/Offloading|LMCache/.test(transfer))
+        return 'must not name an offload or LMCache connector in --kv-transfer-config: a host-memory tier the pod is not sized for (use kvCacheOffload; LMCache is not offered)';
+      return undefined;
+    },
   },
   ownedFlags: {
     '--model': 'modelId',
