@@ -570,22 +570,21 @@ function checkKueueRule(rule: FieldRule, p: Pair, emit: Emit): void {
   // A pod template's spec is compared only where both objects have the template (validateImmutablePodTemplateSpec).
   const holder = rule.path.slice(0, rule.path.lastIndexOf('.'));
   const bothHold = get(b, holder) !== undefined && get(a, holder) !== undefined;
+  // A count the webhooks read with its API default of 1 when absent (replicas, parallelism, group size).
+  const counts = (at: string) => [Number(get(b, at) ?? 1), Number(get(a, at) ?? 1)];
   switch (rule.check) {
     case GuardCheck.KUEUE_COUNT: {
-      const rb = Number(get(b, rule.path) ?? 1);
-      const ra = Number(get(a, rule.path) ?? 1);
+      const [rb, ra] = counts(rule.path);
       if (rb !== ra) emit(rule, path, rb, ra);
       return;
     }
     case GuardCheck.KUEUE_REPLICAS_TO_OR_FROM_ZERO: {
-      const rb = Number(b.spec?.replicas ?? 1);
-      const ra = Number(a.spec?.replicas ?? 1);
+      const [rb, ra] = counts('spec.replicas');
       if (rb !== ra && rb !== 0 && ra !== 0) emit(rule, path, rb, ra);
       return;
     }
     case GuardCheck.KUEUE_SCALE_UP_WHILE_SCALING_DOWN: {
-      const rb = Number(b.spec?.replicas ?? 1);
-      const ra = Number(a.spec?.replicas ?? 1);
+      const [rb, ra] = counts('spec.replicas');
       // The update carries the stored status (the registry strategy copies it); only a live export knows it.
       if (rb === 0 && ra > 0 && isObject(before.status) && (Number(before.status.replicas) || 0) > 0)
         emit(rule, path, rb, ra);

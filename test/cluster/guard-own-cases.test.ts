@@ -3,6 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { guard } from '../../src';
+import { isObject } from '../../src/guard/object';
 import { Cluster, describeCluster, minorOf, pool } from './kube';
 
 /**
@@ -120,7 +121,6 @@ function recordedCases(): Recorded[] {
   return recorded;
 }
 
-const isObject = (o: unknown): o is Record<string, any> => typeof o === 'object' && o !== null && !Array.isArray(o);
 const liveExport = (o: any) => 'status' in o || SERVER_FIELDS.some(f => o.metadata?.[f] !== undefined);
 const hasKueueLabel = (o: any) => Object.keys(o.metadata?.labels ?? {}).some(k => k.startsWith('kueue.x-k8s.io/'));
 
