@@ -62,6 +62,8 @@ export class RoutingChart extends Chart {
       ],
       // The picker's metrics, which its alerts read.
       serviceMonitor: true,
+      // Saturated: interactive requests leave the picker's queue before unnamed ones, batch ones last.
+      flowControl: {},
     });
     new InferenceGatewayMonitoring(this, 'gateway-monitoring', gateway);
   }

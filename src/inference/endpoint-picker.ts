@@ -67,6 +67,21 @@ export const LLMD_API_VERSION = 'llm-d.ai/v1alpha2';
 /** GIE's group of the two kinds, which the picker still reads when the `llm-d.ai` CRDs are not installed. */
 export const LEGACY_INFERENCE_GROUP = 'inference.networking.x-k8s.io';
 
+/** pkg/epp/flowcontrol/config.go: `FeatureGate = "flowControl"`. */
+export const FLOW_CONTROL_GATE = 'flowControl';
+/** pkg/epp/flowcontrol/controller/config.go: `defaultRequestTTL = 60 * time.Second`. */
+export const FLOW_CONTROL_DEFAULT_TTL_SECONDS = 60;
+
+/**
+ * The picker's flow control (apix/config/v1alpha1 FlowControlConfig): requests wait in its queue while the pool is
+ * saturated and leave it in priority order; `defaultRequestTTL` (a Go duration) bounds the wait, `maxBytes` (a
+ * quantity) the bodies held in the picker's memory.
+ */
+export interface EppFlowControl {
+  readonly requestTtlSeconds: number;
+  readonly maxBytes: string;
+}
+
 /** What the EPP reads from one engine's pods (one `engineConfigs` entry of the core metrics extractor). */
 export interface EppEngineMetrics {
   /** The extractor's engine name, also the value of ENGINE_TYPE_LABEL on the engine's pods. */
@@ -107,11 +122,22 @@ export const EPP_ENGINE_EXTRAS: Readonly<
  * `/metrics` and read through the engine's own metric names. The picker decodes every plugin's parameters strictly
  * (pkg/epp/framework/interface/plugin/registry.go, `DisallowUnknownFields`): an unknown field stops it at start.
  */
-export function endpointPickerConfig(engines: readonly EppEngineMetrics[], defaultEngine: string): string {
+export function endpointPickerConfig(
+  engines: readonly EppEngineMetrics[],
+  defaultEngine: string,
+  flowControl?: EppFlowControl,
+): string {
   return stringify({
     // llm-d.ai/v1alpha1: GIE's inference.networking.x-k8s.io/v1alpha1 still loads, with a deprecation log.
     apiVersion: 'llm-d.ai/v1alpha1',
     kind: 'EndpointPickerConfig',
+    ...(flowControl
+      ? {
+          // The gate is off by default (cmd/epp/runner/runner.go RegisterFeatureGate(flowcontrol.FeatureGate, false)).
+          featureGates: [FLOW_CONTROL_GATE],
+          flowControl: { defaultRequestTTL: `${flowControl.requestTtlSeconds}s`, maxBytes: flowControl.maxBytes },
+        }
+      : {}),
     plugins: [
       { type: 'queue-scorer' },
       { type: 'kv-cache-utilization-scorer' },

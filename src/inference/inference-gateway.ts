@@ -21,6 +21,8 @@ import {
   EPP_DRAIN_SECONDS,
   EPP_UID,
   EppEngineMetrics,
+  EppFlowControl,
+  FLOW_CONTROL_DEFAULT_TTL_SECONDS,
   LLMD_API_VERSION,
 } from './endpoint-picker';
 import type { InferenceService } from './inference-service';
@@ -108,9 +110,10 @@ export interface InferenceObjectiveSpec {
   /** The objective's name, a DNS-1123 subdomain; clients send it in the `x-llm-d-inference-objective` header. */
   readonly name: string;
   /**
-   * A request's priority; requests without an objective have 0. With the picker's default admission (flow
-   * control off in llm-d-router v0.10.0, `LegacyAdmissionController`), a negative priority makes the request
-   * sheddable: refused (429) while the pool is saturated; zero and positive priorities are admitted alike.
+   * A request's priority; requests without an objective have 0. With `flowControl`, queued requests leave the
+   * picker's queue in priority order, higher first. Without it (the picker's default admission,
+   * `LegacyAdmissionController` in llm-d-router v0.10.0), a negative priority makes the request sheddable: refused
+   * (429) while the pool is saturated; zero and positive priorities are admitted alike.
    */
   readonly priority: number;
 }
@@ -210,6 +213,24 @@ export interface InferenceGatewayProps {
    * @default Duration.seconds(30)
    */
   readonly serviceMonitorInterval?: Duration;
+  /**
+   * The picker's flow control: while the pool is saturated, requests wait in the picker's queue and leave it in
+   * their objective's priority order (higher first), instead of all going to the servers at once. Without it, the
+   * picker's default admission only sheds requests of a negative priority while saturated.
+   * @default - off, as in the picker
+   */
+  readonly flowControl?: FlowControlOptions;
+}
+
+/** The Endpoint Picker's flow control. */
+export interface FlowControlOptions {
+  /**
+   * How long a request may wait in the queue; then it is refused, 429 with `x-llm-d-request-dropped-reason:
+   * rejected-ttl-expired` (503 and `rejected-no-endpoints` while the pool has no endpoint). Shorter than
+   * `requestTimeout`, so the client sees the picker's answer, not the gateway's timeout.
+   * @default Duration.seconds(60) - the picker's default
+   */
+  readonly requestTtl?: Duration;
 }
 
 const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
@@ -228,6 +249,7 @@ const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
   'serviceMonitor',
   'serviceMonitorLabels',
   'serviceMonitorInterval',
+  'flowControl',
 ];
 
 /**
@@ -271,6 +293,8 @@ export class InferenceGateway extends Construct {
   readonly endpointPickerGracePeriodSeconds: number;
   /** The longest time a serving replica of the pool takes to be capacity (the services' `capacitySeconds`). */
   readonly endpointCapacitySeconds: number;
+  /** How long a request may wait in the picker's queue, in seconds, with `flowControl`. */
+  readonly flowControlRequestTtlSeconds?: number;
 
   constructor(scope: Construct, id: string, props: InferenceGatewayProps) {
     super(scope, id);
@@ -282,6 +306,7 @@ export class InferenceGateway extends Construct {
     this.failureMode = r.failureMode;
     this.endpointPickerGracePeriodSeconds = r.gracePeriodSeconds;
     this.endpointCapacitySeconds = Math.max(...r.members.map(m => m.service.capacitySeconds));
+    this.flowControlRequestTtlSeconds = r.flowControl?.requestTtlSeconds;
 
     const labels = labelSet({ name: r.name, instance: r.name, component: 'inference-pool' }).labels;
     const epp = labelSet({ name: r.epp, instance: r.epp, component: EPP_COMPONENT });
@@ -427,6 +452,7 @@ interface ResolvedGateway {
   readonly leaderElection: boolean;
   readonly image: string;
   readonly resources: k8s.ResourceRequirements;
+  readonly flowControl?: EppFlowControl;
   readonly gateway: { name: string; namespace?: string; sectionName?: string };
   readonly gatewayPeers: k8s.NetworkPolicyPeer[];
   readonly hostnames: string[];
@@ -472,7 +498,7 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
   const failureMode = props.failureMode ?? FailureMode.FAIL_OPEN;
   if (!Object.values(FailureMode).includes(failureMode))
     v.fail('failureMode', `must be one of ${Object.values(FailureMode).join(', ')}`, failureMode);
-  return {
+  const resolved = {
     name,
     epp: `${name}-epp`,
     namespace,
@@ -503,12 +529,37 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
       props.requestTimeout === undefined
         ? DEFAULT_REQUEST_TIMEOUT_SECONDS
         : v.seconds('requestTimeout', props.requestTimeout, 1),
-    // The picker holds streams of requests in flight: it drains at least as long as the servers it routes to.
-    // after its own drain: on SIGTERM the picker waits the drain out, then lets every open stream finish.
+    // On SIGTERM the picker waits its drain out, then lets every open stream finish: at most as long as the servers
+    // it routes to drain theirs.
     gracePeriodSeconds: EPP_DRAIN_SECONDS + Math.max(...members.map(m => m.service.terminationGracePeriodSeconds)),
     objectives: objectivesOf(v, props.objectives),
     rewrites: servedTargets(v, rewritesOf(v, props.modelRewrites), members),
   };
+  return { ...resolved, flowControl: flowControlOf(v, props.flowControl, resolved) };
+}
+
+/**
+ * The picker's flow control, with the queue's byte bound at the picker's memory request: queued bodies live in its
+ * memory (the chart's default is 1 GB a priority band, more than the smallest picker's limit).
+ */
+function flowControlOf(
+  v: Validator,
+  given: FlowControlOptions | undefined,
+  r: { requestTimeoutSeconds: number; resources: k8s.ResourceRequirements },
+): EppFlowControl | undefined {
+  if (given === undefined) return undefined;
+  v.knownProps('flowControl', given, ['requestTtl']);
+  const ttl =
+    given.requestTtl === undefined
+      ? FLOW_CONTROL_DEFAULT_TTL_SECONDS
+      : v.seconds('flowControl.requestTtl', given.requestTtl, 1);
+  if (ttl >= r.requestTimeoutSeconds)
+    v.fail(
+      'flowControl.requestTtl',
+      `must be shorter than requestTimeout (${r.requestTimeoutSeconds}s): the gateway would end a queued request first, and the client would see its timeout instead of the picker's 429`,
+      `${ttl}s`,
+    );
+  return { requestTtlSeconds: ttl, maxBytes: String(r.resources.requests!.memory.value) };
 }
 
 function memberOf(v: Validator, prop: string, service: InferenceService, namespace: string | undefined): Member {
@@ -661,7 +712,7 @@ function eppPodSpec(r: ResolvedGateway): k8s.PodSpec {
           pool: r.name,
           namespace: r.namespace,
           leaderElection: r.leaderElection,
-          config: endpointPickerConfig(r.engines, defaultEngine),
+          config: endpointPickerConfig(r.engines, defaultEngine, r.flowControl),
         }),
         env: [
           { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },

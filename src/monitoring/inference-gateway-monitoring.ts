@@ -183,6 +183,26 @@ export class InferenceGatewayMonitoring extends Construct {
         ],
       },
     ];
+    if (gateway.flowControlRequestTtlSeconds !== undefined) {
+      const inPool = `inference_pool=${quote(pool)}`;
+      this.panels = [
+        ...this.panels,
+        {
+          title: 'Flow-control queue',
+          description: `${EPP_METRICS.flowControlQueue} by priority, and the requests flow control finished by outcome (a request waits at most ${gateway.flowControlRequestTtlSeconds}s, then EvictedTTL).`,
+          queries: [
+            {
+              expr: `sum by (priority) (${selector(EPP_METRICS.flowControlQueue, ns, pickerPods, inPool)})`,
+              legend: 'queued, priority {{priority}}',
+            },
+            {
+              expr: `sum by (outcome) (rate(${selector(EPP_METRICS.flowControlRequests, ns, pickerPods, inPool)}${w}))`,
+              legend: '{{outcome}} /s',
+            },
+          ],
+        },
+      ];
+    }
     if (shared.dashboard) {
       const namespace = Chart.of(gateway).namespace;
       this.dashboard = dashboardConfigMap(this, {

@@ -92,6 +92,13 @@ export const EPP_METRICS = {
   averageQueue: 'llm_d_epp_average_queue_size',
   /** Gauge per pool (`name`): the average KV-cache utilization (0 to 1) of its model servers. */
   averageKvCache: 'llm_d_epp_average_kv_cache_utilization',
+  /** Gauge: requests held in the flow-control queue, by `priority` and `inference_pool` (with flow control on). */
+  flowControlQueue: 'llm_d_epp_flow_control_queue_size',
+  /**
+   * Counter: requests flow control finished, by `outcome` (`Dispatched`, `RejectedCapacity`, `RejectedNoEndpoints`,
+   * `EvictedTTL`, `EvictedContextCancelled`, ...: pkg/epp/flowcontrol/types/outcomes.go), `priority`, `inference_pool`.
+   */
+  flowControlRequests: 'llm_d_epp_flow_control_requests_total',
 } as const;
 
 /** The `error_code` of a routed request the model server answered with a non-200 status (pkg/common/error/error.go). */

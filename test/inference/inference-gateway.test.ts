@@ -457,3 +457,28 @@ describe('InferenceGateway', () => {
     });
   });
 });
+
+describe('InferenceGateway flowControl', () => {
+  test("turns on the picker's flow control gate with its TTL and a queue bounded by the picker's memory", () => {
+    const off = eppConfig(build().epp);
+    expect(off.featureGates).toBeUndefined();
+    expect(off.flowControl).toBeUndefined();
+    const { epp } = build({ flowControl: {} });
+    const config = eppConfig(epp);
+    expect(config.featureGates).toEqual(['flowControl']);
+    const memory = epp.spec.template.spec.containers[0].resources.requests.memory;
+    expect(config.flowControl).toEqual({ defaultRequestTTL: '60s', maxBytes: memory });
+    expect(
+      eppConfig(build({ flowControl: { requestTtl: Duration.seconds(120) } }).epp).flowControl.defaultRequestTTL,
+    ).toBe('120s');
+  });
+
+  test('a TTL the gateway would cut short is refused', () => {
+    expect(() => build({ flowControl: { requestTtl: Duration.seconds(600) } })).toThrow(
+      "InferenceGateway 'gw': flowControl.requestTtl must be shorter than requestTimeout (300s): the gateway would end a queued request first, and the client would see its timeout instead of the picker's 429 (got \"600s\")",
+    );
+    expect(() => build({ flowControl: { ttl: Duration.seconds(5) } as any })).toThrow(
+      /flowControl\.ttl is not a known prop/,
+    );
+  });
+});

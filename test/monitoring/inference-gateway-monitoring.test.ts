@@ -86,6 +86,21 @@ describe('InferenceGatewayMonitoring', () => {
     expect(exprs).not.toMatch(/inference_pool_|inference_objective_|inference_extension_/);
   });
 
+  test("with flow control, a panel of the picker's queue and its outcomes, in this pool only", () => {
+    const titles = (m: InferenceGatewayMonitoring) => m.panels.map(p => p.title);
+    expect(titles(monitoring)).not.toContain('Flow-control queue');
+    const flow = build({ flowControl: {} }).monitoring;
+    const panel = flow.panels.find(p => p.title === 'Flow-control queue')!;
+    expect(panel.queries.map(q => q.expr)).toEqual([
+      expect.stringMatching(
+        /^sum by \(priority\) \(llm_d_epp_flow_control_queue_size\{.*inference_pool="qwen-pool"\}\)$/,
+      ),
+      expect.stringMatching(
+        /^sum by \(outcome\) \(rate\(llm_d_epp_flow_control_requests_total\{.*inference_pool="qwen-pool"\}\[120s\]\)\)$/,
+      ),
+    ]);
+  });
+
   test('a prop outside its range is refused', () => {
     const chart = new Chart(Testing.app(), 'x', { namespace: NS });
     const svc2 = new VllmInferenceService(chart, 'v1', { name: 'qwen', modelId: 'Qwen/Qwen2.5-7B-Instruct' });
@@ -110,6 +125,14 @@ describePromtool('InferenceGatewayMonitoring under promtool', () => {
     );
     const q = checkRules(queriesAsRecordingRules('dashboard', dashboardQueries(dashboard)));
     expect(q.output).toContain('SUCCESS');
+    const flow = build({ flowControl: {} }).monitoring;
+    const f = checkRules(
+      queriesAsRecordingRules(
+        'flow',
+        flow.panels.flatMap(p => p.queries.map(x => x.expr)),
+      ),
+    );
+    expect(f.output).toContain('SUCCESS');
   });
 
   test('each alert fires on the series that mean it, at its threshold, and not on a neighbour', () => {
