@@ -6,12 +6,13 @@ import { addPinnedImages } from './pinned-images';
 import { addPretraining } from './pretraining';
 import { addProduction } from './production';
 import { addRouting } from './routing';
+import { addScaleFromZero } from './scale-from-zero';
 import { addSecrets } from './secrets';
 import { addTraining } from './training';
 
 /**
  * Every example app, one chart (and one snapshot file) each: the seed scenarios, a vLLM service, a production cluster,
- * models larger than one node.
+ * models larger than one node, a service that scales to zero.
  */
 export function buildApps(app: App): void {
   addTraining(app);
@@ -23,4 +24,5 @@ export function buildApps(app: App): void {
   addRouting(app);
   addPinnedImages(app);
   addMultiNode(app);
+  addScaleFromZero(app);
 }

@@ -55,6 +55,7 @@ export type { AutoscalingOptions, HpaAutoscalerOptions, KedaAutoscalerOptions } 
 export { InferenceGateway, FailureMode, EPP_DEFAULT_IMAGE } from './inference/inference-gateway';
 export type {
   InferenceGatewayProps,
+  FlowControlOptions,
   GatewayRef,
   InferenceObjectiveSpec,
   ModelRewriteRule,

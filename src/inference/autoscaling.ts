@@ -1,4 +1,4 @@
-import { ApiObject, Duration } from 'cdk8s';
+import { ApiObject, Duration, Lazy } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { KIND, ManifestObject } from '../common/manifest-object';
 import { podNamePattern } from '../common/names';
@@ -22,6 +22,18 @@ export const TARGET_BATCH_SHARE = 0.8;
 const STABILIZATION_MARGIN_SECONDS = 60;
 /** KEDA's fallback: failed queries in a row (polls of 30 s) before it holds the replicas. */
 const FALLBACK_FAILURES = 3;
+/**
+ * KEDA's polling interval (ScaledObject `pollingInterval`, default 30 s, which the construct keeps): a queue that
+ * builds up at zero replicas is seen at most this late.
+ */
+export const KEDA_POLLING_SECONDS = 30;
+
+/** A trigger that wakes a service scaled to zero: a query that reads above 0 while requests wait for it. */
+export interface ActivationQuery {
+  readonly query: string;
+  /** What it reads, for the trigger's name. */
+  readonly name: string;
+}
 
 /** Options of `Autoscaler.hpa()`. */
 export interface HpaAutoscalerOptions {
@@ -65,6 +77,11 @@ export class Autoscaler {
   /** A KEDA `ScaledObject` with a Prometheus trigger: needs KEDA (v2.x) and a Prometheus. */
   static keda(o: KedaAutoscalerOptions): Autoscaler {
     return new Autoscaler('keda', undefined, o);
+  }
+
+  /** @internal Whether it can take a service to zero replicas and back (KEDA activates; an HPA stops at 1). */
+  get _scalesToZero(): boolean {
+    return this.kind === 'keda';
   }
 
   private constructor(
@@ -131,6 +148,18 @@ export class Autoscaler {
     }
     if (o.authenticationRef !== undefined)
       v.dnsSubdomain('autoscaling.autoscaler authenticationRef', o.authenticationRef);
+    const toZero = c.minReplicas === 0;
+    const trigger = (q: string, ignoreNullValues: boolean, name?: string) => ({
+      type: 'prometheus',
+      ...(name ? { name } : {}),
+      metadata: {
+        serverAddress: o.serverAddress,
+        query: q,
+        threshold: String(c.target),
+        ignoreNullValues: String(ignoreNullValues),
+      },
+      ...(o.authenticationRef !== undefined ? { authenticationRef: { name: o.authenticationRef } } : {}),
+    });
     const scaledObject = new ApiObject(scope, 'Autoscaler', {
       apiVersion: 'keda.sh/v1alpha1',
       kind: 'ScaledObject',
@@ -139,24 +168,29 @@ export class Autoscaler {
         scaleTargetRef: c.scaleTarget,
         minReplicaCount: c.minReplicas,
         maxReplicaCount: c.maxReplicas,
+        // keda-docs reference/scaledobject-spec.md: the wait after the last active poll before scaling to zero;
+        // the scale-down window, as from any other count.
+        ...(toZero ? { cooldownPeriod: c.scaleDownSeconds } : {}),
         // keda-docs reference/scaledobject-spec.md: after this many failed polls, hold the current
-        // count when above minReplicas (currentReplicasIfHigher), instead of scaling on no data.
-        fallback: { failureThreshold: FALLBACK_FAILURES, replicas: c.minReplicas, behavior: 'currentReplicasIfHigher' },
+        // count when above minReplicas (currentReplicasIfHigher), instead of scaling on no data. At least
+        // one replica: a fallback of 0 would take a scaled-to-zero service's failures for idleness.
+        fallback: {
+          failureThreshold: FALLBACK_FAILURES,
+          replicas: Math.max(1, c.minReplicas),
+          behavior: 'currentReplicasIfHigher',
+        },
         advanced: { horizontalPodAutoscalerConfig: { behavior } },
-        triggers: [
-          {
-            type: 'prometheus',
-            metadata: {
-              serverAddress: o.serverAddress,
-              query,
-              threshold: String(c.target),
-              // keda-docs scalers/prometheus.md: the default (true) reads an empty result as 0, so an
-              // unscraped service would sit at minReplicas; false makes it an error, and the fallback holds.
-              ignoreNullValues: 'false',
-            },
-            ...(o.authenticationRef !== undefined ? { authenticationRef: { name: o.authenticationRef } } : {}),
-          },
-        ],
+        // keda-docs scalers/prometheus.md: the default ignoreNullValues (true) reads an empty result as 0, so an
+        // unscraped service would sit at minReplicas; false makes it an error, and the fallback holds. At zero
+        // replicas no pod has series, and that empty result is the truth: it must read 0, or every idle poll
+        // fails and the fallback starts a replica. The activation queries (the picker's queue) are empty
+        // until a request first waits.
+        triggers: Lazy.any({
+          produce: () => [
+            trigger(query, toZero),
+            ...(c.activation?.() ?? []).map(a => trigger(a.query, true, a.name)),
+          ],
+        }),
       },
     });
     return { scaledObject };
@@ -210,8 +244,9 @@ export function scalingBehavior(
 /** Scaling on the requests in flight: how many replicas, and when to add one. */
 export interface AutoscalingOptions {
   /**
-   * The fewest replicas. At least 1: scaling to zero would make the next request wait for a
-   * model load (minutes).
+   * The fewest replicas. 0 scales to zero when idle: `Autoscaler.keda()` only, and an `InferenceGateway` with
+   * `flowControl` must route to the service, so the first request waits in the picker's queue through the cold
+   * start (a model load: minutes) and that queue wakes KEDA.
    * @default 1
    */
   readonly minReplicas?: number;
@@ -261,6 +296,8 @@ export interface AutoscalerContext {
   readonly target: number;
   readonly capacitySeconds: number;
   readonly scaleDownSeconds: number;
+  /** With minReplicas 0: the queries that wake the service, known once a gateway routes to it (at synth). */
+  readonly activation?: () => readonly ActivationQuery[];
 }
 
 /**
@@ -287,7 +324,7 @@ export function resolveAutoscaling(
     'scaleDownStabilization',
     'autoscaler',
   ]);
-  const minReplicas = v.wholeNumber('autoscaling.minReplicas', o.minReplicas ?? 1, 1);
+  const minReplicas = v.wholeNumber('autoscaling.minReplicas', o.minReplicas ?? 1, 0);
   const maxReplicas = v.wholeNumber('autoscaling.maxReplicas', o.maxReplicas, 1);
   if (maxReplicas < minReplicas)
     v.fail('autoscaling.maxReplicas', `must be at least minReplicas (${minReplicas})`, maxReplicas);
@@ -313,6 +350,12 @@ export function resolveAutoscaling(
   const autoscaler = o.autoscaler ?? Autoscaler.hpa();
   if (!(autoscaler instanceof Autoscaler))
     v.fail('autoscaling.autoscaler', 'must be made with Autoscaler.hpa() or Autoscaler.keda()', autoscaler);
+  if (minReplicas === 0 && !autoscaler._scalesToZero)
+    v.fail(
+      'autoscaling.minReplicas',
+      'must be at least 1 with Autoscaler.hpa(): an HPA never scales to zero (HPAScaleToZero is alpha, and needs an object or external metric); use Autoscaler.keda()',
+      minReplicas,
+    );
   return { minReplicas, maxReplicas, target, scaleDownSeconds, autoscaler };
 }
 

@@ -67,6 +67,12 @@ export const LLMD_API_VERSION = 'llm-d.ai/v1alpha2';
 /** GIE's group of the two kinds, which the picker still reads when the `llm-d.ai` CRDs are not installed. */
 export const LEGACY_INFERENCE_GROUP = 'inference.networking.x-k8s.io';
 
+/**
+ * The gauge of requests held in the flow-control queue, by `inference_pool` (pkg/epp/metrics/llm_d_router_metrics.go):
+ * what wakes a service scaled to zero.
+ */
+export const EPP_FLOW_CONTROL_QUEUE = 'llm_d_epp_flow_control_queue_size';
+
 /** pkg/epp/flowcontrol/config.go: `FeatureGate = "flowControl"`. */
 export const FLOW_CONTROL_GATE = 'flowControl';
 /** pkg/epp/flowcontrol/controller/config.go: `defaultRequestTTL = 60 * time.Second`. */

@@ -8,7 +8,8 @@ import { NAMESPACE_NAME_LABEL, NetworkPeer, resolvePeers } from '../common/netwo
 import { containerSecurityContext, podSecurityContext, ProcessIdentity } from '../common/security';
 import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../validation/validate';
-import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
+import { PER_POD_ENDPOINTS_LABEL, scrapeIntervalOf, serviceMonitor } from './service-monitor';
+import { KEDA_POLLING_SECONDS } from './autoscaling';
 import {
   endpointPickerArgs,
   endpointPickerConfig,
@@ -154,7 +155,8 @@ export interface InferenceGatewayProps {
   readonly hostnames?: string[];
   /**
    * The HTTPRoute's request timeout (`timeouts.request`).
-   * @default Duration.seconds(300) - the inference extension's chart default, long generations included
+   * @default Duration.seconds(300) - the router chart's default, long generations included; with `flowControl`, the
+   * queue's TTL plus that, since a request may wait its TTL before it generates
    */
   readonly requestTimeout?: Duration;
   /**
@@ -227,8 +229,10 @@ export interface FlowControlOptions {
   /**
    * How long a request may wait in the queue; then it is refused, 429 with `x-llm-d-request-dropped-reason:
    * rejected-ttl-expired` (503 and `rejected-no-endpoints` while the pool has no endpoint). Shorter than
-   * `requestTimeout`, so the client sees the picker's answer, not the gateway's timeout.
-   * @default Duration.seconds(60) - the picker's default
+   * `requestTimeout`, so the client sees the picker's answer, not the gateway's timeout; longer than the cold start
+   * of a service that scales to zero.
+   * @default Duration.seconds(60) - the picker's default; with a service that scales to zero, its cold start (the
+   * picker's scrape interval + KEDA's 30 s poll + the replica's capacity delay) + 60 s
    */
   readonly requestTtl?: Duration;
 }
@@ -295,6 +299,8 @@ export class InferenceGateway extends Construct {
   readonly endpointCapacitySeconds: number;
   /** How long a request may wait in the picker's queue, in seconds, with `flowControl`. */
   readonly flowControlRequestTtlSeconds?: number;
+  /** Whether a service of the pool scales to zero (its `autoscaling.minReplicas` is 0). */
+  readonly scalesToZero: boolean;
 
   constructor(scope: Construct, id: string, props: InferenceGatewayProps) {
     super(scope, id);
@@ -307,6 +313,7 @@ export class InferenceGateway extends Construct {
     this.endpointPickerGracePeriodSeconds = r.gracePeriodSeconds;
     this.endpointCapacitySeconds = Math.max(...r.members.map(m => m.service.capacitySeconds));
     this.flowControlRequestTtlSeconds = r.flowControl?.requestTtlSeconds;
+    this.scalesToZero = r.members.some(m => m.scalesToZero);
 
     const labels = labelSet({ name: r.name, instance: r.name, component: 'inference-pool' }).labels;
     const epp = labelSet({ name: r.epp, instance: r.epp, component: EPP_COMPONENT });
@@ -435,6 +442,8 @@ export class InferenceGateway extends Construct {
 
 interface Member {
   readonly service: VllmInferenceService | SglangInferenceService;
+  /** Whether the service scales to zero (autoscaling.minReplicas 0). */
+  readonly scalesToZero: boolean;
   /** The picker's engine name for the service's pods. */
   readonly engine: 'vllm' | 'sglang';
 }
@@ -526,16 +535,29 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
     ],
     hostnames: (v.stringArray('hostnames', props.hostnames) ?? []).map((h, i) => v.dnsSubdomain(`hostnames[${i}]`, h)),
     requestTimeoutSeconds:
-      props.requestTimeout === undefined
-        ? DEFAULT_REQUEST_TIMEOUT_SECONDS
-        : v.seconds('requestTimeout', props.requestTimeout, 1),
+      props.requestTimeout === undefined ? undefined : v.seconds('requestTimeout', props.requestTimeout, 1),
     // On SIGTERM the picker waits its drain out, then lets every open stream finish: at most as long as the servers
     // it routes to drain theirs.
     gracePeriodSeconds: EPP_DRAIN_SECONDS + Math.max(...members.map(m => m.service.terminationGracePeriodSeconds)),
     objectives: objectivesOf(v, props.objectives),
     rewrites: servedTargets(v, rewritesOf(v, props.modelRewrites), members),
   };
-  return { ...resolved, flowControl: flowControlOf(v, props.flowControl, resolved) };
+  const flowControl = flowControlOf(v, props.flowControl, {
+    ...resolved,
+    scrapeSeconds: scrapeIntervalOf(v, props.serviceMonitorInterval),
+  });
+  // A queued request waits up to its TTL, then generates: the route's timeout holds both.
+  const requestTimeoutSeconds =
+    resolved.requestTimeoutSeconds ??
+    (flowControl ? flowControl.requestTtlSeconds + DEFAULT_REQUEST_TIMEOUT_SECONDS : DEFAULT_REQUEST_TIMEOUT_SECONDS);
+  if (flowControl && requestTimeoutSeconds <= flowControl.requestTtlSeconds)
+    v.fail(
+      'flowControl.requestTtl',
+      `must be shorter than requestTimeout (${requestTimeoutSeconds}s): the gateway would end a queued request first, and the client would see its timeout instead of the picker's 429`,
+      `${flowControl.requestTtlSeconds}s`,
+    );
+  for (const m of members) if (flowControl && m.scalesToZero) m.service._wakeOn(name, namespace);
+  return { ...resolved, requestTimeoutSeconds, flowControl };
 }
 
 /**
@@ -545,22 +567,36 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
 function flowControlOf(
   v: Validator,
   given: FlowControlOptions | undefined,
-  r: { requestTimeoutSeconds: number; resources: k8s.ResourceRequirements },
+  r: { members: readonly Member[]; resources: k8s.ResourceRequirements; scrapeSeconds: number },
 ): EppFlowControl | undefined {
-  if (given === undefined) return undefined;
+  const cold = r.members.filter(m => m.scalesToZero);
+  if (given === undefined) {
+    if (cold.length > 0)
+      v.fail(
+        'flowControl',
+        `is needed for ${cold[0].service.workloadName}, which scales to zero (autoscaling.minReplicas 0): only the picker's queue holds a request through its cold start and wakes KEDA`,
+        undefined,
+      );
+    return undefined;
+  }
   v.knownProps('flowControl', given, ['requestTtl']);
+  // At zero, a request waits for the picker's queue to be scraped, KEDA's next poll, and a replica to be capacity.
+  const coldStart = Math.max(0, ...cold.map(m => r.scrapeSeconds + KEDA_POLLING_SECONDS + m.service.capacitySeconds));
   const ttl =
     given.requestTtl === undefined
-      ? FLOW_CONTROL_DEFAULT_TTL_SECONDS
+      ? Math.max(FLOW_CONTROL_DEFAULT_TTL_SECONDS, coldStart > 0 ? coldStart + COLD_START_MARGIN_SECONDS : 0)
       : v.seconds('flowControl.requestTtl', given.requestTtl, 1);
-  if (ttl >= r.requestTimeoutSeconds)
+  if (ttl <= coldStart)
     v.fail(
       'flowControl.requestTtl',
-      `must be shorter than requestTimeout (${r.requestTimeoutSeconds}s): the gateway would end a queued request first, and the client would see its timeout instead of the picker's 429`,
+      `must be longer than the cold start of a service at zero (${coldStart}s: the picker's scrape interval, KEDA's ${KEDA_POLLING_SECONDS}s poll and the replica's capacity delay), or the first request after an idle spell is refused (503, rejected-no-endpoints) before a replica serves it`,
       `${ttl}s`,
     );
   return { requestTtlSeconds: ttl, maxBytes: String(r.resources.requests!.memory.value) };
 }
+
+/** Beyond a cold start, how long a queued request may still wait for a slot on the replica that woke. */
+const COLD_START_MARGIN_SECONDS = 60;
 
 function memberOf(v: Validator, prop: string, service: InferenceService, namespace: string | undefined): Member {
   if (service instanceof TgiInferenceService) {
@@ -580,7 +616,7 @@ function memberOf(v: Validator, prop: string, service: InferenceService, namespa
       `${Chart.of(service).namespace ?? '(none)'} vs ${namespace ?? '(none)'}`,
     );
   }
-  return { service, engine };
+  return { service, engine, scalesToZero: service.autoscalingLimits?.minReplicas === 0 };
 }
 
 /** The picker's requests and memory limit: the prop's, else sized from the endpoints it watches. */

@@ -16,9 +16,10 @@ import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, ProcessIdentity, resolveProcessIdentity } from '../common/security';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
+import { EPP_FLOW_CONTROL_QUEUE } from './endpoint-picker';
 import { sizeQuantity } from '../common/quantity';
 import { KvCacheOffload, ResolvedKvOffload, resolveKvOffload } from './kv-cache-offload';
-import { AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
+import { ActivationQuery, AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
 import { EngineMetrics, EngineTuning, hubDownloadScript, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
 import { shipScript } from '../common/runtime-scripts';
@@ -448,6 +449,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly networkPolicy?: ApiObject;
   /** @internal Adds a peer to the API port's rule (the InferenceGateway's Endpoint Picker). */
   readonly _allowClient?: (peer: k8s.NetworkPolicyPeer) => void;
+  /** The picker queues that wake the service from zero, one per InferenceGateway with flowControl. */
+  private readonly _wakeQueues: ActivationQuery[] = [];
   /** The HorizontalPodAutoscaler, with `Autoscaler.hpa()`. */
   readonly horizontalPodAutoscaler?: ApiObject;
   /** The KEDA ScaledObject, with `Autoscaler.keda()`. */
@@ -629,8 +632,21 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     });
     this.serviceMonitor = monitor.object;
     this.scrapeIntervalSeconds = monitor.interval;
+    if (r.autoscaling?.minReplicas === 0) {
+      const describe = `${r.engine.construct} '${id}'`;
+      // Checked at synth: the gateway routing to the service is made after it.
+      this.node.addValidation({
+        validate: () =>
+          this._wakeQueues.length > 0
+            ? []
+            : [
+                `${describe}: autoscaling.minReplicas 0 needs an InferenceGateway with flowControl routing to the service: at zero replicas nothing else holds a request through the cold start, and nothing else tells KEDA a request waits (got 0)`,
+              ],
+      });
+    }
     if (r.autoscaling) {
       const made = r.autoscaling.autoscaler._create(this, {
+        activation: () => this._wakeQueues,
         v,
         name: r.name,
         labels: r.labels,
@@ -647,6 +663,15 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       this.horizontalPodAutoscaler = made.hpa;
       this.scaledObject = made.scaledObject;
     }
+  }
+
+  /** @internal An InferenceGateway with flowControl routes here: its queue for the pool wakes the service. */
+  _wakeOn(pool: string, namespace: string | undefined): void {
+    const ns = namespace ? `namespace="${namespace}",` : '';
+    this._wakeQueues.push({
+      name: `${pool}-queue`,
+      query: `sum(${EPP_FLOW_CONTROL_QUEUE}{${ns}inference_pool="${pool}"})`,
+    });
   }
 }
 

@@ -25,6 +25,11 @@ export interface ServiceMonitorOptions {
   readonly metricsPath: string;
 }
 
+/** The ServiceMonitor's scrape interval in seconds: the prop's, else 30 s (prometheus-operator's own default). */
+export function scrapeIntervalOf(v: Validator, interval: Duration | undefined): number {
+  return interval === undefined ? 30 : v.seconds('serviceMonitorInterval', interval, 1, 3600);
+}
+
 /** The prometheus-operator ServiceMonitor of a serving workload, when asked for, and the scrape interval either way. */
 export function serviceMonitor(
   scope: Construct,
@@ -37,10 +42,7 @@ export function serviceMonitor(
     if ([LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_WORKLOAD].includes(key))
       v.fail(`serviceMonitorLabels.${key}`, 'is set by the construct', extra[key]);
   }
-  const interval =
-    o.serviceMonitorInterval === undefined
-      ? 30
-      : v.seconds('serviceMonitorInterval', o.serviceMonitorInterval, 1, 3600);
+  const interval = scrapeIntervalOf(v, o.serviceMonitorInterval);
   // The autoscaler's query sees a sample only within Prometheus's 5-minute lookback: a longer scrape
   // interval leaves it without a value most of the time (KEDA reads that as 0, an HPA adapter as none).
   if (o.autoscaled && interval >= PROMETHEUS_LOOKBACK_SECONDS) {

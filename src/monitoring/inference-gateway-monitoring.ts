@@ -4,7 +4,7 @@ import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_
 import { FailureMode, InferenceGateway } from '../inference/inference-gateway';
 import { Validator } from '../validation/validate';
 import { DEFAULT_MAX_ERROR_RATIO } from './inference-service-monitoring';
-import { EPP_METRICS, EPP_SERVER_ERROR_CODE, KSM } from './metric-facts';
+import { EPP_COLD_START_DROPS, EPP_METRICS, EPP_SERVER_ERROR_CODE, KSM } from './metric-facts';
 import {
   AlertRule,
   dashboardConfigMap,
@@ -86,6 +86,7 @@ export class InferenceGatewayMonitoring extends Construct {
     const failOpen = gateway.failureMode === FailureMode.FAIL_OPEN;
     const capacity = gateway.endpointCapacitySeconds;
 
+    const queued = `sum by (namespace) (${selector(EPP_METRICS.flowControlQueue, ns, pickerPods, `inference_pool=${quote(pool)}`)})`;
     this.alerts = [
       {
         alert: 'InferencePickerUnavailable',
@@ -97,7 +98,8 @@ export class InferenceGatewayMonitoring extends Construct {
       },
       {
         alert: 'InferencePoolNoReadyEndpoints',
-        expr: `${ready} == 0`,
+        // A pool scaled to zero has no endpoint while idle, by design: only requests waiting for one make it an outage.
+        expr: gateway.scalesToZero ? `(${ready} == 0) and on (namespace) (${queued} > 0)` : `${ready} == 0`,
         forSeconds: capacity,
         severity: 'critical',
         summary: `The pool ${pool} has had no endpoint with fresh metrics for ${capacity}s: the picker has nowhere to send a request.`,
@@ -120,6 +122,26 @@ export class InferenceGatewayMonitoring extends Construct {
         description: `${EPP_METRICS.requestErrors} (refused by the picker: no endpoint, shed while saturated, by error_code; or ${EPP_SERVER_ERROR_CODE}: a routed request the model server answered with a status other than 200, 4xx and 429 included) over every request (${EPP_METRICS.requests}, routed, plus those refused), above maxErrorRatio ${maxErrorRatio} over ${window}s (four scrape intervals) for as long.`,
       },
     ];
+    if (gateway.scalesToZero) {
+      const dropped = selector(
+        EPP_METRICS.flowControlRequests,
+        ns,
+        pickerPods,
+        `inference_pool=${quote(pool)}`,
+        `outcome=~${quote(EPP_COLD_START_DROPS.join('|'))}`,
+      );
+      this.alerts = [
+        ...this.alerts,
+        {
+          alert: 'InferencePoolColdStartDrops',
+          expr: `sum by (namespace) (increase(${dropped}${w})) > 0`,
+          forSeconds: 0,
+          severity: 'warning',
+          summary: `Requests for ${pool} were refused while the pool woke from zero or waited too long in the picker's queue.`,
+          description: `${EPP_METRICS.flowControlRequests} with outcome ${EPP_COLD_START_DROPS.join(' or ')} over ${window}s: a request waited the queue's TTL (${gateway.flowControlRequestTtlSeconds}s, longer than the construct's cold start) or found the queue full with no endpoint. A replica started slower than its capacity delay, or KEDA did not see the queue.`,
+        },
+      ];
+    }
 
     const labels = {
       [LABEL_NAME]: pool,

@@ -1,3 +1,5 @@
+import { EPP_FLOW_CONTROL_QUEUE } from '../inference/endpoint-picker';
+
 /**
  * The metrics alerts and dashboards read from exporters other than the engines (whose metrics are
  * engine facts, src/inference/engines/*.ts), each with the exporter that provides it.
@@ -93,13 +95,16 @@ export const EPP_METRICS = {
   /** Gauge per pool (`name`): the average KV-cache utilization (0 to 1) of its model servers. */
   averageKvCache: 'llm_d_epp_average_kv_cache_utilization',
   /** Gauge: requests held in the flow-control queue, by `priority` and `inference_pool` (with flow control on). */
-  flowControlQueue: 'llm_d_epp_flow_control_queue_size',
+  flowControlQueue: EPP_FLOW_CONTROL_QUEUE,
   /**
    * Counter: requests flow control finished, by `outcome` (`Dispatched`, `RejectedCapacity`, `RejectedNoEndpoints`,
    * `EvictedTTL`, `EvictedContextCancelled`, ...: pkg/epp/flowcontrol/types/outcomes.go), `priority`, `inference_pool`.
    */
   flowControlRequests: 'llm_d_epp_flow_control_requests_total',
 } as const;
+
+/** Flow-control outcomes of a request refused for want of an endpoint or of time (flowcontrol/types/outcomes.go). */
+export const EPP_COLD_START_DROPS = ['EvictedTTL', 'RejectedNoEndpoints'];
 
 /** The `error_code` of a routed request the model server answered with a non-200 status (pkg/common/error/error.go). */
 export const EPP_SERVER_ERROR_CODE = 'ModelServerError';

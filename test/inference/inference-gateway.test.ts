@@ -468,13 +468,19 @@ describe('InferenceGateway flowControl', () => {
     expect(config.featureGates).toEqual(['flowControl']);
     const memory = epp.spec.template.spec.containers[0].resources.requests.memory;
     expect(config.flowControl).toEqual({ defaultRequestTTL: '60s', maxBytes: memory });
+    // A queued request waits up to its TTL, then generates: the route's timeout holds both.
+    expect(findOne(build({ flowControl: {} }).objects, 'HTTPRoute').spec.rules[0].timeouts.request).toBe('360s');
     expect(
       eppConfig(build({ flowControl: { requestTtl: Duration.seconds(120) } }).epp).flowControl.defaultRequestTTL,
     ).toBe('120s');
   });
 
   test('a TTL the gateway would cut short is refused', () => {
-    expect(() => build({ flowControl: { requestTtl: Duration.seconds(600) } })).toThrow(
+    // The default timeout follows the TTL (the TTL plus 300 s); a timeout given must exceed it.
+    expect(build({ flowControl: { requestTtl: Duration.seconds(600) } }).gw.node.id).toBe('gw');
+    expect(() =>
+      build({ flowControl: { requestTtl: Duration.seconds(600) }, requestTimeout: Duration.seconds(300) }),
+    ).toThrow(
       "InferenceGateway 'gw': flowControl.requestTtl must be shorter than requestTimeout (300s): the gateway would end a queued request first, and the client would see its timeout instead of the picker's 429 (got \"600s\")",
     );
     expect(() => build({ flowControl: { ttl: Duration.seconds(5) } as any })).toThrow(

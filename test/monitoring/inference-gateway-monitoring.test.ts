@@ -1,5 +1,6 @@
 import { Chart, Testing } from 'cdk8s';
 import {
+  Autoscaler,
   ENDPOINT_PICKER_START_SECONDS,
   FailureMode,
   InferenceGateway,
@@ -223,6 +224,82 @@ describePromtool('InferenceGatewayMonitoring under promtool', () => {
           counter('llm_d_epp_request_error_total', 0, ',model_name="qwen",error_code="ServiceUnavailable"'),
         ],
         alert_rule_test: [silent('InferencePickerErrors', 180)],
+      },
+    ]);
+    if (!r.ok) console.log(r.output);
+    expect(r.ok).toBe(true);
+  });
+});
+
+describePromtool('InferenceGatewayMonitoring of a pool that scales to zero, under promtool', () => {
+  const chart = new Chart(Testing.app(), 'z', { namespace: NS });
+  const zero = new VllmInferenceService(chart, 'v1', {
+    name: 'qwen',
+    modelId: 'Qwen/Qwen2.5-7B-Instruct',
+    autoscaling: {
+      minReplicas: 0,
+      maxReplicas: 2,
+      autoscaler: Autoscaler.keda({ serverAddress: 'http://prometheus.monitoring.svc:9090' }),
+    },
+  });
+  const gw = new InferenceGateway(chart, 'gw', {
+    name: 'qwen-pool',
+    services: [zero],
+    gateway: { name: 'igw' },
+    serviceMonitor: true,
+    flowControl: {},
+  });
+  const mon = new InferenceGatewayMonitoring(chart, 'mon', gw);
+  const zspec = ruleSpec(mon);
+  const capacity = evaluationAtOrAfter(zero.capacitySeconds);
+  const minutes = Math.ceil(capacity / 60) + 3;
+  const ready = (value: number) =>
+    constant(`llm_d_epp_ready_endpoints${at(PICKER_POD, ',name="qwen-pool"')}`, value, minutes);
+  const queue = (value: number) =>
+    constant(
+      `llm_d_epp_flow_control_queue_size${at(PICKER_POD, ',inference_pool="qwen-pool",priority="0",fairness_id="x"')}`,
+      value,
+      minutes,
+    );
+
+  test("KEDA's wake query parses, and an idle pool at zero is no outage; one that keeps requests waiting is", () => {
+    const scaled = Testing.synth(chart).find(o => o.kind === 'ScaledObject');
+    const wake = scaled.spec.triggers[1].metadata.query;
+    expect(checkRules(queriesAsRecordingRules('wake', [wake])).output).toContain('SUCCESS');
+    const r = testRules(zspec, [
+      {
+        name: 'idle at zero: no endpoint, nothing waits',
+        interval: '1m',
+        input_series: [ready(0), queue(0)],
+        alert_rule_test: [silent('InferencePoolNoReadyEndpoints', capacity + 60)],
+      },
+      {
+        name: 'requests wait and no endpoint comes',
+        interval: '1m',
+        input_series: [ready(0), queue(3)],
+        alert_rule_test: [
+          silent('InferencePoolNoReadyEndpoints', capacity - 60),
+          fires(zspec, 'InferencePoolNoReadyEndpoints', capacity, { namespace: NS, name: 'qwen-pool' }),
+        ],
+        promql_expr_test: [{ expr: wake, eval_time: '5m', exp_samples: [{ labels: '{}', value: 3 }] }],
+      },
+      {
+        name: 'a request evicted at its TTL while the pool woke',
+        interval: '1m',
+        input_series: [
+          {
+            series: `llm_d_epp_flow_control_requests_total${at(PICKER_POD, ',inference_pool="qwen-pool",priority="0",outcome="EvictedTTL"')}`,
+            values: '0 0 1 1 1',
+          },
+          {
+            series: `llm_d_epp_flow_control_requests_total${at(PICKER_POD, ',inference_pool="qwen-pool",priority="0",outcome="Dispatched"')}`,
+            values: '0+5x4',
+          },
+        ],
+        alert_rule_test: [
+          silent('InferencePoolColdStartDrops', 60),
+          fires(zspec, 'InferencePoolColdStartDrops', 120, { namespace: NS }),
+        ],
       },
     ]);
     if (!r.ok) console.log(r.output);
