@@ -28,11 +28,13 @@ const FALLBACK_FAILURES = 3;
  */
 export const KEDA_POLLING_SECONDS = 30;
 
-/** A trigger that wakes a service scaled to zero: a query that reads above 0 while requests wait for it. */
-export interface ActivationQuery {
+/**
+ * Requests for the service waiting outside it, in an Endpoint Picker's flow-control queue: KEDA counts them with the
+ * requests in flight (the picker holds back what the engines would otherwise queue), and they wake a service at zero.
+ */
+export interface QueuedRequests {
+  /** A PromQL query of one value (no labels): the requests waiting. */
   readonly query: string;
-  /** What it reads, for the trigger's name. */
-  readonly name: string;
 }
 
 /** Options of `Autoscaler.hpa()`. */
@@ -149,14 +151,22 @@ export class Autoscaler {
     if (o.authenticationRef !== undefined)
       v.dnsSubdomain('autoscaling.autoscaler authenticationRef', o.authenticationRef);
     const toZero = c.minReplicas === 0;
-    const trigger = (q: string, ignoreNullValues: boolean, name?: string) => ({
+    // One trigger: the HPA scales on the largest of its metrics, not their sum, so requests held in a picker's queue
+    // must add to those in flight in one value. A queue with no series (none has waited yet) adds 0; in flight with
+    // none is 0 only at zero replicas, where no pod has series.
+    const demand = () => {
+      const queued = c.queued?.() ?? [];
+      if (queued.length === 0) return query;
+      const inFlight = toZero ? `(${query} or vector(0))` : `(${query})`;
+      return [inFlight, ...queued.map(q => `(${q.query} or vector(0))`)].join(' + ');
+    };
+    const trigger = () => ({
       type: 'prometheus',
-      ...(name ? { name } : {}),
       metadata: {
         serverAddress: o.serverAddress,
-        query: q,
+        query: demand(),
         threshold: String(c.target),
-        ignoreNullValues: String(ignoreNullValues),
+        ignoreNullValues: String(toZero),
       },
       ...(o.authenticationRef !== undefined ? { authenticationRef: { name: o.authenticationRef } } : {}),
     });
@@ -168,12 +178,13 @@ export class Autoscaler {
         scaleTargetRef: c.scaleTarget,
         minReplicaCount: c.minReplicas,
         maxReplicaCount: c.maxReplicas,
-        // keda-docs reference/scaledobject-spec.md: the wait after the last active poll before scaling to zero;
-        // the scale-down window, as from any other count.
-        ...(toZero ? { cooldownPeriod: c.scaleDownSeconds } : {}),
-        // keda-docs reference/scaledobject-spec.md: after this many failed polls, hold the current
-        // count when above minReplicas (currentReplicasIfHigher), instead of scaling on no data. At least
-        // one replica: a fallback of 0 would take a scaled-to-zero service's failures for idleness.
+        // keda-docs reference/scaledobject-spec.md: the wait after the last active poll before scaling to zero, the
+        // scale-down window as from any other count; and after the object is made, so the first replica is not
+        // stopped while it loads (initialCooldownPeriod defaults to 0).
+        ...(toZero ? { cooldownPeriod: c.scaleDownSeconds, initialCooldownPeriod: c.scaleDownSeconds } : {}),
+        // keda-docs reference/scaledobject-spec.md: after this many failed polls, hold the current count when
+        // above minReplicas (currentReplicasIfHigher), instead of scaling on no data. At zero KEDA only logs the
+        // failure (scale_scaledobjects.go): a service at zero stays there until its queries answer.
         fallback: {
           failureThreshold: FALLBACK_FAILURES,
           replicas: Math.max(1, c.minReplicas),
@@ -182,15 +193,8 @@ export class Autoscaler {
         advanced: { horizontalPodAutoscalerConfig: { behavior } },
         // keda-docs scalers/prometheus.md: the default ignoreNullValues (true) reads an empty result as 0, so an
         // unscraped service would sit at minReplicas; false makes it an error, and the fallback holds. At zero
-        // replicas no pod has series, and that empty result is the truth: it must read 0, or every idle poll
-        // fails and the fallback starts a replica. The activation queries (the picker's queue) are empty
-        // until a request first waits.
-        triggers: Lazy.any({
-          produce: () => [
-            trigger(query, toZero),
-            ...(c.activation?.() ?? []).map(a => trigger(a.query, true, a.name)),
-          ],
-        }),
+        // replicas no pod has series, and that empty result is the truth.
+        triggers: Lazy.any({ produce: () => [trigger()] }),
       },
     });
     return { scaledObject };
@@ -296,8 +300,8 @@ export interface AutoscalerContext {
   readonly target: number;
   readonly capacitySeconds: number;
   readonly scaleDownSeconds: number;
-  /** With minReplicas 0: the queries that wake the service, known once a gateway routes to it (at synth). */
-  readonly activation?: () => readonly ActivationQuery[];
+  /** Requests queued for the service in pickers' flow control, known once a gateway routes to it (at synth). */
+  readonly queued?: () => readonly QueuedRequests[];
 }
 
 /**

@@ -232,7 +232,8 @@ export interface FlowControlOptions {
    * `requestTimeout`, so the client sees the picker's answer, not the gateway's timeout; longer than the cold start
    * of a service that scales to zero.
    * @default Duration.seconds(60) - the picker's default; with a service that scales to zero, its cold start (the
-   * picker's scrape interval + KEDA's 30 s poll + the replica's capacity delay) + 60 s
+   * picker's scrape interval + KEDA's 30 s poll + the replica's capacity delay) + 300 s for scheduling, a node
+   * scale-up and the image pull (`PLACEMENT_ALLOWANCE_SECONDS`)
    */
   readonly requestTtl?: Duration;
 }
@@ -553,10 +554,36 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
   if (flowControl && requestTimeoutSeconds <= flowControl.requestTtlSeconds)
     v.fail(
       'flowControl.requestTtl',
-      `must be shorter than requestTimeout (${requestTimeoutSeconds}s): the gateway would end a queued request first, and the client would see its timeout instead of the picker's 429`,
+      `must be shorter than requestTimeout (${requestTimeoutSeconds}s): a gateway that counts the wait in the picker's queue in its timeout would end a queued request first, and the client would see its timeout instead of the picker's 429 or 503`,
       `${flowControl.requestTtlSeconds}s`,
     );
-  for (const m of members) if (flowControl && m.scalesToZero) m.service._wakeOn(name, namespace);
+  if (flowControl) {
+    // The picker now queues what the engines would have: an autoscaler that does not read its queue misses demand.
+    for (const [i, m] of members.entries()) {
+      if (m.service.horizontalPodAutoscaler)
+        v.fail(
+          `services[${i}]`,
+          "must scale with Autoscaler.keda() (or not autoscale) under flowControl: the picker holds requests back in its queue, which an HPA on the engines' gauges never sees, so the fleet would not grow",
+          m.service.workloadName,
+        );
+    }
+    const keda = members.filter(m => m.service.scaledObject);
+    if (keda.length > 0) {
+      if (namespace === undefined)
+        v.fail(
+          'flowControl',
+          "needs the chart's namespace with KEDA-scaled services: KEDA reads the picker's queue by namespace and pool, or it would count pools of the same name in every namespace",
+          undefined,
+        );
+      if (props.serviceMonitor !== true)
+        v.fail(
+          'serviceMonitor',
+          `must be true with flowControl and KEDA-scaled services (${keda[0].service.workloadName}): KEDA reads the picker's queue from Prometheus, and without it a service at zero never wakes`,
+          props.serviceMonitor,
+        );
+      for (const m of keda) m.service._countPickerQueue(name, namespace);
+    }
+  }
   return { ...resolved, requestTimeoutSeconds, flowControl };
 }
 
@@ -584,7 +611,7 @@ function flowControlOf(
   const coldStart = Math.max(0, ...cold.map(m => r.scrapeSeconds + KEDA_POLLING_SECONDS + m.service.capacitySeconds));
   const ttl =
     given.requestTtl === undefined
-      ? Math.max(FLOW_CONTROL_DEFAULT_TTL_SECONDS, coldStart > 0 ? coldStart + COLD_START_MARGIN_SECONDS : 0)
+      ? Math.max(FLOW_CONTROL_DEFAULT_TTL_SECONDS, coldStart > 0 ? coldStart + PLACEMENT_ALLOWANCE_SECONDS : 0)
       : v.seconds('flowControl.requestTtl', given.requestTtl, 1);
   if (ttl <= coldStart)
     v.fail(
@@ -595,8 +622,13 @@ function flowControlOf(
   return { requestTtlSeconds: ttl, maxBytes: String(r.resources.requests!.memory.value) };
 }
 
-/** Beyond a cold start, how long a queued request may still wait for a slot on the replica that woke. */
-const COLD_START_MARGIN_SECONDS = 60;
+/**
+ * What a cold start takes beyond the replica's capacity delay, which counts from its container's start: scheduling,
+ * often a GPU node scaled up for it (scaling to zero frees the node), the device plugin's readiness and the pull of
+ * an engine image of 10 GB or more. Five minutes holds a warm node pool's pull and a typical cloud node scale-up;
+ * give `flowControl.requestTtl` for slower ones.
+ */
+export const PLACEMENT_ALLOWANCE_SECONDS = 300;
 
 function memberOf(v: Validator, prop: string, service: InferenceService, namespace: string | undefined): Member {
   if (service instanceof TgiInferenceService) {

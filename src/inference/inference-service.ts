@@ -19,7 +19,7 @@ import { Validator } from '../validation/validate';
 import { EPP_FLOW_CONTROL_QUEUE } from './endpoint-picker';
 import { sizeQuantity } from '../common/quantity';
 import { KvCacheOffload, ResolvedKvOffload, resolveKvOffload } from './kv-cache-offload';
-import { ActivationQuery, AutoscalingOptions, derivedInFlightTarget, resolveAutoscaling } from './autoscaling';
+import { AutoscalingOptions, derivedInFlightTarget, QueuedRequests, resolveAutoscaling } from './autoscaling';
 import { EngineMetrics, EngineTuning, hubDownloadScript, Launch as EngineLaunch, ServingEngine } from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
 import { shipScript } from '../common/runtime-scripts';
@@ -449,8 +449,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly networkPolicy?: ApiObject;
   /** @internal Adds a peer to the API port's rule (the InferenceGateway's Endpoint Picker). */
   readonly _allowClient?: (peer: k8s.NetworkPolicyPeer) => void;
-  /** The picker queues that wake the service from zero, one per InferenceGateway with flowControl. */
-  private readonly _wakeQueues: ActivationQuery[] = [];
+  /** Requests queued for the service in pickers' flow control, one query per InferenceGateway with flowControl. */
+  private readonly _pickerQueues: QueuedRequests[] = [];
   /** The HorizontalPodAutoscaler, with `Autoscaler.hpa()`. */
   readonly horizontalPodAutoscaler?: ApiObject;
   /** The KEDA ScaledObject, with `Autoscaler.keda()`. */
@@ -637,7 +637,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       // Checked at synth: the gateway routing to the service is made after it.
       this.node.addValidation({
         validate: () =>
-          this._wakeQueues.length > 0
+          this._pickerQueues.length > 0
             ? []
             : [
                 `${describe}: autoscaling.minReplicas 0 needs an InferenceGateway with flowControl routing to the service: at zero replicas nothing else holds a request through the cold start, and nothing else tells KEDA a request waits (got 0)`,
@@ -646,7 +646,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     }
     if (r.autoscaling) {
       const made = r.autoscaling.autoscaler._create(this, {
-        activation: () => this._wakeQueues,
+        queued: () => this._pickerQueues,
         v,
         name: r.name,
         labels: r.labels,
@@ -665,12 +665,14 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     }
   }
 
-  /** @internal An InferenceGateway with flowControl routes here: its queue for the pool wakes the service. */
-  _wakeOn(pool: string, namespace: string | undefined): void {
-    const ns = namespace ? `namespace="${namespace}",` : '';
-    this._wakeQueues.push({
-      name: `${pool}-queue`,
-      query: `sum(${EPP_FLOW_CONTROL_QUEUE}{${ns}inference_pool="${pool}"})`,
+  /**
+   * @internal An InferenceGateway with flowControl routes here: its queue for the pool counts as demand, and wakes the
+   * service at zero. The gauge can dip below 0 in a race when idle flows are cleaned up (llm-d-router notes it):
+   * each series is clamped, so it never cancels a request that waits.
+   */
+  _countPickerQueue(pool: string, namespace: string): void {
+    this._pickerQueues.push({
+      query: `sum(clamp_min(${EPP_FLOW_CONTROL_QUEUE}{namespace="${namespace}",inference_pool="${pool}"}, 0))`,
     });
   }
 }

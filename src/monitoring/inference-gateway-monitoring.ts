@@ -85,6 +85,7 @@ export class InferenceGatewayMonitoring extends Construct {
     const pickerGap = gateway.endpointPickerGracePeriodSeconds + ENDPOINT_PICKER_START_SECONDS;
     const failOpen = gateway.failureMode === FailureMode.FAIL_OPEN;
     const capacity = gateway.endpointCapacitySeconds;
+    const noEndpointSeconds = gateway.scalesToZero ? gateway.flowControlRequestTtlSeconds! : capacity;
 
     const queued = `sum by (namespace) (${selector(EPP_METRICS.flowControlQueue, ns, pickerPods, `inference_pool=${quote(pool)}`)})`;
     this.alerts = [
@@ -98,12 +99,15 @@ export class InferenceGatewayMonitoring extends Construct {
       },
       {
         alert: 'InferencePoolNoReadyEndpoints',
-        // A pool scaled to zero has no endpoint while idle, by design: only requests waiting for one make it an outage.
+        // A pool scaled to zero has no endpoint while idle, by design: only requests waiting for one past the
+        // queue's TTL (the construct's cold start and then some) make it an outage.
         expr: gateway.scalesToZero ? `(${ready} == 0) and on (namespace) (${queued} > 0)` : `${ready} == 0`,
-        forSeconds: capacity,
+        forSeconds: noEndpointSeconds,
         severity: 'critical',
-        summary: `The pool ${pool} has had no endpoint with fresh metrics for ${capacity}s: the picker has nowhere to send a request.`,
-        description: `${EPP_METRICS.readyEndpoints} (the pool's endpoints whose metrics the picker scraped within its staleness threshold, 2 s by default) 0 for ${capacity}s, the longest a replica of the pool's services takes to be capacity (its startup budget, and the download where the cache is per replica): not a rollout or a cold start; the servers are down, or the picker cannot scrape their metrics. Requests are refused (503).`,
+        summary: `The pool ${pool} has had no endpoint with fresh metrics for ${noEndpointSeconds}s${gateway.scalesToZero ? ' while requests wait for one' : ''}: the picker has nowhere to send a request.`,
+        description: gateway.scalesToZero
+          ? `${EPP_METRICS.readyEndpoints} (the pool's endpoints whose metrics the picker scraped within its staleness threshold, 2 s by default) 0 while the picker's queue holds requests, for ${noEndpointSeconds}s, the queue's TTL: longer than the construct's cold start (KEDA's poll, scheduling and the image pull, the replica's capacity delay), so the pool did not wake. Queued requests are refused at the TTL (503, rejected-no-endpoints).`
+          : `${EPP_METRICS.readyEndpoints} (the pool's endpoints whose metrics the picker scraped within its staleness threshold, 2 s by default) 0 for ${noEndpointSeconds}s, the longest a replica of the pool's services takes to be capacity (its startup budget, and the download where the cache is per replica): not a rollout or a cold start; the servers are down, or the picker cannot scrape their metrics. Requests are refused (503).`,
       },
       {
         alert: 'InferencePickerMetricsMissing',
@@ -130,15 +134,20 @@ export class InferenceGatewayMonitoring extends Construct {
         `inference_pool=${quote(pool)}`,
         `outcome=~${quote(EPP_COLD_START_DROPS.join('|'))}`,
       );
+      // The counter's series start at their first drop (WithLabelValues().Inc()): increase() reads a new series as
+      // 0, so a series new within the window counts with its value. Only drops while the pool had no endpoint:
+      // a saturated pool's own evictions are InferencePickerErrors'.
+      const drops = `sum by (namespace) (increase(${dropped}${w}) or (${dropped} unless ${dropped} offset ${window}s))`;
+      const noEndpoint = `max by (namespace) (max_over_time(${selector(EPP_METRICS.readyEndpoints, ns, pickerPods, `name=${quote(pool)}`)}${w})) == 0`;
       this.alerts = [
         ...this.alerts,
         {
           alert: 'InferencePoolColdStartDrops',
-          expr: `sum by (namespace) (increase(${dropped}${w})) > 0`,
+          expr: `(${drops} > 0) and on (namespace) (${noEndpoint})`,
           forSeconds: 0,
           severity: 'warning',
-          summary: `Requests for ${pool} were refused while the pool woke from zero or waited too long in the picker's queue.`,
-          description: `${EPP_METRICS.flowControlRequests} with outcome ${EPP_COLD_START_DROPS.join(' or ')} over ${window}s: a request waited the queue's TTL (${gateway.flowControlRequestTtlSeconds}s, longer than the construct's cold start) or found the queue full with no endpoint. A replica started slower than its capacity delay, or KEDA did not see the queue.`,
+          summary: `Requests for ${pool} were dropped while the pool had no endpoint: it did not wake from zero in time.`,
+          description: `${EPP_METRICS.flowControlRequests} with outcome ${EPP_COLD_START_DROPS.join(', ')} over ${window}s while the picker had no endpoint: a request waited the queue's TTL (${gateway.flowControlRequestTtlSeconds}s, longer than the construct's cold start), found the queue full, or was given up by its client or the gateway (a stream idle timeout shorter than the TTL). A replica started slower than modelled, or KEDA did not see the queue.`,
         },
       ];
     }

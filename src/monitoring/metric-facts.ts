@@ -104,7 +104,7 @@ export const EPP_METRICS = {
 } as const;
 
 /** Flow-control outcomes of a request refused for want of an endpoint or of time (flowcontrol/types/outcomes.go). */
-export const EPP_COLD_START_DROPS = ['EvictedTTL', 'RejectedNoEndpoints'];
+export const EPP_COLD_START_DROPS = ['EvictedTTL', 'RejectedNoEndpoints', 'EvictedContextCancelled'];
 
 /** The `error_code` of a routed request the model server answered with a non-200 status (pkg/common/error/error.go). */
 export const EPP_SERVER_ERROR_CODE = 'ModelServerError';

@@ -481,7 +481,7 @@ describe('InferenceGateway flowControl', () => {
     expect(() =>
       build({ flowControl: { requestTtl: Duration.seconds(600) }, requestTimeout: Duration.seconds(300) }),
     ).toThrow(
-      "InferenceGateway 'gw': flowControl.requestTtl must be shorter than requestTimeout (300s): the gateway would end a queued request first, and the client would see its timeout instead of the picker's 429 (got \"600s\")",
+      "InferenceGateway 'gw': flowControl.requestTtl must be shorter than requestTimeout (300s): a gateway that counts the wait in the picker's queue in its timeout would end a queued request first, and the client would see its timeout instead of the picker's 429 or 503 (got \"600s\")",
     );
     expect(() => build({ flowControl: { ttl: Duration.seconds(5) } as any })).toThrow(
       /flowControl\.ttl is not a known prop/,

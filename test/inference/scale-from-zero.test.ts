@@ -9,6 +9,7 @@ import {
   VllmInferenceService,
 } from '../../src';
 import { KEDA_POLLING_SECONDS } from '../../src/inference/autoscaling';
+import { PLACEMENT_ALLOWANCE_SECONDS } from '../../src/inference/inference-gateway';
 import { expectCrdValid } from '../support/crd-schema';
 import { expectValidOutput } from '../support/valid-output';
 
@@ -58,23 +59,32 @@ describe('scale to and from zero', () => {
     expectCrdValid([scaled]);
     expect(scaled.spec.minReplicaCount).toBe(0);
     // The wait before 1 -> 0 is the scale-down window; a failing Prometheus keeps a replica, not zero.
-    expect(scaled.spec.cooldownPeriod).toBe(svc.autoscalingLimits!.scaleDownStabilizationSeconds);
+    const window = svc.autoscalingLimits!.scaleDownStabilizationSeconds;
+    expect([scaled.spec.cooldownPeriod, scaled.spec.initialCooldownPeriod]).toEqual([window, window]);
     expect(scaled.spec.fallback.replicas).toBe(1);
-    expect(scaled.spec.triggers.map((t: any) => [t.metadata.query, t.metadata.ignoreNullValues])).toEqual([
-      [expect.stringMatching(/^sum\(max by \(pod\) \(vllm:num_requests_running/), 'true'],
-      ['sum(llm_d_epp_flow_control_queue_size{namespace="assistant",inference_pool="assistant"})', 'true'],
-    ]);
+    // One trigger: the HPA takes the largest of its metrics, so the picker's queue adds to the requests in flight.
+    expect(scaled.spec.triggers).toHaveLength(1);
+    const { query, ignoreNullValues } = scaled.spec.triggers[0].metadata;
+    expect(ignoreNullValues).toBe('true');
+    expect(query).toMatch(/^\(sum\(max by \(pod\) \(vllm:num_requests_running.* or vector\(0\)\) \+ /);
+    expect(query).toMatch(
+      / \+ \(sum\(clamp_min\(llm_d_epp_flow_control_queue_size\{namespace="assistant",inference_pool="assistant"\}, 0\)\) or vector\(0\)\)$/,
+    );
     const coldStart = 30 + KEDA_POLLING_SECONDS + svc.capacitySeconds;
-    expect(gateway!.flowControlRequestTtlSeconds).toBe(coldStart + 60);
-    expect(pickerConfig(objects).flowControl.defaultRequestTTL).toBe(`${coldStart + 60}s`);
-    expect(objects.find(o => o.kind === 'HTTPRoute').spec.rules[0].timeouts.request).toBe(`${coldStart + 60 + 300}s`);
+    const ttl = coldStart + PLACEMENT_ALLOWANCE_SECONDS;
+    expect(gateway!.flowControlRequestTtlSeconds).toBe(ttl);
+    expect(pickerConfig(objects).flowControl.defaultRequestTTL).toBe(`${ttl}s`);
+    expect(objects.find(o => o.kind === 'HTTPRoute').spec.rules[0].timeouts.request).toBe(`${ttl + 300}s`);
   });
 
-  test('a service that does not go to zero keeps the triggers that treat no data as an error', () => {
+  test('a service that does not go to zero counts the queue too, and still treats no in-flight data as an error', () => {
     const { chart } = make({ autoscaling: { minReplicas: 1 }, flowControl: {} });
     const scaled = Testing.synth(chart).find(o => o.kind === 'ScaledObject');
     expect(scaled.spec.cooldownPeriod).toBeUndefined();
-    expect(scaled.spec.triggers.map((t: any) => t.metadata.ignoreNullValues)).toEqual(['false']);
+    const { query, ignoreNullValues } = scaled.spec.triggers[0].metadata;
+    expect(ignoreNullValues).toBe('false');
+    // An unscraped service reads as an error (the fallback holds), not as idle: no `or vector(0)` on in flight.
+    expect(query).toMatch(/^\(sum\(max by \(pod\) .*\)\) \+ \(sum\(clamp_min\(llm_d_epp_flow_control_queue_size/);
     expect(scaled.spec.fallback.replicas).toBe(1);
   });
 
@@ -98,6 +108,42 @@ describe('scale to and from zero', () => {
       "a route timeout shorter than the queue's TTL",
       () => make({ flowControl: {}, requestTimeout: Duration.seconds(300) }),
       /flowControl\.requestTtl must be shorter than requestTimeout \(300s\)/,
+    ],
+    [
+      'an HPA-scaled service behind flow control, which never sees the queue',
+      () => {
+        const chart = new Chart(Testing.app(), 'h', { namespace: 'assistant' });
+        const svc = new VllmInferenceService(chart, 'llm', {
+          name: 'assistant',
+          modelId: 'Qwen/Qwen2.5-7B-Instruct',
+          autoscaling: { maxReplicas: 4 },
+        });
+        return new InferenceGateway(chart, 'gw', {
+          name: 'assistant',
+          services: [svc],
+          gateway: { name: 'igw' },
+          flowControl: {},
+        });
+      },
+      /services\[0\] must scale with Autoscaler\.keda\(\) \(or not autoscale\) under flowControl/,
+    ],
+    [
+      'no ServiceMonitor for the picker, whose queue KEDA reads',
+      () => {
+        const chart = new Chart(Testing.app(), 'm', { namespace: 'assistant' });
+        const svc = new VllmInferenceService(chart, 'llm', {
+          name: 'assistant',
+          modelId: 'Qwen/Qwen2.5-7B-Instruct',
+          autoscaling: { minReplicas: 0, maxReplicas: 4, autoscaler: KEDA },
+        });
+        return new InferenceGateway(chart, 'gw', {
+          name: 'assistant',
+          services: [svc],
+          gateway: { name: 'igw' },
+          flowControl: {},
+        });
+      },
+      /serviceMonitor must be true with flowControl and KEDA-scaled services \(assistant\): KEDA reads the picker's queue from Prometheus/,
     ],
   ])('refused: %s', (_, build, message) => {
     expect(build).toThrow(message);

@@ -251,8 +251,9 @@ describePromtool('InferenceGatewayMonitoring of a pool that scales to zero, unde
   });
   const mon = new InferenceGatewayMonitoring(chart, 'mon', gw);
   const zspec = ruleSpec(mon);
-  const capacity = evaluationAtOrAfter(zero.capacitySeconds);
-  const minutes = Math.ceil(capacity / 60) + 3;
+  // At zero the outage is requests waiting past the queue's TTL, not a replica's start.
+  const ttl = evaluationAtOrAfter(gw.flowControlRequestTtlSeconds!);
+  const minutes = Math.ceil(ttl / 60) + 3;
   const ready = (value: number) =>
     constant(`llm_d_epp_ready_endpoints${at(PICKER_POD, ',name="qwen-pool"')}`, value, minutes);
   const queue = (value: number) =>
@@ -264,32 +265,34 @@ describePromtool('InferenceGatewayMonitoring of a pool that scales to zero, unde
 
   test("KEDA's wake query parses, and an idle pool at zero is no outage; one that keeps requests waiting is", () => {
     const scaled = Testing.synth(chart).find(o => o.kind === 'ScaledObject');
-    const wake = scaled.spec.triggers[1].metadata.query;
+    const wake = scaled.spec.triggers[0].metadata.query;
     expect(checkRules(queriesAsRecordingRules('wake', [wake])).output).toContain('SUCCESS');
     const r = testRules(zspec, [
       {
         name: 'idle at zero: no endpoint, nothing waits',
         interval: '1m',
         input_series: [ready(0), queue(0)],
-        alert_rule_test: [silent('InferencePoolNoReadyEndpoints', capacity + 60)],
+        alert_rule_test: [silent('InferencePoolNoReadyEndpoints', ttl + 60)],
       },
       {
         name: 'requests wait and no endpoint comes',
         interval: '1m',
         input_series: [ready(0), queue(3)],
         alert_rule_test: [
-          silent('InferencePoolNoReadyEndpoints', capacity - 60),
-          fires(zspec, 'InferencePoolNoReadyEndpoints', capacity, { namespace: NS, name: 'qwen-pool' }),
+          silent('InferencePoolNoReadyEndpoints', ttl - 60),
+          fires(zspec, 'InferencePoolNoReadyEndpoints', ttl, { namespace: NS, name: 'qwen-pool' }),
         ],
+        // At zero: in flight has no series (0), the queue's 3 waiting requests are the demand.
         promql_expr_test: [{ expr: wake, eval_time: '5m', exp_samples: [{ labels: '{}', value: 3 }] }],
       },
       {
-        name: 'a request evicted at its TTL while the pool woke',
+        name: 'the first request evicted at its TTL while the pool had no endpoint: a series new at that drop',
         interval: '1m',
         input_series: [
+          ready(0),
           {
             series: `llm_d_epp_flow_control_requests_total${at(PICKER_POD, ',inference_pool="qwen-pool",priority="0",outcome="EvictedTTL"')}`,
-            values: '0 0 1 1 1',
+            values: '_ _ 1 1 1',
           },
           {
             series: `llm_d_epp_flow_control_requests_total${at(PICKER_POD, ',inference_pool="qwen-pool",priority="0",outcome="Dispatched"')}`,
@@ -300,6 +303,18 @@ describePromtool('InferenceGatewayMonitoring of a pool that scales to zero, unde
           silent('InferencePoolColdStartDrops', 60),
           fires(zspec, 'InferencePoolColdStartDrops', 120, { namespace: NS }),
         ],
+      },
+      {
+        name: "a saturated pool's own evictions, with endpoints, are not a cold start",
+        interval: '1m',
+        input_series: [
+          ready(2),
+          {
+            series: `llm_d_epp_flow_control_requests_total${at(PICKER_POD, ',inference_pool="qwen-pool",priority="0",outcome="EvictedTTL"')}`,
+            values: '0+3x5',
+          },
+        ],
+        alert_rule_test: [silent('InferencePoolColdStartDrops', 180)],
       },
     ]);
     if (!r.ok) console.log(r.output);
