@@ -129,28 +129,35 @@ export class Cluster {
   /**
    * One request to the API server; never rejects on an HTTP error status (the status is the answer).
    * A connection the server closed under a kept-alive socket ("socket hang up", ECONNRESET, EPIPE) is tried
-   * again, twice at most: every request the tests send is idempotent (gets, applies, dry runs).
+   * again, three times at most, each on a new connection of its own (the pool's other kept-alive sockets may have
+   * been closed with it, as a loaded server under the whole suite did), leaving the requests in flight on the pool
+   * alone; every request the tests send is idempotent (gets, applies, dry runs).
    */
   async request(method: string, urlPath: string, body?: unknown, contentType = 'application/json'): Promise<Response> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.requestOnce(method, urlPath, body, contentType);
+        return await this.requestOnce(method, urlPath, body, contentType, attempt > 1);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (attempt >= 3 || !(RETRIED.has(code ?? '') || /socket hang up/.test(String(e)))) throw e;
+        if (attempt >= 4 || !(RETRIED.has(code ?? '') || /socket hang up/.test(String(e))))
+          throw new Error(`${method} ${urlPath} on ${this.version}, attempt ${attempt}: ${String(e)}`);
+        await new Promise(r => setTimeout(r, 250 * attempt));
       }
     }
   }
 
-  private requestOnce(method: string, urlPath: string, body: unknown, contentType: string): Promise<Response> {
+  private requestOnce(
+    method: string,
+    urlPath: string,
+    body: unknown,
+    contentType: string,
+    ownConnection: boolean,
+  ): Promise<Response> {
     const pki = (f: string) => fs.readFileSync(path.join(this.dir, 'pki', f));
-    this.agent ??= new https.Agent({
-      keepAlive: true,
-      maxSockets: 16,
-      ca: pki('ca.crt'),
-      cert: pki('admin.crt'),
-      key: pki('admin.key'),
-    });
+    const tls = () => ({ ca: pki('ca.crt'), cert: pki('admin.crt'), key: pki('admin.key') });
+    this.agent ??= new https.Agent({ keepAlive: true, maxSockets: 16, ...tls() });
+    // A retry's connection is its own, closed after the answer.
+    const agent = ownConnection ? new https.Agent({ keepAlive: false, ...tls() }) : this.agent;
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = https.request(
@@ -159,7 +166,7 @@ export class Cluster {
           port: this.state.apiserverPort,
           method,
           path: urlPath,
-          agent: this.agent,
+          agent,
           headers:
             payload === undefined ? {} : { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) },
           timeout: 60_000,
