@@ -13,7 +13,7 @@ import type { Finding, GuardOptions, GuardResult } from './diff';
 import { jobSetCreateDefaults } from './jobset-check';
 import { GuardInputError, sourceOf } from './load';
 import { isBuiltInGroup, isLiveExport, KubeObject, normalize, statusFacts } from './normalize';
-import { describe, groupOf, identity, isObject, versionOf } from './object';
+import { describe, groupOf, identity, isObject, namespacesMatch, versionOf } from './object';
 import { remedyFor } from './remedy';
 import {
   DEFAULT_KUEUE_VERSION,
@@ -147,7 +147,7 @@ export function runGuard(
     let before: KubeObject | undefined;
     for (const c of index.get(after.metadata.name) ?? []) {
       if (c.kind !== after.kind || groupOf(c) !== group || matched.has(c)) continue;
-      if (ns === undefined || c.metadata.namespace === undefined || c.metadata.namespace === ns) {
+      if (namespacesMatch(ns, c.metadata.namespace)) {
         before = c;
         break;
       }

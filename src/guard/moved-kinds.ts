@@ -2,7 +2,7 @@
 // different object, so a manifest that moves one creates the new object and leaves (or, pruning, deletes)
 // the old one. What the reader needs is what the consumer of the kind does with each.
 import type { Finding } from './diff';
-import { describe, groupOf, identity } from './object';
+import { describe, groupOf, identity, namespacesMatch } from './object';
 import type { KubeObject } from './normalize';
 
 /** A kind served under a new API group, and what reads it. */
@@ -33,12 +33,9 @@ export const MOVED_KINDS: readonly MovedKind[] = ['InferenceObjective', 'Inferen
 
 const movedFrom = (o: KubeObject) => MOVED_KINDS.find(m => m.kind === o.kind && m.from === groupOf(o));
 const movedTo = (o: KubeObject) => MOVED_KINDS.find(m => m.kind === o.kind && m.to === groupOf(o));
-/** Same name and namespace, where a manifest without a namespace matches any (as the guard matches objects). */
+/** Same name and namespace, as the guard matches objects. */
 const samePlace = (a: KubeObject, b: KubeObject) =>
-  a.metadata.name === b.metadata.name &&
-  (a.metadata.namespace === undefined ||
-    b.metadata.namespace === undefined ||
-    a.metadata.namespace === b.metadata.namespace);
+  a.metadata.name === b.metadata.name && namespacesMatch(a.metadata.namespace, b.metadata.namespace);
 
 /** The object of the new group that replaces `old` (same kind, namespace and name), if it moved. */
 export function movedSuccessor(old: KubeObject, created: readonly KubeObject[]): KubeObject | undefined {

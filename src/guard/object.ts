@@ -8,6 +8,9 @@ export const groupOf = (o: KubeObject) => {
 export const versionOf = (o: KubeObject) => o.apiVersion.split('/').pop()!;
 export const describe = (o: KubeObject) =>
   `${o.kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+/** Whether two objects' namespaces match as the guard matches objects: a manifest without one matches any. */
+export const namespacesMatch = (a: string | undefined, b: string | undefined) =>
+  a === undefined || b === undefined || a === b;
 export const isObject = (x: unknown): x is Record<string, any> =>
   x !== null && typeof x === 'object' && !Array.isArray(x);
 export const show = (v: unknown) => (v === undefined ? 'null' : JSON.stringify(v));

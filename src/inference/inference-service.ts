@@ -816,13 +816,16 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     tuning: kvOffload ? { args: [...tuning.args, ...kvOffload.args], env: tuning.env } : tuning,
   });
   const launch = applyServingTrust(v, engine, props, untrusted);
-  const extraArgs = extraArgsOf(v, engine, props.extraArgs, {
-    size: group?.tensorParallel ?? gpus,
-    of: group?.launch.tensorParallelAcrossNodes ? 'gpusPerReplica x nodes' : 'gpusPerReplica',
-  });
-  const unsized =
-    typeof engine.kvOffload === 'string' ? undefined : engine.kvOffload.refuseExtraArgs(extraArgs, !!kvOffload);
-  if (unsized) v.fail('extraArgs', unsized, extraArgs);
+  const extraArgs = extraArgsOf(
+    v,
+    engine,
+    props.extraArgs,
+    {
+      size: group?.tensorParallel ?? gpus,
+      of: group?.launch.tensorParallelAcrossNodes ? 'gpusPerReplica x nodes' : 'gpusPerReplica',
+    },
+    kvOffload !== undefined,
+  );
 
   const { identity, uid } = resolveProcessIdentity(v, {
     // A runAsUser asks for a non-root pod: it sets the default, not a silent root.

@@ -38,15 +38,6 @@ export interface KvOffloadFacts {
   refuseExtraArgs(args: readonly string[], withTier: boolean): string | undefined;
 }
 
-/** The value of `flag` in args (`--flag value` or `--flag=value`), if given. */
-export function flagValue(args: readonly string[], flag: string): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === flag) return args[i + 1] ?? '';
-    if (args[i].startsWith(`${flag}=`)) return args[i].slice(flag.length + 1);
-  }
-  return undefined;
-}
-
 /** A resolved tier: the engine's flags and the host memory it pins. */
 export interface ResolvedKvOffload {
   readonly args: string[];

@@ -64,6 +64,15 @@ function splitFlag(arg: string): [string, string | undefined] {
   return eq > 0 && arg.startsWith('--') ? [arg.slice(0, eq), arg.slice(eq + 1)] : [arg, undefined];
 }
 
+/** The value of `flag` in args (`--flag value` or `--flag=value`), if given. */
+export function flagValue(args: readonly string[], flag: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const [name, inline] = splitFlag(args[i]);
+    if (name === flag) return inline ?? args[i + 1] ?? '';
+  }
+  return undefined;
+}
+
 /** Whether argparse (allow_abbrev) would expand `flag`, a prefix, to `target`. */
 function abbreviates(engine: ServingEngine, flag: string, target: string): boolean {
   return engine.abbreviatedFlags && flag.startsWith('--') && flag.length > 2 && target.startsWith(flag);
@@ -75,6 +84,8 @@ export function extraArgsOf(
   engine: ServingEngine,
   value: string[] | undefined,
   tensorParallel: { size: number; of: string },
+  /** Whether `kvCacheOffload` gives the engine a host-memory KV tier. */
+  kvTier = false,
 ): string[] {
   const extraArgs = v.stringArray('extraArgs', value) ?? [];
   const refusedFlags = extraArgs.length > 0 ? refusedFlagsOf(engine) : undefined;
@@ -100,6 +111,10 @@ export function extraArgsOf(
   refuseHubReferences(v, engine, extraArgs);
   refuseUnservedLoadFormat(v, engine, extraArgs);
   refuseIndivisibleParallelism(v, engine, extraArgs, tensorParallel);
+  // Host caches the construct would not size, or flags the kvCacheOffload tier overrides.
+  const unsized =
+    typeof engine.kvOffload === 'string' ? undefined : engine.kvOffload.refuseExtraArgs(extraArgs, kvTier);
+  if (unsized) v.fail('extraArgs', unsized, extraArgs);
   return extraArgs;
 }
 

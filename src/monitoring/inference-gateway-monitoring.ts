@@ -60,9 +60,7 @@ export class InferenceGatewayMonitoring extends Construct {
     if (!(gateway instanceof InferenceGateway)) v.fail('gateway', 'must be an InferenceGateway', gateway);
     v.knownProps('', props, [...MONITORING_PROP_KEYS, 'maxErrorRatio']);
     const shared = resolveMonitoring(v, props);
-    const maxErrorRatio = props.maxErrorRatio ?? DEFAULT_MAX_ERROR_RATIO;
-    if (typeof maxErrorRatio !== 'number' || !(maxErrorRatio > 0 && maxErrorRatio < 1))
-      v.fail('maxErrorRatio', 'must be a number above 0 and below 1', props.maxErrorRatio);
+    const maxErrorRatio = v.fraction('maxErrorRatio', props.maxErrorRatio, DEFAULT_MAX_ERROR_RATIO);
 
     const pool = gateway.poolName;
     const epp = gateway.endpointPickerName;

@@ -90,14 +90,9 @@ export class InferenceServiceMonitoring extends Construct {
       v.fail('service', 'must be a VllmInferenceService, SglangInferenceService or TgiInferenceService', service);
     v.knownProps('', props, [...MONITORING_PROP_KEYS, ...OWN_KEYS]);
     const shared = resolveMonitoring(v, props);
-    const fraction = (prop: string, value: number | undefined, fallback: number) => {
-      const x = value ?? fallback;
-      if (typeof x !== 'number' || !(x > 0 && x < 1)) v.fail(prop, 'must be a number above 0 and below 1', value);
-      return x;
-    };
-    const quantile = fraction('latencyQuantile', props.latencyQuantile, DEFAULT_LATENCY_QUANTILE);
-    const maxErrorRatio = fraction('maxErrorRatio', props.maxErrorRatio, DEFAULT_MAX_ERROR_RATIO);
-    const saturation = fraction('kvCacheSaturation', props.kvCacheSaturation, DEFAULT_KV_CACHE_SATURATION);
+    const quantile = v.fraction('latencyQuantile', props.latencyQuantile, DEFAULT_LATENCY_QUANTILE);
+    const maxErrorRatio = v.fraction('maxErrorRatio', props.maxErrorRatio, DEFAULT_MAX_ERROR_RATIO);
+    const saturation = v.fraction('kvCacheSaturation', props.kvCacheSaturation, DEFAULT_KV_CACHE_SATURATION);
     const ttftTarget =
       props.timeToFirstTokenTarget === undefined
         ? undefined

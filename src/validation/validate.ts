@@ -354,6 +354,13 @@ export class Validator {
   }
 
   /** The /dev/shm size: positive and below the memory limit it counts against. */
+  /** A ratio or quantile strictly between 0 and 1: the value given, else `fallback`. */
+  fraction(prop: string, value: number | undefined, fallback: number): number {
+    const x = value ?? fallback;
+    if (typeof x !== 'number' || !(x > 0 && x < 1)) this.fail(prop, 'must be a number above 0 and below 1', value);
+    return x;
+  }
+
   sharedMemory(value: Size, memory: Size): Size {
     this.positiveSize('sharedMemory', value);
     if (value.toKibibytes() >= memory.toKibibytes()) {

@@ -2,6 +2,7 @@ import { Chart, Size, Testing } from 'cdk8s';
 import {
   KvCacheOffload,
   SglangInferenceService,
+  SglangInferenceServiceProps,
   TgiInferenceService,
   VllmInferenceService,
   VllmInferenceServiceProps,
@@ -24,6 +25,8 @@ function serve(make: (chart: Chart) => unknown) {
 }
 const vllm = (props: Partial<VllmInferenceServiceProps> = {}) =>
   serve(c => new VllmInferenceService(c, 'llm', { name: 'llm', modelId: MODEL, ...props }));
+const sglang = (props: Partial<SglangInferenceServiceProps> = {}) =>
+  serve(c => new SglangInferenceService(c, 'llm', { name: 'llm', modelId: MODEL, ...props }));
 /** A Kubernetes quantity in bytes (Ki, Mi, Gi suffixes as the library writes them). */
 const bytes = (q: string) => {
   const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
@@ -46,15 +49,7 @@ describe('kvCacheOffload: a host-memory tier for the KV cache', () => {
 
   test('SGLang: --hicache-size in whole GB per tensor-parallel rank, rounded down, and that much memory added', () => {
     const make = (offload?: Size) =>
-      serve(
-        c =>
-          new SglangInferenceService(c, 'llm', {
-            name: 'llm',
-            modelId: MODEL,
-            gpusPerReplica: 4,
-            ...(offload ? { kvCacheOffload: KvCacheOffload.cpu(offload) } : {}),
-          }),
-      );
+      sglang({ gpusPerReplica: 4, ...(offload ? { kvCacheOffload: KvCacheOffload.cpu(offload) } : {}) });
     const base = make();
     const tiered = make(Size.gibibytes(100));
     // 100 GiB = 107.37 GB over 4 ranks: 26 GB each, 104 GB in all.
@@ -92,30 +87,12 @@ describe('kvCacheOffload: a host-memory tier for the KV cache', () => {
     ],
     [
       "SGLang's memory given too small for the pool beside /dev/shm",
-      () =>
-        serve(
-          c =>
-            new SglangInferenceService(c, 'llm', {
-              name: 'llm',
-              modelId: MODEL,
-              kvCacheOffload: KvCacheOffload.cpu(Size.gibibytes(32)),
-              memory: Size.gibibytes(32),
-            }),
-        ),
+      () => sglang({ kvCacheOffload: KvCacheOffload.cpu(Size.gibibytes(32)), memory: Size.gibibytes(32) }),
       /memory must hold the KV-cache offload tier \(kvCacheOffload, SGLang 0\.5\.20 .*\), 33203125Ki of pinned host memory, beside \/dev\/shm \(2Gi\)/,
     ],
     [
       'SGLang with less than 1 GB a rank',
-      () =>
-        serve(
-          c =>
-            new SglangInferenceService(c, 'llm', {
-              name: 'llm',
-              modelId: MODEL,
-              gpusPerReplica: 2,
-              kvCacheOffload: KvCacheOffload.cpu(Size.mebibytes(1500)),
-            }),
-        ),
+      () => sglang({ gpusPerReplica: 2, kvCacheOffload: KvCacheOffload.cpu(Size.mebibytes(1500)) }),
       /kvCacheOffload must give each tensor-parallel rank at least 1 GB \(10\^9 bytes\): SGLang's --hicache-size is whole GB per rank \(2 ranks\) \(got "1500Mi"\)/,
     ],
     [
@@ -154,10 +131,7 @@ describe('kvCacheOffload: a host-memory tier for the KV cache', () => {
     ],
     [
       "SGLang's LMCache host cache",
-      () =>
-        serve(
-          c => new SglangInferenceService(c, 'llm', { name: 'llm', modelId: MODEL, extraArgs: ['--enable-lmcache'] }),
-        ),
+      () => sglang({ extraArgs: ['--enable-lmcache'] }),
       /extraArgs must not set --enable-lmcache: a host cache or storage tier the pod is not sized for/,
     ],
     [
@@ -176,8 +150,6 @@ describe('kvCacheOffload: a host-memory tier for the KV cache', () => {
 
   test("SGLang's host-pool flags in extraArgs are refused the same way", () => {
     for (const flag of ['--enable-hierarchical-cache', '--hicache-size=10', '--hicache-ratio=2'])
-      expect(() =>
-        serve(c => new SglangInferenceService(c, 'llm', { name: 'llm', modelId: MODEL, extraArgs: [flag] })),
-      ).toThrow(/kvCacheOffload/);
+      expect(() => sglang({ extraArgs: [flag] })).toThrow(/kvCacheOffload/);
   });
 });

@@ -1,5 +1,5 @@
 import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
-import { flagValue } from '../kv-cache-offload';
+import { flagValue } from '../serving-inputs';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
