@@ -469,6 +469,25 @@ class ControlPlane {
     return child.pid;
   }
 
+  /**
+   * Starts a component on ports `freePort` found free, again on others when it could not bind one: a port found free
+   * can be taken (by another plane's component, or as a connection's ephemeral port) before the component binds it.
+   * Its start applies its objects server-side, so a second start replaces the first's.
+   */
+  async withFreshPorts(name, startIt) {
+    const file = path.join(this.dir, `${name}.log`);
+    for (let attempt = 1; ; attempt++) {
+      const from = fs.existsSync(file) ? fs.statSync(file).size : 0;
+      try {
+        return await startIt();
+      } catch (e) {
+        const since = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').slice(from) : '';
+        if (attempt >= 3 || !since.includes('address already in use')) throw e;
+        log(`${this.version}: ${name} could not bind a port found free; starting it again on others`);
+      }
+    }
+  }
+
   /** The tail of each component's log, for a failure message. */
   logTails() {
     return COMPONENTS.map(c => {
@@ -587,9 +606,9 @@ class ControlPlane {
         const r = await get(this.pki, apiserverPort, '/api/v1/namespaces/default/serviceaccounts/default');
         return r.status === 200 || `${r.status}`;
       });
-      await this.startController(pids, save, JOBSET);
-      await this.startController(pids, save, LWS);
-      await this.startKueue(pids, save);
+      await this.withFreshPorts('jobset', () => this.startController(pids, save, JOBSET));
+      await this.withFreshPorts('lws', () => this.startController(pids, save, LWS));
+      await this.withFreshPorts('kueue', () => this.startKueue(pids, save));
       await this.startKwok(pids, save);
     } catch (e) {
       this.down({ quiet: true });

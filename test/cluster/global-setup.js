@@ -19,7 +19,13 @@ module.exports = async () => {
     return;
   }
   const wasRunning = await cluster.running();
-  await cluster.up();
+  try {
+    await cluster.up();
+  } catch (e) {
+    // Jest runs no teardown after a failed setup: the planes that did start would outlive the run.
+    if (!wasRunning) cluster.down();
+    throw e;
+  }
   process.env.CDK8S_GPU_CLUSTER_RUNS = cluster.RUNS;
   // Jest's teardown runs in this process: only what this setup started is stopped there.
   globalThis.__cdk8sGpuClusterStarted = !wasRunning;
