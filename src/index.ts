@@ -40,6 +40,11 @@ export { TgiInferenceService, TGI_DEFAULT_IMAGE } from './inference/tgi-inferenc
 export type { TgiInferenceServiceProps, SecretKeyRef } from './inference/tgi-inference-service';
 export { ModelCache } from './inference/model-cache';
 export { KvCacheOffload } from './inference/kv-cache-offload';
+export { Disaggregation, KvTransfer, ROLE_LABEL } from './inference/disaggregation';
+export { All2AllBackend, ExpertParallel } from './inference/expert-parallel';
+export type { ExpertParallelOptions } from './inference/expert-parallel';
+export type { DisaggregationOptions } from './inference/disaggregation';
+export { DISAGG_SIDECAR_IMAGE } from './inference/disagg-sidecar';
 export { TgiQuantization, VllmQuantization, SglangQuantization } from './inference/quantization';
 export { IpFamily } from './inference/inference-service';
 export { WorkloadKind } from './inference/workload-kind';
@@ -52,7 +57,7 @@ export { SglangInferenceService, SGLANG_DEFAULT_IMAGE } from './inference/sglang
 export type { SglangInferenceServiceProps } from './inference/sglang-inference-service';
 export { Autoscaler } from './inference/autoscaling';
 export type { AutoscalingOptions, HpaAutoscalerOptions, KedaAutoscalerOptions } from './inference/autoscaling';
-export { InferenceGateway, FailureMode, EPP_DEFAULT_IMAGE } from './inference/inference-gateway';
+export { InferenceGateway, FailureMode, EPP_DEFAULT_IMAGE, PrefixCacheScoring } from './inference/inference-gateway';
 export type {
   InferenceGatewayProps,
   FlowControlOptions,

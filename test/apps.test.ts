@@ -85,12 +85,16 @@ describe('example apps', () => {
     }
   });
 
-  test('every pod meets the restricted profile, but those of the images that run as root (SGLang, TGI): baseline', () => {
+  test('every pod meets the restricted profile, but those of the images that run as root (SGLang, TGI): baseline, and those that pin RDMA memory (IPC_LOCK): privileged', () => {
     const rootImage = /\/(sglang|text-generation-inference)[:@]/;
     for (const [file, yaml] of Object.entries(synthesized.files)) {
       const objects = objectsOf(yaml);
       for (const { where, spec } of podSpecsOf([...objects, ...embeddedJobs(objects), ...embeddedGroupPods(objects)])) {
-        const expected = spec.containers.some((c: any) => rootImage.test(c.image)) ? 'baseline' : 'restricted';
+        const expected = spec.containers.some((c: any) => c.securityContext?.capabilities?.add?.includes('IPC_LOCK'))
+          ? 'privileged'
+          : spec.containers.some((c: any) => rootImage.test(c.image))
+            ? 'baseline'
+            : 'restricted';
         expect(`${file} ${where}: ${podSecurityLevel(spec)}`).toBe(`${file} ${where}: ${expected}`);
       }
     }

@@ -132,7 +132,15 @@ export function endpointPickerConfig(
   engines: readonly EppEngineMetrics[],
   defaultEngine: string,
   flowControl?: EppFlowControl,
+  disaggregation?: EppDisaggregation,
+  precise?: EppPrecisePrefix,
 ): string {
+  // Fresh objects for each profile: a shared one would be written as a YAML alias.
+  const scorers = () => [
+    { pluginRef: 'queue-scorer', weight: 2 },
+    { pluginRef: 'kv-cache-utilization-scorer', weight: 2 },
+    { pluginRef: 'prefix-cache-scorer', weight: 3 },
+  ];
   return stringify({
     // llm-d.ai/v1alpha1: GIE's inference.networking.x-k8s.io/v1alpha1 still loads, with a deprecation log.
     apiVersion: 'llm-d.ai/v1alpha1',
@@ -147,21 +155,111 @@ export function endpointPickerConfig(
     plugins: [
       { type: 'queue-scorer' },
       { type: 'kv-cache-utilization-scorer' },
-      { type: 'prefix-cache-scorer' },
+      precise
+        ? { type: 'prefix-cache-scorer', parameters: { prefixMatchInfoProducerName: PRECISE_PRODUCER } }
+        : { type: 'prefix-cache-scorer' },
       { type: 'metrics-data-source', parameters: { scheme: 'http', path: '/metrics' } },
       { type: 'core-metrics-extractor', parameters: { defaultEngine, engineConfigs: engines } },
+      ...(precise
+        ? [
+            // The producer reads the prompt's tokens under this exact name: another name leaves it an estimate.
+            {
+              type: 'token-producer',
+              parameters: { modelName: precise.model, vllm: { url: precise.renderUrl, timeout: '5s' } },
+            },
+            { type: 'endpoint-notification-source' },
+            {
+              type: PRECISE_PRODUCER,
+              parameters: {
+                tokenProcessorConfig: { blockSizeTokens: PRECISE_BLOCK_TOKENS },
+                kvEventsConfig: {
+                  topicFilter: 'kv@',
+                  concurrency: 4,
+                  discoverPods: true,
+                  podDiscoveryConfig: { socketPort: KV_EVENTS_PORT },
+                },
+              },
+            },
+          ]
+        : []),
+      ...(disaggregation
+        ? [
+            { type: 'prefill-filter' },
+            { type: 'decode-filter' },
+            disaggregation.nonCachedTokens === undefined
+              ? { type: ALWAYS_DISAGG_DECIDER }
+              : { type: DISAGG_DECIDER, parameters: { nonCachedTokens: disaggregation.nonCachedTokens } },
+            {
+              type: 'disagg-profile-handler',
+              parameters: {
+                deciders: {
+                  prefill: disaggregation.nonCachedTokens === undefined ? ALWAYS_DISAGG_DECIDER : DISAGG_DECIDER,
+                },
+              },
+            },
+          ]
+        : []),
     ],
-    schedulingProfiles: [
-      {
-        name: 'default',
-        plugins: [
-          { pluginRef: 'queue-scorer', weight: 2 },
-          { pluginRef: 'kv-cache-utilization-scorer', weight: 2 },
-          { pluginRef: 'prefix-cache-scorer', weight: 3 },
-        ],
-      },
-    ],
+    // Listed whole once one is: the metrics source the picker would wire itself, and the pods' KV events.
+    ...(precise
+      ? {
+          dataLayer: {
+            sources: [
+              { pluginRef: 'metrics-data-source', extractors: [{ pluginRef: 'core-metrics-extractor' }] },
+              { pluginRef: 'endpoint-notification-source', extractors: [{ pluginRef: PRECISE_PRODUCER }] },
+            ],
+          },
+        }
+      : {}),
+    schedulingProfiles: disaggregation
+      ? [
+          // The profile names disagg-profile-handler looks for by default (disagg_profile_handler.go).
+          { name: 'decode', plugins: [{ pluginRef: 'decode-filter' }, ...scorers()] },
+          { name: 'prefill', plugins: [{ pluginRef: 'prefill-filter' }, ...scorers()] },
+        ]
+      : [{ name: 'default', plugins: scorers() }],
   });
+}
+
+/**
+ * llm-d-router's decider (pkg/epp/framework/plugins/scheduling/profilehandler/disagg): disaggregate when the prompt's
+ * suffix the chosen decode pod has not cached is at least `nonCachedTokens` (0 would turn it off). It reads the
+ * prefix-cache producer the prefix-cache scorer brings, and counts tokens with the `estimate` token producer the
+ * picker makes when none is configured. All the plugins here are Beta: no `--allow-experimental-plugins`.
+ */
+export const DISAGG_DECIDER = 'prefix-based-pd-decider';
+
+/**
+ * Precise prefix-cache scoring (llm-d-router v0.10.0 pkg/epp/framework/plugins/.../precise): the picker subscribes to
+ * every pool pod's KV-cache events, dialling `tcp://<pod IP>:<KV_EVENTS_PORT + the target port's index>`, keeps an
+ * index of the blocks each pod holds, and scores pods by the prompt's blocks they really hold; the prompt's tokens come
+ * from the `token-producer`, which renders it through vLLM's `/v1/completions/render` at `renderUrl`. Events whose
+ * topic does not start `kv@` or whose model part is not the request's model are dropped without an error.
+ */
+export interface EppPrecisePrefix {
+  /** The model clients name (the topic's model part, and the token producer's modelName). */
+  readonly model: string;
+  /** A Service of vLLM pods started with --enable-scale-out, which serve the render endpoints. */
+  readonly renderUrl: string;
+}
+
+/** The precise producer's plugin type and name (prefix-cache-scorer's prefixMatchInfoProducerName names it). */
+export const PRECISE_PRODUCER = 'precise-prefix-cache-producer';
+/** podDiscoveryConfig.socketPort's default: where each pod's events publisher binds. */
+export const KV_EVENTS_PORT = 5557;
+/**
+ * tokenProcessorConfig.blockSizeTokens: vLLM's default block size on CUDA (16); the index realigns the events of a
+ * larger block size (some attention backends raise it) to it.
+ */
+export const PRECISE_BLOCK_TOKENS = 16;
+
+/** The decider that disaggregates every request (no parameters), for engines whose decode pods need a prefill. */
+export const ALWAYS_DISAGG_DECIDER = 'always-disagg-pd-decider';
+
+/** A pool with prefill and decode pods (pods labelled ROLE_LABEL): when to disaggregate a request. */
+export interface EppDisaggregation {
+  /** The prefix-based decider's threshold; undefined to disaggregate every request. */
+  readonly nonCachedTokens?: number;
 }
 
 /**

@@ -1,5 +1,7 @@
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import type { KvOffloadFacts } from './kv-cache-offload';
+import type { DisaggFacts } from './disaggregation';
+import type { ExpertParallelFacts } from './expert-parallel';
 import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { RuntimeScript, runtimeScript, scriptPath } from '../common/runtime-scripts';
 import { OwnedEnv } from '../common/workload-pod';
@@ -118,6 +120,16 @@ export interface MultiNodeLaunch {
   readonly source: string;
 }
 
+/** How an engine publishes KV-cache events on a socket the picker dials, and serves the picker's tokenizer. */
+export interface KvEventsFacts {
+  /**
+   * The flags that publish the events on `port` with the topic the picker parses (`kv@<pod>@<model>`), the pod's IP
+   * read from `podIpVariable`, and that serve the render endpoints the picker's token producer calls.
+   */
+  args(o: { port: number; model: string; podIpVariable: string }): string[];
+  readonly source: string;
+}
+
 /** How an engine is started: its command and args, and the variables it reads. */
 export interface Launch {
   readonly command?: string[];
@@ -192,6 +204,15 @@ export interface ServingEngine {
   readonly shmGibPerGpu: number;
   /** How the engine keeps KV-cache blocks in host memory (`kvCacheOffload`), or why it cannot. */
   readonly kvOffload: KvOffloadFacts | string;
+  /** How the engine serves prefill and decode in separate pools (`disaggregation`), or why it cannot. */
+  readonly disaggregation: DisaggFacts | string;
+  /**
+   * How the engine publishes its KV-cache events for the Endpoint Picker's precise prefix-cache scoring, or why it
+   * cannot.
+   */
+  readonly kvEvents: KvEventsFacts | string;
+  /** How the engine runs wide expert parallelism (`expertParallel`), or why it cannot. */
+  readonly expertParallel: ExpertParallelFacts | string;
   /**
    * Flags the construct sets, and the prop that controls each (`''` when fixed by the
    * construct): `extraArgs` may not repeat them, in `--x y` or `--x=y` form.

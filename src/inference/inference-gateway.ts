@@ -21,12 +21,15 @@ import {
   EPP_METRICS_PORT,
   EPP_DRAIN_SECONDS,
   EPP_UID,
+  EppDisaggregation,
   EppEngineMetrics,
+  EppPrecisePrefix,
   EppFlowControl,
   FLOW_CONTROL_DEFAULT_TTL_SECONDS,
   LLMD_API_VERSION,
 } from './endpoint-picker';
 import type { InferenceService } from './inference-service';
+import { SIDECAR_RULES } from './disagg-sidecar';
 import { SglangInferenceService } from './sglang-inference-service';
 import { TgiInferenceService } from './tgi-inference-service';
 import { VllmInferenceService } from './vllm-inference-service';
@@ -161,7 +164,8 @@ export interface InferenceGatewayProps {
   readonly requestTimeout?: Duration;
   /**
    * @default FailureMode.FAIL_OPEN - the chart's default: a restarting picker (its Deployment is recreated on
-   * update) does not drop traffic
+   * update) does not drop traffic; FailureMode.FAIL_CLOSE for a disaggregated SGLang service, whose decode pods fail
+   * a request no prefill pod was paired with (FAIL_OPEN is then refused)
    */
   readonly failureMode?: FailureMode;
   /**
@@ -216,6 +220,14 @@ export interface InferenceGatewayProps {
    */
   readonly serviceMonitorInterval?: Duration;
   /**
+   * How the picker scores pods by the prompt's prefix they have cached. PRECISE subscribes to the vLLM pods' KV-cache
+   * events (the gateway turns them on, with the render endpoints its tokenizer calls: a pod template change), so it
+   * knows the blocks each pod really holds.
+   * @default PrefixCacheScoring.APPROXIMATE - the picker's own record of the prefixes it routed, which needs nothing
+   * from the pods
+   */
+  readonly prefixCacheScoring?: PrefixCacheScoring;
+  /**
    * The picker's flow control: while the pool is saturated, requests wait in the picker's queue and leave it in
    * their objective's priority order (higher first), instead of all going to the servers at once. Without it, the
    * picker's default admission only sheds requests of a negative priority while saturated.
@@ -225,6 +237,17 @@ export interface InferenceGatewayProps {
 }
 
 /** The Endpoint Picker's flow control. */
+/** How the Endpoint Picker learns which prefixes each pod has cached. */
+export enum PrefixCacheScoring {
+  /** From the requests it routed (llm-d-router's approx-prefix-cache-producer): no signal from the pods. */
+  APPROXIMATE = 'approximate',
+  /**
+   * From the pods' KV-cache events (vLLM only): evictions and blocks moved between pools are seen, not guessed.
+   * Every pod publishes on port 5557, which the pods' NetworkPolicy opens to the picker.
+   */
+  PRECISE = 'precise',
+}
+
 export interface FlowControlOptions {
   /**
    * How long a request may wait in the queue; then it is refused, 429 with `x-llm-d-request-dropped-reason:
@@ -255,6 +278,7 @@ const KEYS: ReadonlyArray<keyof InferenceGatewayProps> = [
   'serviceMonitorLabels',
   'serviceMonitorInterval',
   'flowControl',
+  'prefixCacheScoring',
 ];
 
 /**
@@ -285,6 +309,9 @@ export class InferenceGateway extends Construct {
   readonly serviceAccount: ApiObject;
   readonly role: ApiObject;
   readonly roleBinding: ApiObject;
+  /** The Role of disaggregated services' routing sidecars: read the pool and its pods (SSRF protection). */
+  readonly routingSidecarRole?: ApiObject;
+  readonly routingSidecarRoleBinding?: ApiObject;
   readonly httpRoute: ApiObject;
   readonly objectives: ApiObject[];
   readonly modelRewrite?: ApiObject;
@@ -324,6 +351,11 @@ export class InferenceGateway extends Construct {
       service._allowClient?.({ podSelector: { matchLabels: epp.selector } });
       for (const peer of r.gatewayPeers) service._allowClient?.(peer);
     }
+    if (r.precise)
+      r.members.forEach(({ service }, i) => {
+        const refused = service._publishKvEvents({ podSelector: { matchLabels: epp.selector } });
+        if (refused) v.fail(`services[${i}]`, refused, service.node.path);
+      });
     this.inferencePool = new ManifestObject(this, 'Pool', INFERENCE_POOL, {
       metadata: { name: r.name, labels },
       spec: {
@@ -346,6 +378,20 @@ export class InferenceGateway extends Construct {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: r.epp },
       subjects: [{ kind: 'ServiceAccount', name: r.epp }],
     });
+    // The routing sidecars of disaggregated services read this pool and its pods (SSRF protection).
+    const sidecars = [...new Set(r.members.flatMap(m => m.service.sidecarServiceAccountName ?? []))];
+    if (sidecars.length > 0) {
+      const sidecarRole = `${r.name}-routing-sidecar`;
+      this.routingSidecarRole = new ManifestObject(this, 'SidecarRole', KIND.Role, {
+        metadata: { name: sidecarRole, labels },
+        rules: SIDECAR_RULES,
+      });
+      this.routingSidecarRoleBinding = new ManifestObject(this, 'SidecarRoleBinding', KIND.RoleBinding, {
+        metadata: { name: sidecarRole, labels },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sidecarRole },
+        subjects: sidecars.map(name => ({ kind: 'ServiceAccount', name })),
+      });
+    }
     const monitor = serviceMonitor(this, v, {
       ...props,
       autoscaled: false,
@@ -457,6 +503,10 @@ interface ResolvedGateway {
   readonly selector: Record<string, string>;
   readonly port: number;
   readonly engines: EppEngineMetrics[];
+  /** When the pool holds a disaggregated service's prefill and decode pods. */
+  readonly disaggregation?: EppDisaggregation;
+  /** Precise prefix-cache scoring. */
+  readonly precise?: EppPrecisePrefix;
   readonly failureMode: FailureMode;
   readonly replicas: number;
   readonly leaderElection: boolean;
@@ -478,7 +528,18 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
   const namespace = Chart.of(scope).namespace;
   if (!Array.isArray(props.services) || props.services.length === 0)
     v.fail('services', 'must list at least one serving construct', props.services);
-  const members = props.services.map((service, i) => memberOf(v, `services[${i}]`, service, namespace));
+  // A disaggregated service brings its prefill pool: the pool holds both, and the picker routes between them.
+  const members = props.services.flatMap((service, i) => {
+    const member = memberOf(v, `services[${i}]`, service, namespace);
+    if (service.role === 'prefill')
+      v.fail(
+        `services[${i}]`,
+        'must not be a prefill pool: list the disaggregated service, whose prefill pool the gateway adds',
+        service.node.path,
+      );
+    const prefill = service.prefill;
+    return prefill ? [member, memberOf(v, `services[${i}].prefill`, prefill, namespace)] : [member];
+  });
   const gateway = gatewayRef(v, props.gateway);
   if (new Set(props.services).size !== props.services.length)
     v.fail(
@@ -505,7 +566,29 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
     );
   }
   const replicas = v.wholeNumber('endpointPickerReplicas', props.endpointPickerReplicas ?? 1, 1);
-  const failureMode = props.failureMode ?? FailureMode.FAIL_OPEN;
+  const decisions = members.flatMap(m => m.service._disaggregation ?? []);
+  const thresholds = [...new Set(decisions.map(d => d.nonCachedTokens ?? 'every request'))];
+  if (thresholds.length > 1)
+    v.failDescribed(
+      'services',
+      "must disaggregate from one prompt length (disaggregation.disaggregateFromTokens): the pool's one picker decides for every request",
+      thresholds.join(' and '),
+    );
+  props.services.forEach((s, i) => {
+    const refused = s._routedByGateway({ namespace, name });
+    if (refused) v.fail(`services[${i}]`, refused, s.node.path);
+  });
+  // Decode pods that serve only paired requests fail every request the picker did not choose for them.
+  const needsPicker = decisions.find(d => d.needsPicker)?.needsPicker;
+  if (needsPicker && props.failureMode === FailureMode.FAIL_OPEN)
+    v.fail(
+      'failureMode',
+      `must be FailureMode.FAIL_CLOSE for a disaggregated SGLang service: ${needsPicker}, and without the picker the gateway would send requests to any pod unpaired`,
+      props.failureMode,
+    );
+  const failureMode =
+    props.failureMode ??
+    (members.some(m => m.service._disaggregation?.needsPicker) ? FailureMode.FAIL_CLOSE : FailureMode.FAIL_OPEN);
   if (!Object.values(FailureMode).includes(failureMode))
     v.fail('failureMode', `must be one of ${Object.values(FailureMode).join(', ')}`, failureMode);
   const resolved = {
@@ -518,6 +601,8 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
     selector: { [LABEL_NAME]: model, [LABEL_COMPONENT]: SERVING_COMPONENT },
     port,
     engines: engineConfigs(members),
+    disaggregation: decisions.length > 0 ? { nonCachedTokens: decisions[0].nonCachedTokens } : undefined,
+    precise: preciseOf(v, props.prefixCacheScoring, members),
     failureMode,
     replicas,
     leaderElection: replicas > 1,
@@ -585,6 +670,34 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
     }
   }
   return { ...resolved, requestTimeoutSeconds, flowControl };
+}
+
+/** Precise scoring's model and tokenizer: the services' one client model, rendered by their client Service. */
+function preciseOf(
+  v: Validator,
+  scoring: PrefixCacheScoring | undefined,
+  members: readonly Member[],
+): EppPrecisePrefix | undefined {
+  if (scoring !== undefined && !Object.values(PrefixCacheScoring).includes(scoring))
+    v.fail('prefixCacheScoring', `must be one of ${Object.values(PrefixCacheScoring).join(', ')}`, scoring);
+  if (scoring !== PrefixCacheScoring.PRECISE) return undefined;
+  const model = members[0].service._clientModel;
+  const aliased = members.find(m => m.service._servedNames > 1);
+  if (aliased)
+    v.fail(
+      'prefixCacheScoring',
+      "needs services that serve the model under one name (servedModelNames): the pods' events carry one, and the picker keys a request's blocks by the name it asks for, so requests naming another would never match",
+      aliased.service.node.path,
+    );
+  const other = members.find(m => m.service._clientModel !== model);
+  if (other)
+    v.failDescribed(
+      'prefixCacheScoring',
+      "needs every service of the pool to serve the model under one first name (servedModelNames[0]): the pods' KV events carry it, and the picker matches it to the request's model",
+      `${model} and ${other.service._clientModel}`,
+    );
+  // The client Service (port 80) reaches the services' pods, which serve the render endpoints.
+  return { model, renderUrl: members[0].service.url };
 }
 
 /**
@@ -780,7 +893,7 @@ function eppPodSpec(r: ResolvedGateway): k8s.PodSpec {
           pool: r.name,
           namespace: r.namespace,
           leaderElection: r.leaderElection,
-          config: endpointPickerConfig(r.engines, defaultEngine, r.flowControl),
+          config: endpointPickerConfig(r.engines, defaultEngine, r.flowControl, r.disaggregation, r.precise),
         }),
         env: [
           { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },

@@ -6,7 +6,14 @@ import { DisruptionBudget, podDisruptionBudget } from '../common/disruption';
 import { checkGpusPerNode, migSource } from '../common/gpu';
 import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { headlessService } from '../common/headless-service';
-import { LABEL_COMPONENT, LABEL_NAME, LABEL_WORKLOAD, labelSet, workloadLabels } from '../common/labels';
+import {
+  LABEL_COMPONENT,
+  LABEL_INSTANCE,
+  LABEL_NAME,
+  LABEL_WORKLOAD,
+  labelSet,
+  workloadLabels,
+} from '../common/labels';
 import { KIND, ManifestObject } from '../common/manifest-object';
 import { workloadNetworkPolicy } from '../common/network-policy';
 import { statefulSetName } from '../common/names';
@@ -16,7 +23,8 @@ import { nonRootUserEnv, scratchSpace } from '../common/scratch';
 import { PodSecurityLevel, ProcessIdentity, resolveProcessIdentity } from '../common/security';
 import { addPodValidation, buildWorkloadPod, GPU_WORKLOAD_PROP_KEYS, OwnedEnv } from '../common/workload-pod';
 import { Validator } from '../validation/validate';
-import { EPP_FLOW_CONTROL_QUEUE } from './endpoint-picker';
+import { EPP_FLOW_CONTROL_QUEUE, KV_EVENTS_PORT } from './endpoint-picker';
+import { flagValue } from './serving-inputs';
 import { sizeQuantity } from '../common/quantity';
 import { KvCacheOffload, ResolvedKvOffload, resolveKvOffload } from './kv-cache-offload';
 import { AutoscalingOptions, derivedInFlightTarget, QueuedRequests, resolveAutoscaling } from './autoscaling';
@@ -32,10 +40,26 @@ import type { SglangInferenceService } from './sglang-inference-service';
 import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
 import { BoundModelCache, ModelCache } from './model-cache';
-import { checkTensorParallelHeads, ModelArchitecture, modelArchitectureOf } from './model-facts';
+import { checkTensorParallelHeads, headRule, ModelArchitecture, modelArchitectureOf } from './model-facts';
+import { ExpertParallel, resolveExpertParallel } from './expert-parallel';
 import { progressDeadlineSeconds, resolveWorkloadKind, servingWorkloadObject, WorkloadKind } from './workload-kind';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
-import { Rdma, rdmaExtendedResources, rdmaNeedsRoot, requireRootForRdma } from '../common/rdma';
+import {
+  Rdma,
+  rdmaExtendedResources,
+  rdmaNeedsRoot,
+  RdmaPodParts,
+  requireRootForRdma,
+  resolveRdma,
+} from '../common/rdma';
+import { Disaggregation, PoolRole, ResolvedDisaggregation, resolveDisaggregation, ROLE_LABEL } from './disaggregation';
+import {
+  DISAGG_SIDECAR_IMAGE,
+  disaggSidecar,
+  ENGINE_PORT_BEHIND_SIDECAR,
+  sidecarTokenVolume,
+  ssrfProtectionArgs,
+} from './disagg-sidecar';
 import {
   groupNetworkPolicy,
   groupPodSelector,
@@ -74,6 +98,8 @@ export const MODEL_CACHE_PATH = '/data';
 
 const COMPONENT = 'inference';
 const PORT_NAME = 'http';
+/** The engine's port behind the decode pool's routing sidecar. */
+const ENGINE_PORT_NAME = 'engine';
 const DEFAULT_CACHE_GIB = 100;
 const CACHE_HEADROOM = 1.2;
 
@@ -210,6 +236,23 @@ export interface InferenceServiceProps extends GpuWorkloadProps {
    * @default - none: the KV cache stays in GPU memory
    */
   readonly kvCacheOffload?: KvCacheOffload;
+  /**
+   * Prefill and decode in separate pools (vLLM and SGLang): this construct's pods decode, behind llm-d-router's
+   * routing sidecar on the API port; a second pool (`prefill`, workload `<name>-prefill`) prefills, and its KV
+   * blocks reach the decode pod by the transfer named (`Disaggregation.nixl()`, SGLang also
+   * `Disaggregation.mooncake()`). Each pool keeps the whole serving practice (drain, startup budget, PDB, autoscaling
+   * on its own requests); the pools admit each other on every port and nobody else beyond the API port. An
+   * InferenceGateway routing to the service disaggregates long uncached prompts. See docs/serving.md.
+   * @default - one pool: every replica prefills and decodes
+   */
+  readonly disaggregation?: Disaggregation;
+  /**
+   * Wide expert parallelism for a mixture-of-experts model (`ExpertParallel.wide()`): attention in data parallel,
+   * one rank per `tensorParallel` GPUs of the replica, the experts spread over all its GPUs (vLLM within one pod;
+   * SGLang within a pod or across a group's `nodes`). DeepEP kernels across nodes need `rdma`. See docs/serving.md.
+   * @default - the model sharded by tensor parallel over gpusPerReplica (and pipeline parallel across nodes on vLLM)
+   */
+  readonly expertParallel?: ExpertParallel;
   /**
    * Run as the image's user (root). Needed by images that cannot start as a non-root UID (TGI from
    * 3.1, SGLang); the pod then meets baseline instead of restricted.
@@ -356,6 +399,8 @@ export const SERVING_PROP_KEYS: ReadonlyArray<keyof InferenceServiceProps> = [
   'maxModelLoadTime',
   'sharedMemory',
   'kvCacheOffload',
+  'disaggregation',
+  'expertParallel',
   'runAsRoot',
   'serviceMonitor',
   'serviceMonitorLabels',
@@ -383,7 +428,19 @@ export interface EngineBinding {
   readonly keys: readonly string[];
   /** Turns the construct's own props into engine flags or variables, validated. */
   readonly tuning: (v: Validator) => EngineTuning;
+  /** Makes another construct of the same engine: the prefill pool of a disaggregated service. */
+  readonly pool: (scope: Construct, id: string, props: InferenceServiceProps) => ServingWorkload;
 }
+
+/** What a prefill pool knows of the decode pool that made it (its props object is the key). */
+interface PrefillOf {
+  readonly disagg: ResolvedDisaggregation;
+  /** The decode pool's pods (leaders and workers). */
+  readonly peers: Record<string, string>;
+}
+
+/** The prefill pools being made: the decode pool registers the props it passes, the pool looks itself up. */
+const PREFILL_OF = new WeakMap<object, PrefillOf>();
 
 /**
  * The practice every LLM server shares: a Deployment or StatefulSet whose pods drain instead of dropping
@@ -447,8 +504,44 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly serviceMonitor?: ApiObject;
   /** The NetworkPolicy admitting clients to the API port and Prometheus to metrics (unless unrestricted). */
   readonly networkPolicy?: ApiObject;
+  /** The pool's role with `disaggregation`: `decode` for the construct, `prefill` for its `prefill` pool. */
+  readonly role?: PoolRole;
+  /** The prefill pool, with `disaggregation`: the same engine's construct, workload `<name>-prefill`. */
+  readonly prefill?: ServingWorkload;
+  /**
+   * The uncached prompt tokens from which the Endpoint Picker disaggregates a request (`disaggregateFromTokens`),
+   * with `disaggregation`.
+   */
+  readonly disaggregateFromTokens?: number;
+  /**
+   * @internal The decode pool's decision for the picker, and why its engine needs one (every request then reaches it
+   * through the picker).
+   */
+  readonly _disaggregation?: { readonly nonCachedTokens?: number; readonly needsPicker?: string };
+  /** The InferencePools routing to the service (named by InferenceGateway). */
+  private readonly _pools: Array<{ namespace: string; name: string }> = [];
+  /** The decode pool's routing sidecar, whose SSRF protection the gateway points at its pool. */
+  private readonly _sidecar?: k8s.Container;
+  /**
+   * The ServiceAccount of the decode pods, whose routing sidecar reads its InferencePool (the gateway binds the Role),
+   * with `disaggregation`.
+   */
+  readonly sidecarServiceAccountName?: string;
+  /** The decode pods' ServiceAccount, when the construct made it (no `pod.serviceAccountName`). */
+  readonly serviceAccount?: ApiObject;
   /** @internal Adds a peer to the API port's rule (the InferenceGateway's Endpoint Picker). */
   readonly _allowClient?: (peer: k8s.NetworkPolicyPeer) => void;
+  /** @internal Admits a peer on a named port of the pods (the picker on the KV-events socket). */
+  readonly _allowOnPort?: (peer: k8s.NetworkPolicyPeer, port: string) => void;
+  /** The engine's facts. */
+  private readonly _engine: ServingEngine;
+  /** @internal The model clients name: the first served name (the picker's token producer and the events' topic). */
+  readonly _clientModel: string;
+  /** @internal How many names the engine serves the model under (servedModelNames). */
+  readonly _servedNames: number;
+  /** Data-parallel ranks per pod (expertParallel on vLLM). */
+  private readonly _dataParallelRanks: number;
+  private _publishesKvEvents = false;
   /** Requests queued for the service in pickers' flow control, one query per InferenceGateway with flowControl. */
   private readonly _pickerQueues: QueuedRequests[] = [];
   /** The HorizontalPodAutoscaler, with `Autoscaler.hpa()`. */
@@ -512,6 +605,37 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     super(scope, id);
     const v = new Validator(binding.engine.construct, id);
     const r = resolveServing(v, props, binding);
+    this.role = r.role;
+    this._engine = r.engine;
+    this._clientModel = r.clientModel;
+    this._servedNames = servedNamesOf(props).length || 1;
+    this._dataParallelRanks = r.dataParallelRanks;
+    if (r.role === 'decode') {
+      this.disaggregateFromTokens = r.disagg!.nonCachedTokens;
+      this._disaggregation = {
+        nonCachedTokens: r.disagg!.nonCachedTokens,
+        needsPicker: r.disagg!.facts.decodeNeedsPrefill,
+      };
+      const why =
+        r.disagg!.facts.decodeNeedsPrefill ??
+        "only the Endpoint Picker pairs a request with a prefill pod, and the routing sidecar's SSRF protection reads the gateway's InferencePool";
+      const describe = `${r.engine.construct} '${id}'`;
+      // Checked at synth: the gateway is made after the service.
+      this.node.addValidation({
+        validate: () =>
+          this._pools.length > 0
+            ? []
+            : [
+                `${describe}: disaggregation needs an InferenceGateway routing to the service: ${why} (got ${r.disagg!.transfer})`,
+              ],
+      });
+      if (Chart.of(this).namespace === undefined)
+        v.fail(
+          'disaggregation',
+          "needs the chart's namespace: the routing sidecar names its InferencePool as namespace/name",
+          r.disagg!.transfer,
+        );
+    }
     if (r.cache.shared && r.cache.volume?.persistentVolumeClaim) {
       const who = `${binding.engine.construct} '${id}'`;
       claimSharedCache(this, v, { claimName: r.cache.volume.persistentVolumeClaim.claimName, uid: r.uid, who });
@@ -555,6 +679,36 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       this._templateChangesStay =
         'Stakater Reloader does not restart LeaderWorkerSets (it patches Deployments, StatefulSets, DaemonSets, Argo Rollouts and CronJobs)';
     const template = (this._podTemplate = composePod(this, v, props, r));
+    if (r.role === 'decode') {
+      // The sidecar alone gets an API token, of an account of its own unless the pod names one.
+      if (props.pod?.automountServiceAccountToken === true)
+        v.fail(
+          'pod.automountServiceAccountToken',
+          "must not be true with disaggregation: it would mount the routing sidecar's token, which lists the namespace's pods, into the engine too",
+          true,
+        );
+      this.sidecarServiceAccountName = props.pod?.serviceAccountName ?? `${r.name}-routing`;
+      if (props.pod?.serviceAccountName === undefined) {
+        this.serviceAccount = new ManifestObject(this, 'ServiceAccount', KIND.ServiceAccount, {
+          metadata: { name: this.sidecarServiceAccountName, labels: r.labels },
+          automountServiceAccountToken: false,
+        });
+        (template.spec as { serviceAccountName?: string }).serviceAccountName = this.sidecarServiceAccountName;
+      }
+      template.addVolume(sidecarTokenVolume(), v, 'disaggregation');
+      template.addInitContainer(
+        (this._sidecar = disaggSidecar({
+          image: r.disagg!.sidecarImage,
+          port: r.port,
+          portName: PORT_NAME,
+          connector: r.disagg!.facts.sidecarConnector,
+          env: r.disagg!.facts.sidecarEnv,
+          guaranteed: r.guaranteedQos,
+        })),
+        v,
+        'disaggregation',
+      );
+    }
     this.downloadScript = shipScript(this, template, hubDownloadScript());
     // The Endpoint Picker's: which engine's metric names to read, and which port is the pod's one endpoint.
     // Always set, gateway or not, so adding a gateway later does not roll the pods.
@@ -573,7 +727,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       selector: r.selector,
       ports: [{ name: PORT_NAME, port: r.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
     });
-    this.service = clientService(this, props.name);
+    this.service = clientService(this, v, props.name, r.role);
     // A worker is the leader's pod with the workers' labels; it waits for the same fill Job.
     const composeWorker = (w: Pick<ResolvedServing, 'labels' | 'selector'>) => {
       const worker = composePod(this, v, props, { ...r, ...w, serviceMonitor: true });
@@ -613,15 +767,20 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       selector: r.group ? groupPodSelector(r) : r.selector,
       budget: DisruptionBudget.maxUnavailable(1),
     })!;
-    const group = r.group && groupNetworkPolicy(new Construct(this, 'Group'), v, props.networkPolicy, r);
+    // The other pool of a disaggregated service, on every port: the KV transfer's sockets (UCX over TCP, SGLang's
+    // transfer engines) bind ports of their own choosing.
+    const poolPeers = r.poolPeers ? [{ podSelector: { matchLabels: r.poolPeers } }] : [];
+    const group = r.group && groupNetworkPolicy(new Construct(this, 'Group'), v, props.networkPolicy, r, poolPeers);
+    const peers = [...(group?.leaderPeers ?? []), ...poolPeers];
     const policy = workloadNetworkPolicy(this, v, props.networkPolicy, {
       identity: { name: props.name, instance: r.name, component: COMPONENT },
       profile: 'serving',
       port: PORT_NAME,
-      peers: group?.leaderPeers,
+      peers: peers.length > 0 ? peers : undefined,
     });
     this.networkPolicy = policy?.object;
     this._allowClient = policy?.allowClient;
+    this._allowOnPort = policy?.allowOnPort;
     const monitor = serviceMonitor(this, v, {
       ...props,
       autoscaled: r.autoscaling !== undefined,
@@ -663,6 +822,11 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       this.horizontalPodAutoscaler = made.hpa;
       this.scaledObject = made.scaledObject;
     }
+    if (r.role === 'decode') {
+      const prefillProps = prefillPropsOf(props, r.disagg!);
+      PREFILL_OF.set(prefillProps, { disagg: r.disagg!, peers: poolSelector(props.name, r.name) });
+      this.prefill = binding.pool(this, 'Prefill', prefillProps);
+    }
   }
 
   /**
@@ -670,6 +834,56 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
    * service at zero. The gauge can dip below 0 in a race when idle flows are cleaned up (llm-d-router notes it):
    * each series is clamped, so it never cancels a request that waits.
    */
+  /**
+   * @internal An InferenceGateway's pool routes to the service: a decode pool's sidecar then allows prefill legs to
+   * that pool's pods only. Returns why it cannot, for the gateway's message.
+   */
+  _routedByGateway(pool: { namespace?: string; name: string }): string | undefined {
+    if (this.role !== 'decode') return undefined;
+    if (this._pools.length > 0)
+      return `must not be routed by a second InferenceGateway when disaggregated: its routing sidecar allows prefill legs to the pods of one InferencePool (${this._pools[0].name})`;
+    // The service refused a chart without a namespace, and the gateway shares it.
+    const named = { namespace: pool.namespace!, name: pool.name };
+    this._pools.push(named);
+    (this._sidecar!.args as string[]).push(...ssrfProtectionArgs(named));
+    return undefined;
+  }
+
+  /**
+   * @internal An InferenceGateway scores the pool's pods by the KV blocks they hold: the engine publishes its KV-cache
+   * events where the picker dials, and serves the render endpoints its token producer calls. Returns why it cannot.
+   */
+  _publishKvEvents(picker: k8s.NetworkPolicyPeer): string | undefined {
+    const facts = this._engine.kvEvents;
+    if (typeof facts === 'string') return facts;
+    if (this._dataParallelRanks > 1)
+      return `must run one data-parallel rank per pod for precise prefix-cache scoring: its ranks publish on ports ${KV_EVENTS_PORT} and up, and the picker dials one socket per target port of the pool`;
+    const main = this._podTemplate.main;
+    const args = main.args as string[];
+    if (flagValue(args, '--kv-events-config') !== undefined)
+      return 'must not set --kv-events-config in extraArgs for precise prefix-cache scoring: the gateway sets it';
+    if (this._publishesKvEvents) return undefined;
+    if (main.env.some(e => e.name === POD_IP_VARIABLE))
+      return `must not set env.${POD_IP_VARIABLE} for precise prefix-cache scoring: the KV-events topic reads the pod's IP from it`;
+    this._publishesKvEvents = true;
+    args.push(
+      ...facts.args({
+        port: KV_EVENTS_PORT,
+        model: escapeKubeletExpansion(this._clientModel),
+        podIpVariable: POD_IP_VARIABLE,
+      }),
+    );
+    main.env.push({ name: POD_IP_VARIABLE, valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+    (main.ports as k8s.ContainerPort[]).push({
+      name: KV_EVENTS_PORT_NAME,
+      containerPort: KV_EVENTS_PORT,
+      protocol: 'TCP',
+    });
+    this._allowOnPort?.(picker, KV_EVENTS_PORT_NAME);
+    return undefined;
+  }
+
+  /** @internal */
   _countPickerQueue(pool: string, namespace: string): void {
     this._pickerQueues.push({
       query: `sum(clamp_min(${EPP_FLOW_CONTROL_QUEUE}{namespace="${namespace}",inference_pool="${pool}"}, 0))`,
@@ -709,6 +923,61 @@ interface ResolvedServing {
   readonly group?: ServingGroup;
   /** The KV-cache host tier, with `kvCacheOffload`. */
   readonly kvOffload?: ResolvedKvOffload;
+  /** RDMA devices: the group's (`rdma`), or the KV transfer's (`disaggregation.rdma`). */
+  readonly rdma?: RdmaPodParts;
+  /** The pool's role, with disaggregation. */
+  readonly role?: PoolRole;
+  readonly disagg?: ResolvedDisaggregation;
+  /** The port the engine listens on: `port`, or behind the decode pool's sidecar ENGINE_PORT_BEHIND_SIDECAR. */
+  readonly enginePort: number;
+  /** The other pool's pods, with disaggregation. */
+  readonly poolPeers?: Record<string, string>;
+  /** The model clients name. */
+  readonly clientModel: string;
+  /** Data-parallel ranks in one engine of a pod (vLLM expertParallel). */
+  readonly dataParallelRanks: number;
+}
+
+/** The names the construct serves the model under, when it names them (vLLM's list, SGLang's one). */
+function servedNamesOf(props: InferenceServiceProps): string[] {
+  const p = props as { servedModelNames?: unknown; servedModelName?: unknown };
+  if (Array.isArray(p.servedModelNames)) return p.servedModelNames.filter((n): n is string => typeof n === 'string');
+  return typeof p.servedModelName === 'string' ? [p.servedModelName] : [];
+}
+
+/** The first name the engine serves the model under, when the construct names them. */
+function firstServedName(props: InferenceServiceProps): string | undefined {
+  return servedNamesOf(props)[0];
+}
+
+/** The variable the KV-events topic reads the pod's IP from. */
+const POD_IP_VARIABLE = 'POD_IP';
+const KV_EVENTS_PORT_NAME = 'kv-events';
+
+/** The pods (leaders and workers) of one pool of a model: its name and instance. */
+function poolSelector(model: string, instance: string): Record<string, string> {
+  return { [LABEL_NAME]: model, [LABEL_INSTANCE]: instance };
+}
+
+/** The prefill pool's props: the decode pool's, with the prefill options in place of its size and scaling. */
+function prefillPropsOf(props: InferenceServiceProps, d: ResolvedDisaggregation): InferenceServiceProps {
+  const o = d.options;
+  const nodes = o.prefillNodes ?? 1;
+  const group = nodes > 1;
+  return {
+    ...props,
+    disaggregation: undefined,
+    replicas: o.prefillAutoscaling ? undefined : (o.prefillReplicas ?? 1),
+    autoscaling: o.prefillAutoscaling,
+    gpusPerReplica: o.prefillGpusPerReplica ?? props.gpusPerReplica,
+    nodes,
+    // A group's options follow the pool into a group of its own; its surge is its own decision (none by default).
+    queueName: group ? props.queueName : undefined,
+    rdma: group ? props.rdma : undefined,
+    groupExclusiveTopology: group ? props.groupExclusiveTopology : undefined,
+    groupSurge: undefined,
+    workloadKind: group || props.workloadKind === WorkloadKind.LEADER_WORKER_SET ? undefined : props.workloadKind,
+  };
 }
 
 function resolveServing(v: Validator, props: InferenceServiceProps, binding: EngineBinding): ResolvedServing {
@@ -718,7 +987,15 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     if ((props as unknown as Record<string, unknown>)[key] === null)
       v.fail(key, 'must not be null: omit it for the default', null);
   }
-  const name = statefulSetName(v, props.name, props.version);
+  const prefillOf = PREFILL_OF.get(props);
+  const disagg =
+    prefillOf?.disagg ??
+    resolveDisaggregation(v, props.disaggregation, {
+      facts: engine.disaggregation,
+      sidecarImage: DISAGG_SIDECAR_IMAGE,
+    });
+  const role: PoolRole | undefined = prefillOf ? 'prefill' : disagg ? 'decode' : undefined;
+  const name = statefulSetName(v, role === 'prefill' ? `${props.name}-prefill` : props.name, props.version);
   const modelId = modelIdOf(v, props.modelId, engine);
   const revision = revisionOf(v, props.revision);
   const gpus = v.wholeNumber('gpusPerReplica', props.gpusPerReplica ?? 1, 1);
@@ -740,16 +1017,39 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     );
   }
   const group = resolveGroup(v, props, engine, gpus, name);
-  checkTensorParallelHeads(v, {
-    engine,
-    modelId,
-    declared: modelArchitectureOf(v, props.modelArchitecture),
+  const ep = resolveExpertParallel(v, props.expertParallel, {
+    facts: engine.expertParallel,
     gpus,
-    tensorParallel: group?.tensorParallel ?? gpus,
     nodes: group?.nodes ?? 1,
+    rdma: group?.rdma !== undefined,
   });
+  const declared = modelArchitectureOf(v, props.modelArchitecture);
+  if (ep) {
+    // Each attention rank shards the heads over its own tensor-parallel ranks; the experts spread over all of them.
+    const rule = headRule({ engine, modelId, declared }, ep.tensorParallel);
+    if (rule) v.fail('expertParallel.tensorParallel', rule, ep.tensorParallel);
+  } else {
+    checkTensorParallelHeads(v, {
+      engine,
+      modelId,
+      declared,
+      gpus,
+      tensorParallel: group?.tensorParallel ?? gpus,
+      nodes: group?.nodes ?? 1,
+    });
+  }
+  // The engine's tensor-parallel size: per attention rank with expertParallel, else the pod's (or the group's).
+  const engineTensorParallel = ep?.engineTensorParallel ?? group?.tensorParallel ?? gpus;
   const image = v.image('image', props.image ?? engine.defaultImage);
   const termination = resolveTermination(v, props);
+  if (role === 'decode') checkDecodePool(v, props, engine, disagg!, engineTensorParallel);
+  if (disagg?.options.rdma !== undefined && group?.rdma !== undefined)
+    v.fail(
+      'disaggregation.rdma',
+      "must be left out with rdma: the group's RDMA devices carry the KV transfer too",
+      disagg.options.rdma,
+    );
+  const rdma = group?.rdma ?? (disagg ? resolveRdma(v, disagg.options.rdma) : undefined);
 
   const modelSize = props.modelSize === undefined ? undefined : v.positiveSize('modelSize', props.modelSize);
   // A group's pods load their shares of the weights at once (vLLM: a pipeline stage's layers, SGLang:
@@ -786,6 +1086,12 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     );
   }
   const replicas = autoscaling ? undefined : v.wholeNumber('replicas', props.replicas ?? 1, 1);
+  if (disagg && autoscaling?.minReplicas === 0)
+    v.fail(
+      'autoscaling.minReplicas',
+      "must be at least 1 with disaggregation: the picker's queue that wakes a service at zero counts the pool, not a role, so it could not tell which pool to wake",
+      0,
+    );
   const groups = replicas ?? autoscaling!.maxReplicas;
   if (group && group.surge > groups)
     v.fail(
@@ -798,22 +1104,39 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     v.fail('ipFamily', `must be one of ${Object.values(IpFamily).join(', ')}`, props.ipFamily);
   // Unprivileged: the pods drop every capability, NET_BIND_SERVICE included.
   const port = v.wholeNumber('port', props.port ?? engine.port, 1024, 65535);
+  if (role === 'decode' && port === ENGINE_PORT_BEHIND_SIDECAR)
+    v.fail(
+      'port',
+      `must not be ${ENGINE_PORT_BEHIND_SIDECAR} with disaggregation: the decode engine listens there, behind the routing sidecar that takes the API port`,
+      port,
+    );
+  const enginePort = role === 'decode' ? ENGINE_PORT_BEHIND_SIDECAR : port;
+  if (disagg && props.kvCacheOffload !== undefined)
+    v.fail(
+      'kvCacheOffload',
+      "must be left out with disaggregation: vLLM's offload connector replaces the KV transfer connector (vLLM 0.31.0 config/vllm.py _post_init_kv_transfer_config), and how SGLang's hierarchical cache meets its transfer backends is not modelled here",
+      props.kvCacheOffload,
+    );
   const kvOffload = resolveKvOffload(v, props.kvCacheOffload, {
     facts: engine.kvOffload,
     ranks: gpus,
     nodes: group?.nodes ?? 1,
   });
   const tuning = binding.tuning(v);
+  const transfer = disagg && role ? { args: disagg.facts.args(role), env: disagg.facts.env } : undefined;
   const untrusted = engine.launch({
     modelId,
     revision,
-    gpus: group?.tensorParallel ?? gpus,
-    port,
+    gpus: engineTensorParallel,
+    port: enginePort,
     host: props.ipFamily === IpFamily.IPV6 ? '::' : '0.0.0.0',
     drainSeconds: termination.drainSeconds,
     startupSeconds: startupBudgetSeconds,
     usageStats: v.boolean('usageStats', props.usageStats, false),
-    tuning: kvOffload ? { args: [...tuning.args, ...kvOffload.args], env: tuning.env } : tuning,
+    tuning: {
+      args: [...tuning.args, ...(kvOffload?.args ?? []), ...(transfer?.args ?? []), ...(ep?.args ?? [])],
+      env: [...tuning.env, ...(transfer?.env ?? []).map(env => ({ env, via: 'disaggregation' }))],
+    },
   });
   const launch = applyServingTrust(v, engine, props, untrusted);
   const extraArgs = extraArgsOf(
@@ -821,24 +1144,36 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     engine,
     props.extraArgs,
     {
-      size: group?.tensorParallel ?? gpus,
+      size: engineTensorParallel,
       of: group?.launch.tensorParallelAcrossNodes ? 'gpusPerReplica x nodes' : 'gpusPerReplica',
     },
     kvOffload !== undefined,
   );
+  const epOwned = ep?.ownedFlags.find(f => flagValue(extraArgs, f) !== undefined);
+  if (epOwned) v.fail('extraArgs', `must not set ${epOwned}: expertParallel sets it`, extraArgs);
+  if (ep && props.kvCacheOffload !== undefined)
+    v.fail(
+      'kvCacheOffload',
+      'must be left out with expertParallel: how the engines split the tier over data-parallel ranks is not modelled here',
+      props.kvCacheOffload,
+    );
+  if (disagg && typeof engine.disaggregation !== 'string') {
+    const owned = engine.disaggregation.ownedFlags.find(f => flagValue(extraArgs, f) !== undefined);
+    if (owned) v.fail('extraArgs', `must not set ${owned}: disaggregation sets it for each pool`, extraArgs);
+  }
 
   const { identity, uid } = resolveProcessIdentity(v, {
     // A runAsUser asks for a non-root pod: it sets the default, not a silent root.
     runAsRoot: v.boolean(
       'runAsRoot',
       props.runAsRoot,
-      props.runAsUser !== undefined ? false : engine.runAsRoot || rdmaNeedsRoot(group?.rdma),
+      props.runAsUser !== undefined ? false : engine.runAsRoot || rdmaNeedsRoot(rdma),
     ),
     runAsUser: props.runAsUser,
     defaultUid: engine.nonRootUid,
-    addCapabilities: group?.rdma?.capabilities ?? [],
+    addCapabilities: rdma?.capabilities ?? [],
   });
-  requireRootForRdma(v, group?.rdma, identity.runAsRoot);
+  requireRootForRdma(v, rdma, identity.runAsRoot);
   // What asked for a non-root pod, for the message when the image cannot run as one.
   const nonRootBy: [string, unknown] | undefined = identity.runAsRoot
     ? undefined
@@ -881,7 +1216,63 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     driverFloor: driverFloorOf(v, engine.driverFacts, image, props.minDriverVersion),
     group,
     kvOffload,
+    rdma,
+    role,
+    disagg,
+    enginePort,
+    poolPeers: prefillOf ? prefillOf.peers : disagg ? poolSelector(props.name, `${name}-prefill`) : undefined,
+    clientModel: firstServedName(props) ?? modelId,
+    dataParallelRanks: ep ? (ep.gpus * ep.nodes) / ep.tensorParallel : 1,
   };
+}
+
+/**
+ * The decode pool's checks of its prefill pool, made before either is built: sizes and scaling the prefill pool's
+ * own checks would name wrongly, and tensor-parallel sizes the engine cannot exchange blocks between.
+ */
+function checkDecodePool(
+  v: Validator,
+  props: InferenceServiceProps,
+  engine: ServingEngine,
+  d: ResolvedDisaggregation,
+  decodeTensorParallel: number,
+): void {
+  const o = d.options;
+  if (d.facts.decodeGroups && (props.nodes ?? 1) > 1)
+    v.fail('nodes', `must be 1 for a disaggregated service's decode pool: ${d.facts.decodeGroups}`, props.nodes);
+  if (o.prefillAutoscaling !== undefined && o.prefillAutoscaling.targetRequestsInFlight === undefined)
+    v.fail(
+      'disaggregation.prefillAutoscaling.targetRequestsInFlight',
+      "must be given: the default comes from the engine's batch limit, a decode figure that a prefill pod, whose requests leave after their first token, never nears",
+      undefined,
+    );
+  if (o.prefillAutoscaling !== undefined && o.prefillReplicas !== undefined)
+    v.fail(
+      'disaggregation.prefillReplicas',
+      'must not be set with prefillAutoscaling: the autoscaler owns the count (use prefillAutoscaling.minReplicas)',
+      o.prefillReplicas,
+    );
+  if (o.prefillAutoscaling?.minReplicas === 0)
+    v.fail(
+      'disaggregation.prefillAutoscaling.minReplicas',
+      'must be at least 1: at zero the picker has no prefill endpoint, and nothing wakes the pool',
+      0,
+    );
+  const gpus = v.wholeNumber(
+    'disaggregation.prefillGpusPerReplica',
+    o.prefillGpusPerReplica ?? props.gpusPerReplica ?? 1,
+    1,
+  );
+  const nodes = v.wholeNumber('disaggregation.prefillNodes', o.prefillNodes ?? 1, 1, 64);
+  const acrossNodes = typeof engine.multiNode !== 'string' && engine.multiNode.tensorParallelAcrossNodes;
+  const prefill = acrossNodes ? gpus * nodes : gpus;
+  const why = d.facts.tensorParallel(prefill, decodeTensorParallel);
+  if (why)
+    v.failDescribed(
+      'disaggregation.prefillGpusPerReplica',
+      why,
+      `prefill ${prefill} and decode ${decodeTensorParallel} tensor-parallel ranks`,
+    );
 }
 
 /**
@@ -907,15 +1298,17 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
   // The server never reaches the hub: the init container filled the cache, so a hub outage or a
   // rate limit cannot stall a start, and no download runs under the startup probe.
   const offline: OwnedEnv = { env: { name: 'HF_HUB_OFFLINE', value: '1' }, via: 'modelCache' };
+  // Behind the decode pool's routing sidecar the engine has a port of its own, which its probes ask.
+  const enginePortName = r.enginePort === r.port ? PORT_NAME : ENGINE_PORT_NAME;
   const probe = (extra: Partial<k8s.Probe>): k8s.Probe => ({
-    httpGet: { path: engine.healthPath, port: k8s.IntOrString.fromString(PORT_NAME) },
+    httpGet: { path: engine.healthPath, port: k8s.IntOrString.fromString(enginePortName) },
     ...extra,
   });
   const cacheMount = { name: cache.volumeName, mountPath: MODEL_CACHE_PATH };
   const { template } = buildWorkloadPod(v, {
     scope,
     queueName: props.queueName,
-    props: r.group?.rdma ? { ...props, extendedResources: rdmaExtendedResources(v, props, r.group.rdma) } : props,
+    props: r.rdma ? { ...props, extendedResources: rdmaExtendedResources(v, props, r.rdma) } : props,
     gpus: r.gpus,
     identity: r.identity,
     labels: r.labels,
@@ -928,7 +1321,12 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
       ...(launch.args.length + r.extraArgs.length > 0
         ? { args: [...launch.args, ...r.extraArgs].map(escapeKubeletExpansion) }
         : {}),
-      ports: [{ name: PORT_NAME, containerPort: r.port, protocol: 'TCP' }],
+      ports: [
+        { name: enginePortName, containerPort: r.enginePort, protocol: 'TCP' },
+        ...(r.disagg?.facts.ports ?? [])
+          .filter(p => p.role === undefined || p.role === r.role)
+          .map(p => ({ name: p.name, containerPort: p.port, protocol: 'TCP' })),
+      ],
       // The port stays closed while the weights load: only the startup probe waits.
       startupProbe: probe({
         periodSeconds: STARTUP_PERIOD_SECONDS,
@@ -951,7 +1349,7 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
       ...scratch.env,
       ...(r.identity.runAsRoot ? [] : [nonRootUserEnv(engine.containerName)]),
       ...engine.extraEnv(engine.home),
-      ...(r.group?.rdma?.env ?? []),
+      ...(r.rdma?.env ?? []),
     ],
     volumes: [...scratch.volumes, ...(cache.volume ? [cache.volume] : [])],
     mounts: [...scratch.mounts, ...(cache.volume ? [cacheMount] : [])],
@@ -977,7 +1375,8 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
     },
   });
   if (r.driverFloor !== undefined) requireDriver(template, r.driverFloor);
-  for (const [key, value] of Object.entries(r.group?.rdma?.annotations ?? {})) template.annotate(key, value);
+  for (const [key, value] of Object.entries(r.rdma?.annotations ?? {})) template.annotate(key, value);
+  if (r.role) template.label(ROLE_LABEL, r.role);
   if (!r.modelId.startsWith('/')) {
     addDownload(
       v,
@@ -1028,22 +1427,36 @@ function escapedEnv(env: k8s.EnvVar): k8s.EnvVar {
  * One client Service across versions and engines: it selects every version of this name through
  * the named port, so during a version bump both workloads serve until the old one is deleted.
  */
-function clientService(scope: Construct, name: string): ApiObject {
-  return sharedObject(
-    scope,
-    'Service',
-    name,
-    () =>
-      new ManifestObject(scope, 'Service', KIND.Service, {
-        metadata: { name, labels: workloadLabels({ name, instance: name, component: COMPONENT }) },
-        spec: {
-          type: 'ClusterIP',
-          selector: { [LABEL_NAME]: name, [LABEL_COMPONENT]: COMPONENT },
-          ports: [{ name: PORT_NAME, port: 80, targetPort: k8s.IntOrString.fromString(PORT_NAME), protocol: 'TCP' }],
+function clientService(scope: Construct, v: Validator, name: string, role: PoolRole | undefined): ApiObject {
+  // A disaggregated service's clients reach its decode pods (their sidecars), never the prefill pool.
+  const decodeOnly = role !== undefined;
+  const service = sharedObject(scope, 'Service', name, () => {
+    const made = new ManifestObject(scope, 'Service', KIND.Service, {
+      metadata: { name, labels: workloadLabels({ name, instance: name, component: COMPONENT }) },
+      spec: {
+        type: 'ClusterIP',
+        selector: {
+          [LABEL_NAME]: name,
+          [LABEL_COMPONENT]: COMPONENT,
+          ...(decodeOnly ? { [ROLE_LABEL]: 'decode' } : {}),
         },
-      }),
-  );
+        ports: [{ name: PORT_NAME, port: 80, targetPort: k8s.IntOrString.fromString(PORT_NAME), protocol: 'TCP' }],
+      },
+    });
+    DECODE_ONLY.set(made, decodeOnly);
+    return made;
+  });
+  if (DECODE_ONLY.get(service) !== decodeOnly)
+    v.fail(
+      'disaggregation',
+      `must be set on every service named '${name}' or on none: they share the client Service, which selects only the decode pods of a disaggregated one (give the other a name of its own)`,
+      decodeOnly ? 'disaggregated' : 'not disaggregated',
+    );
+  return service;
 }
+
+/** Whether a client Service selects decode pods only. */
+const DECODE_ONLY = new WeakMap<ApiObject, boolean>();
 
 const PROP_KEYS = new WeakMap<readonly string[], readonly string[]>();
 

@@ -396,13 +396,15 @@ export function groupNetworkPolicy(
   v: Validator,
   access: NetworkAccess | undefined,
   r: Pick<GroupInputs, 'labels' | 'name' | 'selector'>,
+  /** Pods the workers admit besides their group (the other pool of a disaggregated service). */
+  peers: k8s.NetworkPolicyPeer[] = [],
 ): { workers?: ApiObject; leaderPeers: k8s.NetworkPolicyPeer[] } {
   const worker = workerIdentity(r);
   const leaderPeers = [{ podSelector: { matchLabels: selectorLabels(worker) } }];
   const workers = workloadNetworkPolicy(scope, v, access, {
     identity: worker,
     profile: 'gang',
-    peers: [{ podSelector: { matchLabels: r.selector } }],
+    peers: [{ podSelector: { matchLabels: r.selector } }, ...peers],
     name: `${r.name}-workers`,
     admitClients: false,
   });

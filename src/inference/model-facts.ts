@@ -117,13 +117,27 @@ export interface TensorParallelHeads {
  * gpusPerReplica alone would shard the heads.
  */
 export function checkTensorParallelHeads(v: Validator, o: TensorParallelHeads): void {
+  const rule = headRule(o, o.tensorParallel);
+  if (rule === undefined) return;
+  if (o.tensorParallel === o.gpus || headRule(o, o.gpus) !== undefined) v.fail('gpusPerReplica', rule, o.gpus);
+  v.fail('nodes', `times gpusPerReplica (${o.gpus}), the tensor-parallel size, ${rule}`, o.nodes);
+}
+
+/**
+ * Why a tensor-parallel size cannot shard the model's heads as the engine does (the rule, with the engine's
+ * reason), or undefined when it can or the heads are unknown.
+ */
+export function headRule(
+  o: Pick<TensorParallelHeads, 'engine' | 'modelId' | 'declared'>,
+  tensorParallel: number,
+): string | undefined {
   const heads = o.declared ?? knownModelHeads(o.modelId);
-  if (heads === undefined) return;
+  if (heads === undefined) return undefined;
   const { attentionHeads, kvHeads } = heads;
   const { replicatesKvHeads, why } = o.engine.headSharding;
-  const shards = (tp: number) =>
-    attentionHeads % tp === 0 && (replicatesKvHeads && tp >= kvHeads ? tp % kvHeads === 0 : kvHeads % tp === 0);
-  if (shards(o.tensorParallel)) return;
+  const tp = tensorParallel;
+  if (attentionHeads % tp === 0 && (replicatesKvHeads && tp >= kvHeads ? tp % kvHeads === 0 : kvHeads % tp === 0))
+    return undefined;
   const model = o.declared ? `${o.modelId} (modelArchitecture)` : o.modelId;
   const rule =
     kvHeads === attentionHeads
@@ -131,6 +145,5 @@ export function checkTensorParallelHeads(v: Validator, o: TensorParallelHeads): 
       : replicatesKvHeads
         ? `must divide the ${attentionHeads} attention heads of ${model}, and divide its ${kvHeads} KV heads or be a multiple of them`
         : `must divide the ${attentionHeads} attention heads and the ${kvHeads} KV heads of ${model}`;
-  if (o.tensorParallel === o.gpus || !shards(o.gpus)) v.fail('gpusPerReplica', `${rule} (${why})`, o.gpus);
-  v.fail('nodes', `times gpusPerReplica (${o.gpus}), the tensor-parallel size, ${rule} (${why})`, o.nodes);
+  return `${rule} (${why})`;
 }

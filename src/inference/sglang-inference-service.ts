@@ -87,6 +87,7 @@ export class SglangInferenceService extends ServingWorkload {
     super(scope, id, props, {
       engine: SGLANG,
       keys: KEYS,
+      pool: (poolScope, poolId, poolProps) => new SglangInferenceService(poolScope, poolId, poolProps),
       tuning: v => {
         adapters = resolveAdapters(v, props.loraAdapters, {
           cachePath: MODEL_CACHE_PATH,

@@ -59,7 +59,12 @@ const KEYS: ReadonlyArray<keyof TgiInferenceServiceProps> = [
  */
 export class TgiInferenceService extends ServingWorkload {
   constructor(scope: Construct, id: string, props: TgiInferenceServiceProps) {
-    super(scope, id, props, { engine: TGI, keys: KEYS, tuning: v => tgiTuning(v, props) });
+    super(scope, id, props, {
+      engine: TGI,
+      keys: KEYS,
+      tuning: v => tgiTuning(v, props),
+      pool: (poolScope, poolId, poolProps) => new TgiInferenceService(poolScope, poolId, poolProps),
+    });
   }
 }
 

@@ -90,6 +90,7 @@ export class VllmInferenceService extends ServingWorkload {
     super(scope, id, props, {
       engine: VLLM,
       keys: KEYS,
+      pool: (poolScope, poolId, poolProps) => new VllmInferenceService(poolScope, poolId, poolProps),
       tuning: v => {
         lora = vllmLora(v, props);
         return vllmTuning(v, props, lora.adapters, lora.maxRank);

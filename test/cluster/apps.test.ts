@@ -88,8 +88,8 @@ describeCluster('the example apps on a real API server', (cluster: Cluster) => {
   }, 240_000);
   afterAll(() => cluster.close());
 
-  test('the apps have pods at both levels, so both namespaces are exercised', () => {
-    expect(new Set(placed.map(p => p.level))).toEqual(new Set(['restricted', 'baseline']));
+  test('the apps have pods at every level, so every namespace is exercised', () => {
+    expect(new Set(placed.map(p => p.level))).toEqual(new Set(['restricted', 'baseline', 'privileged']));
   });
 
   test.each(charts)(

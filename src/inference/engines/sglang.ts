@@ -1,6 +1,8 @@
 import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
 import { flagValue } from '../serving-inputs';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
+import type { TransferFacts } from '../disaggregation';
+import { All2AllBackend } from '../expert-parallel';
 
 /**
  * SGLang's server (`python3 -m sglang.launch_server`). Facts from the SGLang sources:
@@ -21,6 +23,34 @@ export const SGLANG_DIST_INIT_PORT = 20000;
  * `_resolve_lora_path`, since sgl-project/sglang#11570): a name without it is served by the base model.
  */
 export const SGLANG_ADAPTER_SEPARATOR = ':';
+/** arg_groups/fields/disagg.py: "Bootstrap server port on the prefill server. Default is 8998." */
+export const SGLANG_BOOTSTRAP_PORT = 8998;
+
+/**
+ * One SGLang transfer backend: the mode and backend flags, the prefill server's bootstrap port, and the sidecar's
+ * `SGLANG_BOOTSTRAP_PORT` (connector_sglang.go reads it, 8998 by default). Mooncake and NIXL both exchange blocks
+ * between different tensor-parallel sizes (mooncake/conn.py: "generic M-to-N TP size configurations").
+ */
+function sglangTransfer(backend: 'nixl' | 'mooncake'): TransferFacts {
+  return {
+    args: role => [
+      '--disaggregation-mode',
+      role,
+      '--disaggregation-transfer-backend',
+      backend,
+      '--disaggregation-bootstrap-port',
+      String(SGLANG_BOOTSTRAP_PORT),
+    ],
+    env: [],
+    ports: [{ name: 'bootstrap', port: SGLANG_BOOTSTRAP_PORT, role: 'prefill' }],
+    sidecarConnector: 'sglang',
+    // disaggregation/decode.py reads the request's bootstrap_host, which only the sidecar's paired request carries.
+    decodeNeedsPrefill:
+      "SGLang's decode server serves only requests paired with a prefill server (0.5.20 disaggregation/decode.py reads the request's bootstrap_host)",
+    sidecarEnv: [{ name: 'SGLANG_BOOTSTRAP_PORT', value: String(SGLANG_BOOTSTRAP_PORT) }],
+    tensorParallel: () => undefined,
+  };
+}
 
 export const SGLANG: ServingEngine = {
   construct: 'SglangInferenceService',
@@ -140,6 +170,74 @@ export const SGLANG: ServingEngine = {
         : undefined;
     },
   },
+  // SGLang 0.5.20 arg_groups/fields/disagg.py: --disaggregation-mode prefill|decode, --disaggregation-transfer-backend
+  // (mooncake by default), --disaggregation-bootstrap-port (8998) where the prefill server's bootstrap registry
+  // listens (managers/disagg_service.py starts it on prefill only). llm-d-router's sidecar (`--kv-connector=sglang`,
+  // connector_sglang.go) adds bootstrap_host, bootstrap_port and a room to the request and sends it to the prefill pod
+  // and the decode engine at once. The transfer's own sockets bind random ports (disaggregation/common/conn.py).
+  disaggregation: {
+    transfers: {
+      nixl: sglangTransfer('nixl'),
+      mooncake: {
+        ...sglangTransfer('mooncake'),
+        needsRdma:
+          "SGLang's Mooncake transfer engine moves blocks over RDMA (MOONCAKE_PROTOCOL defaults to rdma, srt/environ.py and distributed/device_communicators/mooncake_transfer_engine.py), which a pod without an RDMA device cannot open; without RDMA use Disaggregation.nixl(), which falls back to TCP",
+      },
+    },
+    ownedFlags: [],
+    source: 'SGLang 0.5.20 arg_groups/fields/disagg.py, managers/disagg_service.py',
+  },
+  kvEvents:
+    "needs vLLM: the picker's token producer renders prompts through vLLM's /render endpoints, and its subscriber parses SGLang's events only with an engine type the library does not set up (llm-d-router v0.10.0)",
+  // SGLang 0.5.20 arg_groups/fields/parallel.py and exec_.py: --enable-dp-attention ("data parallelism for attention
+  // and tensor parallelism for FFN") with --dp-size dividing --tp-size, the world across nodes (parallel_hook.py:
+  // `assert cfg.tp_size % cfg.dp_size == 0`); --moe-a2a-backend deepep sets ep_size to tp_size (overrides.py), with
+  // --deepep-mode auto or normal; without one, --ep-size spreads the experts; --enable-eplb asserts ep_size > 1
+  // (parallel_hook.py) and picks the dispatch that holds for the backend.
+  expertParallel: {
+    args: l => {
+      // layers/moe/utils.py: a mode other than auto holds for prefill batches too, and the low-latency buffer takes
+      // at most SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK (128, environ.py) tokens a rank, below a prefill chunk.
+      if (l.all2all === All2AllBackend.DEEPEP_LOW_LATENCY)
+        return "must be All2AllBackend.DEEPEP on SGLang rather than DEEPEP_LOW_LATENCY: --deepep-mode low_latency holds for prefill batches too, and its buffer takes at most 128 tokens a rank (SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, 0.5.20 environ.py), below SGLang's prefill chunk; DEEPEP's auto mode uses it for decode batches only";
+      const world = l.gpus * l.nodes;
+      return {
+        args: [
+          '--enable-dp-attention',
+          '--dp-size',
+          String(world / l.tensorParallel),
+          // Without an all-to-all backend the experts still spread over every rank with --ep-size (each rank runs the
+          // MoE over all tokens and the partial outputs are summed; parallel_hook.py); DeepEP sets ep_size itself.
+          ...(l.all2all === All2AllBackend.PORTABLE
+            ? ['--ep-size', String(world)]
+            : [
+                '--moe-a2a-backend',
+                'deepep',
+                '--deepep-mode',
+                l.all2all === All2AllBackend.DEEPEP ? 'auto' : 'normal',
+              ]),
+          ...(l.loadBalancing
+            ? [
+                '--enable-eplb',
+                ...(l.redundantExperts > 0 ? ['--ep-num-redundant-experts', String(l.redundantExperts)] : []),
+              ]
+            : []),
+        ],
+        tensorParallel: world,
+      };
+    },
+    ownedFlags: [
+      '--enable-dp-attention',
+      '--moe-a2a-backend',
+      '--deepep-mode',
+      '--enable-eplb',
+      '--ep-num-redundant-experts',
+      '--ep-size',
+      '--expert-parallel-size',
+      '--ep',
+    ],
+    source: 'SGLang 0.5.20 arg_groups/fields/parallel.py, exec_.py, parallel_hook.py',
+  },
   ownedFlags: {
     '--model-path': 'modelId',
     '--model': 'modelId',
@@ -164,6 +262,9 @@ export const SGLANG: ServingEngine = {
     '--enable-hierarchical-cache': 'kvCacheOffload',
     '--hicache-size': 'kvCacheOffload',
     '--hicache-ratio': 'kvCacheOffload',
+    '--disaggregation-mode': 'disaggregation',
+    '--disaggregation-transfer-backend': 'disaggregation',
+    '--disaggregation-bootstrap-port': 'disaggregation',
   },
   contradictingFlags: {
     // Pipeline parallel ranks multiply the GPUs a replica's engine needs (server_args.py --pp-size).

@@ -87,6 +87,11 @@ export const TGI: ServingEngine = {
   // The TGI docs run `--shm-size 1g`; NCCL needs it between shards, so it grows with them.
   shmGibPerGpu: 1,
   kvOffload: 'needs vLLM or SGLang: TGI keeps its KV cache in GPU memory only (no host tier in its launcher)',
+  kvEvents: 'needs vLLM: the Endpoint Picker routes to vLLM and SGLang only',
+  expertParallel:
+    'needs vLLM or SGLang: TGI shards a model by tensor parallel only (its launcher has no expert-parallel mode)',
+  disaggregation:
+    "needs vLLM or SGLang: TGI moves no KV cache between servers, and llm-d-router's routing sidecar speaks only vLLM's and SGLang's protocols (pkg/sidecar/constants/constants.go)",
   // launcher/src/main.rs: every flag is also an env var, and a flag beats its variable (clap).
   ownedFlags: {
     '--model-id': 'modelId',

@@ -1,6 +1,7 @@
 import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
 import { gibFlagValue } from '../kv-cache-offload';
 import { flagValue } from '../serving-inputs';
+import { All2AllBackend } from '../expert-parallel';
 import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -20,6 +21,15 @@ export const VLLM_DEFAULT_IMAGE = 'vllm/vllm-openai:v0.31.0';
 export const VLLM_PORT = 8000;
 /** vllm/config/parallel.py ParallelConfig.master_port: the default rendezvous port of a multi-node group. */
 export const VLLM_MASTER_PORT = 29501;
+/** envs.py `VLLM_NIXL_SIDE_CHANNEL_PORT` default 5600, plus the data-parallel index (nixl/base_scheduler.py). */
+export const VLLM_NIXL_SIDE_CHANNEL_PORT = 5600;
+/** config/parallel.py `All2AllBackend`: the default (allgather_reducescatter) and DeepEP's two kernels. */
+const VLLM_ALL2ALL: Readonly<Record<All2AllBackend, string>> = {
+  [All2AllBackend.PORTABLE]: 'allgather_reducescatter',
+  [All2AllBackend.DEEPEP]: '',
+  [All2AllBackend.DEEPEP_HIGH_THROUGHPUT]: 'deepep_high_throughput',
+  [All2AllBackend.DEEPEP_LOW_LATENCY]: 'deepep_low_latency',
+};
 /** The image's non-root user (vllm#40275: `vllm`, UID 2000, GID 0). */
 export const VLLM_UID = 2000;
 
@@ -149,6 +159,96 @@ export const VLLM: ServingEngine = {
         return 'must not name an offload or LMCache connector in --kv-transfer-config: a host-memory tier the pod is not sized for (use kvCacheOffload; LMCache is not offered)';
       return undefined;
     },
+  },
+  // vLLM 0.31.0 distributed/kv_transfer/kv_connector/v1/nixl: NixlConnector is the pull connector (connector.py); the
+  // prefill engine answers with its side channel's host and port, and the decode engine connects there (ZMQ REQ,
+  // base_worker.py) and reads the blocks through UCX. The side channel binds VLLM_NIXL_SIDE_CHANNEL_HOST, `localhost`
+  // by default (envs.py), which no other pod reaches: the pod's IP. kv_both is deprecated for NIXL (connector.py:
+  // "set kv_role='kv_producer' for prefill instances and kv_role='kv_consumer' for decode instances").
+  disaggregation: {
+    transfers: {
+      nixl: {
+        args: role => [
+          '--kv-transfer-config',
+          JSON.stringify({
+            kv_connector: 'NixlConnector',
+            kv_role: role === 'prefill' ? 'kv_producer' : 'kv_consumer',
+          }),
+        ],
+        env: [
+          { name: 'VLLM_NIXL_SIDE_CHANNEL_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+          { name: 'VLLM_NIXL_SIDE_CHANNEL_PORT', value: String(VLLM_NIXL_SIDE_CHANNEL_PORT) },
+          // The routing sidecar keeps idle connections to the engines 90 s (proxy.go `IdleConnTimeout`); vLLM closes
+          // them after 5 s (envs.py VLLM_HTTP_TIMEOUT_KEEP_ALIVE), and a request sent on a closing one fails. The
+          // engine outlasts the sidecar, as llm-d's guide sets it.
+          { name: 'VLLM_HTTP_TIMEOUT_KEEP_ALIVE', value: '120' },
+        ],
+        ports: [{ name: 'nixl', port: VLLM_NIXL_SIDE_CHANNEL_PORT }],
+        sidecarConnector: 'nixlv2',
+        // A group runs pipeline parallel across its nodes (multiNode below), and the consumer refuses it.
+        decodeGroups:
+          'NixlConnector refuses a decode engine with pipeline_parallel_size > 1, which a group runs across its nodes (vLLM 0.31.0 nixl/base_worker.py: "consumer (decode) does not support pipeline_parallel_size > 1")',
+        sidecarEnv: [],
+        // kv_connector/utils.py tp_ratio: "Local tensor parallel size {..} is not divisible by remote tensor parallel
+        // size {..}" and the reverse: the larger size must be a multiple of the smaller.
+        tensorParallel: (prefill, decode) =>
+          Math.max(prefill, decode) % Math.min(prefill, decode) === 0
+            ? undefined
+            : `the larger tensor-parallel size must be a multiple of the smaller: vLLM's NIXL connector maps ranks in whole groups (vLLM 0.31.0 distributed/kv_transfer/kv_connector/utils.py tp_ratio)`,
+      },
+    },
+    ownedFlags: ['--kv-transfer-config'],
+    source: 'vLLM 0.31.0 distributed/kv_transfer/kv_connector/v1/nixl, envs.py',
+  },
+  // vLLM 0.31.0 config/kv_events.py and distributed/kv_events.py: a ZMQ PUB socket that binds when the endpoint has `*`
+  // (`tcp://*:<port>`; `0.0.0.0` would connect), sending the topic as given; BlockStored events carry the blocks'
+  // token ids. entrypoints/scale_out: --enable-scale-out registers /v1/completions/render and
+  // /v1/chat/completions/render on `vllm serve`, which the picker's token producer calls.
+  kvEvents: {
+    args: o => [
+      '--kv-events-config',
+      `${JSON.stringify({
+        enable_kv_cache_events: true,
+        publisher: 'zmq',
+        endpoint: `tcp://*:${o.port}`,
+        topic: `kv@$(${o.podIpVariable})@${o.model}`,
+      })}`,
+      '--enable-scale-out',
+    ],
+    source: 'vLLM 0.31.0 config/kv_events.py, distributed/kv_events.py, entrypoints/scale_out',
+  },
+  // vLLM 0.31.0 engine/arg_utils.py and config/parallel.py: --data-parallel-size ranks of --tensor-parallel-size GPUs
+  // each (one engine core per rank, the API servers balancing between them), --enable-expert-parallel spreads the
+  // experts over tensor x data parallel ranks ("MoE layers will be sharded according to the product of the tensor,
+  // prefill-context, and data parallel sizes"), --all2all-backend (the VLLM_ALL2ALL_BACKEND variable is gone),
+  // --enable-eplb with --eplb-config's num_redundant_experts.
+  expertParallel: {
+    args: l => {
+      if (l.all2all === All2AllBackend.DEEPEP)
+        return "must name DeepEP's kernels on vLLM (All2AllBackend.DEEPEP_LOW_LATENCY for decode, DEEPEP_HIGH_THROUGHPUT for prefill): its --all2all-backend has no mode that picks them per batch (vLLM 0.31.0 config/parallel.py All2AllBackend)";
+      if (l.nodes > 1)
+        return "needs nodes 1 on vLLM: its data-parallel ranks on other pods run headless or behind API servers of their own (--data-parallel-hybrid-lb, --data-parallel-multi-port-external-lb), and how their rendezvous and drain meet a LeaderWorkerSet group's lifecycle is not modelled here (run it within one pod, or with SglangInferenceService across nodes)";
+      return {
+        args: [
+          '--data-parallel-size',
+          String(l.gpus / l.tensorParallel),
+          '--enable-expert-parallel',
+          '--all2all-backend',
+          VLLM_ALL2ALL[l.all2all],
+          ...(l.loadBalancing
+            ? [
+                '--enable-eplb',
+                ...(l.redundantExperts > 0
+                  ? ['--eplb-config', JSON.stringify({ num_redundant_experts: l.redundantExperts })]
+                  : []),
+              ]
+            : []),
+        ],
+        tensorParallel: l.tensorParallel,
+      };
+    },
+    ownedFlags: ['--enable-expert-parallel', '-ep', '--all2all-backend', '--enable-eplb', '--eplb-config'],
+    source: 'vLLM 0.31.0 engine/arg_utils.py, config/parallel.py',
   },
   ownedFlags: {
     '--model': 'modelId',

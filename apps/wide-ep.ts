@@ -1,0 +1,53 @@
+import { App, Chart, ChartProps, Size } from 'cdk8s';
+import { Construct } from 'constructs';
+import {
+  All2AllBackend,
+  ExpertParallel,
+  InferenceGateway,
+  InferenceServiceMonitoring,
+  ModelCache,
+  Rdma,
+  SglangInferenceService,
+} from '../src';
+
+/**
+ * DeepSeek-V3 (671B parameters, 256 routed experts, FP8 weights) on two nodes of eight GPUs per replica with wide
+ * expert parallelism: attention in 16 data-parallel ranks, the experts spread over all 16 GPUs, tokens exchanged by
+ * DeepEP over RDMA (low-latency kernels for decode batches, high-throughput ones for prefill), and the expert load
+ * balancer keeping 32 redundant copies of hot experts (256 + 32 experts over 16 GPUs, 18 each). The RDMA device's
+ * IPC_LOCK makes these pods privileged.
+ */
+export class WideEpChart extends Chart {
+  readonly llm: SglangInferenceService;
+  readonly gateway: InferenceGateway;
+
+  constructor(scope: Construct, id: string, props: ChartProps = {}) {
+    super(scope, id, { namespace: 'moe', ...props });
+    this.llm = new SglangInferenceService(this, 'llm', {
+      name: 'deepseek',
+      modelId: 'deepseek-ai/DeepSeek-V3-0324',
+      modelSize: Size.gibibytes(642),
+      modelCache: ModelCache.sharedClaim({ claimName: 'deepseek-weights' }),
+      gpusPerReplica: 8,
+      nodes: 2,
+      replicas: 1,
+      rdma: Rdma.sharedDevice(),
+      expertParallel: ExpertParallel.wide({
+        all2all: All2AllBackend.DEEPEP,
+        loadBalancing: true,
+        redundantExperts: 32,
+      }),
+      serviceMonitor: true,
+    });
+    this.gateway = new InferenceGateway(this, 'gateway', {
+      name: 'deepseek',
+      services: [this.llm],
+      gateway: { name: 'inference-gateway', namespace: 'gateway-system' },
+    });
+    new InferenceServiceMonitoring(this, 'monitoring', this.llm);
+  }
+}
+
+export function addWideEp(app: App): WideEpChart {
+  return new WideEpChart(app, 'wide-ep');
+}

@@ -1,0 +1,159 @@
+import { Validator } from '../validation/validate';
+
+/** How a mixture-of-experts layer's tokens reach the experts on other ranks. */
+export enum All2AllBackend {
+  /**
+   * The engine's own default, which runs on any network: vLLM's `allgather_reducescatter` (vllm/config/parallel.py),
+   * SGLang's `none` (the MoE layer's all-reduce).
+   */
+  PORTABLE = 'portable',
+  /**
+   * DeepEP, its kernels chosen per batch: low latency for decode batches, high throughput for prefill ones (SGLang
+   * `--deepep-mode auto`; vLLM has no such mode).
+   */
+  DEEPEP = 'deepep',
+  /**
+   * DeepEP's high-throughput kernels, for prefill pools: they turn CUDA graphs off, which slows decoding (vLLM
+   * `deepep_high_throughput`, SGLang `deepep`
+   * normal).
+   */
+  DEEPEP_HIGH_THROUGHPUT = 'deepep-high-throughput',
+  /**
+   * DeepEP's low-latency kernels, for decode pools (vLLM `deepep_low_latency`; on SGLang use DEEPEP, whose decode
+   * batches take them).
+   */
+  DEEPEP_LOW_LATENCY = 'deepep-low-latency',
+}
+
+/** Options of wide expert parallelism. */
+export interface ExpertParallelOptions {
+  /**
+   * Tensor-parallel ranks of each attention data-parallel rank (vLLM `--tensor-parallel-size`); the pod's GPUs hold
+   * gpusPerReplica / tensorParallel data-parallel ranks. SGLang's DP attention splits its world into as many
+   * data-parallel ranks as it has GPUs divided by this.
+   * @default 1 - every GPU its own attention rank, as llm-d's wide-EP guide runs DeepSeek-R1
+   */
+  readonly tensorParallel?: number;
+  /**
+   * The all-to-all kernels of the MoE layers. DeepEP across nodes needs all-to-all RDMA (`rdma`): rail-only fabrics
+   * fail (llm-d's wide-EP guide).
+   * @default All2AllBackend.PORTABLE - the engine's default, which runs on any network
+   */
+  readonly all2all?: All2AllBackend;
+  /**
+   * Expert-parallel load balancing: experts move between ranks as the load shifts (vLLM `--enable-eplb`, SGLang
+   * `--enable-eplb`).
+   * @default false
+   */
+  readonly loadBalancing?: boolean;
+  /**
+   * Redundant copies of hot experts with `loadBalancing` (vLLM `eplb_config.num_redundant_experts`, SGLang
+   * `--ep-num-redundant-experts`).
+   * @default 0
+   */
+  readonly redundantExperts?: number;
+}
+
+/**
+ * Wide expert parallelism for mixture-of-experts models: attention in data parallel (each rank its own batch and
+ * KV cache), experts spread over every GPU of the replica, tokens moved between them by all-to-all kernels. See
+ * docs/serving.md.
+ */
+export class ExpertParallel {
+  /** Data-parallel attention and expert-parallel MoE over every GPU of a replica (its pod, or its group). */
+  static wide(options: ExpertParallelOptions = {}): ExpertParallel {
+    return new ExpertParallel(options);
+  }
+
+  private constructor(
+    /** The options. */
+    readonly options: ExpertParallelOptions,
+  ) {}
+}
+
+/** What the engine is given to lay a replica out. */
+export interface ExpertParallelLayout {
+  /** GPUs per pod. */
+  readonly gpus: number;
+  /** Pods per replica. */
+  readonly nodes: number;
+  /** Tensor-parallel ranks per attention rank. */
+  readonly tensorParallel: number;
+  readonly all2all: All2AllBackend;
+  readonly loadBalancing: boolean;
+  readonly redundantExperts: number;
+}
+
+/** How an engine runs wide expert parallelism. */
+export interface ExpertParallelFacts {
+  /** The engine's flags for the layout, and the tensor-parallel size it starts with; or why it cannot. */
+  args(l: ExpertParallelLayout): { args: string[]; tensorParallel: number } | string;
+  /** Flags `extraArgs` must not set with expertParallel. */
+  readonly ownedFlags: readonly string[];
+  readonly source: string;
+}
+
+/** A resolved layout, with the engine's flags. */
+export interface ResolvedExpertParallel extends ExpertParallelLayout {
+  readonly args: string[];
+  /** The engine's tensor-parallel size (`--tensor-parallel-size` / `--tp-size`). */
+  readonly engineTensorParallel: number;
+  readonly ownedFlags: readonly string[];
+}
+
+const KEYS: ReadonlyArray<keyof ExpertParallelOptions> = [
+  'tensorParallel',
+  'all2all',
+  'loadBalancing',
+  'redundantExperts',
+];
+
+/**
+ * DeepEP's internode kernels reach every GPU of the replica over RDMA (NVSHMEM): llm-d's wide-EP guide
+ * (guides/wide-ep-lws/README.md): "The DeepEP backend used in WideEP requires All-to-All RDMA connectivity".
+ */
+const DEEPEP_NEEDS_RDMA =
+  "DeepEP's internode kernels need all-to-all RDMA between the group's GPUs (NVSHMEM; llm-d's wide-EP guide: rail-only fabrics fail), so set rdma, or use All2AllBackend.PORTABLE";
+
+/** `expertParallel`, checked against the engine and the replica's layout. */
+export function resolveExpertParallel(
+  v: Validator,
+  given: ExpertParallel | undefined,
+  o: { facts: ExpertParallelFacts | string; gpus: number; nodes: number; rdma: boolean },
+): ResolvedExpertParallel | undefined {
+  if (given === undefined) return undefined;
+  if (!(given instanceof ExpertParallel)) v.fail('expertParallel', 'must be made with ExpertParallel.wide()', given);
+  if (typeof o.facts === 'string') v.fail('expertParallel', o.facts, 'wide');
+  v.knownProps('expertParallel', given.options, KEYS);
+  const g = given.options;
+  const tensorParallel = v.wholeNumber('expertParallel.tensorParallel', g.tensorParallel ?? 1, 1);
+  if (o.gpus % tensorParallel !== 0)
+    v.fail(
+      'expertParallel.tensorParallel',
+      `must divide gpusPerReplica (${o.gpus}): a pod holds whole data-parallel ranks`,
+      tensorParallel,
+    );
+  if (o.gpus * o.nodes === tensorParallel)
+    v.fail(
+      'expertParallel.tensorParallel',
+      `must leave at least two data-parallel ranks (gpusPerReplica x nodes is ${o.gpus * o.nodes}): with one, the experts are spread by tensor parallel alone`,
+      tensorParallel,
+    );
+  const all2all = g.all2all ?? All2AllBackend.PORTABLE;
+  if (!Object.values(All2AllBackend).includes(all2all))
+    v.fail('expertParallel.all2all', `must be one of ${Object.values(All2AllBackend).join(', ')}`, all2all);
+  if (all2all !== All2AllBackend.PORTABLE && o.nodes > 1 && !o.rdma)
+    v.fail('expertParallel.all2all', `needs rdma with nodes > 1: ${DEEPEP_NEEDS_RDMA}`, all2all);
+  const loadBalancing = v.boolean('expertParallel.loadBalancing', g.loadBalancing, false);
+  const redundantExperts = v.wholeNumber('expertParallel.redundantExperts', g.redundantExperts ?? 0, 0);
+  if (redundantExperts > 0 && !loadBalancing)
+    v.fail(
+      'expertParallel.redundantExperts',
+      'needs loadBalancing: redundant experts are placed by the load balancer (vLLM 0.31.0 config/parallel.py: "num_redundant_experts is set ... but EPLB is not enabled")',
+      redundantExperts,
+    );
+  const layout = { gpus: o.gpus, nodes: o.nodes, tensorParallel, all2all, loadBalancing, redundantExperts };
+  const made = o.facts.args(layout);
+  if (typeof made === 'string') v.fail('expertParallel', made, 'wide');
+  return { ...layout, args: made.args, engineTensorParallel: made.tensorParallel, ownedFlags: o.facts.ownedFlags };
+}

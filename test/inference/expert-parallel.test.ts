@@ -1,0 +1,130 @@
+import { Chart, Testing } from 'cdk8s';
+import {
+  All2AllBackend,
+  ExpertParallel,
+  Rdma,
+  SglangInferenceService,
+  SglangInferenceServiceProps,
+  TgiInferenceService,
+  VllmInferenceService,
+  VllmInferenceServiceProps,
+} from '../../src';
+import { expectValidOutput } from '../support/valid-output';
+
+const MOE = 'Qwen/Qwen3-30B-A3B';
+
+function synth(make: (chart: Chart) => unknown) {
+  const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+  make(chart);
+  const objects = Testing.synth(chart);
+  const workload = objects.find(o => ['StatefulSet', 'Deployment', 'LeaderWorkerSet'].includes(o.kind));
+  const template =
+    workload.kind === 'LeaderWorkerSet' ? workload.spec.leaderWorkerTemplate.leaderTemplate : workload.spec.template;
+  const main = template.spec.containers[0];
+  return { objects, workload, main, args: [...(main.command ?? []), ...(main.args ?? [])].join(' ') };
+}
+const vllm = (props: Partial<VllmInferenceServiceProps>) =>
+  synth(c => new VllmInferenceService(c, 'moe', { name: 'moe', modelId: MOE, ...props }));
+const sglang = (props: Partial<SglangInferenceServiceProps>) =>
+  synth(c => new SglangInferenceService(c, 'moe', { name: 'moe', modelId: MOE, ...props }));
+
+describe('expertParallel: wide expert parallelism', () => {
+  test('vLLM in one pod: a data-parallel rank per tensorParallel GPUs, experts over all of them', () => {
+    const o = vllm({ gpusPerReplica: 8, expertParallel: ExpertParallel.wide() });
+    expect(o.args).toContain('--tensor-parallel-size 1 ');
+    expect(o.args).toContain(
+      '--data-parallel-size 8 --enable-expert-parallel --all2all-backend allgather_reducescatter',
+    );
+    expect(o.main.resources.limits['nvidia.com/gpu']).toBe(8);
+    expectValidOutput(o.objects);
+
+    const two = vllm({
+      gpusPerReplica: 8,
+      expertParallel: ExpertParallel.wide({
+        tensorParallel: 2,
+        all2all: All2AllBackend.DEEPEP_LOW_LATENCY,
+        loadBalancing: true,
+        redundantExperts: 16,
+      }),
+    });
+    expect(two.args).toContain('--tensor-parallel-size 2 ');
+    expect(two.args).toContain(
+      '--data-parallel-size 4 --enable-expert-parallel --all2all-backend deepep_low_latency --enable-eplb --eplb-config {"num_redundant_experts":16}',
+    );
+  });
+
+  test('SGLang across a group: DP attention over the whole world, DeepEP with RDMA', () => {
+    const o = sglang({
+      gpusPerReplica: 8,
+      nodes: 2,
+      rdma: Rdma.sharedDevice(),
+      expertParallel: ExpertParallel.wide({ all2all: All2AllBackend.DEEPEP, loadBalancing: true }),
+    });
+    expect(o.workload.kind).toBe('LeaderWorkerSet');
+    expect(o.args).toContain('--tp-size 16 ');
+    expect(o.args).toContain(
+      '--enable-dp-attention --dp-size 16 --moe-a2a-backend deepep --deepep-mode auto --enable-eplb',
+    );
+    expectValidOutput(o.objects);
+  });
+
+  test('refused: layouts and combinations the engines or the network refuse, with the source', () => {
+    expect(() => vllm({ gpusPerReplica: 8, nodes: 2, expertParallel: ExpertParallel.wide() })).toThrow(
+      /VllmInferenceService 'moe': expertParallel needs nodes 1 on vLLM/,
+    );
+    expect(() =>
+      sglang({
+        gpusPerReplica: 8,
+        nodes: 2,
+        expertParallel: ExpertParallel.wide({ all2all: All2AllBackend.DEEPEP_LOW_LATENCY }),
+      }),
+    ).toThrow(/expertParallel.all2all needs rdma with nodes > 1: DeepEP's internode kernels need all-to-all RDMA/);
+    expect(() =>
+      sglang({
+        gpusPerReplica: 4,
+        expertParallel: ExpertParallel.wide({ all2all: All2AllBackend.DEEPEP_LOW_LATENCY }),
+      }),
+    ).toThrow(/expertParallel must be All2AllBackend.DEEPEP on SGLang rather than DEEPEP_LOW_LATENCY: .*128 tokens/);
+    expect(() =>
+      vllm({ gpusPerReplica: 4, expertParallel: ExpertParallel.wide({ all2all: All2AllBackend.DEEPEP }) }),
+    ).toThrow(/expertParallel must name DeepEP's kernels on vLLM/);
+    // Without an all-to-all backend the experts still spread over every rank, and the balancer works.
+    const portable = sglang({ gpusPerReplica: 4, expertParallel: ExpertParallel.wide({ loadBalancing: true }) });
+    expect(portable.args).toContain('--enable-dp-attention --dp-size 4 --ep-size 4 --enable-eplb');
+    expect(() => vllm({ gpusPerReplica: 8, expertParallel: ExpertParallel.wide({ tensorParallel: 3 }) })).toThrow(
+      /expertParallel.tensorParallel must divide gpusPerReplica \(8\)/,
+    );
+    expect(() => vllm({ gpusPerReplica: 4, expertParallel: ExpertParallel.wide({ tensorParallel: 4 }) })).toThrow(
+      /expertParallel.tensorParallel must leave at least two data-parallel ranks/,
+    );
+    expect(() => vllm({ gpusPerReplica: 4, expertParallel: ExpertParallel.wide({ redundantExperts: 4 }) })).toThrow(
+      /expertParallel.redundantExperts needs loadBalancing/,
+    );
+    expect(() =>
+      vllm({ gpusPerReplica: 4, expertParallel: ExpertParallel.wide(), extraArgs: ['--all2all-backend', 'naive'] }),
+    ).toThrow(/extraArgs must not set --all2all-backend: expertParallel sets it/);
+    expect(() =>
+      synth(
+        c =>
+          new TgiInferenceService(c, 'moe', {
+            name: 'moe',
+            modelId: MOE,
+            gpusPerReplica: 2,
+            expertParallel: ExpertParallel.wide(),
+          }),
+      ),
+    ).toThrow(/TgiInferenceService 'moe': expertParallel needs vLLM or SGLang/);
+    // The attention heads split over each rank's tensor parallel: Llama 3.1 8B has 8 KV heads.
+    expect(() =>
+      synth(
+        c =>
+          new VllmInferenceService(c, 'm', {
+            name: 'm',
+            modelId: 'meta-llama/Llama-3.1-8B-Instruct',
+            gpusPerReplica: 6,
+            expertParallel: ExpertParallel.wide({ tensorParallel: 3 }),
+          }),
+      ),
+    ).toThrow(/expertParallel.tensorParallel must divide the 32 attention heads/);
+  });
+});

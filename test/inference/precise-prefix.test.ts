@@ -1,0 +1,119 @@
+import { Chart, Testing } from 'cdk8s';
+import {
+  Disaggregation,
+  ExpertParallel,
+  InferenceGateway,
+  PrefixCacheScoring,
+  SglangInferenceService,
+  VllmInferenceService,
+} from '../../src';
+import { expectValidOutput } from '../support/valid-output';
+
+const MODEL = 'Qwen/Qwen2.5-7B-Instruct';
+
+function routed(make: (c: Chart) => Array<VllmInferenceService | SglangInferenceService>) {
+  const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+  new InferenceGateway(chart, 'gw', {
+    name: 'qwen',
+    services: make(chart),
+    gateway: { name: 'edge' },
+    prefixCacheScoring: PrefixCacheScoring.PRECISE,
+  });
+  const objects = Testing.synth(chart);
+  const named = (kind: string, name: string) => objects.find(o => o.kind === kind && o.metadata.name === name);
+  const epp = named('Deployment', 'qwen-epp').spec.template.spec.containers[0];
+  return { objects, named, config: epp.args[epp.args.indexOf('--config-text') + 1] as string };
+}
+
+describe('prefixCacheScoring: PRECISE', () => {
+  const out = routed(c => [
+    new VllmInferenceService(c, 'qwen', { name: 'qwen', modelId: MODEL, servedModelNames: ['qwen-7b'] }),
+  ]);
+  const main = out.named('StatefulSet', 'qwen').spec.template.spec.containers[0];
+
+  test('the pods publish their KV events where the picker dials, topic kv@<pod>@<model>, and serve the render endpoints', () => {
+    const at = main.args.indexOf('--kv-events-config');
+    expect(JSON.parse(main.args[at + 1])).toEqual({
+      enable_kv_cache_events: true,
+      publisher: 'zmq',
+      // `*` binds (vLLM distributed/kv_events.py); 0.0.0.0 would connect.
+      endpoint: 'tcp://*:5557',
+      topic: 'kv@$(POD_IP)@qwen-7b',
+    });
+    expect(main.args).toContain('--enable-scale-out');
+    expect(main.env).toContainEqual({ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+    expect(main.ports).toContainEqual({ name: 'kv-events', containerPort: 5557, protocol: 'TCP' });
+    // Only the picker reaches the events socket.
+    const rule = out.named('NetworkPolicy', 'qwen').spec.ingress.find((r: any) => r.ports?.[0]?.port === 'kv-events');
+    expect(rule.from).toEqual([
+      { podSelector: { matchLabels: expect.objectContaining({ 'app.kubernetes.io/name': 'qwen-epp' }) } },
+    ]);
+  });
+
+  test("the picker's config: the producer subscribes to the pods, the scorer reads it, the tokens come from the pods", () => {
+    expect(out.config).toMatch(
+      /- type: prefix-cache-scorer\n\s+parameters:\n\s+prefixMatchInfoProducerName: precise-prefix-cache-producer/,
+    );
+    expect(out.config).toMatch(
+      /- type: token-producer\n\s+parameters:\n\s+modelName: qwen-7b\n\s+vllm:\n\s+url: http:\/\/qwen.serving.svc.cluster.local\n\s+timeout: 5s/,
+    );
+    expect(out.config).toMatch(/discoverPods: true\n\s+podDiscoveryConfig:\n\s+socketPort: 5557/);
+    expect(out.config).toMatch(/blockSizeTokens: 16/);
+    expect(out.config).toMatch(
+      /dataLayer:\n\s+sources:\n\s+- pluginRef: metrics-data-source\n\s+extractors:\n\s+- pluginRef: core-metrics-extractor\n\s+- pluginRef: endpoint-notification-source\n\s+extractors:\n\s+- pluginRef: precise-prefix-cache-producer/,
+    );
+    expectValidOutput(out.objects);
+  });
+
+  test('both pools of a disaggregated service publish; the approximate default changes nothing on the pods', () => {
+    const pd = routed(c => [
+      new VllmInferenceService(c, 'qwen', { name: 'qwen', modelId: MODEL, disaggregation: Disaggregation.nixl() }),
+    ]);
+    for (const name of ['qwen', 'qwen-prefill'])
+      expect(pd.named('StatefulSet', name).spec.template.spec.containers[0].args).toContain('--enable-scale-out');
+
+    const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+    const s = new VllmInferenceService(chart, 'qwen', { name: 'qwen', modelId: MODEL });
+    new InferenceGateway(chart, 'gw', { name: 'qwen', services: [s], gateway: { name: 'edge' } });
+    const plain = Testing.synth(chart).find(o => o.kind === 'StatefulSet').spec.template.spec.containers[0];
+    expect(plain.args.join(' ')).not.toMatch(/kv-events|scale-out/);
+  });
+
+  test('refused: SGLang, data-parallel ranks in a pod, two client model names, a topic set by hand', () => {
+    expect(() => routed(c => [new SglangInferenceService(c, 'qwen', { name: 'qwen', modelId: MODEL })])).toThrow(
+      /services\[0\] needs vLLM: the picker's token producer renders prompts through vLLM's \/render endpoints/,
+    );
+    expect(() =>
+      routed(c => [
+        new VllmInferenceService(c, 'qwen', {
+          name: 'qwen',
+          modelId: 'Qwen/Qwen3-30B-A3B',
+          gpusPerReplica: 4,
+          expertParallel: ExpertParallel.wide(),
+        }),
+      ]),
+    ).toThrow(/must run one data-parallel rank per pod for precise prefix-cache scoring/);
+    expect(() =>
+      routed(c => [
+        new VllmInferenceService(c, 'a', { name: 'qwen', modelId: MODEL }),
+        new VllmInferenceService(c, 'b', { name: 'qwen', version: 2, modelId: MODEL, servedModelNames: ['other'] }),
+      ]),
+    ).toThrow(
+      /prefixCacheScoring needs every service of the pool to serve the model under one first name .*\(got Qwen\/Qwen2.5-7B-Instruct and other\)/,
+    );
+    expect(() =>
+      routed(c => [
+        new VllmInferenceService(c, 'qwen', { name: 'qwen', modelId: MODEL, servedModelNames: ['qwen-7b', 'qwen'] }),
+      ]),
+    ).toThrow(/prefixCacheScoring needs services that serve the model under one name/);
+    expect(() =>
+      routed(c => [
+        new VllmInferenceService(c, 'qwen', {
+          name: 'qwen',
+          modelId: MODEL,
+          extraArgs: ['--kv-events-config', '{"enable_kv_cache_events":true}'],
+        }),
+      ]),
+    ).toThrow(/must not set --kv-events-config in extraArgs for precise prefix-cache scoring/);
+  });
+});
