@@ -8,17 +8,25 @@ import {
   ModelCache,
   Rdma,
   SglangInferenceService,
+  VllmInferenceService,
 } from '../src';
 
 /**
- * DeepSeek-V3 (671B parameters, 256 routed experts, FP8 weights) on two nodes of eight GPUs per replica with wide
- * expert parallelism: attention in 16 data-parallel ranks, the experts spread over all 16 GPUs, tokens exchanged by
- * DeepEP over RDMA (low-latency kernels for decode batches, high-throughput ones for prefill), and the expert load
- * balancer keeping 32 redundant copies of hot experts (256 + 32 experts over 16 GPUs, 18 each). The RDMA device's
- * IPC_LOCK makes these pods privileged.
+ * Wide expert parallelism on both engines, each replica a LeaderWorkerSet group of two nodes, behind one gateway.
+ *
+ * SGLang serves DeepSeek-V3 (671B parameters, 256 routed experts, FP8 weights) on two nodes of eight GPUs: attention
+ * in 16 data-parallel ranks, the experts spread over all 16 GPUs, tokens exchanged by DeepEP over RDMA (low-latency
+ * kernels for decode batches, high-throughput ones for prefill), and the expert load balancer keeping 32 redundant
+ * copies of hot experts (256 + 32 experts over 16 GPUs, 18 each).
+ *
+ * vLLM serves Qwen3-235B-A22B (128 experts, FP8 weights) on two nodes of four GPUs: eight data-parallel engines of one
+ * GPU, four a pod, the workers' engines headless behind the leader's API servers, DeepEP's low-latency kernels.
+ *
+ * Each model has its own gateway route and pool. The RDMA device's IPC_LOCK makes these pods privileged.
  */
 export class WideEpChart extends Chart {
   readonly llm: SglangInferenceService;
+  readonly vllm: VllmInferenceService;
   readonly gateway: InferenceGateway;
 
   constructor(scope: Construct, id: string, props: ChartProps = {}) {
@@ -39,12 +47,30 @@ export class WideEpChart extends Chart {
       }),
       serviceMonitor: true,
     });
+    this.vllm = new VllmInferenceService(this, 'qwen', {
+      name: 'qwen3-moe',
+      modelId: 'Qwen/Qwen3-235B-A22B-Instruct-2507-FP8',
+      modelSize: Size.gibibytes(221),
+      modelCache: ModelCache.sharedClaim({ claimName: 'qwen3-moe-weights' }),
+      gpusPerReplica: 4,
+      nodes: 2,
+      replicas: 1,
+      rdma: Rdma.sharedDevice(),
+      expertParallel: ExpertParallel.wide({ all2all: All2AllBackend.DEEPEP_LOW_LATENCY }),
+      serviceMonitor: true,
+    });
     this.gateway = new InferenceGateway(this, 'gateway', {
       name: 'deepseek',
       services: [this.llm],
       gateway: { name: 'inference-gateway', namespace: 'gateway-system' },
     });
+    new InferenceGateway(this, 'qwen-gateway', {
+      name: 'qwen3-moe',
+      services: [this.vllm],
+      gateway: { name: 'inference-gateway', namespace: 'gateway-system' },
+    });
     new InferenceServiceMonitoring(this, 'monitoring', this.llm);
+    new InferenceServiceMonitoring(this, 'qwen-monitoring', this.vllm);
   }
 }
 

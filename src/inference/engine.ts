@@ -84,6 +84,10 @@ export interface EngineTuning {
   readonly env: OwnedEnv[];
 }
 
+/** The variable the construct sets to the pod's IP where a flag needs it (the kubelet expands `$(POD_IP)`). */
+export const POD_IP_VARIABLE = 'POD_IP';
+export const POD_IP_ENV: k8s.EnvVar = { name: POD_IP_VARIABLE, valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } };
+
 /** Where the pods of a multi-node group find each other, from the variables LWS injects. */
 export interface GroupRendezvous {
   /** Pods per group (`nodes`). */
@@ -92,6 +96,8 @@ export interface GroupRendezvous {
   readonly leaderAddress: string;
   /** The pod's index in its group (0 for the leader), as a kubelet reference: `$(LWS_WORKER_INDEX)`. */
   readonly rank: string;
+  /** The pod's own IP, as a kubelet reference: `$(POD_IP)`, set on the pods of launches with leaderArgs. */
+  readonly podIp: string;
 }
 
 /**
@@ -107,13 +113,21 @@ export interface MultiNodeLaunch {
   readonly tensorParallelAcrossNodes: boolean;
   /** Args every pod of a group adds: rank and rendezvous (the kubelet expands the `$(LWS_*)` references). */
   groupArgs(o: GroupRendezvous): string[];
-  /** Args only the workers add. */
-  readonly workerArgs: readonly string[];
   /**
-   * The port on the leader every rank stays connected to (the torch.distributed store of the
-   * group's rendezvous): a worker's preStop holds while that connection is up.
+   * Args only the leader adds: where it binds what the workers dial. A socket bound by name would need the group's DNS
+   * record before the leader's engine starts, so these read the pod's IP (`podIp`).
    */
+  leaderArgs?(o: GroupRendezvous): string[];
+  /** Args only the workers add. */
+  workerArgs(o: GroupRendezvous): string[];
+  /** The port on the leader the group's ranks dial to join it: the API cannot take it. */
   readonly rendezvousPort: number;
+  /**
+   * Whether every rank stays connected to rendezvousPort for its life (a torch.distributed store): a worker's preStop
+   * then holds while that connection is up. Otherwise the ranks' lasting connections go to ports picked at run time,
+   * and it holds while any connection to the leader is up.
+   */
+  readonly ranksStayOnRendezvousPort: boolean;
   /** Flags the group launch sets that single-node serving allows in `extraArgs`: refused with `nodes` > 1. */
   readonly groupOwnedFlags: readonly string[];
   /** Where these facts come from. */

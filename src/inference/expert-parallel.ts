@@ -1,4 +1,5 @@
 import { Validator } from '../validation/validate';
+import type { MultiNodeLaunch } from './engine';
 
 /** How a mixture-of-experts layer's tokens reach the experts on other ranks. */
 export enum All2AllBackend {
@@ -90,6 +91,11 @@ export interface ExpertParallelFacts {
   args(l: ExpertParallelLayout): { args: string[]; tensorParallel: number } | string;
   /** Flags `extraArgs` must not set with expertParallel. */
   readonly ownedFlags: readonly string[];
+  /**
+   * How a group's pods join when the ranks span nodes, where it differs from the engine's own multi-node launch (vLLM:
+   * data-parallel engines on every pod behind the leader's API servers, rather than pipeline stages).
+   */
+  readonly groupLaunch?: MultiNodeLaunch;
   readonly source: string;
 }
 
@@ -99,6 +105,8 @@ export interface ResolvedExpertParallel extends ExpertParallelLayout {
   /** The engine's tensor-parallel size (`--tensor-parallel-size` / `--tp-size`). */
   readonly engineTensorParallel: number;
   readonly ownedFlags: readonly string[];
+  /** The group launch to use instead of the engine's, across nodes. */
+  readonly groupLaunch?: MultiNodeLaunch;
 }
 
 const KEYS: ReadonlyArray<keyof ExpertParallelOptions> = [
@@ -155,5 +163,11 @@ export function resolveExpertParallel(
   const layout = { gpus: o.gpus, nodes: o.nodes, tensorParallel, all2all, loadBalancing, redundantExperts };
   const made = o.facts.args(layout);
   if (typeof made === 'string') v.fail('expertParallel', made, 'wide');
-  return { ...layout, args: made.args, engineTensorParallel: made.tensorParallel, ownedFlags: o.facts.ownedFlags };
+  return {
+    ...layout,
+    args: made.args,
+    engineTensorParallel: made.tensorParallel,
+    ownedFlags: o.facts.ownedFlags,
+    ...(o.nodes > 1 && o.facts.groupLaunch ? { groupLaunch: o.facts.groupLaunch } : {}),
+  };
 }

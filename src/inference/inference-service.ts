@@ -28,7 +28,15 @@ import { flagValue } from './serving-inputs';
 import { sizeQuantity } from '../common/quantity';
 import { KvCacheOffload, ResolvedKvOffload, resolveKvOffload } from './kv-cache-offload';
 import { AutoscalingOptions, derivedInFlightTarget, QueuedRequests, resolveAutoscaling } from './autoscaling';
-import { EngineMetrics, EngineTuning, hubDownloadScript, Launch as EngineLaunch, ServingEngine } from './engine';
+import {
+  EngineMetrics,
+  EngineTuning,
+  hubDownloadScript,
+  Launch as EngineLaunch,
+  POD_IP_ENV,
+  POD_IP_VARIABLE,
+  ServingEngine,
+} from './engine';
 import { driverFloorOf, requireDriver } from './driver-floor';
 import { shipScript } from '../common/runtime-scripts';
 import { ACTIVE_PORTS_ANNOTATION, ENGINE_TYPE_LABEL } from './endpoint-picker';
@@ -62,6 +70,7 @@ import {
 } from './disagg-sidecar';
 import {
   groupNetworkPolicy,
+  checkRendezvousPort,
   groupPodSelector,
   groupScaleTarget,
   leaderWorkerSet,
@@ -873,7 +882,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
         podIpVariable: POD_IP_VARIABLE,
       }),
     );
-    main.env.push({ name: POD_IP_VARIABLE, valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+    main.env.push(POD_IP_ENV);
     (main.ports as k8s.ContainerPort[]).push({
       name: KV_EVENTS_PORT_NAME,
       containerPort: KV_EVENTS_PORT,
@@ -951,7 +960,6 @@ function firstServedName(props: InferenceServiceProps): string | undefined {
 }
 
 /** The variable the KV-events topic reads the pod's IP from. */
-const POD_IP_VARIABLE = 'POD_IP';
 const KV_EVENTS_PORT_NAME = 'kv-events';
 
 /** The pods (leaders and workers) of one pool of a model: its name and instance. */
@@ -1016,13 +1024,25 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       gpus,
     );
   }
-  const group = resolveGroup(v, props, engine, gpus, name);
+  const placed = resolveGroup(v, props, engine, gpus, name);
   const ep = resolveExpertParallel(v, props.expertParallel, {
     facts: engine.expertParallel,
     gpus,
-    nodes: group?.nodes ?? 1,
-    rdma: group?.rdma !== undefined,
+    nodes: placed?.nodes ?? 1,
+    rdma: placed?.rdma !== undefined,
   });
+  // Data-parallel engines across a group join as the expert-parallel facts say (vLLM: headless engines behind the
+  // leader's API servers), not as the engine's pipeline stages.
+  const group = placed && ep?.groupLaunch ? { ...placed, launch: ep.groupLaunch } : placed;
+  if (group && group !== placed) {
+    checkRendezvousPort(v, props.port ?? engine.port, group.launch);
+    if (disagg)
+      v.fail(
+        role === 'prefill' ? 'disaggregation.prefillNodes' : 'nodes',
+        "must be 1 with expertParallel on a disaggregated vLLM service: the KV-transfer side channels of the ranks on a group's workers (VLLM_NIXL_SIDE_CHANNEL_PORT + data-parallel index, vLLM 0.31.0 nixl/base_scheduler.py) are not declared or admitted between the pools here",
+        group.nodes,
+      );
+  }
   const declared = modelArchitectureOf(v, props.modelArchitecture);
   if (ep) {
     // Each attention rank shards the heads over its own tensor-parallel ranks; the experts spread over all of them.

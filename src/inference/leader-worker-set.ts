@@ -14,7 +14,7 @@ import { Rdma, RdmaPodParts, resolveRdma } from '../common/rdma';
 import { addPodValidation } from '../common/workload-pod';
 import * as lws from '../imports/lws';
 import { Validator } from '../validation/validate';
-import { MultiNodeLaunch, ServingEngine } from './engine';
+import { MultiNodeLaunch, POD_IP_ENV, POD_IP_VARIABLE, ServingEngine } from './engine';
 import type { Termination } from './serving-timing';
 
 /**
@@ -180,15 +180,7 @@ export function resolveGroup(
     if (launch.groupOwnedFlags.includes(flag))
       v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it from nodes for the group launch`, arg);
   });
-  // The leader's engine listens on its rendezvous port for the group's ranks: an API server on the
-  // same port would fail to bind, or the ranks would rendezvous with it.
-  const port = props.port ?? engine.port;
-  if (port === launch.rendezvousPort)
-    v.fail(
-      'port',
-      `must not be ${launch.rendezvousPort} with nodes > 1: the leader's engine binds it for the group's ranks`,
-      port,
-    );
+  checkRendezvousPort(v, props.port ?? engine.port, launch);
   // LWS's pod webhook puts its own values of these in front of a container's env and drops any given
   // here (pkg/utils/pod/pod_utils.go, addEnvVarsIfNotExists): a value set here would never arrive.
   for (const name of Object.values(LWS_ENV))
@@ -232,6 +224,19 @@ export function resolveGroup(
   };
 }
 
+/**
+ * The leader's engine listens on its rendezvous port for the group's ranks: an API server on the same port would fail
+ * to bind, or the ranks would rendezvous with it.
+ */
+export function checkRendezvousPort(v: Validator, port: number, launch: MultiNodeLaunch): void {
+  if (port === launch.rendezvousPort)
+    v.fail(
+      'port',
+      `must not be ${launch.rendezvousPort} with nodes > 1: the leader's engine binds it for the group's ranks`,
+      port,
+    );
+}
+
 /** What the serving practice hands the group: the leader's pod and a way to compose another one. */
 export interface GroupEmission {
   readonly v: Validator;
@@ -252,27 +257,40 @@ type WritableContainer = { -readonly [K in keyof k8s.Container]: k8s.Container[K
  *
  * Drain: the leader takes preStop + drain as a single pod does, and every pod has its grace period
  * (at least preStop + drain + margin). A worker's preStop (group-hold.py) holds while its engine is
- * still connected to the leader's rendezvous port, at most preStop + drain: an evicted worker keeps
+ * still connected to the leader's rendezvous port (group-hold-leader.py: to the leader at all, where
+ * the launch's lasting connections use ports picked at run time), at most preStop + drain: an evicted worker keeps
  * its rank up while the leader drains the requests that run on it, and a worker deleted after its
  * leader (a rolling update deletes the leader; garbage collection takes the workers once it is
  * gone) stops at once.
  */
 export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   const { group, r } = e;
+  const { launch } = group;
   const rendezvous = {
     nodes: group.nodes,
     leaderAddress: `$(${LWS_ENV.leaderAddress})`,
     rank: `$(${LWS_ENV.workerIndex})`,
+    podIp: `$(${POD_IP_VARIABLE})`,
   };
   // Appended after the escaped args: the kubelet must expand these references.
-  const groupArgs = group.launch.groupArgs(rendezvous);
+  const groupArgs = launch.groupArgs(rendezvous);
   const leaderMain = e.leader.main as WritableContainer;
-  leaderMain.args = [...(leaderMain.args ?? []), ...groupArgs];
+  leaderMain.args = [...(leaderMain.args ?? []), ...groupArgs, ...(launch.leaderArgs?.(rendezvous) ?? [])];
+  if (launch.leaderArgs) {
+    const env = leaderMain.env as k8s.EnvVar[];
+    if (env.some(x => x.name === POD_IP_VARIABLE))
+      e.v.fail(
+        `env.${POD_IP_VARIABLE}`,
+        "is set by the construct on a group's leader: its engine binds the address the workers dial there",
+        POD_IP_VARIABLE,
+      );
+    env.push(POD_IP_ENV);
+  }
 
   const workerLabels = labelSet(workerIdentity(r));
   const worker = e.composeWorker(workerLabels);
   const workerMain = worker.main as WritableContainer;
-  workerMain.args = [...(workerMain.args ?? []), ...groupArgs, ...group.launch.workerArgs];
+  workerMain.args = [...(workerMain.args ?? []), ...groupArgs, ...launch.workerArgs(rendezvous)];
   // No API: no port, no probes (a worker's /health, where it has one, says nothing about the
   // group). A rank that dies exits, and the group is recreated (RecreateGroupOnPodRestart).
   delete workerMain.ports;
@@ -282,7 +300,11 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   const workerHold = r.termination.preStopSeconds + r.termination.drainSeconds;
   workerMain.lifecycle = {
     preStop: {
-      exec: { command: ['python3', '-c', groupHoldScript(), String(group.launch.rendezvousPort), String(workerHold)] },
+      exec: {
+        command: launch.ranksStayOnRendezvousPort
+          ? ['python3', '-c', holdScript('group-hold.py'), String(launch.rendezvousPort), String(workerHold)]
+          : ['python3', '-c', holdScript('group-hold-leader.py'), String(workerHold)],
+      },
     },
   };
   // One pod of the set per node: a group split over fewer nodes than pods would send NCCL between
@@ -343,12 +365,16 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   return object;
 }
 
-let holdScript: string | undefined;
+const holdScripts = new Map<string, string>();
 
-/** group-hold.py, read once (it ships beside this file). */
-function groupHoldScript(): string {
-  holdScript ??= fs.readFileSync(path.join(__dirname, 'group-hold.py'), 'utf8');
-  return holdScript;
+/** A worker's preStop script, read once (they ship beside this file). */
+function holdScript(file: 'group-hold.py' | 'group-hold-leader.py'): string {
+  let text = holdScripts.get(file);
+  if (text === undefined) {
+    text = fs.readFileSync(path.join(__dirname, file), 'utf8');
+    holdScripts.set(file, text);
+  }
+  return text;
 }
 
 /** A required anti-affinity term: no two pods of the set on one node. */

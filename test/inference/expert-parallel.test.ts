@@ -1,6 +1,7 @@
 import { Chart, Testing } from 'cdk8s';
 import {
   All2AllBackend,
+  Disaggregation,
   ExpertParallel,
   Rdma,
   SglangInferenceService,
@@ -68,10 +69,59 @@ describe('expertParallel: wide expert parallelism', () => {
     expectValidOutput(o.objects);
   });
 
+  test("vLLM across a group: data-parallel engines on every pod behind the leader's API servers", () => {
+    const o = vllm({
+      gpusPerReplica: 8,
+      nodes: 2,
+      rdma: Rdma.sharedDevice(),
+      expertParallel: ExpertParallel.wide({ all2all: All2AllBackend.DEEPEP_LOW_LATENCY }),
+    });
+    expect(o.workload.kind).toBe('LeaderWorkerSet');
+    const t = o.workload.spec.leaderWorkerTemplate;
+    const worker = t.workerTemplate.spec.containers[0];
+    const workerArgs = [...(worker.command ?? []), ...worker.args].join(' ');
+    // 16 ranks of one GPU, 8 a pod; each pod's first rank (node rank x 8) is inferred from --node-rank.
+    for (const args of [o.args, workerArgs]) {
+      expect(args).toContain('--tensor-parallel-size 1 ');
+      expect(args).toContain('--data-parallel-size 16 --enable-expert-parallel --all2all-backend deepep_low_latency');
+      expect(args).toContain('--nnodes 2 --node-rank $(LWS_WORKER_INDEX) --data-parallel-rpc-port 29550');
+      // No pipeline stages: every pod holds whole ranks.
+      expect(args).not.toContain('--pipeline-parallel-size');
+    }
+    // The leader binds the handshake on its own IP (a name would need the group's DNS record first); the workers dial
+    // its name and serve no API.
+    expect(o.args).toContain('--data-parallel-address $(POD_IP)');
+    expect(o.args).not.toContain('--headless');
+    expect(o.main.env).toContainEqual({ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+    expect(workerArgs).toContain('--headless --data-parallel-address $(LWS_LEADER_ADDRESS)');
+    expect(workerArgs).not.toContain('$(POD_IP)');
+    // The ranks' lasting sockets go to ports the leader picks: a worker holds on any connection to the leader.
+    expect(worker.lifecycle.preStop.exec.command[2]).toContain("ESTABLISHED connection to the leader's address");
+    expect(worker.lifecycle.preStop.exec.command.slice(3)).toEqual(['105']);
+    expectValidOutput(o.objects);
+  });
+
   test('refused: layouts and combinations the engines or the network refuse, with the source', () => {
-    expect(() => vllm({ gpusPerReplica: 8, nodes: 2, expertParallel: ExpertParallel.wide() })).toThrow(
-      /VllmInferenceService 'moe': expertParallel needs nodes 1 on vLLM/,
-    );
+    expect(() =>
+      vllm({
+        gpusPerReplica: 8,
+        nodes: 2,
+        expertParallel: ExpertParallel.wide(),
+        disaggregation: Disaggregation.nixl(),
+      }),
+    ).toThrow(/nodes must be 1 with expertParallel on a disaggregated vLLM service: .*nixl\/base_scheduler.py/);
+    expect(() =>
+      vllm({
+        gpusPerReplica: 8,
+        nodes: 2,
+        port: 29550,
+        rdma: Rdma.sharedDevice(),
+        expertParallel: ExpertParallel.wide(),
+      }),
+    ).toThrow(/VllmInferenceService 'moe': port must not be 29550 with nodes > 1: the leader's engine binds it/);
+    expect(() =>
+      vllm({ gpusPerReplica: 8, nodes: 2, expertParallel: ExpertParallel.wide(), env: { POD_IP: '10.0.0.1' } }),
+    ).toThrow(/VllmInferenceService 'moe': env.POD_IP is set by the construct on a group's leader/);
     expect(() =>
       sglang({
         gpusPerReplica: 8,

@@ -128,8 +128,9 @@ export const SGLANG: ServingEngine = {
       '--dist-init-addr',
       `${g.leaderAddress}:${SGLANG_DIST_INIT_PORT}`,
     ],
-    workerArgs: [],
+    workerArgs: () => [],
     rendezvousPort: SGLANG_DIST_INIT_PORT,
+    ranksStayOnRendezvousPort: true,
     groupOwnedFlags: [],
     source:
       'kubernetes-sigs/lws docs/examples/sglang/lws.yaml; SGLang server_args.py (--nnodes, --node-rank, --dist-init-addr)',

@@ -21,6 +21,8 @@ export const VLLM_DEFAULT_IMAGE = 'vllm/vllm-openai:v0.31.0';
 export const VLLM_PORT = 8000;
 /** vllm/config/parallel.py ParallelConfig.master_port: the default rendezvous port of a multi-node group. */
 export const VLLM_MASTER_PORT = 29501;
+/** vllm/config/parallel.py ParallelConfig.data_parallel_rpc_port: where data-parallel engines on other pods join. */
+export const VLLM_DP_RPC_PORT = 29550;
 /** envs.py `VLLM_NIXL_SIDE_CHANNEL_PORT` default 5600, plus the data-parallel index (nixl/base_scheduler.py). */
 export const VLLM_NIXL_SIDE_CHANNEL_PORT = 5600;
 /** config/parallel.py `All2AllBackend`: the default (allgather_reducescatter) and DeepEP's two kernels. */
@@ -122,8 +124,9 @@ export const VLLM: ServingEngine = {
       '--master-port',
       String(VLLM_MASTER_PORT),
     ],
-    workerArgs: ['--headless'],
+    workerArgs: () => ['--headless'],
     rendezvousPort: VLLM_MASTER_PORT,
+    ranksStayOnRendezvousPort: true,
     groupOwnedFlags: ['--distributed-executor-backend'],
     source: 'vLLM docs/serving/parallelism_scaling.md (multiprocessing across nodes), vllm/config/parallel.py',
   },
@@ -226,12 +229,10 @@ export const VLLM: ServingEngine = {
     args: l => {
       if (l.all2all === All2AllBackend.DEEPEP)
         return "must name DeepEP's kernels on vLLM (All2AllBackend.DEEPEP_LOW_LATENCY for decode, DEEPEP_HIGH_THROUGHPUT for prefill): its --all2all-backend has no mode that picks them per batch (vLLM 0.31.0 config/parallel.py All2AllBackend)";
-      if (l.nodes > 1)
-        return "needs nodes 1 on vLLM: its data-parallel ranks on other pods run headless or behind API servers of their own (--data-parallel-hybrid-lb, --data-parallel-multi-port-external-lb), and how their rendezvous and drain meet a LeaderWorkerSet group's lifecycle is not modelled here (run it within one pod, or with SglangInferenceService across nodes)";
       return {
         args: [
           '--data-parallel-size',
-          String(l.gpus / l.tensorParallel),
+          String((l.gpus * l.nodes) / l.tensorParallel),
           '--enable-expert-parallel',
           '--all2all-backend',
           VLLM_ALL2ALL[l.all2all],
@@ -248,6 +249,29 @@ export const VLLM: ServingEngine = {
       };
     },
     ownedFlags: ['--enable-expert-parallel', '-ep', '--all2all-backend', '--enable-eplb', '--eplb-config'],
+    // Across a group, vLLM's internal load balancing (docs/serving/data_parallel_deployment.md): the leader's API
+    // servers and DP coordinator balance over every rank, the workers run their ranks' engines headless. arg_utils.py
+    // infers each pod's first rank (node rank x ranks per pod) and its local rank count from --nnodes and --node-rank;
+    // serve.py starts --data-parallel-size API servers on the leader and none on a --headless pod; the leader binds its
+    // handshake socket (v1/engine/utils.py launch_core_engines) on --data-parallel-address at --data-parallel-rpc-port
+    // and hands the workers the addresses of its front end and coordinator, on ports it picks then.
+    groupLaunch: {
+      tensorParallelAcrossNodes: false,
+      groupArgs: g => [
+        '--nnodes',
+        String(g.nodes),
+        '--node-rank',
+        g.rank,
+        '--data-parallel-rpc-port',
+        String(VLLM_DP_RPC_PORT),
+      ],
+      leaderArgs: g => ['--data-parallel-address', g.podIp],
+      workerArgs: g => ['--headless', '--data-parallel-address', g.leaderAddress],
+      rendezvousPort: VLLM_DP_RPC_PORT,
+      ranksStayOnRendezvousPort: false,
+      groupOwnedFlags: [],
+      source: 'vLLM 0.31.0 engine/arg_utils.py, entrypoints/cli/serve.py, v1/engine/utils.py',
+    },
     source: 'vLLM 0.31.0 engine/arg_utils.py, config/parallel.py',
   },
   ownedFlags: {
