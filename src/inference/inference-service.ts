@@ -1168,19 +1168,19 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       of: group?.launch.tensorParallelAcrossNodes ? 'gpusPerReplica x nodes' : 'gpusPerReplica',
     },
     kvOffload !== undefined,
+    [
+      ...(ep ? [[ep.ownedFlags, 'expertParallel'] as const] : []),
+      ...(disagg && typeof engine.disaggregation !== 'string'
+        ? [[engine.disaggregation.ownedFlags, 'disaggregation (for each pool)'] as const]
+        : []),
+    ],
   );
-  const epOwned = ep?.ownedFlags.find(f => flagValue(extraArgs, f) !== undefined);
-  if (epOwned) v.fail('extraArgs', `must not set ${epOwned}: expertParallel sets it`, extraArgs);
   if (ep && props.kvCacheOffload !== undefined)
     v.fail(
       'kvCacheOffload',
       'must be left out with expertParallel: how the engines split the tier over data-parallel ranks is not modelled here',
       props.kvCacheOffload,
     );
-  if (disagg && typeof engine.disaggregation !== 'string') {
-    const owned = engine.disaggregation.ownedFlags.find(f => flagValue(extraArgs, f) !== undefined);
-    if (owned) v.fail('extraArgs', `must not set ${owned}: disaggregation sets it for each pool`, extraArgs);
-  }
 
   const { identity, uid } = resolveProcessIdentity(v, {
     // A runAsUser asks for a non-root pod: it sets the default, not a silent root.

@@ -86,9 +86,11 @@ export function extraArgsOf(
   tensorParallel: { size: number; of: string },
   /** Whether `kvCacheOffload` gives the engine a host-memory KV tier. */
   kvTier = false,
+  /** Flags another prop sets (expertParallel, disaggregation), with that prop's name. */
+  ownedByProps: ReadonlyArray<readonly [readonly string[], string]> = [],
 ): string[] {
   const extraArgs = v.stringArray('extraArgs', value) ?? [];
-  const refusedFlags = extraArgs.length > 0 ? refusedFlagsOf(engine) : undefined;
+  const refusedFlags = extraArgs.length > 0 ? withPropFlags(refusedFlagsOf(engine), ownedByProps) : undefined;
   extraArgs.forEach((arg, i) => {
     if (engine.argsWordSplit && /[\s*?[]/.test(arg)) {
       v.fail(
@@ -241,6 +243,18 @@ const REFUSED_FLAGS = new WeakMap<ServingEngine, ReadonlyMap<string, RefusedFlag
  * construct sets (an abbreviation is judged by the first flag it expands to, in this order).
  * Engine facts, so made once per engine.
  */
+/** The engine's refused flags and those other props set: as exact names and as argparse abbreviations. */
+function withPropFlags(
+  flags: ReadonlyMap<string, RefusedFlag>,
+  ownedByProps: ReadonlyArray<readonly [readonly string[], string]>,
+): ReadonlyMap<string, RefusedFlag> {
+  if (ownedByProps.length === 0) return flags;
+  const all = new Map(flags);
+  for (const [owned, prop] of ownedByProps)
+    for (const f of owned) all.set(f, { set: `${prop} sets it`, expanded: `, which ${prop} sets` });
+  return all;
+}
+
 function refusedFlagsOf(engine: ServingEngine): ReadonlyMap<string, RefusedFlag> {
   let flags = REFUSED_FLAGS.get(engine);
   if (!flags) {

@@ -277,7 +277,7 @@ describe('disaggregation: refusals', () => {
     const nixl = Disaggregation.nixl();
     refuse(
       () => vllm({ disaggregation: nixl, extraArgs: ['--kv-transfer-config={"kv_connector":"NixlConnector"}'] }),
-      /extraArgs must not set --kv-transfer-config: disaggregation sets it/,
+      /extraArgs\[0\] must not set --kv-transfer-config: disaggregation \(for each pool\) sets it/,
     );
     refuse(
       () => sglang({ extraArgs: ['--disaggregation-mode', 'prefill'] }),

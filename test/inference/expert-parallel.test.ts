@@ -152,7 +152,13 @@ describe('expertParallel: wide expert parallelism', () => {
     );
     expect(() =>
       vllm({ gpusPerReplica: 4, expertParallel: ExpertParallel.wide(), extraArgs: ['--all2all-backend', 'naive'] }),
-    ).toThrow(/extraArgs must not set --all2all-backend: expertParallel sets it/);
+    ).toThrow(/extraArgs\[0\] must not set --all2all-backend: expertParallel sets it/);
+    // argparse takes a unique prefix for the flag: the same refusal.
+    expect(() =>
+      sglang({ gpusPerReplica: 4, expertParallel: ExpertParallel.wide(), extraArgs: ['--moe-a2a', 'deepep'] }),
+    ).toThrow(
+      /extraArgs\[0\] must not abbreviate --moe-a2a-backend: argparse expands --moe-a2a to it, which expertParallel sets/,
+    );
     expect(() =>
       synth(
         c =>
