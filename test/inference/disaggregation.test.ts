@@ -1,4 +1,4 @@
-import { Chart, Size, Testing } from 'cdk8s';
+import { Chart, Size } from 'cdk8s';
 import {
   Autoscaler,
   Disaggregation,
@@ -15,21 +15,12 @@ import {
   VllmInferenceServiceProps,
 } from '../../src';
 import { DISAGG_SIDECAR_IMAGE } from '../../src/inference/disagg-sidecar';
+import { servingOutput } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
 
 const MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
 
-function synth(make: (chart: Chart) => unknown) {
-  const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
-  const made = make(chart);
-  const objects = Testing.synth(chart);
-  const named = (kind: string, name: string) => {
-    const found = objects.find(o => o.kind === kind && o.metadata.name === name);
-    if (!found) throw new Error(`no ${kind} ${name} in ${objects.map(o => `${o.kind}/${o.metadata.name}`).join(', ')}`);
-    return found;
-  };
-  return { made, objects, named };
-}
+const synth = servingOutput;
 /** A disaggregated service is routed by a gateway (checked at synth); `alone` leaves it out. */
 const routedBy = (c: Chart, service: VllmInferenceService | SglangInferenceService, alone: boolean) => {
   if (service.role === 'decode' && !alone)
@@ -116,7 +107,7 @@ describe('disaggregation: vLLM prefill and decode pools over NIXL', () => {
   });
 
   test('the pods meet the restricted Pod Security Standard, the sidecar included', () => {
-    const made = out.made as VllmInferenceService;
+    const made = out.made;
     expect(made.podSecurityLevel).toBe(PodSecurityLevel.RESTRICTED);
     expect(made.prefill!.podSecurityLevel).toBe(PodSecurityLevel.RESTRICTED);
     expect(sidecarOf(decode).securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532 });

@@ -1,4 +1,3 @@
-import { Chart, Testing } from 'cdk8s';
 import {
   All2AllBackend,
   Disaggregation,
@@ -10,20 +9,12 @@ import {
   VllmInferenceService,
   VllmInferenceServiceProps,
 } from '../../src';
+import { servingOutput } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
 
 const MOE = 'Qwen/Qwen3-30B-A3B';
 
-function synth(make: (chart: Chart) => unknown) {
-  const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
-  make(chart);
-  const objects = Testing.synth(chart);
-  const workload = objects.find(o => ['StatefulSet', 'Deployment', 'LeaderWorkerSet'].includes(o.kind));
-  const template =
-    workload.kind === 'LeaderWorkerSet' ? workload.spec.leaderWorkerTemplate.leaderTemplate : workload.spec.template;
-  const main = template.spec.containers[0];
-  return { objects, workload, main, args: [...(main.command ?? []), ...(main.args ?? [])].join(' ') };
-}
+const synth = servingOutput;
 const vllm = (props: Partial<VllmInferenceServiceProps>) =>
   synth(c => new VllmInferenceService(c, 'moe', { name: 'moe', modelId: MOE, ...props }));
 const sglang = (props: Partial<SglangInferenceServiceProps>) =>

@@ -1,4 +1,4 @@
-import { Chart, Size, Testing } from 'cdk8s';
+import { Chart, Size } from 'cdk8s';
 import {
   KvCacheOffload,
   SglangInferenceService,
@@ -7,6 +7,7 @@ import {
   VllmInferenceService,
   VllmInferenceServiceProps,
 } from '../../src';
+import { servingOutput } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
 
 const MODEL = 'Qwen/Qwen2.5-7B-Instruct';
@@ -14,14 +15,8 @@ const GIB = 1024 ** 3;
 
 /** The serving pod's main container, its /dev/shm volume and the rest of the output. */
 function serve(make: (chart: Chart) => unknown) {
-  const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
-  make(chart);
-  const objects = Testing.synth(chart);
-  const workload = objects.find(o => ['StatefulSet', 'Deployment'].includes(o.kind));
-  const spec = workload.spec.template.spec;
-  const main = spec.containers[0];
-  const shm = spec.volumes.find((v: any) => v.emptyDir?.medium === 'Memory');
-  return { objects, main, shm, args: [...(main.command ?? []), ...(main.args ?? [])].join(' ') };
+  const o = servingOutput(make);
+  return { ...o, shm: o.template.spec.volumes.find((v: any) => v.emptyDir?.medium === 'Memory') };
 }
 const vllm = (props: Partial<VllmInferenceServiceProps> = {}) =>
   serve(c => new VllmInferenceService(c, 'llm', { name: 'llm', modelId: MODEL, ...props }));

@@ -46,3 +46,24 @@ export function findOne(objects: any[], kind: string, name?: string): any {
 export function envOf(container: any): Record<string, any> {
   return Object.fromEntries((container.env ?? []).map((e: any) => [e.name, e.value ?? e.valueFrom]));
 }
+
+/**
+ * A serving test's output: what `make` built in a fresh chart (namespace `serving`), the synthesized objects, one by
+ * kind and name, and the serving workload's pod template (a LeaderWorkerSet's leader), main container and command line.
+ */
+export function servingOutput<T>(make: (chart: Chart) => T) {
+  const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+  const made = make(chart);
+  const objects = Testing.synth(chart);
+  const named = (kind: string, name: string): any => {
+    const found = objects.find(o => o.kind === kind && o.metadata.name === name);
+    if (!found) throw new Error(`no ${kind} ${name} in ${objects.map(o => `${o.kind}/${o.metadata.name}`).join(', ')}`);
+    return found;
+  };
+  const workload = objects.find(o => ['StatefulSet', 'Deployment', 'LeaderWorkerSet'].includes(o.kind));
+  const template =
+    workload?.kind === 'LeaderWorkerSet' ? workload.spec.leaderWorkerTemplate.leaderTemplate : workload?.spec.template;
+  const main = template?.spec.containers[0];
+  const args: string = main ? [...(main.command ?? []), ...(main.args ?? [])].join(' ') : '';
+  return { made, objects, named, workload, template, main, args };
+}
