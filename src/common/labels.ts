@@ -57,6 +57,11 @@ export function selectorLabels(id: WorkloadIdentity): Record<string, string> {
   };
 }
 
+/** Every pod of a workload, whatever its component (a group's leaders and workers): its name and instance. */
+export function instanceSelector(id: Pick<WorkloadIdentity, 'name' | 'instance'>): Record<string, string> {
+  return { [LABEL_NAME]: id.name, [LABEL_INSTANCE]: id.instance };
+}
+
 /** A workload's labels and the selector built from them. */
 export function labelSet(id: WorkloadIdentity): { labels: Record<string, string>; selector: Record<string, string> } {
   return { labels: workloadLabels(id), selector: selectorLabels(id) };

@@ -8,7 +8,7 @@ import { escapeKubeletExpansion } from '../common/kubelet-expansion';
 import { headlessService } from '../common/headless-service';
 import {
   LABEL_COMPONENT,
-  LABEL_INSTANCE,
+  instanceSelector,
   LABEL_NAME,
   LABEL_WORKLOAD,
   labelSet,
@@ -964,7 +964,7 @@ const KV_EVENTS_PORT_NAME = 'kv-events';
 
 /** The pods (leaders and workers) of one pool of a model: its name and instance. */
 function poolSelector(model: string, instance: string): Record<string, string> {
-  return { [LABEL_NAME]: model, [LABEL_INSTANCE]: instance };
+  return instanceSelector({ name: model, instance });
 }
 
 /** The prefill pool's props: the decode pool's, with the prefill options in place of its size and scaling. */

@@ -5,7 +5,7 @@ import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { migSource } from '../common/gpu';
 import { KUEUE_QUEUE_LABEL, kueueQueueName } from '../common/kueue';
-import { LABEL_COMPONENT, LABEL_NAME, labelSet, selectorLabels, WorkloadIdentity } from '../common/labels';
+import { instanceSelector, LABEL_NAME, labelSet, selectorLabels, WorkloadIdentity } from '../common/labels';
 import { LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION } from '../common/lws';
 import { NetworkAccess, workloadNetworkPolicy } from '../common/network-policy';
 import { customKind, ManifestKind, ManifestObject } from '../common/manifest-object';
@@ -402,8 +402,7 @@ function onePodPerNode(template: PodTemplate, selector: Record<string, string>):
  * another at once (and the eviction API refuses a pod that two budgets select).
  */
 export function groupPodSelector(r: Pick<GroupInputs, 'labels' | 'name'>): Record<string, string> {
-  const { [LABEL_COMPONENT]: _, ...selector } = selectorLabels(workerIdentity(r));
-  return selector;
+  return instanceSelector(workerIdentity(r));
 }
 
 /** The workers' identity: the leaders' name and instance, another component. */
