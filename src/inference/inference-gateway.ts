@@ -681,20 +681,20 @@ function preciseOf(
   if (scoring !== undefined && !Object.values(PrefixCacheScoring).includes(scoring))
     v.fail('prefixCacheScoring', `must be one of ${Object.values(PrefixCacheScoring).join(', ')}`, scoring);
   if (scoring !== PrefixCacheScoring.PRECISE) return undefined;
-  const model = members[0].service._clientModel;
-  const aliased = members.find(m => m.service._servedNames > 1);
+  const model = members[0].service._modelNames[0];
+  const aliased = members.find(m => m.service._modelNames.length > 1);
   if (aliased)
     v.fail(
       'prefixCacheScoring',
       "needs services that serve the model under one name (servedModelNames): the pods' events carry one, and the picker keys a request's blocks by the name it asks for, so requests naming another would never match",
       aliased.service.node.path,
     );
-  const other = members.find(m => m.service._clientModel !== model);
+  const other = members.find(m => m.service._modelNames[0] !== model);
   if (other)
     v.failDescribed(
       'prefixCacheScoring',
       "needs every service of the pool to serve the model under one first name (servedModelNames[0]): the pods' KV events carry it, and the picker matches it to the request's model",
-      `${model} and ${other.service._clientModel}`,
+      `${model} and ${other.service._modelNames[0]}`,
     );
   // The client Service (port 80) reaches the services' pods, which serve the render endpoints.
   return { model, renderUrl: members[0].service.url };

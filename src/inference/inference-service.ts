@@ -544,10 +544,11 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly _allowOnPort?: (peer: k8s.NetworkPolicyPeer, port: string) => void;
   /** The engine's facts. */
   private readonly _engine: ServingEngine;
-  /** @internal The model clients name: the first served name (the picker's token producer and the events' topic). */
-  readonly _clientModel: string;
-  /** @internal How many names the engine serves the model under (servedModelNames). */
-  readonly _servedNames: number;
+  /**
+   * @internal The names clients ask for the model by: the served names, or the model id. The first is the picker's
+   * token producer's and the KV events' topic's.
+   */
+  readonly _modelNames: readonly string[];
   /** Data-parallel ranks per pod (expertParallel on vLLM). */
   private readonly _dataParallelRanks: number;
   private _publishesKvEvents = false;
@@ -616,8 +617,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     const r = resolveServing(v, props, binding);
     this.role = r.role;
     this._engine = r.engine;
-    this._clientModel = r.clientModel;
-    this._servedNames = servedNamesOf(props).length || 1;
+    this._modelNames = r.modelNames;
     this._dataParallelRanks = r.dataParallelRanks;
     if (r.role === 'decode') {
       this.disaggregateFromTokens = r.disagg!.nonCachedTokens;
@@ -878,7 +878,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     args.push(
       ...facts.args({
         port: KV_EVENTS_PORT,
-        model: escapeKubeletExpansion(this._clientModel),
+        model: escapeKubeletExpansion(this._modelNames[0]),
         podIpVariable: POD_IP_VARIABLE,
       }),
     );
@@ -941,8 +941,8 @@ interface ResolvedServing {
   readonly enginePort: number;
   /** The other pool's pods, with disaggregation. */
   readonly poolPeers?: Record<string, string>;
-  /** The model clients name. */
-  readonly clientModel: string;
+  /** The names clients ask for the model by: the served names, or the model id. */
+  readonly modelNames: readonly string[];
   /** Data-parallel ranks in one engine of a pod (vLLM expertParallel). */
   readonly dataParallelRanks: number;
 }
@@ -952,11 +952,6 @@ function servedNamesOf(props: InferenceServiceProps): string[] {
   const p = props as { servedModelNames?: unknown; servedModelName?: unknown };
   if (Array.isArray(p.servedModelNames)) return p.servedModelNames.filter((n): n is string => typeof n === 'string');
   return typeof p.servedModelName === 'string' ? [p.servedModelName] : [];
-}
-
-/** The first name the engine serves the model under, when the construct names them. */
-function firstServedName(props: InferenceServiceProps): string | undefined {
-  return servedNamesOf(props)[0];
 }
 
 /** The variable the KV-events topic reads the pod's IP from. */
@@ -1241,7 +1236,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     disagg,
     enginePort,
     poolPeers: prefillOf ? prefillOf.peers : disagg ? poolSelector(props.name, `${name}-prefill`) : undefined,
-    clientModel: firstServedName(props) ?? modelId,
+    modelNames: servedNamesOf(props).length > 0 ? servedNamesOf(props) : [modelId],
     dataParallelRanks: ep ? (ep.gpus * ep.nodes) / ep.tensorParallel : 1,
   };
 }
