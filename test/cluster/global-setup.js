@@ -6,9 +6,16 @@
  * (no Go, or CDK8S_GPU_CLUSTER=off for a quick run), CDK8S_GPU_CLUSTER_MISSING says why, and each
  * cluster test says so loudly, failing in CI (test/cluster/kube.ts describeCluster).
  */
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
 const cluster = require('./cluster');
 
 module.exports = async () => {
+  // Every test app (cdk8s Testing.app) makes a directory under the temp dir, thousands a run: the run's go in one
+  // directory of its own, which the teardown removes. The workers, and what they start, inherit TMPDIR.
+  globalThis.__cdk8sGpuTmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cdk8s-gpu-jest-'));
+  process.env.TMPDIR = globalThis.__cdk8sGpuTmp;
   if (process.env.CDK8S_GPU_CLUSTER === 'off') {
     process.env.CDK8S_GPU_CLUSTER_MISSING = 'CDK8S_GPU_CLUSTER=off was set';
     return;
