@@ -130,6 +130,11 @@ export interface MultiNodeLaunch {
   readonly ranksStayOnRendezvousPort: boolean;
   /** Flags the group launch sets that single-node serving allows in `extraArgs`: refused with `nodes` > 1. */
   readonly groupOwnedFlags: readonly string[];
+  /**
+   * Flags the workers cannot take, with why (completing "must not set <flag>: "): `extraArgs` reach every pod of the
+   * group.
+   */
+  readonly workerRefusedFlags?: Readonly<Record<string, string>>;
   /** Where these facts come from. */
   readonly source: string;
 }

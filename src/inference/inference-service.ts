@@ -80,6 +80,7 @@ import {
 import {
   checkImageFacts,
   extraArgsOf,
+  setByProp,
   hubTokenEnv,
   modelIdOf,
   refuseHubCacheEnv,
@@ -1164,10 +1165,16 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     },
     kvOffload !== undefined,
     [
-      ...(ep ? [[ep.ownedFlags, 'expertParallel'] as const] : []),
+      ...(ep ? [setByProp(ep.ownedFlags, 'expertParallel')] : []),
       ...(disagg && typeof engine.disaggregation !== 'string'
-        ? [[engine.disaggregation.ownedFlags, 'disaggregation (for each pool)'] as const]
+        ? [setByProp(engine.disaggregation.ownedFlags, 'disaggregation (for each pool)')]
         : []),
+      // extraArgs reach every pod of a group.
+      ...Object.entries(group?.launch.workerRefusedFlags ?? {}).map(([flag, why]) => ({
+        flags: [flag],
+        set: why,
+        expanded: `, which ${why}`,
+      })),
     ],
   );
   if (ep && props.kvCacheOffload !== undefined)

@@ -86,11 +86,11 @@ export function extraArgsOf(
   tensorParallel: { size: number; of: string },
   /** Whether `kvCacheOffload` gives the engine a host-memory KV tier. */
   kvTier = false,
-  /** Flags another prop sets (expertParallel, disaggregation), with that prop's name. */
-  ownedByProps: ReadonlyArray<readonly [readonly string[], string]> = [],
+  /** Flags refused beyond the engine's own: set by another prop, or that the replica's layout cannot take. */
+  more: readonly FlagRefusal[] = [],
 ): string[] {
   const extraArgs = v.stringArray('extraArgs', value) ?? [];
-  const refusedFlags = extraArgs.length > 0 ? withPropFlags(refusedFlagsOf(engine), ownedByProps) : undefined;
+  const refusedFlags = extraArgs.length > 0 ? withMoreFlags(refusedFlagsOf(engine), more) : undefined;
   extraArgs.forEach((arg, i) => {
     if (engine.argsWordSplit && /[\s*?[]/.test(arg)) {
       v.fail(
@@ -243,15 +243,28 @@ const REFUSED_FLAGS = new WeakMap<ServingEngine, ReadonlyMap<string, RefusedFlag
  * construct sets (an abbreviation is judged by the first flag it expands to, in this order).
  * Engine facts, so made once per engine.
  */
-/** The engine's refused flags and those other props set: as exact names and as argparse abbreviations. */
-function withPropFlags(
+/** Flags `extraArgs` must not hold, as exact names and as argparse abbreviations, and why. */
+export interface FlagRefusal {
+  readonly flags: readonly string[];
+  /** Why, after "must not set <flag>: ". */
+  readonly set: string;
+  /** Why, after "argparse expands <abbreviation> to it". */
+  readonly expanded: string;
+}
+
+/** The flags another prop sets, refused in `extraArgs`. */
+export function setByProp(flags: readonly string[], prop: string): FlagRefusal {
+  return { flags, set: `${prop} sets it`, expanded: `, which ${prop} sets` };
+}
+
+/** The engine's refused flags and more. */
+function withMoreFlags(
   flags: ReadonlyMap<string, RefusedFlag>,
-  ownedByProps: ReadonlyArray<readonly [readonly string[], string]>,
+  more: readonly FlagRefusal[],
 ): ReadonlyMap<string, RefusedFlag> {
-  if (ownedByProps.length === 0) return flags;
+  if (more.length === 0) return flags;
   const all = new Map(flags);
-  for (const [owned, prop] of ownedByProps)
-    for (const f of owned) all.set(f, { set: `${prop} sets it`, expanded: `, which ${prop} sets` });
+  for (const r of more) for (const f of r.flags) all.set(f, { set: r.set, expanded: r.expanded });
   return all;
 }
 

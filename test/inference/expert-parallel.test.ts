@@ -111,6 +111,9 @@ describe('expertParallel: wide expert parallelism', () => {
       }),
     ).toThrow(/VllmInferenceService 'moe': port must not be 29550 with nodes > 1: the leader's engine binds it/);
     expect(() =>
+      vllm({ gpusPerReplica: 8, nodes: 2, expertParallel: ExpertParallel.wide(), extraArgs: ['-asc', '4'] }),
+    ).toThrow(/extraArgs\[0\] must not set -asc: the group's workers run --headless/);
+    expect(() =>
       vllm({ gpusPerReplica: 8, nodes: 2, expertParallel: ExpertParallel.wide(), env: { POD_IP: '10.0.0.1' } }),
     ).toThrow(/VllmInferenceService 'moe': env.POD_IP is set by the construct on a group's leader/);
     expect(() =>

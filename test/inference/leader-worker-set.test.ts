@@ -272,6 +272,16 @@ describe('refusals', () => {
     expect(() => synth(make, { extraArgs })).toThrow(message);
   });
 
+  test.each([
+    [['--api-server-count', '2'], /extraArgs\[0\] must not set --api-server-count: the group's workers run --headless/],
+    [['-asc=2'], /extraArgs\[0\] must not set -asc: the group's workers run --headless/],
+    [['--api-server', '2'], /extraArgs\[0\] must not abbreviate --api-server-count: .*cannot be used with --headless/],
+  ])("vLLM: what the group's headless workers would exit on: %#", (extraArgs, message) => {
+    expect(() => synth(ENGINES[0].make, { extraArgs })).toThrow(message);
+    // One pod runs no headless workers: the leader's API server count is the user's.
+    expect(() => synth(ENGINES[0].make, { extraArgs, nodes: 1, gpusPerReplica: 8 })).not.toThrow();
+  });
+
   test.each(ENGINES)("$engine: the API port cannot be the leader's rendezvous port; its neighbours can", e => {
     const port = Number(e.rendezvousPort);
     expect(() => synth(e.make, { port })).toThrow(

@@ -21,6 +21,16 @@ export const VLLM_DEFAULT_IMAGE = 'vllm/vllm-openai:v0.31.0';
 export const VLLM_PORT = 8000;
 /** vllm/config/parallel.py ParallelConfig.master_port: the default rendezvous port of a multi-node group. */
 export const VLLM_MASTER_PORT = 29501;
+/**
+ * What a group's `--headless` workers refuse, which the leader would take (vLLM 0.31.0 entrypoints/cli/serve.py): the
+ * API server count, which headless mode sets to 0.
+ */
+const HEADLESS_REFUSES = Object.fromEntries(
+  ['--api-server-count', '-asc'].map(f => [
+    f,
+    'the group\'s workers run --headless and exit on it ("--api-server-count ... cannot be used with --headless", vLLM 0.31.0 entrypoints/cli/serve.py), and extraArgs reach every pod of the group',
+  ]),
+);
 /** vllm/config/parallel.py ParallelConfig.data_parallel_rpc_port: where data-parallel engines on other pods join. */
 export const VLLM_DP_RPC_PORT = 29550;
 /** envs.py `VLLM_NIXL_SIDE_CHANNEL_PORT` default 5600, plus the data-parallel index (nixl/base_scheduler.py). */
@@ -125,6 +135,7 @@ export const VLLM: ServingEngine = {
       String(VLLM_MASTER_PORT),
     ],
     workerArgs: () => ['--headless'],
+    workerRefusedFlags: HEADLESS_REFUSES,
     rendezvousPort: VLLM_MASTER_PORT,
     ranksStayOnRendezvousPort: true,
     groupOwnedFlags: ['--distributed-executor-backend'],
@@ -267,6 +278,7 @@ export const VLLM: ServingEngine = {
       ],
       leaderArgs: g => ['--data-parallel-address', g.podIp],
       workerArgs: g => ['--headless', '--data-parallel-address', g.leaderAddress],
+      workerRefusedFlags: HEADLESS_REFUSES,
       rendezvousPort: VLLM_DP_RPC_PORT,
       ranksStayOnRendezvousPort: false,
       groupOwnedFlags: [],
