@@ -120,14 +120,15 @@ export interface MultiNodeLaunch {
   leaderArgs?(o: GroupRendezvous): string[];
   /** Args only the workers add. */
   workerArgs(o: GroupRendezvous): string[];
-  /** The port on the leader the group's ranks dial to join it: the API cannot take it. */
-  readonly rendezvousPort: number;
   /**
-   * Whether every rank stays connected to rendezvousPort for its life (a torch.distributed store): a worker's preStop
-   * then holds while that connection is up. Otherwise the ranks' lasting connections go to ports picked at run time,
-   * and it holds while any connection to the leader is up.
+   * The port on the leader every rank stays connected to (the torch.distributed store of the
+   * group's rendezvous): a worker's preStop holds while that connection is up.
    */
-  readonly ranksStayOnRendezvousPort: boolean;
+  readonly rendezvousPort: number;
+  /** Other ports the leader binds for the group's ranks: the API cannot take them either. */
+  readonly leaderPorts?: readonly number[];
+  /** Why the group cannot form over IPv6 (`ipFamily`), where it cannot. */
+  readonly ipv6?: string;
   /** Flags the group launch sets that single-node serving allows in `extraArgs`: refused with `nodes` > 1. */
   readonly groupOwnedFlags: readonly string[];
   /**

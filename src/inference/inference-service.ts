@@ -1030,6 +1030,8 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   // Data-parallel engines across a group join as the expert-parallel facts say (vLLM: headless engines behind the
   // leader's API servers), not as the engine's pipeline stages.
   const group = placed && ep?.groupLaunch ? { ...placed, launch: ep.groupLaunch } : placed;
+  if (group?.launch.ipv6 && props.ipFamily === IpFamily.IPV6)
+    v.fail('ipFamily', `must be IPV4 for this group: ${group.launch.ipv6}`, props.ipFamily);
   if (group && group !== placed) {
     checkRendezvousPort(v, props.port ?? engine.port, group.launch);
     if (disagg)
@@ -1173,7 +1175,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       ...Object.entries(group?.launch.workerRefusedFlags ?? {}).map(([flag, why]) => ({
         flags: [flag],
         set: why,
-        expanded: `, which ${why}`,
+        expanded: `; ${why}`,
       })),
     ],
   );

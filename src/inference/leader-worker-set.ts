@@ -229,12 +229,8 @@ export function resolveGroup(
  * to bind, or the ranks would rendezvous with it.
  */
 export function checkRendezvousPort(v: Validator, port: number, launch: MultiNodeLaunch): void {
-  if (port === launch.rendezvousPort)
-    v.fail(
-      'port',
-      `must not be ${launch.rendezvousPort} with nodes > 1: the leader's engine binds it for the group's ranks`,
-      port,
-    );
+  if (port === launch.rendezvousPort || launch.leaderPorts?.includes(port))
+    v.fail('port', `must not be ${port} with nodes > 1: the leader's engine binds it for the group's ranks`, port);
 }
 
 /** What the serving practice hands the group: the leader's pod and a way to compose another one. */
@@ -257,8 +253,7 @@ type WritableContainer = { -readonly [K in keyof k8s.Container]: k8s.Container[K
  *
  * Drain: the leader takes preStop + drain as a single pod does, and every pod has its grace period
  * (at least preStop + drain + margin). A worker's preStop (group-hold.py) holds while its engine is
- * still connected to the leader's rendezvous port (group-hold-leader.py: to the leader at all, where
- * the launch's lasting connections use ports picked at run time), at most preStop + drain: an evicted worker keeps
+ * still connected to the leader's rendezvous port, at most preStop + drain: an evicted worker keeps
  * its rank up while the leader drains the requests that run on it, and a worker deleted after its
  * leader (a rolling update deletes the leader; garbage collection takes the workers once it is
  * gone) stops at once.
@@ -300,11 +295,7 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   const workerHold = r.termination.preStopSeconds + r.termination.drainSeconds;
   workerMain.lifecycle = {
     preStop: {
-      exec: {
-        command: launch.ranksStayOnRendezvousPort
-          ? ['python3', '-c', holdScript('group-hold.py'), String(launch.rendezvousPort), String(workerHold)]
-          : ['python3', '-c', holdScript('group-hold-leader.py'), String(workerHold)],
-      },
+      exec: { command: ['python3', '-c', groupHoldScript(), String(launch.rendezvousPort), String(workerHold)] },
     },
   };
   // One pod of the set per node: a group split over fewer nodes than pods would send NCCL between
@@ -365,16 +356,12 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   return object;
 }
 
-const holdScripts = new Map<string, string>();
+let holdScript: string | undefined;
 
-/** A worker's preStop script, read once (they ship beside this file). */
-function holdScript(file: 'group-hold.py' | 'group-hold-leader.py'): string {
-  let text = holdScripts.get(file);
-  if (text === undefined) {
-    text = fs.readFileSync(path.join(__dirname, file), 'utf8');
-    holdScripts.set(file, text);
-  }
-  return text;
+/** group-hold.py, read once (it ships beside this file). */
+function groupHoldScript(): string {
+  holdScript ??= fs.readFileSync(path.join(__dirname, 'group-hold.py'), 'utf8');
+  return holdScript;
 }
 
 /** A required anti-affinity term: no two pods of the set on one node. */

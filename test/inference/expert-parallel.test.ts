@@ -2,6 +2,7 @@ import {
   All2AllBackend,
   Disaggregation,
   ExpertParallel,
+  IpFamily,
   Rdma,
   SglangInferenceService,
   SglangInferenceServiceProps,
@@ -75,7 +76,10 @@ describe('expertParallel: wide expert parallelism', () => {
     for (const args of [o.args, workerArgs]) {
       expect(args).toContain('--tensor-parallel-size 1 ');
       expect(args).toContain('--data-parallel-size 16 --enable-expert-parallel --all2all-backend deepep_low_latency');
-      expect(args).toContain('--nnodes 2 --node-rank $(LWS_WORKER_INDEX) --data-parallel-rpc-port 29550');
+      // Every GPU worker joins one world group at the leader's store, and stays connected to it.
+      expect(args).toContain(
+        '--nnodes 2 --node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) --master-port 29501 --data-parallel-rpc-port 29550',
+      );
       // No pipeline stages: every pod holds whole ranks.
       expect(args).not.toContain('--pipeline-parallel-size');
     }
@@ -86,9 +90,8 @@ describe('expertParallel: wide expert parallelism', () => {
     expect(o.main.env).toContainEqual({ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
     expect(workerArgs).toContain('--headless --data-parallel-address $(LWS_LEADER_ADDRESS)');
     expect(workerArgs).not.toContain('$(POD_IP)');
-    // The ranks' lasting sockets go to ports the leader picks: a worker holds on any connection to the leader.
-    expect(worker.lifecycle.preStop.exec.command[2]).toContain("ESTABLISHED connection to the leader's address");
-    expect(worker.lifecycle.preStop.exec.command.slice(3)).toEqual(['105']);
+    // A worker holds while its GPU workers are connected to the world group's store on the leader.
+    expect(worker.lifecycle.preStop.exec.command.slice(3)).toEqual(['29501', '105']);
     expectValidOutput(o.objects);
   });
 
@@ -110,6 +113,22 @@ describe('expertParallel: wide expert parallelism', () => {
         expertParallel: ExpertParallel.wide(),
       }),
     ).toThrow(/VllmInferenceService 'moe': port must not be 29550 with nodes > 1: the leader's engine binds it/);
+    for (const extraArgs of [['-dph'], ['--data-parallel-backend', 'ray'], ['-dpm'], ['--master-port', '1']])
+      expect(() =>
+        vllm({
+          gpusPerReplica: 8,
+          nodes: 2,
+          rdma: Rdma.sharedDevice(),
+          expertParallel: ExpertParallel.wide(),
+          extraArgs,
+        }),
+      ).toThrow(new RegExp(`extraArgs\\[0\\] must not set ${extraArgs[0]}: .*set nodes`));
+    expect(() =>
+      vllm({ gpusPerReplica: 8, nodes: 2, ipFamily: IpFamily.IPV6, expertParallel: ExpertParallel.wide() }),
+    ).toThrow(/ipFamily must be IPV4 for this group: its workers dial the leader's name over ZMQ/);
+    expect(() =>
+      vllm({ gpusPerReplica: 8, expertParallel: ExpertParallel.wide(), extraArgs: ['--enable-fault-tolerance'] }),
+    ).toThrow(/must not set --enable-fault-tolerance: it needs vLLM's external data-parallel load balancing/);
     expect(() =>
       vllm({ gpusPerReplica: 8, nodes: 2, expertParallel: ExpertParallel.wide(), extraArgs: ['-asc', '4'] }),
     ).toThrow(/extraArgs\[0\] must not set -asc: the group's workers run --headless/);

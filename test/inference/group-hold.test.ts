@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as path from 'path';
 import { Size, Testing } from 'cdk8s';
-import { ExpertParallel, VllmInferenceService } from '../../src';
+import { VllmInferenceService } from '../../src';
 import { freePort, TORCHRUN } from '../training/launch-harness';
 import { findOne, testChart } from '../support/synth';
 import { missingTool } from '../support/missing-tool';
@@ -14,16 +14,15 @@ import { missingTool } from '../support/missing-tool';
 const PYTHON = TORCHRUN && path.join(path.dirname(TORCHRUN), 'python3');
 const RANK = path.join(__dirname, 'group-hold', 'rank.py');
 
-/** The worker's preStop command from the synthesized LeaderWorkerSet (pipeline stages, or data-parallel engines). */
-function hookCommand(dataParallel = false): string[] {
+/** The worker's preStop command from the synthesized LeaderWorkerSet. */
+function hookCommand(): string[] {
   const chart = testChart('ml');
   new VllmInferenceService(chart, 'llm', {
     name: 'llm',
-    modelId: dataParallel ? 'Qwen/Qwen3-30B-A3B' : 'meta-llama/Llama-3.1-405B-Instruct',
+    modelId: 'meta-llama/Llama-3.1-405B-Instruct',
     gpusPerReplica: 8,
     nodes: 2,
-    modelSize: Size.gibibytes(dataParallel ? 61 : 757),
-    ...(dataParallel ? { expertParallel: ExpertParallel.wide() } : {}),
+    modelSize: Size.gibibytes(757),
   });
   const set = findOne(Testing.synth(chart), 'LeaderWorkerSet');
   return set.spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].lifecycle.preStop.exec.command;
@@ -119,84 +118,5 @@ describe('the worker preStop hook, with two torch.distributed ranks', () => {
     const returned = await hook(port, 2);
     expect(returned - started).toBeGreaterThanOrEqual(2_000);
     expect(leader.child.exitCode).toBeNull();
-  });
-});
-
-/**
- * Data-parallel engines keep their sockets to ports the leader picks at run time, so the hook holds on any connection
- * to the leader's address. A "leader" on 127.0.0.7 and a "worker" connected to it, two real processes: the hook runs
- * with the leader's address as LeaderWorkerSet sets it.
- */
-describe('the worker preStop hook, on any connection to the leader (data-parallel engines)', () => {
-  jest.setTimeout(60_000);
-  const LEADER = '127.0.0.7';
-  const children: ChildProcess[] = [];
-  afterEach(() => {
-    for (const c of children.splice(0)) c.kill('SIGKILL');
-  });
-
-  /** A leader that accepts one connection and exits `staySeconds` later, and a worker that keeps its socket. */
-  async function pair(staySeconds: number): Promise<{ leaderGone: Promise<number>; worker: ChildProcess }> {
-    const leader = spawn('python3', [
-      '-c',
-      `import socket,sys,time
-s=socket.socket(); s.bind(("${LEADER}",0)); s.listen(); print(s.getsockname()[1],flush=True)
-c,_=s.accept(); print("up",flush=True); time.sleep(${staySeconds})`,
-    ]);
-    children.push(leader);
-    const leaderGone = new Promise<number>(resolve => leader.on('exit', () => resolve(Date.now())));
-    const port = await new Promise<number>((resolve, reject) => {
-      leader.stdout.once('data', d => resolve(Number(String(d).trim().split(/\s+/)[0])));
-      leader.once('exit', code => reject(new Error(`the leader exited (${code}) before it listened`)));
-    });
-    const worker = spawn('python3', [
-      '-c',
-      `import socket,time
-c=socket.create_connection(("${LEADER}",${port})); print("up",flush=True); time.sleep(120)`,
-    ]);
-    children.push(worker);
-    await new Promise<void>((resolve, reject) => {
-      worker.stdout.once('data', () => resolve());
-      worker.once('exit', code => reject(new Error(`the worker exited (${code}) before it connected`)));
-    });
-    return { leaderGone, worker };
-  }
-
-  function hookOnLeader(address: string, boundSeconds: number): Promise<number> {
-    const [python, flag, script, bound] = hookCommand(true);
-    // The synthesized bound is the worker's preStop + drain; the test runs the script with its own.
-    expect(Number(bound)).toBeGreaterThan(0);
-    return new Promise((resolve, reject) => {
-      const child = spawn(python, [flag, script, String(boundSeconds)], {
-        stdio: 'inherit',
-        env: { ...process.env, LWS_LEADER_ADDRESS: address },
-      });
-      child.on('exit', code => (code === 0 ? resolve(Date.now()) : reject(new Error(`hook exited ${code}`))));
-    });
-  }
-
-  test('holds while the leader runs, and returns once the leader process exits', async () => {
-    const { leaderGone, worker } = await pair(5);
-    const returned = await hookOnLeader(LEADER, 50);
-    const gone = await leaderGone;
-    expect(returned).toBeGreaterThanOrEqual(gone);
-    expect(returned - gone).toBeLessThan(10_000);
-    expect(worker.exitCode).toBeNull();
-  });
-
-  test('returns at its bound while the leader still runs', async () => {
-    await pair(60);
-    const started = Date.now();
-    const returned = await hookOnLeader(LEADER, 2);
-    expect(returned - started).toBeGreaterThanOrEqual(2_000);
-  });
-
-  test('does not hold on connections to other addresses, or for a leader whose name no longer resolves', async () => {
-    await pair(60);
-    for (const address of ['127.0.0.8', 'leader-0.gone.invalid']) {
-      const started = Date.now();
-      const returned = await hookOnLeader(address, 30);
-      expect(returned - started).toBeLessThan(10_000);
-    }
   });
 });

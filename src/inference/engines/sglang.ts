@@ -130,7 +130,6 @@ export const SGLANG: ServingEngine = {
     ],
     workerArgs: () => [],
     rendezvousPort: SGLANG_DIST_INIT_PORT,
-    ranksStayOnRendezvousPort: true,
     groupOwnedFlags: [],
     source:
       'kubernetes-sigs/lws docs/examples/sglang/lws.yaml; SGLang server_args.py (--nnodes, --node-rank, --dist-init-addr)',

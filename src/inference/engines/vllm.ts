@@ -137,7 +137,6 @@ export const VLLM: ServingEngine = {
     workerArgs: () => ['--headless'],
     workerRefusedFlags: HEADLESS_REFUSES,
     rendezvousPort: VLLM_MASTER_PORT,
-    ranksStayOnRendezvousPort: true,
     groupOwnedFlags: ['--distributed-executor-backend'],
     source: 'vLLM docs/serving/parallelism_scaling.md (multiprocessing across nodes), vllm/config/parallel.py',
   },
@@ -265,7 +264,9 @@ export const VLLM: ServingEngine = {
     // infers each pod's first rank (node rank x ranks per pod) and its local rank count from --nnodes and --node-rank;
     // serve.py starts --data-parallel-size API servers on the leader and none on a --headless pod; the leader binds its
     // handshake socket (v1/engine/utils.py launch_core_engines) on --data-parallel-address at --data-parallel-rpc-port
-    // and hands the workers the addresses of its front end and coordinator, on ports it picks then.
+    // and hands the workers the addresses of its front end and coordinator. With --nnodes > 1 every GPU worker of every
+    // rank joins one world group at --master-addr:--master-port (distributed/parallel_state.py
+    // init_distributed_environment), whose store on the leader it stays connected to, as pipeline stages do.
     groupLaunch: {
       tensorParallelAcrossNodes: false,
       groupArgs: g => [
@@ -273,16 +274,24 @@ export const VLLM: ServingEngine = {
         String(g.nodes),
         '--node-rank',
         g.rank,
+        '--master-addr',
+        g.leaderAddress,
+        '--master-port',
+        String(VLLM_MASTER_PORT),
         '--data-parallel-rpc-port',
         String(VLLM_DP_RPC_PORT),
       ],
       leaderArgs: g => ['--data-parallel-address', g.podIp],
       workerArgs: g => ['--headless', '--data-parallel-address', g.leaderAddress],
       workerRefusedFlags: HEADLESS_REFUSES,
-      rendezvousPort: VLLM_DP_RPC_PORT,
-      ranksStayOnRendezvousPort: false,
-      groupOwnedFlags: [],
-      source: 'vLLM 0.31.0 engine/arg_utils.py, entrypoints/cli/serve.py, v1/engine/utils.py',
+      rendezvousPort: VLLM_MASTER_PORT,
+      leaderPorts: [VLLM_DP_RPC_PORT],
+      // utils/network_utils.py make_zmq_socket turns ZMQ_IPV6 on for an IPv6 literal only; without it libzmq resolves
+      // the leader's name to IPv4 addresses, which an IPv6 pod does not have.
+      ipv6: "its workers dial the leader's name over ZMQ, which vLLM opens for IPv4 unless given an IPv6 literal (vLLM 0.31.0 utils/network_utils.py make_zmq_socket), and a worker knows only the leader's name",
+      groupOwnedFlags: ['--distributed-executor-backend'],
+      source:
+        'vLLM 0.31.0 engine/arg_utils.py, entrypoints/cli/serve.py, v1/engine/utils.py, distributed/parallel_state.py',
     },
     source: 'vLLM 0.31.0 engine/arg_utils.py, config/parallel.py',
   },
@@ -313,7 +322,7 @@ export const VLLM: ServingEngine = {
     // size).
     // With nodes > 1 the construct sets it to nodes (multiNode below).
     ...Object.fromEntries(
-      ['--pipeline-parallel-size', '-pp'].map(f => [
+      ['--pipeline-parallel-size', '-pp', '--prefill-context-parallel-size', '-pcp'].map(f => [
         f,
         'multiplies the GPUs the engine needs beyond gpusPerReplica, which is all a pod has (run more replicas, raise gpusPerReplica, or set nodes for a model larger than one node: the construct then sets it)',
       ]),
@@ -338,6 +347,13 @@ export const VLLM: ServingEngine = {
         '--data-parallel-rpc-port',
         '-dpp',
         '--data-parallel-hybrid-lb',
+        '-dph',
+        '--data-parallel-external-lb',
+        '-dpe',
+        '--data-parallel-multi-port-external-lb',
+        '-dpm',
+        '--data-parallel-backend',
+        '-dpb',
         '--nnodes',
         '--node-rank',
         '--master-addr',
@@ -348,6 +364,15 @@ export const VLLM: ServingEngine = {
         'places engine ranks across pods or nodes, which the construct does from nodes (a LeaderWorkerSet group per replica); set nodes, or run more replicas',
       ]),
     ),
+    // arg_utils.py: "Fault tolerance requires external load balancer mode", which the construct does not run.
+    ...Object.fromEntries(
+      ['--enable-fault-tolerance', '--fault-tolerance-config'].map(f => [
+        f,
+        'needs vLLM\'s external data-parallel load balancing, which the construct does not run: vLLM exits at start ("Fault tolerance requires external load balancer mode", vLLM 0.31.0 engine/arg_utils.py)',
+      ]),
+    ),
+    // serve.py: --grpc starts a gRPC server in place of the HTTP API.
+    '--grpc': 'serves gRPC in place of the HTTP API that the probes, Services and metrics scrape use',
     // cli_args.py: with --uds the API server binds a Unix socket and ignores --host/--port.
     '--uds': 'moves the API to a Unix socket, but the probes, Services and metrics scrape use the TCP port',
     // The probes, the Services and the ServiceMonitor speak HTTP to the port.
