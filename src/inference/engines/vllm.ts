@@ -2,7 +2,7 @@ import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
 import { gibFlagValue } from '../kv-cache-offload';
 import { flagValue } from '../serving-inputs';
 import { All2AllBackend } from '../expert-parallel';
-import { DO_NOT_TRACK, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
+import { DO_NOT_TRACK, GroupRendezvous, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
  * vLLM's OpenAI-compatible server (`vllm serve`). Facts from the vLLM sources and docs:
@@ -31,6 +31,32 @@ const HEADLESS_REFUSES = Object.fromEntries(
     'the group\'s workers run --headless and exit on it ("--api-server-count ... cannot be used with --headless", vLLM 0.31.0 entrypoints/cli/serve.py), and extraArgs reach every pod of the group',
   ]),
 );
+/**
+ * What both of vLLM's group launches share (pipeline stages, and data-parallel engines with expertParallel): tensor
+ * parallel within a pod, `--headless` workers, and every GPU worker of the group in one world group at the leader's
+ * store (distributed/parallel_state.py init_distributed_environment with --nnodes > 1), which it stays connected to.
+ */
+const HEADLESS_GROUP = {
+  tensorParallelAcrossNodes: false,
+  workerRefusedFlags: HEADLESS_REFUSES,
+  rendezvousPort: VLLM_MASTER_PORT,
+  groupOwnedFlags: ['--distributed-executor-backend'],
+} as const;
+
+/** The world group's rendezvous: the pod's node rank and the leader's store. */
+function worldArgs(g: GroupRendezvous): string[] {
+  return [
+    '--nnodes',
+    String(g.nodes),
+    '--node-rank',
+    g.rank,
+    '--master-addr',
+    g.leaderAddress,
+    '--master-port',
+    String(VLLM_MASTER_PORT),
+  ];
+}
+
 /** vllm/config/parallel.py ParallelConfig.data_parallel_rpc_port: where data-parallel engines on other pods join. */
 export const VLLM_DP_RPC_PORT = 29550;
 /** envs.py `VLLM_NIXL_SIDE_CHANNEL_PORT` default 5600, plus the data-parallel index (nixl/base_scheduler.py). */
@@ -119,25 +145,15 @@ export const VLLM: ServingEngine = {
   // in every release the image floor (0.18) admits. The executor is set to mp explicitly: the image
   // ships Ray, which vLLM would otherwise try for a world larger than the node.
   multiNode: {
-    tensorParallelAcrossNodes: false,
+    ...HEADLESS_GROUP,
     groupArgs: g => [
       '--pipeline-parallel-size',
       String(g.nodes),
       '--distributed-executor-backend',
       'mp',
-      '--nnodes',
-      String(g.nodes),
-      '--node-rank',
-      g.rank,
-      '--master-addr',
-      g.leaderAddress,
-      '--master-port',
-      String(VLLM_MASTER_PORT),
+      ...worldArgs(g),
     ],
     workerArgs: () => ['--headless'],
-    workerRefusedFlags: HEADLESS_REFUSES,
-    rendezvousPort: VLLM_MASTER_PORT,
-    groupOwnedFlags: ['--distributed-executor-backend'],
     source: 'vLLM docs/serving/parallelism_scaling.md (multiprocessing across nodes), vllm/config/parallel.py',
   },
   nonRootUid: VLLM_UID,
@@ -268,28 +284,14 @@ export const VLLM: ServingEngine = {
     // rank joins one world group at --master-addr:--master-port (distributed/parallel_state.py
     // init_distributed_environment), whose store on the leader it stays connected to, as pipeline stages do.
     groupLaunch: {
-      tensorParallelAcrossNodes: false,
-      groupArgs: g => [
-        '--nnodes',
-        String(g.nodes),
-        '--node-rank',
-        g.rank,
-        '--master-addr',
-        g.leaderAddress,
-        '--master-port',
-        String(VLLM_MASTER_PORT),
-        '--data-parallel-rpc-port',
-        String(VLLM_DP_RPC_PORT),
-      ],
+      ...HEADLESS_GROUP,
+      groupArgs: g => [...worldArgs(g), '--data-parallel-rpc-port', String(VLLM_DP_RPC_PORT)],
       leaderArgs: g => ['--data-parallel-address', g.podIp],
       workerArgs: g => ['--headless', '--data-parallel-address', g.leaderAddress],
-      workerRefusedFlags: HEADLESS_REFUSES,
-      rendezvousPort: VLLM_MASTER_PORT,
       leaderPorts: [VLLM_DP_RPC_PORT],
       // utils/network_utils.py make_zmq_socket turns ZMQ_IPV6 on for an IPv6 literal only; without it libzmq resolves
       // the leader's name to IPv4 addresses, which an IPv6 pod does not have.
       ipv6: "its workers dial the leader's name over ZMQ, which vLLM opens for IPv4 unless given an IPv6 literal (vLLM 0.31.0 utils/network_utils.py make_zmq_socket), and a worker knows only the leader's name",
-      groupOwnedFlags: ['--distributed-executor-backend'],
       source:
         'vLLM 0.31.0 engine/arg_utils.py, entrypoints/cli/serve.py, v1/engine/utils.py, distributed/parallel_state.py',
     },
