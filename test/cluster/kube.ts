@@ -121,6 +121,21 @@ export class Cluster {
     return this.state.kubeconfig;
   }
 
+  /**
+   * The last `count` lines of one component's log (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+   * jobset, lws, kueue, kwok) that contain `containing`: what a controller said about a test's namespace, for a
+   * failure message.
+   */
+  logLines(component: string, containing: string, count = 20): string[] {
+    const file = path.join(this.dir, `${component}.log`);
+    if (!fs.existsSync(file)) return [`(no log ${file})`];
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(line => line.includes(containing))
+      .slice(-count);
+  }
+
   /** kubectl of the server's release. */
   get kubectlPath(): string {
     return path.join(RUNS!, '..', 'bin', `kubernetes-${this.version}`, 'kubectl');

@@ -190,7 +190,20 @@ export async function explain(cluster: Cluster, namespace: string): Promise<stri
       String(a.lastTimestamp ?? a.eventTime).localeCompare(String(b.lastTimestamp ?? b.eventTime)),
     )
     .map((e: any) => `${e.involvedObject?.kind}/${e.involvedObject?.name} ${e.reason}: ${e.message}`);
-  return `--- pods of ${namespace} ---\n${podLines.join('\n')}\n--- jobs ---\n${jobLines.join('\n')}\n--- events ---\n${eventLines.join('\n')}`;
+  // JobSets: whether the controller has seen one (its status) when it has made no Job yet.
+  const jobSets = await cluster.request('GET', `/apis/jobset.x-k8s.io/v1alpha2/namespaces/${namespace}/jobsets`);
+  const jobSetLines = (jobSets.body?.items ?? []).map(
+    (j: any) =>
+      `${j.metadata.name}${j.metadata.deletionTimestamp ? ' deleting' : ''} status=${JSON.stringify(j.status ?? {})}`,
+  );
+  // What the controllers logged about the namespace (errors and retries do not always become events).
+  const logs = ['jobset', 'kube-controller-manager', 'kube-scheduler']
+    .map(c => `--- ${c} log on ${namespace} ---\n${cluster.logLines(c, namespace, 15).join('\n')}`)
+    .join('\n');
+  return (
+    `--- pods of ${namespace} ---\n${podLines.join('\n')}\n--- jobsets ---\n${jobSetLines.join('\n')}\n` +
+    `--- jobs ---\n${jobLines.join('\n')}\n--- events ---\n${eventLines.join('\n')}\n${logs}`
+  );
 }
 
 /** Waits for `check` with a bounded timeout; on failure the error carries `explain`'s picture. */

@@ -83,7 +83,8 @@ describeCluster(
         'application/merge-patch+json',
       );
 
-      await waitExplained(cluster, ns, 'both ranks running on the GPU nodes', 60, async () => {
+      // 120 s: a CI run once saw no Job within 60 s of the JobSet's creation on the loaded floor plane.
+      await waitExplained(cluster, ns, 'both ranks running on the GPU nodes', 120, async () => {
         const pods = await podsOf(cluster, ns);
         const running = pods.filter(p => p.status?.phase === 'Running');
         return running.length === 2 || `${running.length} of 2 running`;
@@ -106,7 +107,7 @@ describeCluster(
         const r = await ends(cluster, ns);
         return r.status === 404 || `still there (${r.status})`;
       });
-    }, 240_000);
+    }, 400_000);
 
     test('a retriable failure restarts the whole gang, counted, until maxRestarts; then the JobSet is Failed and holds no GPU', async () => {
       const ns = await namespace('restarts');
