@@ -6,6 +6,7 @@ import {
   InferenceGateway,
   InferenceServiceMonitoring,
   ModelCache,
+  RankEndpoints,
   Rdma,
   SglangInferenceService,
   VllmInferenceService,
@@ -22,11 +23,17 @@ import {
  * vLLM serves Qwen3-235B-A22B (128 experts, FP8 weights) on two nodes of four GPUs: eight data-parallel engines of one
  * GPU, four a pod, the workers' engines headless behind the leader's API servers, DeepEP's low-latency kernels.
  *
- * Each model has its own gateway route and pool. The RDMA device's IPC_LOCK makes these pods privileged.
+ * vLLM serves Qwen3-30B-A3B (128 experts) in one pod of eight GPUs with an API server per data-parallel rank
+ * (`RankEndpoints.PER_RANK`, ports 8000-8007): each rank is an endpoint of its InferencePool, so the Endpoint Picker
+ * sends a request to the rank with the shortest queue and the prefix it holds, rather than to a pod whose front end
+ * then balances blindly. One node needs no RDMA: its pods run at the restricted level.
+ *
+ * Each model has its own gateway route and pool. The RDMA device's IPC_LOCK makes the group pods privileged.
  */
 export class WideEpChart extends Chart {
   readonly llm: SglangInferenceService;
   readonly vllm: VllmInferenceService;
+  readonly perRank: VllmInferenceService;
   readonly gateway: InferenceGateway;
 
   constructor(scope: Construct, id: string, props: ChartProps = {}) {
@@ -69,8 +76,23 @@ export class WideEpChart extends Chart {
       services: [this.vllm],
       gateway: { name: 'inference-gateway', namespace: 'gateway-system' },
     });
+    this.perRank = new VllmInferenceService(this, 'qwen-small', {
+      name: 'qwen3-30b',
+      modelId: 'Qwen/Qwen3-30B-A3B-Instruct-2507',
+      modelSize: Size.gibibytes(57),
+      gpusPerReplica: 8,
+      replicas: 1,
+      expertParallel: ExpertParallel.wide({ endpoints: RankEndpoints.PER_RANK }),
+      serviceMonitor: true,
+    });
+    new InferenceGateway(this, 'qwen-small-gateway', {
+      name: 'qwen3-30b',
+      services: [this.perRank],
+      gateway: { name: 'inference-gateway', namespace: 'gateway-system' },
+    });
     new InferenceServiceMonitoring(this, 'monitoring', this.llm);
     new InferenceServiceMonitoring(this, 'qwen-monitoring', this.vllm);
+    new InferenceServiceMonitoring(this, 'qwen-small-monitoring', this.perRank);
   }
 }
 

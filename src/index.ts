@@ -41,7 +41,7 @@ export type { TgiInferenceServiceProps, SecretKeyRef } from './inference/tgi-inf
 export { ModelCache } from './inference/model-cache';
 export { KvCacheOffload } from './inference/kv-cache-offload';
 export { Disaggregation, KvTransfer, ROLE_LABEL } from './inference/disaggregation';
-export { All2AllBackend, ExpertParallel } from './inference/expert-parallel';
+export { All2AllBackend, ExpertParallel, RankEndpoints } from './inference/expert-parallel';
 export type { ExpertParallelOptions } from './inference/expert-parallel';
 export type { DisaggregationOptions } from './inference/disaggregation';
 export { DISAGG_SIDECAR_IMAGE } from './inference/disagg-sidecar';

@@ -43,6 +43,7 @@ test('the public API is exactly this list: a change to it is deliberate', () => 
     'PodSecurityLevel',
     'PrefixCacheScoring',
     'ROLE_LABEL',
+    'RankEndpoints',
     'Rdma',
     'Reload',
     'RotatingGpuSecret',

@@ -127,12 +127,12 @@ export class NetworkAccess {
 export interface WorkloadPolicyInput {
   readonly identity: WorkloadIdentity;
   /**
-   * `serving`: clients on `port`, the monitoring namespace on `metricsPort`; `gang`: the workload's
+   * `serving`: clients on `ports`, the monitoring namespace on `metricsPort`; `gang`: the workload's
    * own pods (and clients) on every port.
    */
   readonly profile: 'serving' | 'gang';
-  /** The API port's name (serving). */
-  readonly port?: string;
+  /** The API ports' names (serving): one, or one per data-parallel rank. */
+  readonly ports?: readonly string[];
   /** The metrics port's name (serving). */
   readonly metricsPort?: string;
   /**
@@ -189,14 +189,17 @@ export function workloadNetworkPolicy(
   } else {
     if (input.peers) ingress.push({ from: [...input.peers] });
     from.push(...(o.clients === undefined ? [{ podSelector: labelSelector({}) }] : clients));
-    ingress.push({ from, ports: [{ port: k8s.IntOrString.fromString(input.port!), protocol: 'TCP' }] });
+    const apiPorts = input.ports!.map(port => ({ port: k8s.IntOrString.fromString(port), protocol: 'TCP' }));
+    ingress.push({ from, ports: apiPorts });
     const monitoring = v.dnsLabel(
       'networkPolicy.monitoringNamespace',
       o.monitoringNamespace ?? DEFAULT_MONITORING_NAMESPACE,
     );
     ingress.push({
       from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: monitoring } } }],
-      ports: [{ port: k8s.IntOrString.fromString(input.metricsPort ?? input.port!), protocol: 'TCP' }],
+      ports: input.metricsPort
+        ? [{ port: k8s.IntOrString.fromString(input.metricsPort), protocol: 'TCP' }]
+        : [...apiPorts],
     });
   }
   const object = new ManifestObject(scope, 'NetworkPolicy', KIND.NetworkPolicy, {

@@ -26,6 +26,22 @@ export enum All2AllBackend {
   DEEPEP_LOW_LATENCY = 'deepep-low-latency',
 }
 
+/** How clients reach the data-parallel ranks of a replica. */
+export enum RankEndpoints {
+  /**
+   * One API port per replica: the engine's own front end balances requests over its ranks (vLLM's internal load
+   * balancing, SGLang's DP attention).
+   */
+  SHARED = 'shared',
+  /**
+   * One API port per rank (vLLM `--data-parallel-multi-port-external-lb`, on `port`, `port + 1`, ...): each rank is an
+   * endpoint of the InferencePool (`targetPorts`), so the Endpoint Picker chooses the rank by its own queue and KV
+   * cache, not only the pod. Needs an `InferenceGateway` routing to the service and `serviceMonitor` (every rank's
+   * metrics on its own port); single-pod replicas only.
+   */
+  PER_RANK = 'per-rank',
+}
+
 /** Options of wide expert parallelism. */
 export interface ExpertParallelOptions {
   /**
@@ -53,6 +69,12 @@ export interface ExpertParallelOptions {
    * @default 0
    */
   readonly redundantExperts?: number;
+  /**
+   * How clients reach the replica's data-parallel ranks.
+   * @default RankEndpoints.SHARED - one API port per replica, which a plain Service can balance; PER_RANK needs the
+   * Endpoint Picker to spread requests over the ranks
+   */
+  readonly endpoints?: RankEndpoints;
 }
 
 /**
@@ -83,6 +105,18 @@ export interface ExpertParallelLayout {
   readonly all2all: All2AllBackend;
   readonly loadBalancing: boolean;
   readonly redundantExperts: number;
+  readonly endpoints: RankEndpoints;
+}
+
+/** An engine's API server per data-parallel rank, under a supervisor that reports for all of them. */
+export interface PerRankEndpointFacts {
+  /** The supervisor's port: its `/health` answers 200 once every rank's server is healthy, 503 while stopping. */
+  readonly supervisorPort: number;
+  /** Ports the engine's processes bind inside the pod besides the API ports, which the ranks' ports must miss. */
+  readonly reservedPorts: readonly number[];
+  /** Flags `extraArgs` must not set in this mode, and why. */
+  readonly refusedFlags: Readonly<Record<string, string>>;
+  readonly source: string;
 }
 
 /** How an engine runs wide expert parallelism. */
@@ -96,6 +130,8 @@ export interface ExpertParallelFacts {
    * data-parallel engines on every pod behind the leader's API servers, rather than pipeline stages).
    */
   readonly groupLaunch?: MultiNodeLaunch;
+  /** One API server per rank (RankEndpoints.PER_RANK), or why the engine cannot. */
+  readonly perRank: PerRankEndpointFacts | string;
   readonly source: string;
 }
 
@@ -107,13 +143,19 @@ export interface ResolvedExpertParallel extends ExpertParallelLayout {
   readonly ownedFlags: readonly string[];
   /** The group launch to use instead of the engine's, across nodes. */
   readonly groupLaunch?: MultiNodeLaunch;
+  /** With RankEndpoints.PER_RANK: the ranks' API ports count from `port`, and the supervisor's facts. */
+  readonly perRank?: PerRankEndpointFacts & { readonly ranks: number };
 }
+
+/** InferencePool `targetPorts` holds at most 8 ports (GIE v1.6.0 CRD, `maxItems: 8`). */
+export const MAX_POOL_TARGET_PORTS = 8;
 
 const KEYS: ReadonlyArray<keyof ExpertParallelOptions> = [
   'tensorParallel',
   'all2all',
   'loadBalancing',
   'redundantExperts',
+  'endpoints',
 ];
 
 /**
@@ -160,7 +202,28 @@ export function resolveExpertParallel(
       'needs loadBalancing: redundant experts are placed by the load balancer (vLLM 0.31.0 config/parallel.py: "num_redundant_experts is set ... but EPLB is not enabled")',
       redundantExperts,
     );
-  const layout = { gpus: o.gpus, nodes: o.nodes, tensorParallel, all2all, loadBalancing, redundantExperts };
+  const endpoints = g.endpoints ?? RankEndpoints.SHARED;
+  if (!Object.values(RankEndpoints).includes(endpoints))
+    v.fail('expertParallel.endpoints', `must be one of ${Object.values(RankEndpoints).join(', ')}`, endpoints);
+  const ranks = (o.gpus * o.nodes) / tensorParallel;
+  let perRank: ResolvedExpertParallel['perRank'];
+  if (endpoints === RankEndpoints.PER_RANK) {
+    if (typeof o.facts.perRank === 'string') v.fail('expertParallel.endpoints', o.facts.perRank, endpoints);
+    if (o.nodes > 1)
+      v.fail(
+        'expertParallel.endpoints',
+        "must be RankEndpoints.SHARED with nodes > 1: every pod of the group would serve its ranks' clients, and a group's workers here are not serving pods (readiness, drain and endpoints are the leader's)",
+        endpoints,
+      );
+    if (ranks > MAX_POOL_TARGET_PORTS)
+      v.fail(
+        'expertParallel.endpoints',
+        `must be RankEndpoints.SHARED with more than ${MAX_POOL_TARGET_PORTS} data-parallel ranks in a pod (gpusPerReplica / tensorParallel is ${ranks}): an InferencePool's targetPorts holds at most ${MAX_POOL_TARGET_PORTS} (GIE v1.6.0 CRD)`,
+        endpoints,
+      );
+    perRank = { ...o.facts.perRank, ranks };
+  }
+  const layout = { gpus: o.gpus, nodes: o.nodes, tensorParallel, all2all, loadBalancing, redundantExperts, endpoints };
   const made = o.facts.args(layout);
   if (typeof made === 'string') v.fail('expertParallel', made, 'wide');
   return {
@@ -168,6 +231,7 @@ export function resolveExpertParallel(
     args: made.args,
     engineTensorParallel: made.tensorParallel,
     ownedFlags: o.facts.ownedFlags,
+    ...(perRank ? { perRank } : {}),
     ...(o.nodes > 1 && o.facts.groupLaunch ? { groupLaunch: o.facts.groupLaunch } : {}),
   };
 }

@@ -345,7 +345,7 @@ export class InferenceGateway extends Construct {
 
     const labels = labelSet({ name: r.name, instance: r.name, component: 'inference-pool' }).labels;
     const epp = labelSet({ name: r.epp, instance: r.epp, component: EPP_COMPONENT });
-    // The picker scrapes every pod's metrics on the pool's port: each service's NetworkPolicy admits it.
+    // The picker scrapes every endpoint's metrics on its target port: each service's NetworkPolicy admits it.
     // The gateway's proxies send each request to the pod the picker chose, on the API port.
     for (const { service } of r.members) {
       service._allowClient?.({ podSelector: { matchLabels: epp.selector } });
@@ -360,7 +360,7 @@ export class InferenceGateway extends Construct {
       metadata: { name: r.name, labels },
       spec: {
         selector: { matchLabels: r.selector },
-        targetPorts: [{ number: r.port }],
+        targetPorts: r.targetPorts.map(number => ({ number })),
         endpointPickerRef: { name: r.epp, port: { number: EPP_GRPC_PORT }, failureMode: r.failureMode },
       },
     });
@@ -397,7 +397,7 @@ export class InferenceGateway extends Construct {
       autoscaled: false,
       name: r.epp,
       labels: epp.labels,
-      portName: 'http-metrics',
+      portNames: ['http-metrics'],
       metricsPath: '/metrics',
     });
     this.serviceMonitor = monitor.object;
@@ -502,6 +502,11 @@ interface ResolvedGateway {
   readonly members: readonly Member[];
   readonly selector: Record<string, string>;
   readonly port: number;
+  /**
+   * Every member's endpoint ports (`port`, and each rank's with RankEndpoints.PER_RANK): each pod's
+   * `llm-d.ai/active-ports` names its own among them.
+   */
+  readonly targetPorts: number[];
   readonly engines: EppEngineMetrics[];
   /** When the pool holds a disaggregated service's prefill and decode pods. */
   readonly disaggregation?: EppDisaggregation;
@@ -600,6 +605,9 @@ function resolveGateway(v: Validator, scope: Construct, props: InferenceGatewayP
     // client Service selects the same; the picker's pods have their own name and component).
     selector: { [LABEL_NAME]: model, [LABEL_COMPONENT]: SERVING_COMPONENT },
     port,
+    // Every member's ranks count from the one port, so the union is the widest member's range: at most
+    // MAX_POOL_TARGET_PORTS, which each service checked.
+    targetPorts: [...new Set(members.flatMap(m => m.service.endpointPorts))].sort((a, b) => a - b),
     engines: engineConfigs(members),
     disaggregation: decisions.length > 0 ? { nonCachedTokens: decisions[0].nonCachedTokens } : undefined,
     precise: preciseOf(v, props.prefixCacheScoring, members),

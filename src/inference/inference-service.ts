@@ -49,7 +49,7 @@ import type { TgiInferenceService } from './tgi-inference-service';
 import type { VllmInferenceService } from './vllm-inference-service';
 import { BoundModelCache, ModelCache } from './model-cache';
 import { checkTensorParallelHeads, headRule, ModelArchitecture, modelArchitectureOf } from './model-facts';
-import { ExpertParallel, resolveExpertParallel } from './expert-parallel';
+import { ExpertParallel, RankEndpoints, ResolvedExpertParallel, resolveExpertParallel } from './expert-parallel';
 import { progressDeadlineSeconds, resolveWorkloadKind, servingWorkloadObject, WorkloadKind } from './workload-kind';
 import { PER_POD_ENDPOINTS_LABEL, serviceMonitor } from './service-monitor';
 import {
@@ -476,6 +476,11 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly url: string;
   /** The port the engine listens on (named `http`). */
   readonly port: number;
+  /**
+   * The ports clients reach the model on, each an endpoint of an InferencePool: `port`, and with
+   * `RankEndpoints.PER_RANK` one more per data-parallel rank after it.
+   */
+  readonly endpointPorts: readonly number[];
   /** The pod's grace period: at least preStop + drain + margin. */
   readonly terminationGracePeriodSeconds: number;
   /** The startup probe's budget for model load and warm-up. */
@@ -530,6 +535,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly _disaggregation?: { readonly nonCachedTokens?: number; readonly needsPicker?: string };
   /** The InferencePools routing to the service (named by InferenceGateway). */
   private readonly _pools: Array<{ namespace: string; name: string }> = [];
+  /** How many InferenceGateways route to the service. */
+  private _gateways = 0;
   /** The decode pool's routing sidecar, whose SSRF protection the gateway points at its pool. */
   private readonly _sidecar?: k8s.Container;
   /**
@@ -656,6 +663,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this.serviceName = props.name;
     this.headlessServiceName = `${r.name}-headless`;
     this.port = r.port;
+    this.endpointPorts = r.endpointPorts;
     this.terminationGracePeriodSeconds = r.termination.gracePeriodSeconds;
     this.startupBudgetSeconds = r.startupBudgetSeconds;
     this.modelCacheClaimName = r.cache.claimTemplate
@@ -724,7 +732,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     // Always set, gateway or not, so adding a gateway later does not roll the pods.
     if (r.engine.pickerEngine) {
       template.label(ENGINE_TYPE_LABEL, r.engine.pickerEngine);
-      template.annotate(ACTIVE_PORTS_ANNOTATION, String(r.port));
+      template.annotate(ACTIVE_PORTS_ANNOTATION, r.endpointPorts.join(','));
     }
     this._podTemplates = [template];
     const fill = sharedCacheFill(this, template, r, props.downloadResources);
@@ -735,7 +743,11 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       name: this.headlessServiceName,
       labels: { ...r.labels, [PER_POD_ENDPOINTS_LABEL]: 'true', [LABEL_WORKLOAD]: r.name },
       selector: r.selector,
-      ports: [{ name: PORT_NAME, port: r.port, targetPort: k8s.IntOrString.fromString(PORT_NAME) }],
+      ports: r.endpointPorts.map((port, i) => ({
+        name: rankPortName(i),
+        port,
+        targetPort: k8s.IntOrString.fromString(rankPortName(i)),
+      })),
     });
     this.service = clientService(this, v, props.name, r.role);
     // A worker is the leader's pod with the workers' labels; it waits for the same fill Job.
@@ -785,7 +797,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     const policy = workloadNetworkPolicy(this, v, props.networkPolicy, {
       identity: { name: props.name, instance: r.name, component: COMPONENT },
       profile: 'serving',
-      port: PORT_NAME,
+      ports: r.endpointPorts.map((_, i) => rankPortName(i)),
       peers: peers.length > 0 ? peers : undefined,
     });
     this.networkPolicy = policy?.object;
@@ -796,11 +808,23 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       autoscaled: r.autoscaling !== undefined,
       name: r.name,
       labels: r.labels,
-      portName: PORT_NAME,
+      portNames: r.endpointPorts.map((_, i) => rankPortName(i)),
       metricsPath: r.engine.metricsPath,
     });
     this.serviceMonitor = monitor.object;
     this.scrapeIntervalSeconds = monitor.interval;
+    if (r.supervisorPort !== undefined) {
+      const describe = `${r.engine.construct} '${id}'`;
+      // Checked at synth: the gateway routing to the service is made after it.
+      this.node.addValidation({
+        validate: () =>
+          this._gateways > 0
+            ? []
+            : [
+                `${describe}: expertParallel.endpoints RankEndpoints.PER_RANK needs an InferenceGateway routing to the service: only the Endpoint Picker spreads requests over the ranks' ports, and the client Service reaches the first rank's alone (got ${RankEndpoints.PER_RANK})`,
+              ],
+      });
+    }
     if (r.autoscaling?.minReplicas === 0) {
       const describe = `${r.engine.construct} '${id}'`;
       // Checked at synth: the gateway routing to the service is made after it.
@@ -849,6 +873,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
    * that pool's pods only. Returns why it cannot, for the gateway's message.
    */
   _routedByGateway(pool: { namespace?: string; name: string }): string | undefined {
+    this._gateways++;
     if (this.role !== 'decode') return undefined;
     if (this._pools.length > 0)
       return `must not be routed by a second InferenceGateway when disaggregated: its routing sidecar allows prefill legs to the pods of one InferencePool (${this._pools[0].name})`;
@@ -946,6 +971,10 @@ interface ResolvedServing {
   readonly modelNames: readonly string[];
   /** Data-parallel ranks in one engine of a pod (vLLM expertParallel). */
   readonly dataParallelRanks: number;
+  /** The API ports, each an endpoint: `port`, or one per rank from it (RankEndpoints.PER_RANK). */
+  readonly endpointPorts: readonly number[];
+  /** Where the probes ask, when not the API port: the per-rank servers' supervisor. */
+  readonly supervisorPort?: number;
 }
 
 /** The names the construct serves the model under, when it names them (vLLM's list, SGLang's one). */
@@ -1129,6 +1158,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       port,
     );
   const enginePort = role === 'decode' ? ENGINE_PORT_BEHIND_SIDECAR : port;
+  const endpointPorts = perRankPorts(v, props, ep?.perRank, { port, disaggregated: disagg !== undefined });
   if (disagg && props.kvCacheOffload !== undefined)
     v.fail(
       'kvCacheOffload',
@@ -1168,6 +1198,11 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     kvOffload !== undefined,
     [
       ...(ep ? [setByProp(ep.ownedFlags, 'expertParallel')] : []),
+      ...Object.entries(ep?.perRank?.refusedFlags ?? {}).map(([flag, why]) => ({
+        flags: [flag],
+        set: why,
+        expanded: `; ${why}`,
+      })),
       ...(disagg && typeof engine.disaggregation !== 'string'
         ? [setByProp(engine.disaggregation.ownedFlags, 'disaggregation (for each pool)')]
         : []),
@@ -1247,7 +1282,48 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     poolPeers: prefillOf ? prefillOf.peers : disagg ? poolSelector(props.name, `${name}-prefill`) : undefined,
     modelNames: servedNamesOf(props).length > 0 ? servedNamesOf(props) : [modelId],
     dataParallelRanks: ep ? (ep.gpus * ep.nodes) / ep.tensorParallel : 1,
+    endpointPorts,
+    supervisorPort: ep?.perRank?.supervisorPort,
   };
+}
+
+/** The name of a rank's API port after the first (`http`): `rank-1`, `rank-2`, ... */
+const rankPortName = (i: number) => (i === 0 ? PORT_NAME : `rank-${i}`);
+const SUPERVISOR_PORT_NAME = 'dp-supervisor';
+
+/**
+ * The API ports with RankEndpoints.PER_RANK: `port` and one after it per further rank, which must miss the ports the
+ * engine binds in the pod; `[port]` otherwise.
+ */
+function perRankPorts(
+  v: Validator,
+  props: InferenceServiceProps,
+  perRank: ResolvedExpertParallel['perRank'],
+  o: { port: number; disaggregated: boolean },
+): number[] {
+  if (perRank === undefined) return [o.port];
+  if (o.disaggregated)
+    v.fail(
+      'expertParallel.endpoints',
+      "must be RankEndpoints.SHARED with disaggregation: the routing sidecar fronts one engine port, and the prefill legs' side channels per rank are not declared here",
+      RankEndpoints.PER_RANK,
+    );
+  if (props.serviceMonitor !== true)
+    v.fail(
+      'serviceMonitor',
+      "must be true with RankEndpoints.PER_RANK: each rank's server has its own /metrics on its own port, and the prometheus.io/port annotation names one, so autoscaling and alerts would see a single rank's load",
+      props.serviceMonitor,
+    );
+  const ports = Array.from({ length: perRank.ranks }, (_, i) => o.port + i);
+  const last = ports[ports.length - 1];
+  const taken = [perRank.supervisorPort, ...perRank.reservedPorts].find(p => p >= o.port && p <= last);
+  if (last > 65535 || taken !== undefined)
+    v.fail(
+      'port',
+      `must leave room for one API port per data-parallel rank (${o.port}-${last}, RankEndpoints.PER_RANK)${taken !== undefined ? ` clear of ${taken}, which the engine binds in the pod (${perRank.source})` : ' below 65536'}`,
+      o.port,
+    );
+  return ports;
 }
 
 /**
@@ -1324,8 +1400,10 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
   const offline: OwnedEnv = { env: { name: 'HF_HUB_OFFLINE', value: '1' }, via: 'modelCache' };
   // Behind the decode pool's routing sidecar the engine has a port of its own, which its probes ask.
   const enginePortName = r.enginePort === r.port ? PORT_NAME : ENGINE_PORT_NAME;
+  // Per-rank servers: the supervisor's /health answers for all of them (and only once all are up).
+  const probePortName = r.supervisorPort === undefined ? enginePortName : SUPERVISOR_PORT_NAME;
   const probe = (extra: Partial<k8s.Probe>): k8s.Probe => ({
-    httpGet: { path: engine.healthPath, port: k8s.IntOrString.fromString(enginePortName) },
+    httpGet: { path: engine.healthPath, port: k8s.IntOrString.fromString(probePortName) },
     ...extra,
   });
   const cacheMount = { name: cache.volumeName, mountPath: MODEL_CACHE_PATH };
@@ -1347,6 +1425,10 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
         : {}),
       ports: [
         { name: enginePortName, containerPort: r.enginePort, protocol: 'TCP' },
+        ...r.endpointPorts.slice(1).map((p, i) => ({ name: rankPortName(i + 1), containerPort: p, protocol: 'TCP' })),
+        ...(r.supervisorPort === undefined
+          ? []
+          : [{ name: SUPERVISOR_PORT_NAME, containerPort: r.supervisorPort, protocol: 'TCP' }]),
         ...(r.disagg?.facts.ports ?? [])
           .filter(p => p.role === undefined || p.role === r.role)
           .map(p => ({ name: p.name, containerPort: p.port, protocol: 'TCP' })),

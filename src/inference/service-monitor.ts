@@ -21,7 +21,8 @@ export interface ServiceMonitorOptions {
   readonly autoscaled: boolean;
   readonly name: string;
   readonly labels: Record<string, string>;
-  readonly portName: string;
+  /** The headless Service's ports to scrape: the API port, or each rank's. */
+  readonly portNames: readonly string[];
   readonly metricsPath: string;
 }
 
@@ -64,7 +65,7 @@ export function serviceMonitor(
     spec: {
       // Labels the library owns: GitOps tools rewrite app.kubernetes.io/instance (see LABEL_WORKLOAD).
       selector: { matchLabels: { [PER_POD_ENDPOINTS_LABEL]: 'true', [LABEL_WORKLOAD]: o.name } },
-      endpoints: [{ port: o.portName, path: o.metricsPath, interval: `${interval}s` }],
+      endpoints: o.portNames.map(port => ({ port, path: o.metricsPath, interval: `${interval}s` })),
     },
   } as any);
   return { object, interval };

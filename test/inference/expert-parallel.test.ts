@@ -2,7 +2,9 @@ import {
   All2AllBackend,
   Disaggregation,
   ExpertParallel,
+  InferenceGateway,
   IpFamily,
+  RankEndpoints,
   Rdma,
   SglangInferenceService,
   SglangInferenceServiceProps,
@@ -10,7 +12,7 @@ import {
   VllmInferenceService,
   VllmInferenceServiceProps,
 } from '../../src';
-import { servingOutput } from '../support/synth';
+import { servingOutput, synthValid, testChart, validateApp } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
 
 const MOE = 'Qwen/Qwen3-30B-A3B';
@@ -195,5 +197,133 @@ describe('expertParallel: wide expert parallelism', () => {
           }),
       ),
     ).toThrow(/expertParallel.tensorParallel must divide the 32 attention heads/);
+  });
+});
+
+describe('expertParallel endpoints: RankEndpoints.PER_RANK, one API server per rank behind the Endpoint Picker', () => {
+  const perRank = (props: Partial<VllmInferenceServiceProps> = {}, routed = true) => {
+    const chart = testChart('serving');
+    const service = new VllmInferenceService(chart, 'moe', {
+      name: 'moe',
+      modelId: MOE,
+      gpusPerReplica: 4,
+      serviceMonitor: true,
+      expertParallel: ExpertParallel.wide({ endpoints: RankEndpoints.PER_RANK }),
+      ...props,
+    });
+    if (routed) new InferenceGateway(chart, 'gw', { name: 'moe', services: [service], gateway: { name: 'edge' } });
+    return { chart, service };
+  };
+  const kind = (objects: any[], k: string, name?: string) =>
+    objects.find(o => o.kind === k && (name === undefined || o.metadata.name === name));
+
+  test("vLLM's supervisor: ranks on port, port + 1, ...; probes on the supervisor; every rank an endpoint, scraped and admitted", () => {
+    const { chart, service } = perRank();
+    const objects = synthValid(chart);
+    const sts = kind(objects, 'StatefulSet', 'moe');
+    const main = sts.spec.template.spec.containers[0];
+    const args = main.args.join(' ');
+    // vLLM 0.31.0 dp_supervisor.py: --data-parallel-size-local >= 2 ranks, all of this pod's.
+    expect(args).toContain(
+      '--data-parallel-size 4 --data-parallel-size-local 4 --data-parallel-multi-port-external-lb --data-parallel-supervisor-port 9256 --enable-expert-parallel',
+    );
+    expect(args).toContain('--port 8000');
+    expect(service.endpointPorts).toEqual([8000, 8001, 8002, 8003]);
+    expect(main.ports.map((p: any) => [p.name, p.containerPort])).toEqual([
+      ['http', 8000],
+      ['rank-1', 8001],
+      ['rank-2', 8002],
+      ['rank-3', 8003],
+      ['dp-supervisor', 9256],
+    ]);
+    // The supervisor's /health: up once every rank's server is, 503 from SIGTERM on.
+    for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe'])
+      expect(main[probe].httpGet).toEqual({ path: '/health', port: 'dp-supervisor' });
+    // The picker: one endpoint per target port the pod names.
+    expect(sts.spec.template.metadata.annotations['llm-d.ai/active-ports']).toBe('8000,8001,8002,8003');
+    const pool = kind(objects, 'InferencePool');
+    expect(pool.spec.targetPorts).toEqual([8000, 8001, 8002, 8003].map(number => ({ number })));
+    // Prometheus scrapes each rank's /metrics on its own port, through the headless Service.
+    const headless = kind(objects, 'Service', 'moe-headless');
+    expect(headless.spec.ports.map((p: any) => [p.name, p.port])).toEqual([
+      ['http', 8000],
+      ['rank-1', 8001],
+      ['rank-2', 8002],
+      ['rank-3', 8003],
+    ]);
+    const monitor = kind(objects, 'ServiceMonitor', 'moe');
+    expect(monitor.spec.endpoints.map((e: any) => e.port)).toEqual(['http', 'rank-1', 'rank-2', 'rank-3']);
+    // The picker (a client) and the monitoring namespace reach every rank's port; nobody reaches the supervisor's.
+    const policy = kind(objects, 'NetworkPolicy', 'moe');
+    const admitted = policy.spec.ingress.map((rule: any) => (rule.ports ?? []).map((p: any) => p.port));
+    expect(admitted).toEqual([
+      ['http', 'rank-1', 'rank-2', 'rank-3'],
+      ['http', 'rank-1', 'rank-2', 'rank-3'],
+    ]);
+    expect(JSON.stringify(policy)).not.toContain('dp-supervisor');
+  });
+
+  test('a pool of a shared-port service and a per-rank one: the target ports are the union, each pod names its own', () => {
+    const chart = testChart('serving');
+    const shared = new VllmInferenceService(chart, 'v1', { name: 'moe', modelId: MOE, gpusPerReplica: 2 });
+    const ranked = new VllmInferenceService(chart, 'v2', {
+      name: 'moe',
+      version: 2,
+      modelId: MOE,
+      gpusPerReplica: 2,
+      serviceMonitor: true,
+      expertParallel: ExpertParallel.wide({ endpoints: RankEndpoints.PER_RANK }),
+    });
+    new InferenceGateway(chart, 'gw', { name: 'moe', services: [shared, ranked], gateway: { name: 'edge' } });
+    const objects = synthValid(chart);
+    expect(kind(objects, 'InferencePool').spec.targetPorts).toEqual([{ number: 8000 }, { number: 8001 }]);
+    const annotations = objects
+      .filter(o => o.kind === 'StatefulSet')
+      .map(o => [o.metadata.name, o.spec.template.metadata.annotations['llm-d.ai/active-ports']]);
+    expect(annotations).toEqual([
+      ['moe', '8000'],
+      ['moe-v2', '8000,8001'],
+    ]);
+  });
+
+  test('refused: without the picker or per-rank metrics, across a group, on SGLang, past 8 ranks, over the ports vLLM binds', () => {
+    const { chart } = perRank({}, false);
+    expect(() => validateApp(chart)).toThrow(
+      /VllmInferenceService 'moe': expertParallel.endpoints RankEndpoints.PER_RANK needs an InferenceGateway routing to the service: only the Endpoint Picker spreads requests over the ranks' ports/,
+    );
+    expect(() => perRank({ serviceMonitor: undefined })).toThrow(
+      /VllmInferenceService 'moe': serviceMonitor must be true with RankEndpoints.PER_RANK: each rank's server has its own \/metrics on its own port/,
+    );
+    expect(() => perRank({ gpusPerReplica: 8, nodes: 2 })).toThrow(
+      /expertParallel.endpoints must be RankEndpoints.SHARED with nodes > 1/,
+    );
+    expect(() => perRank({ gpusPerReplica: 16, maxGpusPerNode: 16 })).toThrow(
+      /expertParallel.endpoints must be RankEndpoints.SHARED with more than 8 data-parallel ranks in a pod \(gpusPerReplica \/ tensorParallel is 16\): an InferencePool's targetPorts holds at most 8/,
+    );
+    // Two GPUs a rank: 8 ranks on 16 GPUs fit.
+    expect(() =>
+      perRank({
+        gpusPerReplica: 16,
+        maxGpusPerNode: 16,
+        expertParallel: ExpertParallel.wide({ tensorParallel: 2, endpoints: RankEndpoints.PER_RANK }),
+      }),
+    ).not.toThrow();
+    expect(() => perRank({ port: 9254 })).toThrow(
+      /port must leave room for one API port per data-parallel rank \(9254-9257, RankEndpoints.PER_RANK\) clear of 9256, which the engine binds in the pod/,
+    );
+    expect(() => perRank({ port: 29498 })).toThrow(/clear of 29500/);
+    expect(() => perRank({ port: 65534 })).toThrow(/\(65534-65537, RankEndpoints.PER_RANK\) below 65536 \(got 65534\)/);
+    expect(() => perRank({ extraArgs: ['-asc', '2'] })).toThrow(
+      /extraArgs\[0\] must not set -asc: RankEndpoints.PER_RANK runs one API server per rank/,
+    );
+    expect(() => perRank({ extraArgs: ['--data-parallel-supervisor-port', '9300'] })).toThrow(
+      /extraArgs\[0\] must not set --data-parallel-supervisor-port: expertParallel sets it/,
+    );
+    expect(() =>
+      sglang({ gpusPerReplica: 4, expertParallel: ExpertParallel.wide({ endpoints: RankEndpoints.PER_RANK }) }),
+    ).toThrow(/SglangInferenceService 'moe': expertParallel.endpoints must be RankEndpoints.SHARED on SGLang/);
+    expect(() =>
+      vllm({ gpusPerReplica: 4, expertParallel: ExpertParallel.wide({ endpoints: 'each' as RankEndpoints }) }),
+    ).toThrow(/expertParallel.endpoints must be one of shared, per-rank \(got "each"\)/);
   });
 });

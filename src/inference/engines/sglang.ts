@@ -226,6 +226,8 @@ export const SGLANG: ServingEngine = {
         tensorParallel: world,
       };
     },
+    perRank:
+      'must be RankEndpoints.SHARED on SGLang: its DP attention serves every rank behind one API server, whose data-parallel controller balances them (SGLang 0.5.20 has no server per rank)',
     ownedFlags: [
       '--enable-dp-attention',
       '--moe-a2a-backend',

@@ -1,7 +1,7 @@
 import { CUDA12_DRIVER_MAJOR, CUDA13_DRIVER_MAJOR } from '../driver-floor';
 import { gibFlagValue } from '../kv-cache-offload';
 import { flagValue } from '../serving-inputs';
-import { All2AllBackend } from '../expert-parallel';
+import { All2AllBackend, RankEndpoints } from '../expert-parallel';
 import { DO_NOT_TRACK, GroupRendezvous, hubDownload, Launch, LaunchOptions, ServingEngine } from '../engine';
 
 /**
@@ -57,6 +57,10 @@ function worldArgs(g: GroupRendezvous): string[] {
   ];
 }
 
+/** entrypoints/launchers/cli_args.py FrontendArgs.data_parallel_supervisor_port: the per-rank servers' supervisor. */
+const VLLM_DP_SUPERVISOR_PORT = 9256;
+/** vllm/config/parallel.py ParallelConfig.data_parallel_master_port: the data-parallel ranks' own process group. */
+const VLLM_DP_MASTER_PORT = 29500;
 /** vllm/config/parallel.py ParallelConfig.data_parallel_rpc_port: where data-parallel engines on other pods join. */
 export const VLLM_DP_RPC_PORT = 29550;
 /** envs.py `VLLM_NIXL_SIDE_CHANNEL_PORT` default 5600, plus the data-parallel index (nixl/base_scheduler.py). */
@@ -259,6 +263,15 @@ export const VLLM: ServingEngine = {
         args: [
           '--data-parallel-size',
           String((l.gpus * l.nodes) / l.tensorParallel),
+          ...(l.endpoints === RankEndpoints.PER_RANK
+            ? [
+                '--data-parallel-size-local',
+                String(l.gpus / l.tensorParallel),
+                '--data-parallel-multi-port-external-lb',
+                '--data-parallel-supervisor-port',
+                String(VLLM_DP_SUPERVISOR_PORT),
+              ]
+            : []),
           '--enable-expert-parallel',
           '--all2all-backend',
           VLLM_ALL2ALL[l.all2all],
@@ -274,7 +287,29 @@ export const VLLM: ServingEngine = {
         tensorParallel: l.tensorParallel,
       };
     },
-    ownedFlags: ['--enable-expert-parallel', '-ep', '--all2all-backend', '--enable-eplb', '--eplb-config'],
+    ownedFlags: [
+      '--enable-expert-parallel',
+      '-ep',
+      '--all2all-backend',
+      '--enable-eplb',
+      '--eplb-config',
+      '--data-parallel-supervisor-port',
+    ],
+    // entrypoints/launchers/dp_supervisor.py: the supervisor starts one API server per local rank on --port + its
+    // index (each its own engine, --data-parallel-rank start + index, external load balancing), and serves /health
+    // (200 once every child's /health answered 200, 503 from SIGTERM on, which it forwards to the children) on
+    // --data-parallel-supervisor-port. The children coordinate in the pod over the data-parallel master and RPC ports.
+    perRank: {
+      supervisorPort: VLLM_DP_SUPERVISOR_PORT,
+      reservedPorts: [VLLM_DP_MASTER_PORT, VLLM_MASTER_PORT, VLLM_DP_RPC_PORT],
+      refusedFlags: Object.fromEntries(
+        ['--api-server-count', '-asc'].map(f => [
+          f,
+          'RankEndpoints.PER_RANK runs one API server per rank, and vLLM exits on any other count ("--data-parallel-multi-port-external-lb currently requires --api-server-count=1", vLLM 0.31.0 entrypoints/launchers/dp_supervisor.py)',
+        ]),
+      ),
+      source: 'vLLM 0.31.0 entrypoints/launchers/dp_supervisor.py, entrypoints/cli/serve.py',
+    },
     // Across a group, vLLM's internal load balancing (docs/serving/data_parallel_deployment.md): the leader's API
     // servers and DP coordinator balance over every rank, the workers run their ranks' engines headless. arg_utils.py
     // infers each pod's first rank (node rank x ranks per pod) and its local rank count from --nnodes and --node-rank;
