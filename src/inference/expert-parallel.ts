@@ -114,6 +114,10 @@ export interface PerRankEndpointFacts {
   readonly supervisorPort: number;
   /** Ports the engine's processes bind inside the pod besides the API ports, which the ranks' ports must miss. */
   readonly reservedPorts: readonly number[];
+  /** Whether the engine binds ports the kernel picked from its ephemeral range, which the ranks' ports must miss. */
+  readonly ephemeralPortsBound: boolean;
+  /** Variables `env` must not set in this mode, and why. */
+  readonly refusedEnv: Readonly<Record<string, string>>;
   /** Flags `extraArgs` must not set in this mode, and why. */
   readonly refusedFlags: Readonly<Record<string, string>>;
   readonly source: string;

@@ -1287,6 +1287,9 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   };
 }
 
+/** Linux's default `net.ipv4.ip_local_port_range`, the ports `bind(("", 0))` picks from. */
+const EPHEMERAL_PORTS = [32768, 60999] as const;
+
 /** The name of a rank's API port after the first (`http`): `rank-1`, `rank-2`, ... */
 const rankPortName = (i: number) => (i === 0 ? PORT_NAME : `rank-${i}`);
 const SUPERVISOR_PORT_NAME = 'dp-supervisor';
@@ -1314,13 +1317,25 @@ function perRankPorts(
       "must be true with RankEndpoints.PER_RANK: each rank's server has its own /metrics on its own port, and the prometheus.io/port annotation names one, so autoscaling and alerts would see a single rank's load",
       props.serviceMonitor,
     );
+  for (const [name, why] of Object.entries(perRank.refusedEnv))
+    if (props.env?.[name] !== undefined)
+      v.fail(`env.${name}`, `must not be set with RankEndpoints.PER_RANK: it ${why}`, props.env[name]);
   const ports = Array.from({ length: perRank.ranks }, (_, i) => o.port + i);
   const last = ports[ports.length - 1];
+  const range = `one API port per data-parallel rank (${o.port}-${last}, RankEndpoints.PER_RANK)`;
+  if (last > 65535) v.fail('port', `must leave room for ${range} below 65536`, o.port);
   const taken = [perRank.supervisorPort, ...perRank.reservedPorts].find(p => p >= o.port && p <= last);
-  if (last > 65535 || taken !== undefined)
+  if (taken !== undefined)
     v.fail(
       'port',
-      `must leave room for one API port per data-parallel rank (${o.port}-${last}, RankEndpoints.PER_RANK)${taken !== undefined ? ` clear of ${taken}, which the engine binds in the pod (${perRank.source})` : ' below 65536'}`,
+      `must leave room for ${range} clear of ${taken}, which the engine binds in the pod (${perRank.source})`,
+      o.port,
+    );
+  const [low, high] = EPHEMERAL_PORTS;
+  if (perRank.ephemeralPortsBound && last >= low && o.port <= high)
+    v.fail(
+      'port',
+      `must leave room for ${range} outside Linux's ephemeral ports ${low}-${high}: the engine's processes bind ports the kernel picked there, which could be a rank's before its server binds it (${perRank.source})`,
       o.port,
     );
   return ports;

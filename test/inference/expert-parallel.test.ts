@@ -311,7 +311,16 @@ describe('expertParallel endpoints: RankEndpoints.PER_RANK, one API server per r
     expect(() => perRank({ port: 9254 })).toThrow(
       /port must leave room for one API port per data-parallel rank \(9254-9257, RankEndpoints.PER_RANK\) clear of 9256, which the engine binds in the pod/,
     );
-    expect(() => perRank({ port: 29498 })).toThrow(/clear of 29500/);
+    expect(() => perRank({ port: 29547 })).toThrow(/clear of 29550/);
+    // The children's coordinator and process groups bind ports the kernel picks: a rank's port must not be one.
+    expect(() => perRank({ port: 32766 })).toThrow(
+      /port must leave room for one API port per data-parallel rank \(32766-32769, RankEndpoints.PER_RANK\) outside Linux's ephemeral ports 32768-60999/,
+    );
+    expect(() => perRank({ port: 32764 })).not.toThrow();
+    // A shared multiprocess registry: every rank's port would report every rank.
+    expect(() => perRank({ env: { PROMETHEUS_MULTIPROC_DIR: '/tmp/prom' } })).toThrow(
+      /env.PROMETHEUS_MULTIPROC_DIR must not be set with RankEndpoints.PER_RANK: it makes every rank's \/metrics report every rank/,
+    );
     expect(() => perRank({ port: 65534 })).toThrow(/\(65534-65537, RankEndpoints.PER_RANK\) below 65536 \(got 65534\)/);
     expect(() => perRank({ extraArgs: ['-asc', '2'] })).toThrow(
       /extraArgs\[0\] must not set -asc: RankEndpoints.PER_RANK runs one API server per rank/,

@@ -59,8 +59,6 @@ function worldArgs(g: GroupRendezvous): string[] {
 
 /** entrypoints/launchers/cli_args.py FrontendArgs.data_parallel_supervisor_port: the per-rank servers' supervisor. */
 const VLLM_DP_SUPERVISOR_PORT = 9256;
-/** vllm/config/parallel.py ParallelConfig.data_parallel_master_port: the data-parallel ranks' own process group. */
-const VLLM_DP_MASTER_PORT = 29500;
 /** vllm/config/parallel.py ParallelConfig.data_parallel_rpc_port: where data-parallel engines on other pods join. */
 export const VLLM_DP_RPC_PORT = 29550;
 /** envs.py `VLLM_NIXL_SIDE_CHANNEL_PORT` default 5600, plus the data-parallel index (nixl/base_scheduler.py). */
@@ -298,10 +296,21 @@ export const VLLM: ServingEngine = {
     // entrypoints/launchers/dp_supervisor.py: the supervisor starts one API server per local rank on --port + its
     // index (each its own engine, --data-parallel-rank start + index, external load balancing), and serves /health
     // (200 once every child's /health answered 200, 503 from SIGTERM on, which it forwards to the children) on
-    // --data-parallel-supervisor-port. The children coordinate in the pod over the data-parallel master and RPC ports.
+    // --data-parallel-supervisor-port. The first rank's child binds the ranks' handshake at 127.0.0.1:29550
+    // (v1/engine/utils.py, not local-only with one rank a process); every other port the children use (the DP group's
+    // master ports, the coordinator's, the executor's) is one the kernel picked from its ephemeral range
+    // (config/parallel.py get_open_ports_list, v1/engine/coordinator.py), bound later, so a rank's port there could be
+    // taken by a sibling before its server binds it.
     perRank: {
       supervisorPort: VLLM_DP_SUPERVISOR_PORT,
-      reservedPorts: [VLLM_DP_MASTER_PORT, VLLM_MASTER_PORT, VLLM_DP_RPC_PORT],
+      reservedPorts: [VLLM_DP_RPC_PORT],
+      ephemeralPortsBound: true,
+      // Each child's /metrics reports its own engine (`engine` label), unless a multiprocess registry is shared
+      // (v1/metrics/prometheus.py get_prometheus_registry): then every port reports every rank, scraped R times.
+      refusedEnv: {
+        PROMETHEUS_MULTIPROC_DIR:
+          "makes every rank's /metrics report every rank (vLLM 0.31.0 v1/metrics/prometheus.py), and each rank's port is scraped, so every series would count the pod's ranks over",
+      },
       refusedFlags: Object.fromEntries(
         ['--api-server-count', '-asc'].map(f => [
           f,
