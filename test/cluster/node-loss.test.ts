@@ -38,7 +38,8 @@ describeCluster(
       await applyAll(cluster, Testing.synth(chart));
       const jobSet = async () =>
         (await cluster.request('GET', `/apis/jobset.x-k8s.io/v1alpha2/namespaces/${ns}/jobsets/run`)).body;
-      await waitExplained(cluster, ns, 'the gang running on two nodes', 60, async () => {
+      // 120 s, as training-run's first placement: a loaded floor plane once made no Job within 60 s of a JobSet.
+      await waitExplained(cluster, ns, 'the gang running on two nodes', 120, async () => {
         const running = (await podsOf(cluster, ns)).filter(p => p.status?.phase === 'Running');
         return running.length === 2 || `${running.length} running`;
       });
@@ -77,7 +78,7 @@ describeCluster(
       expect(jobFailed).toEqual([expect.stringMatching(/has condition DisruptionTarget matching FailJob rule/)]);
       // When the poll saw the lost rank before the pod GC deleted it, the condition's reason was the pod GC's.
       for (const d of disrupted) expect(d).toMatch(/DeletionByPodGC$/);
-    }, 300_000);
+    }, 360_000);
   },
   v => v === newest,
 );
