@@ -1206,6 +1206,16 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       ...(disagg && typeof engine.disaggregation !== 'string'
         ? [setByProp(engine.disaggregation.ownedFlags, 'disaggregation (for each pool)')]
         : []),
+      // The group's launch (the engine's, or expertParallel's), abbreviations included.
+      ...(group && group.launch.groupOwnedFlags.length > 0
+        ? [
+            {
+              flags: group.launch.groupOwnedFlags,
+              set: 'the construct sets it from nodes for the group launch',
+              expanded: ', which the construct sets from nodes for the group launch',
+            },
+          ]
+        : []),
       // extraArgs reach every pod of a group.
       ...Object.entries(group?.launch.workerRefusedFlags ?? {}).map(([flag, why]) => ({
         flags: [flag],

@@ -175,11 +175,6 @@ export function resolveGroup(
   const mig = migSource(props);
   if (mig !== undefined)
     v.fail('nodes', `must be 1 with MIG instances (${mig}): NCCL does not connect MIG instances`, nodes);
-  (props.extraArgs ?? []).forEach((arg, i) => {
-    const flag = typeof arg === 'string' ? arg.split('=')[0] : '';
-    if (launch.groupOwnedFlags.includes(flag))
-      v.fail(`extraArgs[${i}]`, `must not set ${flag}: the construct sets it from nodes for the group launch`, arg);
-  });
   checkRendezvousPort(v, props.port ?? engine.port, launch);
   // LWS's pod webhook puts its own values of these in front of a container's env and drops any given
   // here (pkg/utils/pod/pod_utils.go, addEnvVarsIfNotExists): a value set here would never arrive.

@@ -134,6 +134,15 @@ describe('expertParallel: wide expert parallelism', () => {
     expect(() =>
       vllm({ gpusPerReplica: 8, nodes: 2, expertParallel: ExpertParallel.wide(), extraArgs: ['-asc', '4'] }),
     ).toThrow(/extraArgs\[0\] must not set -asc: the group's workers run --headless/);
+    // The data-parallel group's launch refuses what the group launch owns, as pipeline stages' does.
+    expect(() =>
+      vllm({
+        gpusPerReplica: 8,
+        nodes: 2,
+        expertParallel: ExpertParallel.wide(),
+        extraArgs: ['--distributed-executor-backend', 'ray'],
+      }),
+    ).toThrow(/extraArgs\[0\] must not set --distributed-executor-backend: the construct sets it from nodes/);
     expect(() =>
       vllm({ gpusPerReplica: 8, nodes: 2, expertParallel: ExpertParallel.wide(), env: { POD_IP: '10.0.0.1' } }),
     ).toThrow(/VllmInferenceService 'moe': env.POD_IP is set by the construct on a group's leader/);

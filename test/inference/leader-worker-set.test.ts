@@ -259,6 +259,11 @@ describe('refusals', () => {
     ],
     [
       ENGINES[0].make,
+      ['--distributed-executor=ray'],
+      /extraArgs\[0\] must not abbreviate --distributed-executor-backend: argparse expands --distributed-executor to it, which the construct sets from nodes for the group launch/,
+    ],
+    [
+      ENGINES[0].make,
       ['--tensor-parallel-size', '16'],
       /extraArgs\[0\] must not set --tensor-parallel-size: the construct sets it from gpusPerReplica/,
     ],
