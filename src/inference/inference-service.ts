@@ -81,6 +81,7 @@ import {
   checkImageFacts,
   extraArgsOf,
   setByProp,
+  refusedBecause,
   hubTokenEnv,
   modelIdOf,
   refuseHubCacheEnv,
@@ -1198,11 +1199,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     kvOffload !== undefined,
     [
       ...(ep ? [setByProp(ep.ownedFlags, 'expertParallel')] : []),
-      ...Object.entries(ep?.perRank?.refusedFlags ?? {}).map(([flag, why]) => ({
-        flags: [flag],
-        set: why,
-        expanded: `; ${why}`,
-      })),
+      ...refusedBecause(ep?.perRank?.refusedFlags),
       ...(disagg && typeof engine.disaggregation !== 'string'
         ? [setByProp(engine.disaggregation.ownedFlags, 'disaggregation (for each pool)')]
         : []),
@@ -1217,11 +1214,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
           ]
         : []),
       // extraArgs reach every pod of a group.
-      ...Object.entries(group?.launch.workerRefusedFlags ?? {}).map(([flag, why]) => ({
-        flags: [flag],
-        set: why,
-        expanded: `; ${why}`,
-      })),
+      ...refusedBecause(group?.launch.workerRefusedFlags),
     ],
   );
   if (ep && props.kvCacheOffload !== undefined)

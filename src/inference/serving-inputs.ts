@@ -257,6 +257,11 @@ export function setByProp(flags: readonly string[], prop: string): FlagRefusal {
   return { flags, set: `${prop} sets it`, expanded: `, which ${prop} sets` };
 }
 
+/** Flags refused for a reason of their own (`flag` -> why), none when `why` is undefined. */
+export function refusedBecause(why: Readonly<Record<string, string>> | undefined): FlagRefusal[] {
+  return Object.entries(why ?? {}).map(([flag, reason]) => ({ flags: [flag], set: reason, expanded: `; ${reason}` }));
+}
+
 /** The engine's refused flags and more. */
 function withMoreFlags(
   flags: ReadonlyMap<string, RefusedFlag>,
