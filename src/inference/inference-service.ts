@@ -535,9 +535,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
    */
   readonly _disaggregation?: { readonly nonCachedTokens?: number; readonly needsPicker?: string };
   /** The InferencePools routing to the service (named by InferenceGateway). */
-  private readonly _pools: Array<{ namespace: string; name: string }> = [];
-  /** How many InferenceGateways route to the service. */
-  private _gateways = 0;
+  private readonly _pools: Array<{ namespace?: string; name: string }> = [];
   /** The decode pool's routing sidecar, whose SSRF protection the gateway points at its pool. */
   private readonly _sidecar?: k8s.Container;
   /**
@@ -819,7 +817,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       // Checked at synth: the gateway routing to the service is made after it.
       this.node.addValidation({
         validate: () =>
-          this._gateways > 0
+          this._pools.length > 0
             ? []
             : [
                 `${describe}: expertParallel.endpoints RankEndpoints.PER_RANK needs an InferenceGateway routing to the service: only the Endpoint Picker spreads requests over the ranks' ports, and the client Service reaches the first rank's alone (got ${RankEndpoints.PER_RANK})`,
@@ -874,13 +872,13 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
    * that pool's pods only. Returns why it cannot, for the gateway's message.
    */
   _routedByGateway(pool: { namespace?: string; name: string }): string | undefined {
-    this._gateways++;
+    const earlier = this._pools[0];
+    this._pools.push(pool);
     if (this.role !== 'decode') return undefined;
-    if (this._pools.length > 0)
-      return `must not be routed by a second InferenceGateway when disaggregated: its routing sidecar allows prefill legs to the pods of one InferencePool (${this._pools[0].name})`;
+    if (earlier)
+      return `must not be routed by a second InferenceGateway when disaggregated: its routing sidecar allows prefill legs to the pods of one InferencePool (${earlier.name})`;
     // The service refused a chart without a namespace, and the gateway shares it.
     const named = { namespace: pool.namespace!, name: pool.name };
-    this._pools.push(named);
     (this._sidecar!.args as string[]).push(...ssrfProtectionArgs(named));
     return undefined;
   }
