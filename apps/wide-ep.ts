@@ -21,7 +21,9 @@ import {
  * copies of hot experts (256 + 32 experts over 16 GPUs, 18 each).
  *
  * vLLM serves Qwen3-235B-A22B (128 experts, FP8 weights) on two nodes of four GPUs: eight data-parallel engines of one
- * GPU, four a pod, the workers' engines headless behind the leader's API servers, DeepEP's low-latency kernels.
+ * GPU, four a pod, DeepEP's low-latency kernels, and an API server per rank on every pod of the group
+ * (`RankEndpoints.PER_RANK`, ports 8000-8003 on the leader and on the worker alike): all eight ranks are endpoints of
+ * the InferencePool, as llm-d's wide-EP guide serves every pod of its groups.
  *
  * vLLM serves Qwen3-30B-A3B (128 experts) in one pod of eight GPUs with an API server per data-parallel rank
  * (`RankEndpoints.PER_RANK`, ports 8000-8007): each rank is an endpoint of its InferencePool, so the Endpoint Picker
@@ -63,7 +65,10 @@ export class WideEpChart extends Chart {
       nodes: 2,
       replicas: 1,
       rdma: Rdma.sharedDevice(),
-      expertParallel: ExpertParallel.wide({ all2all: All2AllBackend.DEEPEP_LOW_LATENCY }),
+      expertParallel: ExpertParallel.wide({
+        all2all: All2AllBackend.DEEPEP_LOW_LATENCY,
+        endpoints: RankEndpoints.PER_RANK,
+      }),
       serviceMonitor: true,
     });
     this.gateway = new InferenceGateway(this, 'gateway', {

@@ -144,7 +144,12 @@ export class Autoscaler {
           undefined,
         );
       }
-      query = inFlightQuery(c.metrics, c.namespace!, podNamePattern(c.scaleTarget.kind, c.scaleTarget.name));
+      query = inFlightQuery(
+        c.metrics,
+        c.namespace!,
+        podNamePattern(c.scaleTarget.kind, c.scaleTarget.name),
+        c.servingPodsPerReplica,
+      );
     } else if (typeof query !== 'string' || query.trim() === '') {
       v.fail('autoscaling.autoscaler query', 'must be a non-empty PromQL query', query);
     }
@@ -203,11 +208,20 @@ export class Autoscaler {
 
 /**
  * The requests in flight (running + waiting) of the pods matching `podPattern`, summed: each pod
- * counted once (`max by (pod)`), however many scrape jobs collect it.
+ * counted once (`max by (pod)`), however many scrape jobs collect it. A pod of several data-parallel
+ * engines reads as its busiest, whose load the per-engine target is set against. Where `servingPods`
+ * pods of each replica serve (a group's workers too), the sum is divided by them: one value per
+ * replica, the average of its pods' busiest engines.
  */
-export function inFlightQuery(metrics: InFlightMetrics, namespace: string, podPattern: string): string {
+export function inFlightQuery(
+  metrics: InFlightMetrics,
+  namespace: string,
+  podPattern: string,
+  servingPods = 1,
+): string {
   const perPod = (metric: string) => `max by (pod) (${metric}{namespace="${namespace}",pod=~"${podPattern}"})`;
-  return `sum(${perPod(metrics.running)} + ${perPod(metrics.waiting)})`;
+  const sum = `sum(${perPod(metrics.running)} + ${perPod(metrics.waiting)})`;
+  return servingPods > 1 ? `${sum} / ${servingPods}` : sum;
 }
 
 /** The engine's gauges of running and waiting requests. */
@@ -292,6 +306,8 @@ export interface AutoscalerContext {
    * counts groups (its leaders are the pods the metric is read from).
    */
   readonly scaleTarget: { readonly apiVersion: string; readonly kind: string; readonly name: string };
+  /** The pods of a replica that serve and report their load: a group's workers too, where they serve. */
+  readonly servingPodsPerReplica?: number;
   /** The engine's name, for the default HPA metric name. */
   readonly engine: string;
   readonly metrics: InFlightMetrics;

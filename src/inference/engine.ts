@@ -136,6 +136,12 @@ export interface MultiNodeLaunch {
    * group.
    */
   readonly workerRefusedFlags?: Readonly<Record<string, string>>;
+  /**
+   * Whether every pod of the group serves clients on its own API ports (vLLM's per-rank servers on every pod), so
+   * the workers are serving pods like the leader: selected by the Services and the InferencePool, probed, scraped
+   * and drained as it is. Otherwise only the leader serves and the workers run their ranks headless.
+   */
+  readonly workersServe?: boolean;
   /** Where these facts come from. */
   readonly source: string;
 }

@@ -37,7 +37,8 @@ export enum RankEndpoints {
    * One API port per rank (vLLM `--data-parallel-multi-port-external-lb`, on `port`, `port + 1`, ...): each rank is an
    * endpoint of the InferencePool (`targetPorts`), so the Endpoint Picker chooses the rank by its own queue and KV
    * cache, not only the pod. Needs an `InferenceGateway` routing to the service and `serviceMonitor` (every rank's
-   * metrics on its own port); single-pod replicas only.
+   * metrics on its own port). With `nodes` > 1 every pod of the group serves its own ranks (the workers too are
+   * endpoints, probed, scraped and drained as the leader is).
    */
   PER_RANK = 'per-rank',
 }
@@ -120,6 +121,8 @@ export interface PerRankEndpointFacts {
   readonly refusedEnv: Readonly<Record<string, string>>;
   /** Flags `extraArgs` must not set in this mode, and why. */
   readonly refusedFlags: Readonly<Record<string, string>>;
+  /** How a group's pods join when the ranks span nodes, every pod serving its own ranks; absent where they cannot. */
+  readonly groupLaunch?: MultiNodeLaunch;
   readonly source: string;
 }
 
@@ -147,7 +150,7 @@ export interface ResolvedExpertParallel extends ExpertParallelLayout {
   readonly ownedFlags: readonly string[];
   /** The group launch to use instead of the engine's, across nodes. */
   readonly groupLaunch?: MultiNodeLaunch;
-  /** With RankEndpoints.PER_RANK: the ranks' API ports count from `port`, and the supervisor's facts. */
+  /** With RankEndpoints.PER_RANK: the pod's ranks (its API ports count from `port`), and the supervisor's facts. */
   readonly perRank?: PerRankEndpointFacts & { readonly ranks: number };
 }
 
@@ -209,33 +212,35 @@ export function resolveExpertParallel(
   const endpoints = g.endpoints ?? RankEndpoints.SHARED;
   if (!Object.values(RankEndpoints).includes(endpoints))
     v.fail('expertParallel.endpoints', `must be one of ${Object.values(RankEndpoints).join(', ')}`, endpoints);
-  const ranks = (o.gpus * o.nodes) / tensorParallel;
   let perRank: ResolvedExpertParallel['perRank'];
   if (endpoints === RankEndpoints.PER_RANK) {
     if (typeof o.facts.perRank === 'string') v.fail('expertParallel.endpoints', o.facts.perRank, endpoints);
-    if (o.nodes > 1)
+    if (o.nodes > 1 && o.facts.perRank.groupLaunch === undefined)
       v.fail(
         'expertParallel.endpoints',
-        "must be RankEndpoints.SHARED with nodes > 1: every pod of the group would serve its ranks' clients, and a group's workers here are not serving pods (readiness, drain and endpoints are the leader's)",
+        "must be RankEndpoints.SHARED with nodes > 1: this engine's per-rank servers do not span a group's pods",
         endpoints,
       );
-    if (ranks > MAX_POOL_TARGET_PORTS)
+    const local = o.gpus / tensorParallel;
+    if (local > MAX_POOL_TARGET_PORTS)
       v.fail(
         'expertParallel.endpoints',
-        `must be RankEndpoints.SHARED with more than ${MAX_POOL_TARGET_PORTS} data-parallel ranks in a pod (gpusPerReplica / tensorParallel is ${ranks}): an InferencePool's targetPorts holds at most ${MAX_POOL_TARGET_PORTS} (GIE v1.6.0 CRD)`,
+        `must be RankEndpoints.SHARED with more than ${MAX_POOL_TARGET_PORTS} data-parallel ranks in a pod (gpusPerReplica / tensorParallel is ${local}): an InferencePool's targetPorts holds at most ${MAX_POOL_TARGET_PORTS} (GIE v1.6.0 CRD)`,
         endpoints,
       );
-    perRank = { ...o.facts.perRank, ranks };
+    perRank = { ...o.facts.perRank, ranks: local };
   }
   const layout = { gpus: o.gpus, nodes: o.nodes, tensorParallel, all2all, loadBalancing, redundantExperts, endpoints };
   const made = o.facts.args(layout);
   if (typeof made === 'string') v.fail('expertParallel', made, 'wide');
+  // Across nodes, the ranks' own launch: every pod serving its ranks with PER_RANK, else the engine's.
+  const groupLaunch = o.nodes > 1 ? (perRank ? perRank.groupLaunch : o.facts.groupLaunch) : undefined;
   return {
     ...layout,
     args: made.args,
     engineTensorParallel: made.tensorParallel,
     ownedFlags: o.facts.ownedFlags,
     ...(perRank ? { perRank } : {}),
-    ...(o.nodes > 1 && o.facts.groupLaunch ? { groupLaunch: o.facts.groupLaunch } : {}),
+    ...(groupLaunch ? { groupLaunch } : {}),
   };
 }

@@ -482,6 +482,11 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
    * `RankEndpoints.PER_RANK` one more per data-parallel rank after it.
    */
   readonly endpointPorts: readonly number[];
+  /**
+   * The pods of a replica that serve requests, each reporting its own: 1, or `nodes` where every pod of a group
+   * serves its ranks (`RankEndpoints.PER_RANK` with `nodes` > 1).
+   */
+  readonly servingPodsPerReplica: number;
   /** The pod's grace period: at least preStop + drain + margin. */
   readonly terminationGracePeriodSeconds: number;
   /** The startup probe's budget for model load and warm-up. */
@@ -663,6 +668,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this.headlessServiceName = `${r.name}-headless`;
     this.port = r.port;
     this.endpointPorts = r.endpointPorts;
+    this.servingPodsPerReplica = r.group?.launch.workersServe ? r.group.nodes : 1;
     this.terminationGracePeriodSeconds = r.termination.gracePeriodSeconds;
     this.startupBudgetSeconds = r.startupBudgetSeconds;
     this.modelCacheClaimName = r.cache.claimTemplate
@@ -727,12 +733,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       );
     }
     this.downloadScript = shipScript(this, template, hubDownloadScript());
-    // The Endpoint Picker's: which engine's metric names to read, and which port is the pod's one endpoint.
-    // Always set, gateway or not, so adding a gateway later does not roll the pods.
-    if (r.engine.pickerEngine) {
-      template.label(ENGINE_TYPE_LABEL, r.engine.pickerEngine);
-      template.annotate(ACTIVE_PORTS_ANNOTATION, r.endpointPorts.join(','));
-    }
+    markForPicker(template, r);
     this._podTemplates = [template];
     const fill = sharedCacheFill(this, template, r, props.downloadResources);
     this.cacheFillJob = fill?.job;
@@ -750,8 +751,9 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     });
     this.service = clientService(this, v, props.name, r.role);
     // A worker is the leader's pod with the workers' labels; it waits for the same fill Job.
-    const composeWorker = (w: Pick<ResolvedServing, 'labels' | 'selector'>) => {
-      const worker = composePod(this, v, props, { ...r, ...w, serviceMonitor: true });
+    const composeWorker = (w: Pick<ResolvedServing, 'labels' | 'selector'> & { serving: boolean }) => {
+      const worker = composePod(this, v, props, { ...r, labels: w.labels, selector: w.selector, serviceMonitor: true });
+      if (w.serving) markForPicker(worker, r);
       shipScript(this, worker, hubDownloadScript());
       sharedCacheFill(this, worker, r, props.downloadResources);
       this._podTemplates.push(worker);
@@ -791,7 +793,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     // The other pool of a disaggregated service, on every port: the KV transfer's sockets (UCX over TCP, SGLang's
     // transfer engines) bind ports of their own choosing.
     const poolPeers = r.poolPeers ? [{ podSelector: { matchLabels: r.poolPeers } }] : [];
-    const group = r.group && groupNetworkPolicy(new Construct(this, 'Group'), v, props.networkPolicy, r, poolPeers);
+    const group =
+      r.group && groupNetworkPolicy(new Construct(this, 'Group'), v, props.networkPolicy, r, r.group, poolPeers);
     const peers = [...(group?.leaderPeers ?? []), ...poolPeers];
     const policy = workloadNetworkPolicy(this, v, props.networkPolicy, {
       identity: { name: props.name, instance: r.name, component: COMPONENT },
@@ -844,6 +847,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
         labels: r.labels,
         namespace,
         scaleTarget: r.group ? groupScaleTarget(r.group) : { apiVersion: 'apps/v1', kind: r.kind, name: r.name },
+        servingPodsPerReplica: this.servingPodsPerReplica,
         engine: r.engine.containerName,
         metrics: { running: r.engine.metrics.running, waiting: r.engine.queueMetric },
         minReplicas: r.autoscaling.minReplicas,
@@ -1157,7 +1161,11 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       port,
     );
   const enginePort = role === 'decode' ? ENGINE_PORT_BEHIND_SIDECAR : port;
-  const endpointPorts = perRankPorts(v, props, ep?.perRank, { port, disaggregated: disagg !== undefined });
+  const endpointPorts = perRankPorts(v, props, ep?.perRank, {
+    port,
+    disaggregated: disagg !== undefined,
+    groupPorts: group ? [group.launch.rendezvousPort, ...(group.launch.leaderPorts ?? [])] : [],
+  });
   if (disagg && props.kvCacheOffload !== undefined)
     v.fail(
       'kvCacheOffload',
@@ -1296,6 +1304,16 @@ const rankPortName = (i: number) => (i === 0 ? PORT_NAME : `rank-${i}`);
 const SUPERVISOR_PORT_NAME = 'dp-supervisor';
 
 /**
+ * What the Endpoint Picker reads from a serving pod: which engine's metric names, and which ports are its endpoints.
+ * Always set, gateway or not, so adding a gateway later does not roll the pods.
+ */
+function markForPicker(template: PodTemplate, r: Pick<ResolvedServing, 'engine' | 'endpointPorts'>): void {
+  if (r.engine.pickerEngine === undefined) return;
+  template.label(ENGINE_TYPE_LABEL, r.engine.pickerEngine);
+  template.annotate(ACTIVE_PORTS_ANNOTATION, r.endpointPorts.join(','));
+}
+
+/**
  * The API ports with RankEndpoints.PER_RANK: `port` and one after it per further rank, which must miss the ports the
  * engine binds in the pod; `[port]` otherwise.
  */
@@ -1303,7 +1321,8 @@ function perRankPorts(
   v: Validator,
   props: InferenceServiceProps,
   perRank: ResolvedExpertParallel['perRank'],
-  o: { port: number; disaggregated: boolean },
+  /** groupPorts: what a group's leader binds for its ranks, which no rank's port may take. */
+  o: { port: number; disaggregated: boolean; groupPorts: readonly number[] },
 ): number[] {
   if (perRank === undefined) return [o.port];
   if (o.disaggregated)
@@ -1325,7 +1344,7 @@ function perRankPorts(
   const last = ports[ports.length - 1];
   const range = `one API port per data-parallel rank (${o.port}-${last}, RankEndpoints.PER_RANK)`;
   if (last > 65535) v.fail('port', `must leave room for ${range} below 65536`, o.port);
-  const taken = [perRank.supervisorPort, ...perRank.reservedPorts].find(p => p >= o.port && p <= last);
+  const taken = [perRank.supervisorPort, ...perRank.reservedPorts, ...o.groupPorts].find(p => p >= o.port && p <= last);
   if (taken !== undefined)
     v.fail(
       'port',

@@ -20,8 +20,10 @@ import type { Termination } from './serving-timing';
 /**
  * Multi-node serving: one replica of a model larger than one node is a LeaderWorkerSet group of
  * `nodes` pods, one per node. The leader serves the API (and is what the client Service, the
- * headless Service, the InferencePool and the PDB select); the workers run the other ranks and
- * never receive requests. LWS creates, restarts and rolls out the group as one unit.
+ * headless Service and the InferencePool select); the workers run the other ranks and never
+ * receive requests, unless the launch has every pod serve its own ranks (`workersServe`: vLLM's
+ * per-rank servers), where the workers are serving pods as the leader is. LWS creates, restarts
+ * and rolls out the group as one unit.
  */
 
 /** The LeaderWorkerSet API version and kind (leaderworkerset.x-k8s.io/v1, the version v0.10.0 serves). */
@@ -236,8 +238,15 @@ export interface GroupEmission {
   readonly r: GroupInputs;
   /** The leader's pod, composed by the serving practice. */
   readonly leader: PodTemplate;
-  /** Composes the same pod with other labels (the workers'), without scrape annotations. */
-  readonly composeWorker: (labels: { labels: Record<string, string>; selector: Record<string, string> }) => PodTemplate;
+  /**
+   * Composes the same pod with other labels (the workers'), without scrape annotations; a serving worker (the
+   * leader's labels) also gets what the Endpoint Picker reads from a serving pod.
+   */
+  readonly composeWorker: (w: {
+    labels: Record<string, string>;
+    selector: Record<string, string>;
+    serving: boolean;
+  }) => PodTemplate;
   readonly guaranteedQos: boolean;
 }
 
@@ -251,7 +260,7 @@ type WritableContainer = { -readonly [K in keyof k8s.Container]: k8s.Container[K
  * still connected to the leader's rendezvous port, at most preStop + drain: an evicted worker keeps
  * its rank up while the leader drains the requests that run on it, and a worker deleted after its
  * leader (a rolling update deletes the leader; garbage collection takes the workers once it is
- * gone) stops at once.
+ * gone) stops at once. Serving workers (`workersServe`) drain their own requests as the leader does.
  */
 export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   const { group, r } = e;
@@ -277,22 +286,26 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
     env.push(POD_IP_ENV);
   }
 
-  const workerLabels = labelSet(workerIdentity(r));
-  const worker = e.composeWorker(workerLabels);
+  const serving = launch.workersServe === true;
+  const worker = e.composeWorker(
+    serving ? { labels: r.labels, selector: r.selector, serving } : { ...labelSet(workerIdentity(r)), serving },
+  );
   const workerMain = worker.main as WritableContainer;
   workerMain.args = [...(workerMain.args ?? []), ...groupArgs, ...launch.workerArgs(rendezvous)];
-  // No API: no port, no probes (a worker's /health, where it has one, says nothing about the
-  // group). A rank that dies exits, and the group is recreated (RecreateGroupOnPodRestart).
-  delete workerMain.ports;
-  delete workerMain.startupProbe;
-  delete workerMain.readinessProbe;
-  delete workerMain.livenessProbe;
-  const workerHold = r.termination.preStopSeconds + r.termination.drainSeconds;
-  workerMain.lifecycle = {
-    preStop: {
-      exec: { command: ['python3', '-c', groupHoldScript(), String(launch.rendezvousPort), String(workerHold)] },
-    },
-  };
+  if (!serving) {
+    // No API: no port, no probes (a worker's /health, where it has one, says nothing about the
+    // group). A rank that dies exits, and the group is recreated (RecreateGroupOnPodRestart).
+    delete workerMain.ports;
+    delete workerMain.startupProbe;
+    delete workerMain.readinessProbe;
+    delete workerMain.livenessProbe;
+    const workerHold = r.termination.preStopSeconds + r.termination.drainSeconds;
+    workerMain.lifecycle = {
+      preStop: {
+        exec: { command: ['python3', '-c', groupHoldScript(), String(launch.rendezvousPort), String(workerHold)] },
+      },
+    };
+  }
   // One pod of the set per node: a group split over fewer nodes than pods would send NCCL between
   // two pods of one node over the network, and a second group's pod on a node halves its GPUs' links.
   for (const t of [e.leader, worker]) onePodPerNode(t, groupPodSelector(r));
@@ -396,16 +409,20 @@ function workerIdentity(r: Pick<GroupInputs, 'labels' | 'name'>): WorkloadIdenti
  * The NetworkPolicy of the workers, and the peers the leaders' policy admits on every port: the
  * ranks of a group connect to each other (the engine's rendezvous on the leader, NCCL both ways) on
  * ports the engines choose, so every pod of the set admits every other on all ports. Workers serve
- * no clients and no metrics. Undefined with `NetworkAccess.unrestricted()`.
+ * no clients and no metrics, unless they serve (`workersServe`): then the serving policy is theirs
+ * too, and there is no policy of their own. Undefined with `NetworkAccess.unrestricted()`.
  */
 export function groupNetworkPolicy(
   scope: Construct,
   v: Validator,
   access: NetworkAccess | undefined,
   r: Pick<GroupInputs, 'labels' | 'name' | 'selector'>,
+  group: ServingGroup,
   /** Pods the workers admit besides their group (the other pool of a disaggregated service). */
   peers: k8s.NetworkPolicyPeer[] = [],
 ): { workers?: ApiObject; leaderPeers: k8s.NetworkPolicyPeer[] } {
+  // Serving workers are the leaders' kind of pod, under the serving policy: every pod of the set admits every other.
+  if (group.launch.workersServe) return { leaderPeers: [{ podSelector: { matchLabels: r.selector } }] };
   const worker = workerIdentity(r);
   const leaderPeers = [{ podSelector: { matchLabels: selectorLabels(worker) } }];
   const workers = workloadNetworkPolicy(scope, v, access, {

@@ -1,5 +1,5 @@
 import { Chart, Duration, Testing } from 'cdk8s';
-import { ModelCache, VllmInferenceService } from '../../src';
+import { ExpertParallel, InferenceGateway, ModelCache, RankEndpoints, VllmInferenceService } from '../../src';
 import { plan } from '../../src/guard/plan-api';
 import { Cluster, describeCluster, SERVER_VERSIONS } from './kube';
 import { applyAll, gpusHeld, isReady, KWOK_STAGE, podsOf, scenario, waitExplained } from './sim';
@@ -18,8 +18,9 @@ const GROUP_INDEX = 'leaderworkerset.sigs.k8s.io/group-index';
 describeCluster(
   'serving groups on the LeaderWorkerSet controller',
   (cluster: Cluster) => {
-    // Four nodes for the first service's two groups, six for the surge test's three (two and a surge group).
-    const place = scenario(cluster, RUN, { name: 'groups', nodes: 10 });
+    // Four nodes for the first service's two groups, six for the surge test's three (two and a surge group), two for
+    // the per-rank group.
+    const place = scenario(cluster, RUN, { name: 'groups', nodes: 12 });
     // The one namespace of these tests, made by the first with the level the service reports.
     const ns = `groups-${RUN}`;
 
@@ -169,6 +170,75 @@ describeCluster(
       // Two groups and the surge group side by side, as the plan predicted.
       expect(peak).toBe(predicted.gpusDuringRollout.max);
     }, 240_000);
+
+    test("per-rank endpoints across a group: the worker is an endpoint as the leader is, every rank's port resolved on both; the scale selector keeps the leader", async () => {
+      const rankNs = await place.namespace('groups-ranks', output('1').level);
+      const chart = new Chart(Testing.app(), 'c', { namespace: rankNs });
+      const service = new VllmInferenceService(chart, 'svc', {
+        name: 'moe',
+        modelId: 'Qwen/Qwen3-235B-A22B-Instruct-2507-FP8',
+        gpusPerReplica: 4,
+        nodes: 2,
+        replicas: 1,
+        serviceMonitor: true,
+        expertParallel: ExpertParallel.wide({ endpoints: RankEndpoints.PER_RANK }),
+        modelCache: ModelCache.emptyDir(),
+        preStopSleep: Duration.seconds(1),
+        drainTimeout: Duration.seconds(2),
+        nodeSelector: place.gpus().nodeSelector,
+        pod: {
+          tolerations: place.gpus().tolerations,
+          annotations: { [`pod-ready.${KWOK_STAGE}/delay`]: '1s', [`pod-delete.${KWOK_STAGE}/delay`]: '1s' },
+        },
+      });
+      new InferenceGateway(chart, 'gw', { name: 'moe', services: [service], gateway: { name: 'edge' } });
+      // The group and its Services: the pool, the picker and the monitor need CRDs and controllers not run here.
+      const objects = Testing.synth(chart).filter((o: any) => ['LeaderWorkerSet', 'Service'].includes(o.kind));
+      await applyAll(
+        cluster,
+        objects.filter((o: any) => !o.metadata.name.endsWith('-epp')),
+      );
+      const slices = async (svc: string) =>
+        (
+          await cluster.request(
+            'GET',
+            `/apis/discovery.k8s.io/v1/namespaces/${rankNs}/endpointslices?labelSelector=${encodeURIComponent(`kubernetes.io/service-name=${svc}`)}`,
+          )
+        ).body.items as any[];
+      const readyEndpoints = async (svc: string) =>
+        (await slices(svc)).flatMap(s => (s.endpoints ?? []).filter((e: any) => e.conditions?.ready));
+      await waitExplained(
+        cluster,
+        rankNs,
+        'both pods of the group ready endpoints of the client Service',
+        90,
+        async () => {
+          const ready = await readyEndpoints('moe');
+          return ready.length === 2 || `${ready.length} ready endpoints of moe`;
+        },
+      );
+      const pods = await podsOf(cluster, rankNs, 'leaderworkerset.sigs.k8s.io/name=moe-lws');
+      const byIp = new Map(
+        pods.map(p => [p.status.podIP, p.metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']]),
+      );
+      const served = (await readyEndpoints('moe')).map(e => byIp.get(e.addresses[0]));
+      expect(served.sort()).toEqual(['0', '1']);
+      // The headless Service (what the ServiceMonitor scrapes): every rank's named port resolved to its number.
+      const headless = await slices('moe-headless');
+      const ports = headless.flatMap(s => (s.ports ?? []).map((p: any) => [p.name, p.port]));
+      expect(ports.sort()).toEqual([
+        ['http', 8000],
+        ['rank-1', 8001],
+        ['rank-2', 8002],
+        ['rank-3', 8003],
+      ]);
+      expect(headless.flatMap(s => s.endpoints ?? [])).toHaveLength(2);
+      // The scale subresource's selector (what an HPA averages over) holds the leader alone; KEDA's query divides the
+      // sum over both pods by the two that serve.
+      const scale = await cluster.request('GET', `${LWS_API}/namespaces/${rankNs}/leaderworkersets/moe-lws/scale`);
+      expect(await podsOf(cluster, rankNs, scale.body.status.selector)).toHaveLength(1);
+      expect(service.servingPodsPerReplica).toBe(2);
+    }, 180_000);
   },
   version => version === SERVER_VERSIONS[SERVER_VERSIONS.length - 1],
 );

@@ -49,6 +49,36 @@ describePromtool('inFlightQuery under promtool', () => {
     if (!r.ok) throw new Error(r.output);
   });
 
+  test('a pod of several engines reads as its busiest; a group whose pods all serve counts once per group', () => {
+    // vLLM labels each data-parallel engine's series `engine` (v1/metrics/loggers.py).
+    const rank = (metric: string, pod: string, engine: string, v: number) =>
+      constant(`${metric}{namespace="${NS}",pod="${pod}",job="h",engine="${engine}"}`, v, 10);
+    const run = 'vllm:num_requests_running';
+    const wait = 'vllm:num_requests_waiting';
+    const group = inFlightQuery({ running: run, waiting: wait }, NS, 'moe-lws-[0-9]+(-[0-9]+)?', 2);
+    expect(group).toBe(`${inFlightQuery({ running: run, waiting: wait }, NS, 'moe-lws-[0-9]+(-[0-9]+)?')} / 2`);
+    const r = testRules(recorded(group), [
+      {
+        name: 'group 0: leader busiest 10 + 2, worker 8 + 0; group 1: leader 6 + 0, worker 6 + 0: (12 + 8 + 6 + 6) / 2',
+        interval: '1m',
+        input_series: [
+          rank(run, 'moe-lws-0', '0', 10),
+          rank(wait, 'moe-lws-0', '0', 2),
+          rank(run, 'moe-lws-0', '1', 4),
+          rank(wait, 'moe-lws-0', '1', 1),
+          rank(run, 'moe-lws-0-1', '2', 8),
+          rank(wait, 'moe-lws-0-1', '2', 0),
+          rank(run, 'moe-lws-1', '0', 6),
+          rank(wait, 'moe-lws-1', '0', 0),
+          rank(run, 'moe-lws-1-1', '2', 6),
+          rank(wait, 'moe-lws-1-1', '2', 0),
+        ],
+        promql_expr_test: [total(16)],
+      },
+    ]);
+    if (!r.ok) throw new Error(r.output);
+  });
+
   test('the sum without max by (pod) would count the twice-scraped pod twice (what the query avoids)', () => {
     const m = 'vllm:num_requests_waiting';
     const plain = `sum(${m}{namespace="${NS}",pod=~"llm-[0-9]+"})`;

@@ -1,8 +1,10 @@
 import {
   All2AllBackend,
+  Autoscaler,
   Disaggregation,
   ExpertParallel,
   InferenceGateway,
+  InferenceServiceMonitoring,
   IpFamily,
   RankEndpoints,
   Rdma,
@@ -272,6 +274,87 @@ describe('expertParallel endpoints: RankEndpoints.PER_RANK, one API server per r
     expect(JSON.stringify(policy)).not.toContain('dp-supervisor');
   });
 
+  test('across a group: every pod serves its own ranks, selected, probed, scraped and drained as the leader is', () => {
+    const { chart, service } = perRank({
+      nodes: 2,
+      autoscaling: {
+        maxReplicas: 3,
+        autoscaler: Autoscaler.keda({ serverAddress: 'http://prometheus.monitoring:9090' }),
+      },
+    });
+    new InferenceServiceMonitoring(chart, 'monitoring', service);
+    const objects = synthValid(chart);
+    const lws = kind(objects, 'LeaderWorkerSet');
+    const t = lws.spec.leaderWorkerTemplate;
+    const [leader, worker] = [t.leaderTemplate, t.workerTemplate];
+    const argsOf = (pod: any) => pod.spec.containers[0].args.join(' ');
+    // vLLM 0.31.0 dp_supervisor.py: each pod supervises its 4 ranks of 8, numbered from --node-rank x 4.
+    for (const pod of [leader, worker]) {
+      expect(argsOf(pod)).toContain(
+        '--data-parallel-size 8 --data-parallel-size-local 4 --data-parallel-multi-port-external-lb --data-parallel-supervisor-port 9256',
+      );
+      expect(argsOf(pod)).toContain(
+        '--nnodes 2 --node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) --master-port 29501 --data-parallel-rpc-port 29550',
+      );
+      expect(argsOf(pod)).not.toContain('--headless');
+      const main = pod.spec.containers[0];
+      expect(main.ports.map((p: any) => p.containerPort)).toEqual([8000, 8001, 8002, 8003, 9256]);
+      for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe'])
+        expect(main[probe].httpGet).toEqual({ path: '/health', port: 'dp-supervisor' });
+      // Its own drain (endpoint removal, then the supervisor's), not the headless workers' hold on the leader.
+      expect(main.lifecycle.preStop).toEqual(leader.spec.containers[0].lifecycle.preStop);
+      expect(JSON.stringify(main.lifecycle)).not.toContain('python3');
+      expect(pod.metadata.annotations['llm-d.ai/active-ports']).toBe('8000,8001,8002,8003');
+      expect(pod.metadata.labels['llm-d.ai/engine-type']).toBe('vllm');
+    }
+    // Rank 0 (the leader's first) binds the handshake on the leader's IP; the workers' ranks dial the leader's name.
+    expect(argsOf(leader)).toContain('--data-parallel-address $(POD_IP)');
+    expect(argsOf(worker)).toContain('--data-parallel-address $(LWS_LEADER_ADDRESS)');
+    // Every selector of a serving pod selects the worker as it does the leader.
+    const selects = (selector: Record<string, string>, pod: any) =>
+      Object.entries(selector).every(([k, v]) => pod.metadata.labels[k] === v);
+    const selectors = [
+      kind(objects, 'Service', 'moe').spec.selector,
+      kind(objects, 'Service', 'moe-headless').spec.selector,
+      kind(objects, 'InferencePool').spec.selector.matchLabels,
+      kind(objects, 'PodDisruptionBudget').spec.selector.matchLabels,
+      kind(objects, 'NetworkPolicy', 'moe').spec.podSelector.matchLabels,
+    ];
+    for (const selector of selectors) for (const pod of [leader, worker]) expect(selects(selector, pod)).toBe(true);
+    // One policy for both: the group's pods reach each other on every port, clients and monitoring the ranks' ports.
+    expect(objects.filter(o => o.kind === 'NetworkPolicy').map(o => o.metadata.name)).not.toContain('moe-workers');
+    const policy = kind(objects, 'NetworkPolicy', 'moe');
+    expect(policy.spec.ingress[0].ports).toBeUndefined();
+    const peers = policy.spec.ingress[0].from.map((f: any) => f.podSelector.matchLabels);
+    expect(peers).toHaveLength(1);
+    for (const pod of [leader, worker]) expect(selects(peers[0], pod)).toBe(true);
+    expect(service.servingPodsPerReplica).toBe(2);
+    // KEDA reads every pod of the set (leaders and workers), each as its busiest rank, and halves the sum: one value
+    // per group against the per-rank target.
+    const sel = '{namespace="serving",pod=~"moe-lws-[0-9]+(-[0-9]+)?"}';
+    expect(kind(objects, 'ScaledObject').spec.triggers[0].metadata.query).toBe(
+      `sum(max by (pod) (vllm:num_requests_running${sel}) + max by (pod) (vllm:num_requests_waiting${sel})) / 2`,
+    );
+    // The alert averages the pods' busiest ranks, leaders and workers alike: a per-rank figure, as the target is.
+    const rules = kind(objects, 'PrometheusRule').spec.groups.flatMap((g: any) => g.rules);
+    const load = rules.find((r: any) => r.alert === 'GpuServingLoadAboveTarget');
+    expect(load.expr).toMatch(/^avg by \(namespace\) \(max by \(namespace, pod\) \(vllm:num_requests_running/);
+  });
+
+  test('across a group, refused: rank ports over the ports the leader binds for the group, IPv6', () => {
+    // The world group's store on the leader (29501) and the ranks' handshake (29550).
+    expect(() => perRank({ nodes: 2, port: 29499 })).toThrow(/\(29499-29502, RankEndpoints.PER_RANK\) clear of 29501/);
+    expect(() => perRank({ port: 29499 })).not.toThrow();
+    expect(() => perRank({ nodes: 2, port: 29547 })).toThrow(/clear of 29550/);
+    expect(() => perRank({ nodes: 2, ipFamily: IpFamily.IPV6 })).toThrow(
+      /ipFamily must be IPV4 for this group: its workers dial the leader's name over ZMQ/,
+    );
+    // The headless workers' refusal of an API server count is not the serving workers': the per-rank one says why.
+    expect(() => perRank({ nodes: 2, extraArgs: ['--api-server-count', '1'] })).toThrow(
+      /extraArgs\[0\] must not set --api-server-count: RankEndpoints.PER_RANK runs one API server per rank/,
+    );
+  });
+
   test('a pool of a shared-port service and a per-rank one: the target ports are the union, each pod names its own', () => {
     const chart = testChart('serving');
     const shared = new VllmInferenceService(chart, 'v1', { name: 'moe', modelId: MOE, gpusPerReplica: 2 });
@@ -295,16 +378,13 @@ describe('expertParallel endpoints: RankEndpoints.PER_RANK, one API server per r
     ]);
   });
 
-  test('refused: without the picker or per-rank metrics, across a group, on SGLang, past 8 ranks, over the ports vLLM binds', () => {
+  test('refused: without the picker or per-rank metrics, on SGLang, past 8 ranks, over the ports vLLM binds', () => {
     const { chart } = perRank({}, false);
     expect(() => validateApp(chart)).toThrow(
       /VllmInferenceService 'moe': expertParallel.endpoints RankEndpoints.PER_RANK needs an InferenceGateway routing to the service: only the Endpoint Picker spreads requests over the ranks' ports/,
     );
     expect(() => perRank({ serviceMonitor: undefined })).toThrow(
       /VllmInferenceService 'moe': serviceMonitor must be true with RankEndpoints.PER_RANK: each rank's server has its own \/metrics on its own port/,
-    );
-    expect(() => perRank({ gpusPerReplica: 8, nodes: 2 })).toThrow(
-      /expertParallel.endpoints must be RankEndpoints.SHARED with nodes > 1/,
     );
     expect(() => perRank({ gpusPerReplica: 16, maxGpusPerNode: 16 })).toThrow(
       /expertParallel.endpoints must be RankEndpoints.SHARED with more than 8 data-parallel ranks in a pod \(gpusPerReplica \/ tensorParallel is 16\): an InferencePool's targetPorts holds at most 8/,

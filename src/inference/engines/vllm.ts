@@ -17,6 +17,10 @@ import { DO_NOT_TRACK, GroupRendezvous, hubDownload, Launch, LaunchOptions, Serv
  * here with runAsUser 2000.
  */
 export const VLLM_DEFAULT_IMAGE = 'vllm/vllm-openai:v0.31.0';
+// utils/network_utils.py make_zmq_socket turns ZMQ_IPV6 on for an IPv6 literal only; without it libzmq resolves the
+// leader's name to IPv4 addresses, which an IPv6 pod does not have.
+const VLLM_DP_IPV6 =
+  "its workers dial the leader's name over ZMQ, which vLLM opens for IPv4 unless given an IPv6 literal (vLLM 0.31.0 utils/network_utils.py make_zmq_socket), and a worker knows only the leader's name";
 /** `vllm serve`'s default port. */
 export const VLLM_PORT = 8000;
 /** vllm/config/parallel.py ParallelConfig.master_port: the default rendezvous port of a multi-node group. */
@@ -61,6 +65,17 @@ function worldArgs(g: GroupRendezvous): string[] {
 const VLLM_DP_SUPERVISOR_PORT = 9256;
 /** vllm/config/parallel.py ParallelConfig.data_parallel_rpc_port: where data-parallel engines on other pods join. */
 export const VLLM_DP_RPC_PORT = 29550;
+/**
+ * Data-parallel ranks across a group (expertParallel): the world group at the leader's store, and the ranks' handshake
+ * that the leader binds on its own address at --data-parallel-rpc-port and the workers dial by the leader's name.
+ */
+const DATA_PARALLEL_GROUP = {
+  ...HEADLESS_GROUP,
+  groupArgs: (g: GroupRendezvous) => [...worldArgs(g), '--data-parallel-rpc-port', String(VLLM_DP_RPC_PORT)],
+  leaderArgs: (g: GroupRendezvous) => ['--data-parallel-address', g.podIp],
+  leaderPorts: [VLLM_DP_RPC_PORT],
+  ipv6: VLLM_DP_IPV6,
+};
 /** envs.py `VLLM_NIXL_SIDE_CHANNEL_PORT` default 5600, plus the data-parallel index (nixl/base_scheduler.py). */
 export const VLLM_NIXL_SIDE_CHANNEL_PORT = 5600;
 /** config/parallel.py `All2AllBackend`: the default (allgather_reducescatter) and DeepEP's two kernels. */
@@ -317,6 +332,22 @@ export const VLLM: ServingEngine = {
           'RankEndpoints.PER_RANK runs one API server per rank, and vLLM exits on any other count ("--data-parallel-multi-port-external-lb currently requires --api-server-count=1", vLLM 0.31.0 entrypoints/launchers/dp_supervisor.py)',
         ]),
       ),
+      // Across a group, every pod runs the supervisor for its own ranks: dp_supervisor.py numbers them from
+      // --node-rank x --data-parallel-size-local (infer_multi_port_external_lb_start_rank), each child an external
+      // rank (engine/arg_utils.py keeps the rank it is given with --nnodes; config/parallel.py nnodes_within_dp is 1
+      // for external ranks). Rank 0, the leader's first child, binds the ranks' handshake on --data-parallel-address
+      // at --data-parallel-rpc-port and runs the DP coordinator; the other ranks' engines handshake with it there
+      // (v1/engine/utils.py launch_core_engines: "In external_dp_lb mode, ranks > 0 handshake with their co-located
+      // frontend and also the rank 0 front-end"), and every GPU worker joins the world group at
+      // --master-addr:--master-port (distributed/parallel_state.py, nnodes > 1), as in the headless launch.
+      groupLaunch: {
+        ...DATA_PARALLEL_GROUP,
+        workerRefusedFlags: undefined,
+        workerArgs: g => ['--data-parallel-address', g.leaderAddress],
+        workersServe: true,
+        source:
+          'vLLM 0.31.0 entrypoints/launchers/dp_supervisor.py, engine/arg_utils.py, config/parallel.py, v1/engine/utils.py',
+      },
       source: 'vLLM 0.31.0 entrypoints/launchers/dp_supervisor.py, entrypoints/cli/serve.py',
     },
     // Across a group, vLLM's internal load balancing (docs/serving/data_parallel_deployment.md): the leader's API
@@ -328,14 +359,8 @@ export const VLLM: ServingEngine = {
     // rank joins one world group at --master-addr:--master-port (distributed/parallel_state.py
     // init_distributed_environment), whose store on the leader it stays connected to, as pipeline stages do.
     groupLaunch: {
-      ...HEADLESS_GROUP,
-      groupArgs: g => [...worldArgs(g), '--data-parallel-rpc-port', String(VLLM_DP_RPC_PORT)],
-      leaderArgs: g => ['--data-parallel-address', g.podIp],
+      ...DATA_PARALLEL_GROUP,
       workerArgs: g => ['--headless', '--data-parallel-address', g.leaderAddress],
-      leaderPorts: [VLLM_DP_RPC_PORT],
-      // utils/network_utils.py make_zmq_socket turns ZMQ_IPV6 on for an IPv6 literal only; without it libzmq resolves
-      // the leader's name to IPv4 addresses, which an IPv6 pod does not have.
-      ipv6: "its workers dial the leader's name over ZMQ, which vLLM opens for IPv4 unless given an IPv6 literal (vLLM 0.31.0 utils/network_utils.py make_zmq_socket), and a worker knows only the leader's name",
       source:
         'vLLM 0.31.0 engine/arg_utils.py, entrypoints/cli/serve.py, v1/engine/utils.py, distributed/parallel_state.py',
     },
