@@ -155,8 +155,8 @@ export interface WorkloadNetworkPolicy {
   readonly object: ApiObject;
   /** Adds a peer to the API rule (serving) or the gang rule (training), e.g. the Endpoint Picker. */
   readonly allowClient: (peer: k8s.NetworkPolicyPeer) => void;
-  /** Adds a rule admitting a peer on one named port (the Endpoint Picker on the KV-events socket). */
-  readonly allowOnPort: (peer: k8s.NetworkPolicyPeer, port: string) => void;
+  /** Adds a rule admitting a peer on named ports (the Endpoint Picker on the ranks' KV-events sockets). */
+  readonly allowOnPorts: (peer: k8s.NetworkPolicyPeer, ports: readonly string[]) => void;
 }
 
 /**
@@ -208,8 +208,8 @@ export function workloadNetworkPolicy(
   });
   return {
     object,
-    allowOnPort: (peer, port) => {
-      ingress.push({ from: [peer], ports: [{ port: k8s.IntOrString.fromString(port), protocol: 'TCP' }] });
+    allowOnPorts: (peer, ports) => {
+      ingress.push({ from: [peer], ports: ports.map(p => ({ port: k8s.IntOrString.fromString(p), protocol: 'TCP' })) });
     },
     allowClient: peer => {
       if (!from.some(p => JSON.stringify(p) === JSON.stringify(peer))) from.push(peer);

@@ -243,7 +243,8 @@ export enum PrefixCacheScoring {
   APPROXIMATE = 'approximate',
   /**
    * From the pods' KV-cache events (vLLM only): evictions and blocks moved between pools are seen, not guessed.
-   * Every pod publishes on port 5557, which the pods' NetworkPolicy opens to the picker.
+   * Every pod publishes on port 5557 (with an endpoint per rank, each rank on 5557 + its rank), which the pods'
+   * NetworkPolicy opens to the picker.
    */
   PRECISE = 'precise',
 }

@@ -553,7 +553,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   /** @internal Adds a peer to the API port's rule (the InferenceGateway's Endpoint Picker). */
   readonly _allowClient?: (peer: k8s.NetworkPolicyPeer) => void;
   /** @internal Admits a peer on a named port of the pods (the picker on the KV-events socket). */
-  readonly _allowOnPort?: (peer: k8s.NetworkPolicyPeer, port: string) => void;
+  readonly _allowOnPorts?: (peer: k8s.NetworkPolicyPeer, ports: readonly string[]) => void;
   /** The engine's facts. */
   private readonly _engine: ServingEngine;
   /**
@@ -804,7 +804,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     });
     this.networkPolicy = policy?.object;
     this._allowClient = policy?.allowClient;
-    this._allowOnPort = policy?.allowOnPort;
+    this._allowOnPorts = policy?.allowOnPorts;
     const monitor = serviceMonitor(this, v, {
       ...props,
       autoscaled: r.autoscaling !== undefined,
@@ -890,17 +890,34 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   /**
    * @internal An InferenceGateway scores the pool's pods by the KV blocks they hold: the engine publishes its KV-cache
    * events where the picker dials, and serves the render endpoints its token producer calls. Returns why it cannot.
+   *
+   * The picker dials `KV_EVENTS_PORT` + the endpoint's index in the pool's `targetPorts` (llm-d-router v0.10.0
+   * preciseprefixcache/extractor.go ensureSubscriber: "SocketPort + RankIndex"), and attributes what it hears to
+   * that endpoint; each vLLM engine binds `KV_EVENTS_PORT` + its data-parallel rank (distributed/kv_events.py
+   * offset_endpoint_port, from v1/core/sched/scheduler.py's data_parallel_index, the global rank). The two agree for
+   * a pod's ranks: the pool's services share their first port (resolveGateway), so rank i's port is the pool's
+   * i-th, in a pod that holds ranks 0 to R-1.
    */
   _publishKvEvents(picker: k8s.NetworkPolicyPeer): string | undefined {
     const facts = this._engine.kvEvents;
     if (typeof facts === 'string') return facts;
-    if (this._dataParallelRanks > 1)
-      return `must run one data-parallel rank per pod for precise prefix-cache scoring: its ranks publish on ports ${KV_EVENTS_PORT} and up, and the picker dials one socket per target port of the pool`;
+    const ranks = this.endpointPorts.length;
+    if (this.servingPodsPerReplica > 1)
+      return `must run its per-rank endpoints in one pod for precise prefix-cache scoring: the ranks on a group's workers publish on port ${KV_EVENTS_PORT} + their rank in the whole group (vLLM 0.31.0 v1/core/sched/scheduler.py data_parallel_index), while the picker dials ${KV_EVENTS_PORT} + the target port's index on every pod (llm-d-router v0.10.0 preciseprefixcache/extractor.go)`;
+    if (this._dataParallelRanks > ranks)
+      return `must have an endpoint per data-parallel rank for precise prefix-cache scoring (expertParallel.endpoints RankEndpoints.PER_RANK): each rank publishes its KV-cache events on port ${KV_EVENTS_PORT} + its rank (vLLM 0.31.0 distributed/kv_events.py), and the picker dials one socket per target port of the pool`;
+    const eventPorts = this.endpointPorts.map((_, i) => KV_EVENTS_PORT + i);
     const main = this._podTemplate.main;
     const args = main.args as string[];
     if (flagValue(args, '--kv-events-config') !== undefined)
       return 'must not set --kv-events-config in extraArgs for precise prefix-cache scoring: the gateway sets it';
     if (this._publishesKvEvents) return undefined;
+    // Every container of the pod shares its ports.
+    const spec = this._podTemplate.spec;
+    const declared = [...(spec.initContainers ?? []), ...spec.containers].flatMap(c => c.ports ?? []);
+    const taken = declared.find(p => eventPorts.includes(p.containerPort));
+    if (taken !== undefined)
+      return `must keep port ${taken.containerPort} (${taken.name ?? 'unnamed'}) free for precise prefix-cache scoring: the engine's ranks publish their KV-cache events on ${eventPorts.join(', ')}`;
     if (main.env.some(e => e.name === POD_IP_VARIABLE))
       return `must not set env.${POD_IP_VARIABLE} for precise prefix-cache scoring: the KV-events topic reads the pod's IP from it`;
     this._publishesKvEvents = true;
@@ -912,12 +929,11 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       }),
     );
     main.env.push(POD_IP_ENV);
-    (main.ports as k8s.ContainerPort[]).push({
-      name: KV_EVENTS_PORT_NAME,
-      containerPort: KV_EVENTS_PORT,
-      protocol: 'TCP',
-    });
-    this._allowOnPort?.(picker, KV_EVENTS_PORT_NAME);
+    const names = eventPorts.map((_, i) => (i === 0 ? KV_EVENTS_PORT_NAME : `${KV_EVENTS_PORT_NAME}-${i}`));
+    eventPorts.forEach((containerPort, i) =>
+      (main.ports as k8s.ContainerPort[]).push({ name: names[i], containerPort, protocol: 'TCP' }),
+    );
+    this._allowOnPorts?.(picker, names);
     return undefined;
   }
 

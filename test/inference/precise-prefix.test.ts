@@ -4,6 +4,7 @@ import {
   ExpertParallel,
   InferenceGateway,
   PrefixCacheScoring,
+  RankEndpoints,
   SglangInferenceService,
   VllmInferenceService,
 } from '../../src';
@@ -92,7 +93,9 @@ describe('prefixCacheScoring: PRECISE', () => {
           expertParallel: ExpertParallel.wide(),
         }),
       ]),
-    ).toThrow(/must run one data-parallel rank per pod for precise prefix-cache scoring/);
+    ).toThrow(
+      /must have an endpoint per data-parallel rank for precise prefix-cache scoring \(expertParallel.endpoints RankEndpoints.PER_RANK\): each rank publishes its KV-cache events on port 5557 \+ its rank/,
+    );
     expect(() =>
       routed(c => [
         new VllmInferenceService(c, 'a', { name: 'qwen', modelId: MODEL }),
@@ -115,5 +118,99 @@ describe('prefixCacheScoring: PRECISE', () => {
         }),
       ]),
     ).toThrow(/must not set --kv-events-config in extraArgs for precise prefix-cache scoring/);
+  });
+
+  test('an endpoint per rank: each rank publishes on 5557 + its rank, where the picker dials for its target port', () => {
+    // llm-d-router v0.10.0 preciseprefixcache/extractor.go dials 5557 + the endpoint's index in targetPorts; vLLM
+    // 0.31.0 distributed/kv_events.py binds 5557 + the engine's data-parallel rank.
+    const ranked = routed(c => [
+      new VllmInferenceService(c, 'moe', {
+        name: 'qwen',
+        modelId: 'Qwen/Qwen3-30B-A3B',
+        gpusPerReplica: 4,
+        serviceMonitor: true,
+        expertParallel: ExpertParallel.wide({ endpoints: RankEndpoints.PER_RANK }),
+      }),
+    ]);
+    const pod = ranked.named('StatefulSet', 'qwen').spec.template.spec;
+    const main = pod.containers[0];
+    expect(main.args.filter((a: string) => a === '--kv-events-config')).toHaveLength(1);
+    const endpoint = JSON.parse(main.args[main.args.indexOf('--kv-events-config') + 1]).endpoint;
+    expect(endpoint).toBe('tcp://*:5557');
+    expect(ranked.named('InferencePool', 'qwen').spec.targetPorts).toEqual(
+      [8000, 8001, 8002, 8003].map(number => ({ number })),
+    );
+    const events = main.ports.filter((p: any) => p.name.startsWith('kv-events'));
+    expect(events.map((p: any) => [p.name, p.containerPort])).toEqual([
+      ['kv-events', 5557],
+      ['kv-events-1', 5558],
+      ['kv-events-2', 5559],
+      ['kv-events-3', 5560],
+    ]);
+    // The picker, and only it, reaches every rank's events.
+    const policy = ranked.named('NetworkPolicy', 'qwen');
+    const rule = policy.spec.ingress.find((r: any) => (r.ports ?? []).some((p: any) => p.port === 'kv-events'));
+    expect(rule.ports.map((p: any) => p.port)).toEqual(['kv-events', 'kv-events-1', 'kv-events-2', 'kv-events-3']);
+    expect(rule.from).toEqual([
+      { podSelector: { matchLabels: expect.objectContaining({ 'app.kubernetes.io/name': 'qwen-epp' }) } },
+    ]);
+    expectValidOutput(ranked.objects);
+  });
+
+  test("a pool of a one-port service and a per-rank one: each pod's ports are the pool's first, so both are dialled where they publish", () => {
+    const mixed = routed(c => [
+      new VllmInferenceService(c, 'a', { name: 'qwen', modelId: 'Qwen/Qwen3-30B-A3B', gpusPerReplica: 1 }),
+      new VllmInferenceService(c, 'b', {
+        name: 'qwen',
+        version: 2,
+        modelId: 'Qwen/Qwen3-30B-A3B',
+        gpusPerReplica: 2,
+        serviceMonitor: true,
+        expertParallel: ExpertParallel.wide({ endpoints: RankEndpoints.PER_RANK }),
+      }),
+    ]);
+    expect(mixed.named('InferencePool', 'qwen').spec.targetPorts).toEqual([{ number: 8000 }, { number: 8001 }]);
+    const eventPorts = (name: string) =>
+      mixed
+        .named('StatefulSet', name)
+        .spec.template.spec.containers[0].ports.filter((p: any) => p.name.startsWith('kv-events'))
+        .map((p: any) => p.containerPort);
+    expect(eventPorts('qwen')).toEqual([5557]);
+    expect(eventPorts('qwen-v2')).toEqual([5557, 5558]);
+  });
+
+  test('refused: ranks on a group, event ports the pod already uses', () => {
+    const ranks = { endpoints: RankEndpoints.PER_RANK };
+    expect(() =>
+      routed(c => [
+        new VllmInferenceService(c, 'moe', {
+          name: 'qwen',
+          modelId: 'Qwen/Qwen3-30B-A3B',
+          gpusPerReplica: 4,
+          nodes: 2,
+          serviceMonitor: true,
+          expertParallel: ExpertParallel.wide(ranks),
+        }),
+      ]),
+    ).toThrow(
+      /must run its per-rank endpoints in one pod for precise prefix-cache scoring: the ranks on a group's workers publish on port 5557 \+ their rank in the whole group/,
+    );
+    expect(() => routed(c => [new VllmInferenceService(c, 'a', { name: 'qwen', modelId: MODEL, port: 5557 })])).toThrow(
+      /must keep port 5557 \(http\) free for precise prefix-cache scoring/,
+    );
+    expect(() =>
+      routed(c => [
+        new VllmInferenceService(c, 'moe', {
+          name: 'qwen',
+          modelId: 'Qwen/Qwen3-30B-A3B',
+          gpusPerReplica: 4,
+          port: 5556,
+          serviceMonitor: true,
+          expertParallel: ExpertParallel.wide(ranks),
+        }),
+      ]),
+    ).toThrow(
+      /must keep port 5557 \(rank-1\) free for precise prefix-cache scoring: the engine's ranks publish their KV-cache events on 5557, 5558, 5559, 5560/,
+    );
   });
 });
