@@ -137,11 +137,12 @@ export interface MultiNodeLaunch {
    */
   readonly workerRefusedFlags?: Readonly<Record<string, string>>;
   /**
-   * Whether every pod of the group serves clients on its own API ports (vLLM's per-rank servers on every pod), so
+   * Set where every pod of the group serves clients on its own API ports (vLLM's per-rank servers on every pod), so
    * the workers are serving pods like the leader: selected by the Services and the InferencePool, probed, scraped
-   * and drained as it is. Otherwise only the leader serves and the workers run their ranks headless.
+   * and drained as it is. `healthPort` answers 200 on `/health` while the pod's ranks serve; a pod is ready while
+   * every pod of its group answers. Otherwise only the leader serves and the workers run their ranks headless.
    */
-  readonly workersServe?: boolean;
+  readonly workersServe?: { readonly healthPort: number };
   /** Where these facts come from. */
   readonly source: string;
 }

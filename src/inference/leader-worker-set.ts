@@ -286,13 +286,22 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
     env.push(POD_IP_ENV);
   }
 
-  const serving = launch.workersServe === true;
+  const serving = launch.workersServe !== undefined;
   const worker = e.composeWorker(
     serving ? { labels: r.labels, selector: r.selector, serving } : { ...labelSet(workerIdentity(r)), serving },
   );
   const workerMain = worker.main as WritableContainer;
   workerMain.args = [...(workerMain.args ?? []), ...groupArgs, ...launch.workerArgs(rendezvous)];
-  if (!serving) {
+  if (launch.workersServe) {
+    // Every pod ready only while its whole group serves: a rank cannot finish a request without its peers, and its own
+    // /health does not see them stop (group-ready.py).
+    const command = ['python3', '-c', packagedScript('group-ready.py'), String(launch.workersServe.healthPort)];
+    for (const main of [leaderMain, workerMain]) {
+      const probe: { -readonly [K in keyof k8s.Probe]: k8s.Probe[K] } = { ...main.readinessProbe };
+      delete probe.httpGet;
+      main.readinessProbe = { ...probe, exec: { command } };
+    }
+  } else {
     // No API: no port, no probes (a worker's /health, where it has one, says nothing about the
     // group). A rank that dies exits, and the group is recreated (RecreateGroupOnPodRestart).
     delete workerMain.ports;
@@ -302,7 +311,15 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
     const workerHold = r.termination.preStopSeconds + r.termination.drainSeconds;
     workerMain.lifecycle = {
       preStop: {
-        exec: { command: ['python3', '-c', groupHoldScript(), String(launch.rendezvousPort), String(workerHold)] },
+        exec: {
+          command: [
+            'python3',
+            '-c',
+            packagedScript('group-hold.py'),
+            String(launch.rendezvousPort),
+            String(workerHold),
+          ],
+        },
       },
     };
   }
@@ -364,12 +381,13 @@ export function leaderWorkerSet(scope: Construct, e: GroupEmission): ApiObject {
   return object;
 }
 
-let holdScript: string | undefined;
+const scripts = new Map<string, string>();
 
-/** group-hold.py, read once (it ships beside this file). */
-function groupHoldScript(): string {
-  holdScript ??= fs.readFileSync(path.join(__dirname, 'group-hold.py'), 'utf8');
-  return holdScript;
+/** A script that ships beside this file (group-hold.py, group-ready.py), read once. */
+function packagedScript(name: string): string {
+  let text = scripts.get(name);
+  if (text === undefined) scripts.set(name, (text = fs.readFileSync(path.join(__dirname, name), 'utf8')));
+  return text;
 }
 
 /** A required anti-affinity term: no two pods of the set on one node. */

@@ -235,6 +235,23 @@ describeCluster(
       expect(headless.flatMap(s => s.endpoints ?? [])).toHaveLength(2);
       // The scale subresource's selector (what an HPA averages over) holds the leader alone; KEDA's query divides the
       // sum over both pods by the two that serve.
+      // The readiness probe (group-ready.py) names the group's pods from LWS_LEADER_ADDRESS and LWS_GROUP_SIZE: the
+      // leader's name, and `<leader>-<i>` under the same subdomain, which must be each pod's own DNS name
+      // (hostname.subdomain.namespace, served by the set's headless Service).
+      const leaderPod = pods.find(p => p.metadata.labels['leaderworkerset.sigs.k8s.io/worker-index'] === '0')!;
+      const env = Object.fromEntries(leaderPod.spec.containers[0].env.map((e: any) => [e.name, e.value]));
+      const [first, domain] = [
+        env.LWS_LEADER_ADDRESS.split('.')[0],
+        env.LWS_LEADER_ADDRESS.split('.').slice(1).join('.'),
+      ];
+      const derived = [
+        env.LWS_LEADER_ADDRESS,
+        ...Array.from({ length: Number(env.LWS_GROUP_SIZE) - 1 }, (_, i) => `${first}-${i + 1}.${domain}`),
+      ];
+      const names = pods.map(p => `${p.spec.hostname}.${p.spec.subdomain}.${rankNs}`);
+      expect(names.sort()).toEqual(derived.sort());
+      const dns = await cluster.request('GET', `/api/v1/namespaces/${rankNs}/services/${leaderPod.spec.subdomain}`);
+      expect([dns.status, dns.body.spec.clusterIP]).toEqual([200, 'None']);
       const scale = await cluster.request('GET', `${LWS_API}/namespaces/${rankNs}/leaderworkersets/moe-lws/scale`);
       expect(await podsOf(cluster, rankNs, scale.body.status.selector)).toHaveLength(1);
       expect(service.servingPodsPerReplica).toBe(2);

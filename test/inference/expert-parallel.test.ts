@@ -299,8 +299,11 @@ describe('expertParallel endpoints: RankEndpoints.PER_RANK, one API server per r
       expect(argsOf(pod)).not.toContain('--headless');
       const main = pod.spec.containers[0];
       expect(main.ports.map((p: any) => p.containerPort)).toEqual([8000, 8001, 8002, 8003, 9256]);
-      for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe'])
+      for (const probe of ['startupProbe', 'livenessProbe'])
         expect(main[probe].httpGet).toEqual({ path: '/health', port: 'dp-supervisor' });
+      // Ready only while every pod of the group serves (group-ready.py asks each pod's supervisor).
+      expect(main.readinessProbe.exec.command.slice(0, 2)).toEqual(['python3', '-c']);
+      expect(main.readinessProbe.exec.command[3]).toBe('9256');
       // Its own drain (endpoint removal, then the supervisor's), not the headless workers' hold on the leader.
       expect(main.lifecycle.preStop).toEqual(leader.spec.containers[0].lifecycle.preStop);
       expect(JSON.stringify(main.lifecycle)).not.toContain('python3');

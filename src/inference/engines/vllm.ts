@@ -344,7 +344,7 @@ export const VLLM: ServingEngine = {
         ...DATA_PARALLEL_GROUP,
         workerRefusedFlags: undefined,
         workerArgs: g => ['--data-parallel-address', g.leaderAddress],
-        workersServe: true,
+        workersServe: { healthPort: VLLM_DP_SUPERVISOR_PORT },
         source:
           'vLLM 0.31.0 entrypoints/launchers/dp_supervisor.py, engine/arg_utils.py, config/parallel.py, v1/engine/utils.py',
       },
