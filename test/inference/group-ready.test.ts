@@ -55,7 +55,7 @@ async function supervisor(host: string, listenPort: number, status: () => number
 }
 
 /** Runs the probe's command as the kubelet would, the pods' names mapped to the stand-ins; at most its timeout. */
-function runProbe(env: { size: number; hosts: Record<string, string>; port: number }) {
+function runProbe(env: { size: number; hosts: Record<string, string>; port: number; extra?: Record<string, string> }) {
   // Only resolution changes: the probe's own script runs as synthesized.
   const resolve = `import json, os, socket, sys
 _real = socket.getaddrinfo
@@ -70,6 +70,7 @@ sys.argv = ["group-ready.py", sys.argv[1]]
         LWS_LEADER_ADDRESS: LEADER,
         LWS_GROUP_SIZE: String(env.size),
         TEST_HOSTS: JSON.stringify(env.hosts),
+        ...env.extra,
       },
     });
     let output = '';
@@ -131,6 +132,13 @@ describe('group-ready.py, the readiness probe of a group whose every pod serves'
 
     test('ready while every pod of the group answers 200', async () => {
       const r = await runProbe({ size: 2, hosts, port: listenPort });
+      expect(r).toEqual({ code: 0, killed: false, output: '' });
+    });
+
+    test("straight to the pods, whatever proxy the container's environment names", async () => {
+      const proxy = 'http://127.0.0.1:9';
+      const extra = { http_proxy: proxy, HTTP_PROXY: proxy, no_proxy: '', NO_PROXY: '' };
+      const r = await runProbe({ size: 2, hosts, port: listenPort, extra });
       expect(r).toEqual({ code: 0, killed: false, output: '' });
     });
 
