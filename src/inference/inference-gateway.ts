@@ -222,9 +222,12 @@ export interface InferenceGatewayProps {
   /**
    * How the picker scores pods by the prompt's prefix they have cached. PRECISE subscribes to the vLLM pods' KV-cache
    * events (the gateway turns them on, with the render endpoints its tokenizer calls: a pod template change), so it
-   * knows the blocks each pod really holds.
-   * @default PrefixCacheScoring.APPROXIMATE - the picker's own record of the prefixes it routed, which needs nothing
-   * from the pods
+   * knows the blocks each pod really holds, in GPU memory and in a `kvCacheOffload` tier.
+   * @default - PrefixCacheScoring.PRECISE where a service offloads its KV cache (`kvCacheOffload`) and every service
+   * can publish its events (vLLM, one model name, an endpoint per rank): the approximate record cannot see the
+   * prefixes a pod holds in host memory, so it would send their requests elsewhere. Otherwise
+   * PrefixCacheScoring.APPROXIMATE, the picker's own record of the prefixes it routed, which needs nothing from the
+   * pods
    */
   readonly prefixCacheScoring?: PrefixCacheScoring;
   /**
@@ -689,16 +692,26 @@ function preciseOf(
 ): EppPrecisePrefix | undefined {
   if (scoring !== undefined && !Object.values(PrefixCacheScoring).includes(scoring))
     v.fail('prefixCacheScoring', `must be one of ${Object.values(PrefixCacheScoring).join(', ')}`, scoring);
-  if (scoring !== PrefixCacheScoring.PRECISE) return undefined;
   const model = members[0].service._modelNames[0];
   const aliased = members.find(m => m.service._modelNames.length > 1);
+  const other = members.find(m => m.service._modelNames[0] !== model);
+  // Unset: precise where a service keeps blocks in host memory, whose prefixes the approximate record cannot see,
+  // and every service can publish its events.
+  const chosen =
+    scoring ??
+    (members.some(m => m.service._offloadsKvCache) &&
+    !aliased &&
+    !other &&
+    members.every(m => m.service._kvEventsRefusal() === undefined)
+      ? PrefixCacheScoring.PRECISE
+      : PrefixCacheScoring.APPROXIMATE);
+  if (chosen !== PrefixCacheScoring.PRECISE) return undefined;
   if (aliased)
     v.fail(
       'prefixCacheScoring',
       "needs services that serve the model under one name (servedModelNames): the pods' events carry one, and the picker keys a request's blocks by the name it asks for, so requests naming another would never match",
       aliased.service.node.path,
     );
-  const other = members.find(m => m.service._modelNames[0] !== model);
   if (other)
     v.failDescribed(
       'prefixCacheScoring',

@@ -32,6 +32,7 @@ import {
   EngineMetrics,
   EngineTuning,
   hubDownloadScript,
+  KvEventsFacts,
   Launch as EngineLaunch,
   POD_IP_ENV,
   POD_IP_VARIABLE,
@@ -563,6 +564,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly _modelNames: readonly string[];
   /** Data-parallel ranks per pod (expertParallel on vLLM). */
   private readonly _dataParallelRanks: number;
+  private readonly _kvOffloaded: boolean;
   private _publishesKvEvents = false;
   /** Requests queued for the service in pickers' flow control, one query per InferenceGateway with flowControl. */
   private readonly _pickerQueues: QueuedRequests[] = [];
@@ -631,6 +633,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this._engine = r.engine;
     this._modelNames = r.modelNames;
     this._dataParallelRanks = r.dataParallelRanks;
+    this._kvOffloaded = r.kvOffload !== undefined;
     if (r.role === 'decode') {
       this.disaggregateFromTokens = r.disagg!.nonCachedTokens;
       this._disaggregation = {
@@ -899,29 +902,12 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
    * i-th, in a pod that holds ranks 0 to R-1.
    */
   _publishKvEvents(picker: k8s.NetworkPolicyPeer): string | undefined {
-    const facts = this._engine.kvEvents;
-    if (typeof facts === 'string') return facts;
-    const ranks = this.endpointPorts.length;
-    if (this.servingPodsPerReplica > 1)
-      return `must run its per-rank endpoints in one pod for precise prefix-cache scoring: the ranks on a group's workers publish on port ${KV_EVENTS_PORT} + their rank in the whole group (vLLM 0.31.0 v1/core/sched/scheduler.py data_parallel_index), while the picker dials ${KV_EVENTS_PORT} + the target port's index on every pod (llm-d-router v0.10.0 preciseprefixcache/extractor.go)`;
-    if (this._dataParallelRanks > ranks)
-      return `must have an endpoint per data-parallel rank for precise prefix-cache scoring (expertParallel.endpoints RankEndpoints.PER_RANK): each rank publishes its KV-cache events on port ${KV_EVENTS_PORT} + its rank (vLLM 0.31.0 distributed/kv_events.py), and the picker dials one socket per target port of the pool`;
-    const eventPorts = this.endpointPorts.map((_, i) => KV_EVENTS_PORT + i);
-    const main = this._podTemplate.main;
-    const args = main.args as string[];
-    if (flagValue(args, '--kv-events-config') !== undefined)
-      return 'must not set --kv-events-config in extraArgs for precise prefix-cache scoring: the gateway sets it';
-    if (this._publishesKvEvents) return undefined;
-    // Every container of the pod shares its ports.
-    const spec = this._podTemplate.spec;
-    const declared = [...(spec.initContainers ?? []), ...spec.containers].flatMap(c => c.ports ?? []);
-    const taken = declared.find(p => eventPorts.includes(p.containerPort));
-    if (taken !== undefined)
-      return `must keep port ${taken.containerPort} (${taken.name ?? 'unnamed'}) free for precise prefix-cache scoring: the engine's ranks publish their KV-cache events on ${eventPorts.join(', ')}`;
-    if (main.env.some(e => e.name === POD_IP_VARIABLE))
-      return `must not set env.${POD_IP_VARIABLE} for precise prefix-cache scoring: the KV-events topic reads the pod's IP from it`;
+    const refused = this._kvEventsRefusal();
+    if (refused !== undefined || this._publishesKvEvents) return refused;
     this._publishesKvEvents = true;
-    args.push(
+    const facts = this._engine.kvEvents as KvEventsFacts;
+    const main = this._podTemplate.main;
+    (main.args as string[]).push(
       ...facts.args({
         port: KV_EVENTS_PORT,
         model: escapeKubeletExpansion(this._modelNames[0]),
@@ -929,12 +915,43 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       }),
     );
     main.env.push(POD_IP_ENV);
+    const eventPorts = this.endpointPorts.map((_, i) => KV_EVENTS_PORT + i);
     const names = eventPorts.map((_, i) => (i === 0 ? KV_EVENTS_PORT_NAME : `${KV_EVENTS_PORT_NAME}-${i}`));
     eventPorts.forEach((containerPort, i) =>
       (main.ports as k8s.ContainerPort[]).push({ name: names[i], containerPort, protocol: 'TCP' }),
     );
     this._allowOnPorts?.(picker, names);
     return undefined;
+  }
+
+  /** @internal Why the pods cannot publish their KV-cache events for the picker; undefined when they can (or do). */
+  _kvEventsRefusal(): string | undefined {
+    const facts = this._engine.kvEvents;
+    if (typeof facts === 'string') return facts;
+    if (this._publishesKvEvents) return undefined;
+    const ranks = this.endpointPorts.length;
+    if (this.servingPodsPerReplica > 1)
+      return `must run its per-rank endpoints in one pod for precise prefix-cache scoring: the ranks on a group's workers publish on port ${KV_EVENTS_PORT} + their rank in the whole group (vLLM 0.31.0 v1/core/sched/scheduler.py data_parallel_index), while the picker dials ${KV_EVENTS_PORT} + the target port's index on every pod (llm-d-router v0.10.0 preciseprefixcache/extractor.go)`;
+    if (this._dataParallelRanks > ranks)
+      return `must have an endpoint per data-parallel rank for precise prefix-cache scoring (expertParallel.endpoints RankEndpoints.PER_RANK): each rank publishes its KV-cache events on port ${KV_EVENTS_PORT} + its rank (vLLM 0.31.0 distributed/kv_events.py), and the picker dials one socket per target port of the pool`;
+    const main = this._podTemplate.main;
+    if (flagValue(main.args as string[], '--kv-events-config') !== undefined)
+      return 'must not set --kv-events-config in extraArgs for precise prefix-cache scoring: the gateway sets it';
+    // Every container of the pod shares its ports.
+    const eventPorts = this.endpointPorts.map((_, i) => KV_EVENTS_PORT + i);
+    const spec = this._podTemplate.spec;
+    const declared = [...(spec.initContainers ?? []), ...spec.containers].flatMap(c => c.ports ?? []);
+    const taken = declared.find(p => eventPorts.includes(p.containerPort));
+    if (taken !== undefined)
+      return `must keep port ${taken.containerPort} (${taken.name ?? 'unnamed'}) free for precise prefix-cache scoring: the engine's ranks publish their KV-cache events on ${eventPorts.join(', ')}`;
+    if (main.env.some(e => e.name === POD_IP_VARIABLE))
+      return `must not set env.${POD_IP_VARIABLE} for precise prefix-cache scoring: the KV-events topic reads the pod's IP from it`;
+    return undefined;
+  }
+
+  /** @internal Whether the pods keep KV-cache blocks in a host-memory tier (kvCacheOffload). */
+  get _offloadsKvCache(): boolean {
+    return this._kvOffloaded;
   }
 
   /** @internal */

@@ -1,8 +1,9 @@
-import { Chart, Testing } from 'cdk8s';
+import { Chart, Size, Testing } from 'cdk8s';
 import {
   Disaggregation,
   ExpertParallel,
   InferenceGateway,
+  KvCacheOffload,
   PrefixCacheScoring,
   RankEndpoints,
   SglangInferenceService,
@@ -212,5 +213,64 @@ describe('prefixCacheScoring: PRECISE', () => {
     ).toThrow(
       /must keep port 5557 \(rank-1\) free for precise prefix-cache scoring: the engine's ranks publish their KV-cache events on 5557, 5558, 5559, 5560/,
     );
+  });
+
+  describe('unset, with a host-memory KV tier', () => {
+    /** The picker's config and the vLLM pod's args for a gateway over `make`'s services, scoring left unset. */
+    const unset = (
+      make: (c: Chart) => Array<VllmInferenceService | SglangInferenceService>,
+      scoring?: PrefixCacheScoring,
+    ) => {
+      const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+      new InferenceGateway(chart, 'gw', {
+        name: 'qwen',
+        services: make(chart),
+        gateway: { name: 'edge' },
+        ...(scoring ? { prefixCacheScoring: scoring } : {}),
+      });
+      const objects = Testing.synth(chart);
+      const epp = objects.find(o => o.kind === 'Deployment' && o.metadata.name === 'qwen-epp').spec.template.spec;
+      const config: string = epp.containers[0].args[epp.containers[0].args.indexOf('--config-text') + 1];
+      const args = objects
+        .filter(o => o.kind === 'StatefulSet' || o.kind === 'Deployment')
+        .filter(o => o.metadata.name !== 'qwen-epp')
+        .map(o => o.spec.template.spec.containers[0].args.join(' '));
+      return { config, args };
+    };
+    const offloaded = (c: Chart, extra: Partial<ConstructorParameters<typeof VllmInferenceService>[2]> = {}) =>
+      new VllmInferenceService(c, 'qwen', {
+        name: 'qwen',
+        modelId: MODEL,
+        kvCacheOffload: KvCacheOffload.cpu(Size.gibibytes(16)),
+        ...extra,
+      });
+
+    test('is precise: the approximate record cannot see the prefixes a pod holds in host memory', () => {
+      const r = unset(c => [offloaded(c)]);
+      expect(r.config).toContain('type: precise-prefix-cache-producer');
+      expect(r.args[0]).toContain('--kv-events-config');
+      // Asked for, approximate stays approximate.
+      const asked = unset(c => [offloaded(c)], PrefixCacheScoring.APPROXIMATE);
+      expect(asked.config).not.toContain('precise-prefix-cache-producer');
+      expect(asked.args[0]).not.toContain('--kv-events-config');
+    });
+
+    test('stays approximate where a service cannot publish its events or the names disagree', () => {
+      const withSglang = unset(c => [
+        offloaded(c),
+        new SglangInferenceService(c, 'sg', { name: 'qwen', version: 2, modelId: MODEL, port: 8000 }),
+      ]);
+      expect(withSglang.config).not.toContain('precise-prefix-cache-producer');
+      expect(withSglang.args.join(' ')).not.toContain('--kv-events-config');
+      const aliased = unset(c => [offloaded(c, { servedModelNames: ['qwen-7b', 'qwen'] })]);
+      expect(aliased.config).not.toContain('precise-prefix-cache-producer');
+      const ownTopic = unset(c => [
+        offloaded(c, { extraArgs: ['--kv-events-config', '{"enable_kv_cache_events":false}'] }),
+      ]);
+      expect(ownTopic.config).not.toContain('precise-prefix-cache-producer');
+      // No tier: nothing the approximate record misses.
+      const plain = unset(c => [new VllmInferenceService(c, 'qwen', { name: 'qwen', modelId: MODEL })]);
+      expect(plain.config).not.toContain('precise-prefix-cache-producer');
+    });
   });
 });
