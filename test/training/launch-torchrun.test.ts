@@ -293,7 +293,10 @@ describe('the launch wrapper with a real torchrun, two ranks on 127.0.0.1', () =
       // The kubelet starts the containers again (restartPolicy Always): they idle, without training.
       await until(g, 'both ranks to idle', () => r0.output.includes('idling') && r1.output.includes('idling'), 10000);
       expect(r0.launches.length + r1.launches.length).toBe(4);
-      expect(r0.output.match(/, start \d+ in this pod/g)).toEqual([', start 1 in this pod']);
+      // One torchrun per wrapper: the restart happened inside it. A second start means torchrun itself exited
+      // (its restarts used up, or a re-rendezvous that failed); the logs say which.
+      const starts = r0.output.match(/, start \d+ in this pod/g);
+      if (starts?.length !== 1) throw new Error(`rank 0 started torchrun ${starts?.length ?? 0} times:\n${g.logs()}`);
     },
     TEST_MS,
   );
