@@ -60,6 +60,8 @@ export interface Response {
 
 /** Socket errors of a kept-alive connection the server closed: the request is sent again. */
 const RETRIED = new Set(['ECONNRESET', 'EPIPE']);
+/** A webhook call the API server lost in transport on a kept-alive connection (net/http's wording). */
+const WEBHOOK_TRANSPORT = /failed calling webhook .*: (write: broken pipe|read: connection reset by peer|EOF)$/;
 
 interface Resource {
   readonly path: string;
@@ -146,12 +148,21 @@ export class Cluster {
    * A connection the server closed under a kept-alive socket ("socket hang up", ECONNRESET, EPIPE) is tried
    * again, three times at most, each on a new connection of its own (the pool's other kept-alive sockets may have
    * been closed with it, as a loaded server under the whole suite did), leaving the requests in flight on the pool
-   * alone; every request the tests send is idempotent (gets, applies, dry runs).
+   * alone; every request the tests send is idempotent (gets, applies, dry runs). So is an answer of 500 saying the
+   * server's call to a webhook lost its connection the same way (a broken pipe or a reset, not a refusal: a
+   * webhook that is down stays the answer).
    */
   async request(method: string, urlPath: string, body?: unknown, contentType = 'application/json'): Promise<Response> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.requestOnce(method, urlPath, body, contentType, attempt > 1);
+        const r = await this.requestOnce(method, urlPath, body, contentType, attempt > 1);
+        // The API server's own call to a webhook lost its kept-alive connection (the webhook server closed it): no
+        // verdict of the webhook's, tried again as above.
+        if (attempt < 4 && r.status === 500 && WEBHOOK_TRANSPORT.test(String(r.body?.message ?? ''))) {
+          await new Promise(res => setTimeout(res, 250 * attempt));
+          continue;
+        }
+        return r;
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (attempt >= 4 || !(RETRIED.has(code ?? '') || /socket hang up/.test(String(e))))
