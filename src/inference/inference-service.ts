@@ -564,7 +564,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly _modelNames: readonly string[];
   /** Data-parallel ranks per pod (expertParallel on vLLM). */
   private readonly _dataParallelRanks: number;
-  private readonly _kvOffloaded: boolean;
+  /** @internal Whether the pods keep KV-cache blocks in a host-memory tier (kvCacheOffload). */
+  readonly _offloadsKvCache: boolean;
   private _publishesKvEvents = false;
   /** Requests queued for the service in pickers' flow control, one query per InferenceGateway with flowControl. */
   private readonly _pickerQueues: QueuedRequests[] = [];
@@ -633,7 +634,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this._engine = r.engine;
     this._modelNames = r.modelNames;
     this._dataParallelRanks = r.dataParallelRanks;
-    this._kvOffloaded = r.kvOffload !== undefined;
+    this._offloadsKvCache = r.kvOffload !== undefined;
     if (r.role === 'decode') {
       this.disaggregateFromTokens = r.disagg!.nonCachedTokens;
       this._disaggregation = {
@@ -915,13 +916,18 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       }),
     );
     main.env.push(POD_IP_ENV);
-    const eventPorts = this.endpointPorts.map((_, i) => KV_EVENTS_PORT + i);
+    const eventPorts = this.kvEventPorts();
     const names = eventPorts.map((_, i) => (i === 0 ? KV_EVENTS_PORT_NAME : `${KV_EVENTS_PORT_NAME}-${i}`));
     eventPorts.forEach((containerPort, i) =>
       (main.ports as k8s.ContainerPort[]).push({ name: names[i], containerPort, protocol: 'TCP' }),
     );
     this._allowOnPorts?.(picker, names);
     return undefined;
+  }
+
+  /** The ports the engine's ranks publish their KV-cache events on: KV_EVENTS_PORT + the rank, one per endpoint. */
+  private kvEventPorts(): number[] {
+    return this.endpointPorts.map((_, i) => KV_EVENTS_PORT + i);
   }
 
   /** @internal Why the pods cannot publish their KV-cache events for the picker; undefined when they can (or do). */
@@ -938,7 +944,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     if (flagValue(main.args as string[], '--kv-events-config') !== undefined)
       return 'must not set --kv-events-config in extraArgs for precise prefix-cache scoring: the gateway sets it';
     // Every container of the pod shares its ports.
-    const eventPorts = this.endpointPorts.map((_, i) => KV_EVENTS_PORT + i);
+    const eventPorts = this.kvEventPorts();
     const spec = this._podTemplate.spec;
     const declared = [...(spec.initContainers ?? []), ...spec.containers].flatMap(c => c.ports ?? []);
     const taken = declared.find(p => eventPorts.includes(p.containerPort));
@@ -947,11 +953,6 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     if (main.env.some(e => e.name === POD_IP_VARIABLE))
       return `must not set env.${POD_IP_VARIABLE} for precise prefix-cache scoring: the KV-events topic reads the pod's IP from it`;
     return undefined;
-  }
-
-  /** @internal Whether the pods keep KV-cache blocks in a host-memory tier (kvCacheOffload). */
-  get _offloadsKvCache(): boolean {
-    return this._kvOffloaded;
   }
 
   /** @internal */

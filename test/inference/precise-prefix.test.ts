@@ -8,10 +8,22 @@ import {
   RankEndpoints,
   SglangInferenceService,
   VllmInferenceService,
+  VllmInferenceServiceProps,
 } from '../../src';
 import { expectValidOutput } from '../support/valid-output';
 
 const MODEL = 'Qwen/Qwen2.5-7B-Instruct';
+
+/** A mixture-of-experts service of 4 GPUs with an API port per data-parallel rank. */
+const perRankMoe = (c: Chart, extra: Partial<VllmInferenceServiceProps> = {}) =>
+  new VllmInferenceService(c, 'moe', {
+    name: 'qwen',
+    modelId: 'Qwen/Qwen3-30B-A3B',
+    gpusPerReplica: 4,
+    serviceMonitor: true,
+    expertParallel: ExpertParallel.wide({ endpoints: RankEndpoints.PER_RANK }),
+    ...extra,
+  });
 
 function routed(make: (c: Chart) => Array<VllmInferenceService | SglangInferenceService>) {
   const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
@@ -124,15 +136,7 @@ describe('prefixCacheScoring: PRECISE', () => {
   test('an endpoint per rank: each rank publishes on 5557 + its rank, where the picker dials for its target port', () => {
     // llm-d-router v0.10.0 preciseprefixcache/extractor.go dials 5557 + the endpoint's index in targetPorts; vLLM
     // 0.31.0 distributed/kv_events.py binds 5557 + the engine's data-parallel rank.
-    const ranked = routed(c => [
-      new VllmInferenceService(c, 'moe', {
-        name: 'qwen',
-        modelId: 'Qwen/Qwen3-30B-A3B',
-        gpusPerReplica: 4,
-        serviceMonitor: true,
-        expertParallel: ExpertParallel.wide({ endpoints: RankEndpoints.PER_RANK }),
-      }),
-    ]);
+    const ranked = routed(c => [perRankMoe(c)]);
     const pod = ranked.named('StatefulSet', 'qwen').spec.template.spec;
     const main = pod.containers[0];
     expect(main.args.filter((a: string) => a === '--kv-events-config')).toHaveLength(1);
@@ -181,36 +185,13 @@ describe('prefixCacheScoring: PRECISE', () => {
   });
 
   test('refused: ranks on a group, event ports the pod already uses', () => {
-    const ranks = { endpoints: RankEndpoints.PER_RANK };
-    expect(() =>
-      routed(c => [
-        new VllmInferenceService(c, 'moe', {
-          name: 'qwen',
-          modelId: 'Qwen/Qwen3-30B-A3B',
-          gpusPerReplica: 4,
-          nodes: 2,
-          serviceMonitor: true,
-          expertParallel: ExpertParallel.wide(ranks),
-        }),
-      ]),
-    ).toThrow(
+    expect(() => routed(c => [perRankMoe(c, { nodes: 2 })])).toThrow(
       /must run its per-rank endpoints in one pod for precise prefix-cache scoring: the ranks on a group's workers publish on port 5557 \+ their rank in the whole group/,
     );
     expect(() => routed(c => [new VllmInferenceService(c, 'a', { name: 'qwen', modelId: MODEL, port: 5557 })])).toThrow(
       /must keep port 5557 \(http\) free for precise prefix-cache scoring/,
     );
-    expect(() =>
-      routed(c => [
-        new VllmInferenceService(c, 'moe', {
-          name: 'qwen',
-          modelId: 'Qwen/Qwen3-30B-A3B',
-          gpusPerReplica: 4,
-          port: 5556,
-          serviceMonitor: true,
-          expertParallel: ExpertParallel.wide(ranks),
-        }),
-      ]),
-    ).toThrow(
+    expect(() => routed(c => [perRankMoe(c, { port: 5556 })])).toThrow(
       /must keep port 5557 \(rank-1\) free for precise prefix-cache scoring: the engine's ranks publish their KV-cache events on 5557, 5558, 5559, 5560/,
     );
   });
@@ -237,7 +218,7 @@ describe('prefixCacheScoring: PRECISE', () => {
         .map(o => o.spec.template.spec.containers[0].args.join(' '));
       return { config, args };
     };
-    const offloaded = (c: Chart, extra: Partial<ConstructorParameters<typeof VllmInferenceService>[2]> = {}) =>
+    const offloaded = (c: Chart, extra: Partial<VllmInferenceServiceProps> = {}) =>
       new VllmInferenceService(c, 'qwen', {
         name: 'qwen',
         modelId: MODEL,
