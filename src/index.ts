@@ -39,7 +39,7 @@ export type { AdoptedVolumes } from './training/adopt-volumes';
 export { TgiInferenceService, TGI_DEFAULT_IMAGE } from './inference/tgi-inference-service';
 export type { TgiInferenceServiceProps, SecretKeyRef } from './inference/tgi-inference-service';
 export { ModelCache } from './inference/model-cache';
-export { KvCacheOffload } from './inference/kv-cache-offload';
+export { KvCacheOffload, LmCacheTiers } from './inference/kv-cache-offload';
 export { Disaggregation, KvTransfer, ROLE_LABEL } from './inference/disaggregation';
 export { All2AllBackend, ExpertParallel, RankEndpoints } from './inference/expert-parallel';
 export type { ExpertParallelOptions } from './inference/expert-parallel';

@@ -109,6 +109,11 @@ export interface GpuResourceOptions {
    * references it, and `gpuResource` is then not requested.
    */
   readonly claim?: string;
+  /**
+   * Node disk to request: an emptyDir the container fills. Requested only, not limited: a container limit would also
+   * count its logs and writable layer, and the emptyDir's own sizeLimit bounds it.
+   */
+  readonly ephemeralStorage?: Size;
 }
 
 /**
@@ -122,7 +127,12 @@ export function gpuResources(o: GpuResourceOptions): k8s.ResourceRequirements {
   const memory = sizeQuantity(o.memory);
   return {
     ...(o.claim !== undefined ? { claims: [{ name: o.claim }] } : {}),
-    requests: { cpu: o.cpu, memory, ...devices },
+    requests: {
+      cpu: o.cpu,
+      memory,
+      ...(o.ephemeralStorage ? { 'ephemeral-storage': sizeQuantity(o.ephemeralStorage) } : {}),
+      ...devices,
+    },
     limits: { ...(o.cpuLimit ? { cpu: o.cpuLimit } : {}), memory, ...devices },
   };
 }

@@ -108,6 +108,8 @@ export interface WorkloadPodInput {
    * memory given must hold it beside `/dev/shm` (where `inSharedMemory` puts it, it is part of `/dev/shm` already).
    */
   readonly hostMemory?: { readonly size: Size; readonly inSharedMemory: boolean; readonly what: string };
+  /** Node disk an emptyDir of the construct's fills, requested as ephemeral storage so the scheduler counts it. */
+  readonly nodeDisk?: Size;
   /** Pod spec fields the construct sets (grace period, spread constraints, ...). */
   readonly spec: Omit<k8s.PodSpec, 'containers' | 'volumes'>;
 }
@@ -181,6 +183,7 @@ export function buildWorkloadPod(v: Validator, input: WorkloadPodInput): Workloa
       cpu: cpuQuantity,
       memory,
       extended,
+      ...(input.nodeDisk ? { ephemeralStorage: input.nodeDisk } : {}),
       ...(guaranteed ? { cpuLimit: cpuQuantity } : {}),
       ...(claim ? { claim: GPU_CLAIM } : {}),
     }),

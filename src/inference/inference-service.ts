@@ -27,6 +27,7 @@ import { EPP_FLOW_CONTROL_QUEUE, KV_EVENTS_PORT } from './endpoint-picker';
 import { flagValue } from './serving-inputs';
 import { sizeQuantity } from '../common/quantity';
 import { KvCacheOffload, ResolvedKvOffload, resolveKvOffload } from './kv-cache-offload';
+import { lmcacheDiskReset } from './lmcache';
 import { AutoscalingOptions, derivedInFlightTarget, QueuedRequests, resolveAutoscaling } from './autoscaling';
 import {
   EngineMetrics,
@@ -566,6 +567,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   private readonly _dataParallelRanks: number;
   /** @internal Whether the pods keep KV-cache blocks in a host-memory tier (kvCacheOffload). */
   readonly _offloadsKvCache: boolean;
+  /** The variable that switches the KV-cache tier's own events on, where the tier needs one (LMCache). */
+  private readonly _tierEventsEnv?: string;
   private _publishesKvEvents = false;
   /** Requests queued for the service in pickers' flow control, one query per InferenceGateway with flowControl. */
   private readonly _pickerQueues: QueuedRequests[] = [];
@@ -635,6 +638,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this._modelNames = r.modelNames;
     this._dataParallelRanks = r.dataParallelRanks;
     this._offloadsKvCache = r.kvOffload !== undefined;
+    this._tierEventsEnv = r.kvOffload?.eventsEnv;
     if (r.role === 'decode') {
       this.disaggregateFromTokens = r.disagg!.nonCachedTokens;
       this._disaggregation = {
@@ -916,6 +920,9 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       }),
     );
     main.env.push(POD_IP_ENV);
+    // LMCache reports the blocks it stores only when asked (v1/config.py enable_kv_events, off by default).
+    const tierSwitch = main.env.findIndex(e => e.name === this._tierEventsEnv);
+    if (tierSwitch >= 0) main.env[tierSwitch] = { name: main.env[tierSwitch].name, value: 'true' };
     const eventPorts = this.kvEventPorts();
     const names = eventPorts.map((_, i) => (i === 0 ? KV_EVENTS_PORT_NAME : `${KV_EVENTS_PORT_NAME}-${i}`));
     eventPorts.forEach((containerPort, i) =>
@@ -1203,7 +1210,7 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   if (disagg && props.kvCacheOffload !== undefined)
     v.fail(
       'kvCacheOffload',
-      "must be left out with disaggregation: vLLM's offload connector replaces the KV transfer connector (vLLM 0.31.0 config/vllm.py _post_init_kv_transfer_config), and how SGLang's hierarchical cache meets its transfer backends is not modelled here",
+      "must be left out with disaggregation: vLLM takes one connector in --kv-transfer-config, and its offload connector replaces the KV transfer's (vLLM 0.31.0 config/vllm.py _post_init_kv_transfer_config) while LMCache beside NIXL would need a MultiConnector not modelled here, as is how SGLang's hierarchical cache meets its transfer backends",
       props.kvCacheOffload,
     );
   const kvOffload = resolveKvOffload(v, props.kvCacheOffload, {
@@ -1224,7 +1231,11 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
     usageStats: v.boolean('usageStats', props.usageStats, false),
     tuning: {
       args: [...tuning.args, ...(kvOffload?.args ?? []), ...(transfer?.args ?? []), ...(ep?.args ?? [])],
-      env: [...tuning.env, ...(transfer?.env ?? []).map(env => ({ env, via: 'disaggregation' }))],
+      env: [
+        ...tuning.env,
+        ...(transfer?.env ?? []).map(env => ({ env, via: 'disaggregation' })),
+        ...(kvOffload?.env ?? []).map(env => ({ env, via: 'kvCacheOffload' })),
+      ],
     },
   });
   const launch = applyServingTrust(v, engine, props, untrusted);
@@ -1257,6 +1268,9 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
       ...refusedBecause(group?.launch.workerRefusedFlags),
     ],
   );
+  for (const name of kvOffload?.refusedEnv?.names ?? [])
+    if (props.env?.[name] !== undefined)
+      v.fail(`env.${name}`, `must be left out with kvCacheOffload: ${kvOffload!.refusedEnv!.why}`, name);
   if (ep && props.kvCacheOffload !== undefined)
     v.fail(
       'kvCacheOffload',
@@ -1476,6 +1490,7 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
     ...extra,
   });
   const cacheMount = { name: cache.volumeName, mountPath: MODEL_CACHE_PATH };
+  const tierDisk = r.kvOffload?.disk;
   const { template } = buildWorkloadPod(v, {
     scope,
     queueName: props.queueName,
@@ -1514,8 +1529,15 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
       // The kubelet's own sleep action (GA in 1.34, beta and on from 1.30): no sleep binary needed in
       // the image, so distroless engine images drain too. A zero sleep is no hook: the 1.32 API server
       // refuses a sleep of 0 s (PodLifecycleSleepActionAllowZero is alpha there).
-      ...(r.termination.preStopSeconds > 0
-        ? { lifecycle: { preStop: { sleep: { seconds: r.termination.preStopSeconds } } } }
+      ...(r.termination.preStopSeconds > 0 || r.kvOffload?.disk
+        ? {
+            lifecycle: {
+              ...(r.kvOffload?.disk ? { postStart: lmcacheDiskReset(r.kvOffload.disk.path) } : {}),
+              ...(r.termination.preStopSeconds > 0
+                ? { preStop: { sleep: { seconds: r.termination.preStopSeconds } } }
+                : {}),
+            },
+          }
         : {}),
     },
     ownedEnv: [...launch.env.map(o => ({ ...o, env: escapedEnv(o.env) })), offline],
@@ -1526,8 +1548,13 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
       ...engine.extraEnv(engine.home),
       ...(r.rdma?.env ?? []),
     ],
-    volumes: [...scratch.volumes, ...(cache.volume ? [cache.volume] : [])],
-    mounts: [...scratch.mounts, ...(cache.volume ? [cacheMount] : [])],
+    volumes: [...scratch.volumes, ...(cache.volume ? [cache.volume] : []), ...(tierDisk ? [tierDisk.volume] : [])],
+    mounts: [
+      ...scratch.mounts,
+      ...(cache.volume ? [cacheMount] : []),
+      ...(tierDisk ? [{ name: tierDisk.volume.name, mountPath: tierDisk.path }] : []),
+    ],
+    nodeDisk: tierDisk?.nodeDisk,
     claims: cache.claimTemplate ? [{ name: cache.volumeName, mountPath: MODEL_CACHE_PATH, prop: 'modelCache' }] : [],
     sharedMemory: sharedMemoryOf(v, props, r),
     hostMemory: r.kvOffload && {

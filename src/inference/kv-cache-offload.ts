@@ -1,6 +1,30 @@
 import { Size } from 'cdk8s';
+import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../validation/validate';
+import { LMCACHE, lmcacheEventsEnv } from './lmcache';
+
+/** LMCache's tiers for a replica (`KvCacheOffload.lmcache()`). */
+export interface LmCacheTiers {
+  /**
+   * Host memory for LMCache's CPU tier, per replica: split over the engine's tensor-parallel ranks, each of which
+   * pins its own pool. The disk tier stages every block through it, so it is required.
+   */
+  readonly cpu: Size;
+  /**
+   * A local-disk tier per replica, split over the ranks like the CPU tier: blocks evicted from host memory are
+   * written there and read back on a prefix hit.
+   * @default - no disk tier
+   */
+  readonly disk?: Size;
+  /**
+   * The storage class of the disk tier's volume, for a generic ephemeral volume (one claim per pod, deleted with
+   * it): a local NVMe class, for instance.
+   * @default - an emptyDir on the node's own disk, requested as ephemeral storage so the scheduler places the pod
+   * where the tier fits
+   */
+  readonly diskStorageClass?: string;
+}
 
 /**
  * A host-memory tier for KV-cache blocks evicted from GPU memory: a prefix that a request shares with an
@@ -17,10 +41,27 @@ export class KvCacheOffload {
     return new KvCacheOffload(size);
   }
 
+  /**
+   * LMCache's tiers in the engine's process (vLLM's LMCacheConnectorV1, configured with LMCACHE_* variables): host
+   * memory, and optionally a local disk behind it. The image must ship the `lmcache` package (vLLM's release images
+   * install it with their KV connectors; vLLM does not depend on it).
+   */
+  static lmcache(tiers: LmCacheTiers): KvCacheOffload {
+    return new KvCacheOffload(tiers.cpu, tiers);
+  }
+
   private constructor(
     /** The host memory the tier takes per replica. */
     readonly size: Size,
+    /** LMCache's tiers, with `lmcache()`. */
+    readonly lmcacheTiers?: LmCacheTiers,
   ) {}
+}
+
+/** How an engine runs LMCache in its own process: the connector's flags. */
+export interface LmCacheConnectorFacts {
+  readonly args: string[];
+  readonly source: string;
 }
 
 /** How an engine offloads KV-cache blocks to host memory: its flags and where the memory lives. */
@@ -36,14 +77,29 @@ export interface KvOffloadFacts {
    * or a flag the tier overrides; undefined when it can.
    */
   refuseExtraArgs(args: readonly string[], withTier: boolean): string | undefined;
+  /** How the engine runs LMCache's tiers, or why it cannot. */
+  readonly lmcache: LmCacheConnectorFacts | string;
 }
 
 /** A resolved tier: the engine's flags and the host memory it pins. */
 export interface ResolvedKvOffload {
   readonly args: string[];
+  /** Variables the tier sets (LMCache's configuration). */
+  readonly env: k8s.EnvVar[];
   readonly size: Size;
   readonly inSharedMemory: boolean;
   readonly source: string;
+  /** The variable that switches the tier's KV events on for a gateway, where the tier needs one. */
+  readonly eventsEnv?: string;
+  /** Variables the user may not set beside the tier, and why. */
+  readonly refusedEnv?: { readonly names: readonly string[]; readonly why: string };
+  /** The disk tier: its volume, mounted at `path`, and the node disk it takes when that is an emptyDir. */
+  readonly disk?: {
+    readonly volume: k8s.Volume;
+    readonly path: string;
+    readonly size: Size;
+    readonly nodeDisk?: Size;
+  };
 }
 
 const GIB = 1024 ** 3;
@@ -55,7 +111,8 @@ export function resolveKvOffload(
   o: { facts: KvOffloadFacts | string; ranks: number; nodes: number },
 ): ResolvedKvOffload | undefined {
   if (offload === undefined) return undefined;
-  if (!(offload instanceof KvCacheOffload)) v.fail('kvCacheOffload', 'must be made with KvCacheOffload.cpu()', offload);
+  if (!(offload instanceof KvCacheOffload))
+    v.fail('kvCacheOffload', 'must be made with KvCacheOffload.cpu() or KvCacheOffload.lmcache()', offload);
   if (typeof o.facts === 'string') v.fail('kvCacheOffload', o.facts, sizeQuantity(offload.size).value);
   if (o.nodes > 1)
     v.fail(
@@ -63,14 +120,83 @@ export function resolveKvOffload(
       "needs a single-node replica (nodes 1): a group's ranks span pods, and how the engines split the tier over them is not modelled here",
       sizeQuantity(offload.size).value,
     );
-  const requested = v.positiveSize('kvCacheOffload', offload.size).toKibibytes() * 1024;
+  const requested =
+    v.positiveSize(offload.lmcacheTiers ? 'kvCacheOffload.cpu' : 'kvCacheOffload', offload.size).toKibibytes() * 1024;
+  if (offload.lmcacheTiers !== undefined)
+    return resolveLmCache(v, offload.lmcacheTiers, requested, { facts: o.facts, ranks: o.ranks });
   const r = o.facts.flags(requested, o.ranks);
   if (typeof r === 'string') v.fail('kvCacheOffload', r, sizeQuantity(offload.size).value);
   return {
     args: r.args,
+    env: [],
     size: Size.kibibytes(Math.ceil(r.bytes / 1024)),
     inSharedMemory: o.facts.inSharedMemory,
     source: o.facts.source,
+  };
+}
+
+/** A size split over the ranks, as LMCache's per-rank GiB float, and the bytes the pod then holds. */
+function perRankGib(bytes: number, ranks: number): { gib: string; bytes: number } {
+  const gib = Math.floor((bytes / ranks / GIB) * 1e6) / 1e6;
+  return { gib: String(gib), bytes: Math.ceil(gib * GIB) * ranks };
+}
+
+function resolveLmCache(
+  v: Validator,
+  tiers: LmCacheTiers,
+  cpuBytes: number,
+  o: { facts: KvOffloadFacts; ranks: number },
+): ResolvedKvOffload {
+  v.knownProps('kvCacheOffload', tiers, ['cpu', 'disk', 'diskStorageClass']);
+  if (typeof o.facts.lmcache === 'string') v.fail('kvCacheOffload', o.facts.lmcache, 'KvCacheOffload.lmcache()');
+  const cpu = perRankGib(cpuBytes, o.ranks);
+  const env: k8s.EnvVar[] = [
+    { name: LMCACHE.env.localCpu, value: 'true' },
+    { name: LMCACHE.env.cpuSize, value: cpu.gib },
+  ];
+  let disk: ResolvedKvOffload['disk'];
+  if (tiers.disk !== undefined) {
+    const d = perRankGib(v.positiveSize('kvCacheOffload.disk', tiers.disk).toKibibytes() * 1024, o.ranks);
+    const room = Size.kibibytes(Math.ceil((d.bytes * LMCACHE.diskHeadroom) / 1024));
+    env.push({ name: LMCACHE.env.localDisk, value: LMCACHE.diskPath }, { name: LMCACHE.env.diskSize, value: d.gib });
+    const storageClass = tiers.diskStorageClass;
+    if (storageClass !== undefined) v.dnsSubdomain('kvCacheOffload.diskStorageClass', storageClass);
+    disk = {
+      path: LMCACHE.diskPath,
+      size: Size.kibibytes(Math.ceil(d.bytes / 1024)),
+      ...(storageClass === undefined ? { nodeDisk: room } : {}),
+      volume:
+        storageClass === undefined
+          ? { name: LMCACHE.diskVolume, emptyDir: { sizeLimit: sizeQuantity(room) } }
+          : {
+              name: LMCACHE.diskVolume,
+              ephemeral: {
+                volumeClaimTemplate: {
+                  spec: {
+                    accessModes: ['ReadWriteOnce'],
+                    storageClassName: storageClass,
+                    resources: { requests: { storage: sizeQuantity(room) } },
+                  },
+                },
+              },
+            },
+    };
+  } else if (tiers.diskStorageClass !== undefined)
+    v.fail('kvCacheOffload.diskStorageClass', 'needs a disk tier (disk)', tiers.diskStorageClass);
+  env.push(lmcacheEventsEnv(false));
+  return {
+    args: o.facts.lmcache.args,
+    env,
+    size: Size.kibibytes(Math.ceil(cpu.bytes / 1024)),
+    // cudaHostAlloc: the process's own pinned memory (memory_management.py alloc_pinned_ptr), not /dev/shm.
+    inSharedMemory: false,
+    source: `${o.facts.lmcache.source}; ${LMCACHE.source}`,
+    eventsEnv: LMCACHE.env.kvEvents,
+    refusedEnv: {
+      names: LMCACHE.refusedEnv,
+      why: 'it would replace or move what the LMCache tier sizes (a config file replaces the LMCACHE_* variables, hugepages and extra_config move the pool)',
+    },
+    ...(disk ? { disk } : {}),
   };
 }
 

@@ -112,7 +112,7 @@ describe('kvCacheOffload: a host-memory tier for the KV cache', () => {
           kvCacheOffload: KvCacheOffload.cpu(Size.gibibytes(8)),
           extraArgs: ['--kv-transfer-config', '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'],
         }),
-      /extraArgs must not set --kv-transfer-config with kvCacheOffload: vLLM replaces its connector/,
+      /extraArgs must not set --kv-transfer-config with kvCacheOffload: the tier's connector takes it/,
     ],
     [
       'an offload connector in --kv-transfer-config, a tier nothing sizes',

@@ -169,6 +169,8 @@ export const SGLANG: ServingEngine = {
         ? `must not set ${flag}: a host cache or storage tier the pod is not sized for (kvCacheOffload offers the host-memory tier only)`
         : undefined;
     },
+    lmcache:
+      "needs vLLM: SGLang's LMCache integration (--enable-lmcache) is not modelled here; KvCacheOffload.cpu() gives SGLang its hierarchical cache",
   },
   // SGLang 0.5.20 arg_groups/fields/disagg.py: --disaggregation-mode prefill|decode, --disaggregation-transfer-backend
   // (mooncake by default), --disaggregation-bootstrap-port (8998) where the prefill server's bootstrap registry

@@ -200,10 +200,18 @@ export const VLLM: ServingEngine = {
       const transfer = flagValue(args, '--kv-transfer-config');
       if (transfer === undefined) return undefined;
       if (withTier)
-        return 'must not set --kv-transfer-config with kvCacheOffload: vLLM replaces its connector with the offload connector (config/vllm.py _post_init_kv_transfer_config)';
+        return "must not set --kv-transfer-config with kvCacheOffload: the tier's connector takes it (vLLM replaces any other with the offload connector, config/vllm.py _post_init_kv_transfer_config)";
       if (/Offloading|LMCache/.test(transfer))
-        return 'must not name an offload or LMCache connector in --kv-transfer-config: a host-memory tier the pod is not sized for (use kvCacheOffload; LMCache is not offered)';
+        return 'must not name an offload or LMCache connector in --kv-transfer-config: a host-memory tier the pod is not sized for (use kvCacheOffload: KvCacheOffload.cpu() or KvCacheOffload.lmcache())';
       return undefined;
+    },
+    // distributed/kv_transfer/kv_connector/v1/lmcache_connector.py: LMCacheConnectorV1 runs LMCache in each worker
+    // (the `lmcache` package, imported when the connector is named; vLLM does not depend on it), kv_both to store and
+    // load. `--kv-offloading-backend lmcache` is not it: from 0.31 that names LMCacheMPConnector, a client of a
+    // separate LMCache server (config/vllm.py).
+    lmcache: {
+      args: ['--kv-transfer-config', JSON.stringify({ kv_connector: 'LMCacheConnectorV1', kv_role: 'kv_both' })],
+      source: 'vLLM 0.31.0 distributed/kv_transfer/kv_connector/v1/lmcache_connector.py',
     },
   },
   // vLLM 0.31.0 distributed/kv_transfer/kv_connector/v1/nixl: NixlConnector is the pull connector (connector.py); the
