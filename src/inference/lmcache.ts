@@ -48,7 +48,8 @@ export function lmcacheEventsEnv(on: boolean): k8s.EnvVar {
  * A postStart hook that empties the disk tier's directory. LMCache neither scans nor counts the files an earlier run
  * left (local_disk_backend.py starts its budget at zero), and an emptyDir outlives a container restart: without this
  * the directory would grow past the tier, and the kubelet evicts a pod past an emptyDir's sizeLimit at once, without
- * a drain. The kubelet starts probing only after the hook, so the engine serves, and LMCache writes, only after it.
+ * a drain. "Other management of the container blocks until the hook completes" (the Lifecycle API), and the engine
+ * loads its model before it serves a request, so LMCache writes nothing before the directory is empty.
  */
 export function lmcacheDiskReset(path: string): k8s.LifecycleHandler {
   return {
