@@ -47,7 +47,9 @@ export class KvCacheOffload {
    * install it with their KV connectors; vLLM does not depend on it).
    */
   static lmcache(tiers: LmCacheTiers): KvCacheOffload {
-    return new KvCacheOffload(tiers.cpu, tiers);
+    // From plain JavaScript the tiers may be missing: the construct then reports the missing cpu.
+    const given = tiers ?? ({} as LmCacheTiers);
+    return new KvCacheOffload(given.cpu, given);
   }
 
   private constructor(

@@ -217,6 +217,11 @@ describe('KvCacheOffload.lmcache(): LMCache tiers in the vLLM process', () => {
       /kvCacheOffload\.disk must be/,
     ],
     [
+      'a disk tier without the CPU pool it stages through (from plain JavaScript)',
+      () => tiered({ disk: Size.gibibytes(8) } as LmCacheTiers),
+      /kvCacheOffload\.cpu must be a Size, e\.g\. Size\.gibibytes\(16\) \(got undefined\)/,
+    ],
+    [
       'a tier key the construct does not know',
       () => tiered({ cpu: Size.gibibytes(8), ssd: Size.gibibytes(8) } as LmCacheTiers),
       /kvCacheOffload.*ssd/,
