@@ -1,11 +1,12 @@
 import { App, Chart, ChartProps, Duration, Size } from 'cdk8s';
 import { Construct } from 'constructs';
-import { Autoscaler, InferenceServiceMonitoring, ModelCache, VllmInferenceService } from '../src';
+import { Autoscaler, InferenceServiceMonitoring, KvCacheOffload, ModelCache, VllmInferenceService } from '../src';
 
 /**
  * vLLM serving Llama 3.1 8B, autoscaled by KEDA on `vllm:num_requests_waiting` between 2 and 8
  * replicas, every replica reading one ReadWriteMany model cache that is filled once. The pod
- * runs as the image's non-root user and meets the restricted Pod Security Standard.
+ * runs as the image's non-root user and meets the restricted Pod Security Standard. Prefixes shared by many
+ * requests (system prompts, multi-turn chats) are kept by LMCache in host memory and on the node's disk.
  */
 export class LlmChart extends Chart {
   readonly llm: VllmInferenceService;
@@ -23,6 +24,8 @@ export class LlmChart extends Chart {
       // Clients that used TGI's placeholder model name keep working after the migration.
       servedModelNames: ['meta-llama/Llama-3.1-8B-Instruct', 'tgi'],
       modelCache: ModelCache.sharedClaim({ claimName: 'model-cache' }),
+      // 16 GiB of pinned host memory, then 200 GiB of node disk (an emptyDir requested as ephemeral storage).
+      kvCacheOffload: KvCacheOffload.lmcache({ cpu: Size.gibibytes(16), disk: Size.gibibytes(200) }),
       autoscaling: {
         minReplicas: 2,
         maxReplicas: 8,

@@ -46,9 +46,8 @@ export class RoutingChart extends Chart {
       version: 1,
       replicas: 2,
       maxLoras: 2,
-      // Shared system prompts and multi-turn chats: evicted prefixes wait in host memory, then on the node's disk,
-      // instead of being recomputed (LMCache in the vLLM process).
-      kvCacheOffload: KvCacheOffload.lmcache({ cpu: Size.gibibytes(32), disk: Size.gibibytes(200) }),
+      // Shared system prompts and multi-turn chats: evicted prefixes wait in host memory instead of being recomputed.
+      kvCacheOffload: KvCacheOffload.cpu(Size.gibibytes(32)),
     });
     const sglang = new SglangInferenceService(this, 'sglang', { ...common, version: 2, port: 8000 });
     new InferenceServiceMonitoring(this, 'vllm-monitoring', vllm);

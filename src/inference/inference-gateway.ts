@@ -222,8 +222,9 @@ export interface InferenceGatewayProps {
   /**
    * How the picker scores pods by the prompt's prefix they have cached. PRECISE subscribes to the vLLM pods' KV-cache
    * events (the gateway turns them on, with the render endpoints its tokenizer calls: a pod template change), so it
-   * knows the blocks each pod really holds, in GPU memory and in a `kvCacheOffload` tier.
-   * @default - PrefixCacheScoring.PRECISE where a service offloads its KV cache (`kvCacheOffload`) and every service
+   * knows the blocks each pod really holds, in GPU memory and in a `KvCacheOffload.cpu()` tier (LMCache's tiers report
+   * nothing: their events stay off).
+   * @default - PrefixCacheScoring.PRECISE where a service offloads its KV cache (`KvCacheOffload.cpu()`) and every service
    * can publish its events (vLLM, one model name, an endpoint per rank): the approximate record cannot see the
    * prefixes a pod holds in host memory, so it would send their requests elsewhere. Otherwise
    * PrefixCacheScoring.APPROXIMATE, the picker's own record of the prefixes it routed, which needs nothing from the

@@ -565,10 +565,8 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
   readonly _modelNames: readonly string[];
   /** Data-parallel ranks per pod (expertParallel on vLLM). */
   private readonly _dataParallelRanks: number;
-  /** @internal Whether the pods keep KV-cache blocks in a host-memory tier (kvCacheOffload). */
+  /** @internal Whether the pods keep KV-cache blocks in a host-memory tier whose blocks their KV events report. */
   readonly _offloadsKvCache: boolean;
-  /** The variable that switches the KV-cache tier's own events on, where the tier needs one (LMCache). */
-  private readonly _tierEventsEnv?: string;
   private _publishesKvEvents = false;
   /** Requests queued for the service in pickers' flow control, one query per InferenceGateway with flowControl. */
   private readonly _pickerQueues: QueuedRequests[] = [];
@@ -637,8 +635,7 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
     this._engine = r.engine;
     this._modelNames = r.modelNames;
     this._dataParallelRanks = r.dataParallelRanks;
-    this._offloadsKvCache = r.kvOffload !== undefined;
-    this._tierEventsEnv = r.kvOffload?.eventsEnv;
+    this._offloadsKvCache = r.kvOffload?.eventsSeen === true;
     if (r.role === 'decode') {
       this.disaggregateFromTokens = r.disagg!.nonCachedTokens;
       this._disaggregation = {
@@ -920,9 +917,6 @@ export abstract class ServingWorkload extends Construct implements IGpuWorkload 
       }),
     );
     main.env.push(POD_IP_ENV);
-    // LMCache reports the blocks it stores only when asked (v1/config.py enable_kv_events, off by default).
-    const tierSwitch = main.env.findIndex(e => e.name === this._tierEventsEnv);
-    if (tierSwitch >= 0) main.env[tierSwitch] = { name: main.env[tierSwitch].name, value: 'true' };
     const eventPorts = this.kvEventPorts();
     const names = eventPorts.map((_, i) => (i === 0 ? KV_EVENTS_PORT_NAME : `${KV_EVENTS_PORT_NAME}-${i}`));
     eventPorts.forEach((containerPort, i) =>
@@ -1270,7 +1264,11 @@ function resolveServing(v: Validator, props: InferenceServiceProps, binding: Eng
   );
   for (const name of kvOffload?.refusedEnv?.names ?? [])
     if (props.env?.[name] !== undefined)
-      v.fail(`env.${name}`, `must be left out with kvCacheOffload: ${kvOffload!.refusedEnv!.why}`, name);
+      v.fail(
+        `env.${name}`,
+        `must be left out with kvCacheOffload: ${kvOffload!.refusedEnv!.why}`,
+        typeof props.env[name] === 'string' ? props.env[name] : name,
+      );
   if (ep && props.kvCacheOffload !== undefined)
     v.fail(
       'kvCacheOffload',

@@ -2,7 +2,7 @@ import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../validation/validate';
-import { LMCACHE, lmcacheEventsEnv } from './lmcache';
+import { LMCACHE, lmcacheEventsOff } from './lmcache';
 
 /** LMCache's tiers for a replica (`KvCacheOffload.lmcache()`). */
 export interface LmCacheTiers {
@@ -12,8 +12,9 @@ export interface LmCacheTiers {
    */
   readonly cpu: Size;
   /**
-   * A local-disk tier per replica, split over the ranks like the CPU tier: blocks evicted from host memory are
-   * written there and read back on a prefix hit.
+   * A local-disk tier per replica, split over the ranks like the CPU tier: LMCache writes every chunk it stores there
+   * too (write-through), evicts the least recently used when full, and reads a chunk back on a prefix hit that host
+   * memory no longer holds.
    * @default - no disk tier
    */
   readonly disk?: Size;
@@ -91,8 +92,8 @@ export interface ResolvedKvOffload {
   readonly size: Size;
   readonly inSharedMemory: boolean;
   readonly source: string;
-  /** The variable that switches the tier's KV events on for a gateway, where the tier needs one. */
-  readonly eventsEnv?: string;
+  /** Whether the engine's KV events report the blocks the tier holds, so a picker scoring precisely sees them. */
+  readonly eventsSeen: boolean;
   /** Variables the user may not set beside the tier, and why. */
   readonly refusedEnv?: { readonly names: readonly string[]; readonly why: string };
   /** The disk tier: its volume, mounted at `path`, and the node disk it takes when that is an emptyDir. */
@@ -115,50 +116,64 @@ export function resolveKvOffload(
   if (offload === undefined) return undefined;
   if (!(offload instanceof KvCacheOffload))
     v.fail('kvCacheOffload', 'must be made with KvCacheOffload.cpu() or KvCacheOffload.lmcache()', offload);
-  if (typeof o.facts === 'string') v.fail('kvCacheOffload', o.facts, sizeQuantity(offload.size).value);
+  // How the tier shows in a message, whatever plain JavaScript passed as its size.
+  const shown = offload.lmcacheTiers
+    ? 'KvCacheOffload.lmcache()'
+    : offload.size instanceof Size
+      ? sizeQuantity(offload.size).value
+      : offload.size;
+  if (typeof o.facts === 'string') v.fail('kvCacheOffload', o.facts, shown);
   if (o.nodes > 1)
     v.fail(
       'kvCacheOffload',
       "needs a single-node replica (nodes 1): a group's ranks span pods, and how the engines split the tier over them is not modelled here",
-      sizeQuantity(offload.size).value,
+      shown,
     );
-  const requested =
-    v.positiveSize(offload.lmcacheTiers ? 'kvCacheOffload.cpu' : 'kvCacheOffload', offload.size).toKibibytes() * 1024;
   if (offload.lmcacheTiers !== undefined)
-    return resolveLmCache(v, offload.lmcacheTiers, requested, { facts: o.facts, ranks: o.ranks });
-  const r = o.facts.flags(requested, o.ranks);
-  if (typeof r === 'string') v.fail('kvCacheOffload', r, sizeQuantity(offload.size).value);
+    return resolveLmCache(v, offload.lmcacheTiers, { facts: o.facts, ranks: o.ranks });
+  const r = o.facts.flags(v.positiveSize('kvCacheOffload', offload.size).toKibibytes() * 1024, o.ranks);
+  if (typeof r === 'string') v.fail('kvCacheOffload', r, shown);
   return {
     args: r.args,
     env: [],
+    eventsSeen: true,
     size: Size.kibibytes(Math.ceil(r.bytes / 1024)),
     inSharedMemory: o.facts.inSharedMemory,
     source: o.facts.source,
   };
 }
 
-/** A size split over the ranks, as LMCache's per-rank GiB float, and the bytes the pod then holds. */
-function perRankGib(bytes: number, ranks: number): { gib: string; bytes: number } {
+/**
+ * A tier's size split over the ranks, as LMCache's per-rank GiB float, and the bytes the pod then holds; a rank's
+ * share below LMCACHE.minGibPerRank is refused.
+ */
+function perRankGib(v: Validator, prop: string, size: Size, ranks: number): { gib: string; bytes: number } {
+  const bytes = v.positiveSize(prop, size).toKibibytes() * 1024;
   const gib = Math.floor((bytes / ranks / GIB) * 1e6) / 1e6;
+  if (gib < LMCACHE.minGibPerRank)
+    v.fail(
+      prop,
+      `must give each tensor-parallel rank at least ${LMCACHE.minGibPerRank} GiB (${ranks} ranks): ${LMCACHE.minGibPerRankWhy}`,
+      sizeQuantity(size).value,
+    );
   return { gib: String(gib), bytes: Math.ceil(gib * GIB) * ranks };
 }
 
 function resolveLmCache(
   v: Validator,
   tiers: LmCacheTiers,
-  cpuBytes: number,
   o: { facts: KvOffloadFacts; ranks: number },
 ): ResolvedKvOffload {
   v.knownProps('kvCacheOffload', tiers, ['cpu', 'disk', 'diskStorageClass']);
   if (typeof o.facts.lmcache === 'string') v.fail('kvCacheOffload', o.facts.lmcache, 'KvCacheOffload.lmcache()');
-  const cpu = perRankGib(cpuBytes, o.ranks);
+  const cpu = perRankGib(v, 'kvCacheOffload.cpu', tiers.cpu, o.ranks);
   const env: k8s.EnvVar[] = [
     { name: LMCACHE.env.localCpu, value: 'true' },
     { name: LMCACHE.env.cpuSize, value: cpu.gib },
   ];
   let disk: ResolvedKvOffload['disk'];
   if (tiers.disk !== undefined) {
-    const d = perRankGib(v.positiveSize('kvCacheOffload.disk', tiers.disk).toKibibytes() * 1024, o.ranks);
+    const d = perRankGib(v, 'kvCacheOffload.disk', tiers.disk, o.ranks);
     const room = Size.kibibytes(Math.ceil((d.bytes * LMCACHE.diskHeadroom) / 1024));
     env.push({ name: LMCACHE.env.localDisk, value: LMCACHE.diskPath }, { name: LMCACHE.env.diskSize, value: d.gib });
     const storageClass = tiers.diskStorageClass;
@@ -185,7 +200,7 @@ function resolveLmCache(
     };
   } else if (tiers.diskStorageClass !== undefined)
     v.fail('kvCacheOffload.diskStorageClass', 'needs a disk tier (disk)', tiers.diskStorageClass);
-  env.push(lmcacheEventsEnv(false));
+  env.push(lmcacheEventsOff());
   return {
     args: o.facts.lmcache.args,
     env,
@@ -193,11 +208,8 @@ function resolveLmCache(
     // cudaHostAlloc: the process's own pinned memory (memory_management.py alloc_pinned_ptr), not /dev/shm.
     inSharedMemory: false,
     source: `${o.facts.lmcache.source}; ${LMCACHE.source}`,
-    eventsEnv: LMCACHE.env.kvEvents,
-    refusedEnv: {
-      names: LMCACHE.refusedEnv,
-      why: 'it would replace or move what the LMCache tier sizes (a config file replaces the LMCACHE_* variables, hugepages and extra_config move the pool)',
-    },
+    eventsSeen: false,
+    refusedEnv: { names: LMCACHE.refusedEnv, why: LMCACHE.refusedEnvWhy },
     ...(disk ? { disk } : {}),
   };
 }

@@ -8,6 +8,8 @@ export const LMCACHE = {
   source: 'LMCache 0.5.6 v1/config.py, v1/storage_backend/local_cpu_backend.py, local_disk_backend.py',
   // v1/config_base.py: every setting reads LMCACHE_<NAME>; v1/config.py defaults: local_cpu True with
   // max_local_cpu_size 5.0 (a pool a pod not sized for it would still get), local_disk None, enable_kv_events False.
+  // Only whole 256-token chunks are stored (chunk_size, save_unfull_chunk False), written to every tier at once
+  // (storage_manager.py batched_put).
   env: {
     localCpu: 'LMCACHE_LOCAL_CPU',
     cpuSize: 'LMCACHE_MAX_LOCAL_CPU_SIZE',
@@ -16,19 +18,37 @@ export const LMCACHE = {
     kvEvents: 'LMCACHE_ENABLE_KV_EVENTS',
   },
   /**
-   * Settings that would move or replace what the construct sizes: a config file replaces the environment
-   * (integration/vllm/utils.py lmcache_get_or_create_config), hugepages need a hugepages-2Mi pool the pod does not
-   * request (memory_management.py), and extra_config's shm_name moves the pool into /dev/shm
-   * (mixed_memory_allocator.py) while its use_odirect needs a filesystem that takes O_DIRECT (local_disk_backend.py).
+   * Settings that would add, replace or move what the construct sizes: a remote configuration overrides every other
+   * (integration/vllm/utils.py lmcache_get_or_create_config), a config file brings settings of its own, hugepages
+   * need a hugepages-2Mi pool the pod does not request (memory_management.py), extra_config's shm_name moves the pool
+   * into /dev/shm (mixed_memory_allocator.py) and its use_odirect needs a filesystem that takes O_DIRECT, and a remote
+   * tier, GPUDirect storage or peer-to-peer sharing reach storage and peers nothing sizes or admits.
    */
-  refusedEnv: ['LMCACHE_CONFIG_FILE', 'LMCACHE_LOCAL_CPU_USE_HUGEPAGES', 'LMCACHE_EXTRA_CONFIG'],
+  refusedEnv: [
+    'LMCACHE_CONFIG_FILE',
+    'LMCACHE_REMOTE_CONFIG_URL',
+    'LMCACHE_LOCAL_CPU_USE_HUGEPAGES',
+    'LMCACHE_EXTRA_CONFIG',
+    'LMCACHE_REMOTE_URL',
+    'LMCACHE_GDS_PATH',
+    'LMCACHE_ENABLE_P2P',
+    'LMCACHE_LOCAL_DISK_PATH_SHARDING',
+  ],
+  refusedEnvWhy:
+    'it would add, replace or move tiers the construct sizes (a config file or remote configuration, hugepages, extra_config, a remote, GPUDirect or peer-to-peer tier)',
   /**
    * Sizes are GiB floats (local_cpu_backend.py `int(cpu_size * 1024**3)`, local_disk_backend.py the same), for each
    * worker process: every tensor-parallel rank builds its own engine, CPU pool and disk budget (cache_engine.py
-   * LMCacheEngineBuilder is per process), so a pod holds ranks x the size.
+   * LMCacheEngineBuilder is per process), so a pod holds ranks x the size. A share below 1 GiB rounds toward LMCache's
+   * empty pool, which degrades to recomputing (v1/manager.py).
    */
-  gibPerRank: true,
-  /** Where the disk tier's volume is mounted; every rank writes its own files there (path_sharder.py by_gpu). */
+  minGibPerRank: 1,
+  minGibPerRankWhy:
+    "LMCache's pools are per rank and store whole chunks of 256 tokens, some 32 MiB each for a 7B model in 16 bits, so a smaller share holds too little to help",
+  /**
+   * Where the disk tier's volume is mounted. With one path every rank writes there (path_sharder.py), its files told
+   * apart by the worker id in their keys (utils.py, local_disk_backend.py).
+   */
   diskPath: '/var/cache/lmcache',
   diskVolume: 'lmcache',
   /**
@@ -39,9 +59,14 @@ export const LMCACHE = {
   diskHeadroom: 1.05,
 } as const;
 
-/** The KV-events switch, `false` until a gateway asks the pods for their events. */
-export function lmcacheEventsEnv(on: boolean): k8s.EnvVar {
-  return { name: LMCACHE.env.kvEvents, value: on ? 'true' : 'false' };
+/**
+ * LMCache's own KV events stay off. LMCache 0.5.6 reports a store that starts inside a prompt (every prefix hit,
+ * chunked prefill) with parent hash 0 (cache_engine.py), which llm-d-router v0.10.0 decodes as an 8-bit integer its
+ * hash conversion refuses (pkg/kvevents/engineadapter), dropping the whole batch, vLLM's own GPU events with it. The
+ * construct owns the variable so it cannot be switched on beside a gateway.
+ */
+export function lmcacheEventsOff(): k8s.EnvVar {
+  return { name: LMCACHE.env.kvEvents, value: 'false' };
 }
 
 /**
@@ -49,7 +74,9 @@ export function lmcacheEventsEnv(on: boolean): k8s.EnvVar {
  * left (local_disk_backend.py starts its budget at zero), and an emptyDir outlives a container restart: without this
  * the directory would grow past the tier, and the kubelet evicts a pod past an emptyDir's sizeLimit at once, without
  * a drain. "Other management of the container blocks until the hook completes" (the Lifecycle API), and the engine
- * loads its model before it serves a request, so LMCache writes nothing before the directory is empty.
+ * loads its model before it serves a request, so LMCache writes nothing before the directory is empty. The hook also
+ * writes a file: a volume the container's user cannot write (a CSI driver that ignores fsGroup) fails the hook, and
+ * the container, where LMCache would lose every write in a worker thread (local_disk_backend.py).
  */
 export function lmcacheDiskReset(path: string): k8s.LifecycleHandler {
   return {
@@ -61,7 +88,9 @@ export function lmcacheDiskReset(path: string): k8s.LifecycleHandler {
           'd = sys.argv[1]\n' +
           'for n in os.listdir(d):\n' +
           '    p = os.path.join(d, n)\n' +
-          '    shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.remove(p)\n',
+          '    shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.remove(p)\n' +
+          "open(os.path.join(d, '.write-check'), 'w').close()\n" +
+          "os.remove(os.path.join(d, '.write-check'))\n",
         path,
       ],
     },

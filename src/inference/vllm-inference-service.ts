@@ -111,6 +111,12 @@ function vllmLora(v: Validator, props: VllmInferenceServiceProps): { adapters: R
     baseModelId: props.modelId,
     servedNames: Array.isArray(props.servedModelNames) ? props.servedModelNames : [props.modelId],
   });
+  if (adapters.length > 0 && props.kvCacheOffload?.lmcacheTiers !== undefined)
+    v.fail(
+      'kvCacheOffload',
+      'must not be KvCacheOffload.lmcache() with loraAdapters: LMCache 0.5.6 keys its chunks by their tokens alone (token_database.py; its vLLM adapter knows no LoRA), so blocks computed under one adapter or the base model would be loaded for another. KvCacheOffload.cpu() keys them per adapter',
+      'KvCacheOffload.lmcache()',
+    );
   if (adapters.length === 0) {
     if (props.maxLoras !== undefined) v.fail('maxLoras', 'needs loraAdapters', props.maxLoras);
     if (props.maxLoraRank !== undefined) v.fail('maxLoraRank', 'needs loraAdapters', props.maxLoraRank);

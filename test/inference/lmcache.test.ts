@@ -8,6 +8,7 @@ import {
   InferenceGateway,
   KvCacheOffload,
   LmCacheTiers,
+  PrefixCacheScoring,
   SglangInferenceService,
   TgiInferenceService,
   VllmInferenceService,
@@ -130,24 +131,39 @@ describe('KvCacheOffload.lmcache(): LMCache tiers in the vLLM process', () => {
     );
   });
 
-  test('a gateway scores the pods precisely by default, and LMCache then reports the blocks it stores', () => {
-    const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
-    const svc = new VllmInferenceService(chart, 'llm', {
-      name: 'llm',
-      modelId: MODEL,
-      kvCacheOffload: KvCacheOffload.lmcache({ cpu: Size.gibibytes(32) }),
-    });
-    new InferenceGateway(chart, 'gw', { name: 'llm', services: [svc], gateway: { name: 'edge' } });
-    const objects = Testing.synth(chart);
-    const main = objects.find(o => o.kind === 'StatefulSet').spec.template.spec.containers[0];
-    expect(main.args).toContain('--kv-events-config');
-    expect(lmcacheEnv(main).LMCACHE_ENABLE_KV_EVENTS).toBe('true');
-    const epp = objects.find(o => o.kind === 'Deployment' && o.metadata.name === 'llm-epp').spec.template.spec
-      .containers[0];
-    expect(epp.args[epp.args.indexOf('--config-text') + 1]).toMatch(/precise-prefix-cache-producer/);
-    const parsed = parsedByLmcache(lmcacheEnv(main));
-    if (parsed !== undefined) expect(parsed.enable_kv_events).toBe(true);
-    expectValidOutput(objects);
+  test("LMCache's own events stay off beside a gateway, which then scores approximately by default", () => {
+    const synth = (scoring?: PrefixCacheScoring) => {
+      const chart = new Chart(Testing.app(), 'c', { namespace: 'serving' });
+      const svc = new VllmInferenceService(chart, 'llm', {
+        name: 'llm',
+        modelId: MODEL,
+        kvCacheOffload: KvCacheOffload.lmcache({ cpu: Size.gibibytes(32) }),
+      });
+      new InferenceGateway(chart, 'gw', {
+        name: 'llm',
+        services: [svc],
+        gateway: { name: 'edge' },
+        ...(scoring ? { prefixCacheScoring: scoring } : {}),
+      });
+      const objects = Testing.synth(chart);
+      const epp = objects.find(o => o.kind === 'Deployment' && o.metadata.name === 'llm-epp').spec.template.spec
+        .containers[0];
+      return {
+        objects,
+        main: objects.find(o => o.kind === 'StatefulSet').spec.template.spec.containers[0],
+        config: epp.args[epp.args.indexOf('--config-text') + 1] as string,
+      };
+    };
+    // The picker would never see LMCache's chunks (their events are off), so the tier is no reason to listen.
+    const byDefault = synth();
+    expect(byDefault.config).not.toMatch(/precise-prefix-cache-producer/);
+    expect(byDefault.main.args).not.toContain('--kv-events-config');
+    // Asked for, precise scoring hears vLLM's GPU blocks; LMCache's events, which would drop those batches, stay off.
+    const precise = synth(PrefixCacheScoring.PRECISE);
+    expect(precise.config).toMatch(/precise-prefix-cache-producer/);
+    expect(precise.main.args).toContain('--kv-events-config');
+    expect(lmcacheEnv(precise.main).LMCACHE_ENABLE_KV_EVENTS).toBe('false');
+    expectValidOutput(precise.objects);
   });
 
   test('the postStart hook empties the disk directory, leaving what a link points at', () => {
@@ -168,6 +184,19 @@ describe('KvCacheOffload.lmcache(): LMCache tiers in the vLLM process', () => {
       expect(fs.readdirSync(outside)).toEqual(['kept']);
       // An empty directory (the first start) is no failure either: a failing hook kills the container.
       expect(spawnSync('python3', [...command.slice(1, -1), dir]).status).toBe(0);
+      // A directory the container's user cannot write fails the hook, where LMCache would lose its writes silently.
+      // The hook runs as a user without rights to it (nobody, through setpriv, when the tests run as root).
+      fs.chmodSync(dir, 0o555);
+      // The system's python3: a user's shim (pyenv under /root) is not for nobody to run.
+      const python = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+      const asUser =
+        process.getuid?.() === 0
+          ? ['setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', python, ...command.slice(1, -1), dir]]
+          : [python, [...command.slice(1, -1), dir]];
+      const refused = spawnSync(asUser[0] as string, asUser[1] as string[], { encoding: 'utf8', timeout: 30_000 });
+      fs.chmodSync(dir, 0o755);
+      expect(refused.status).not.toBe(0);
+      expect(refused.stderr).toMatch(/PermissionError/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
       fs.rmSync(outside, { recursive: true, force: true });
@@ -222,6 +251,35 @@ describe('KvCacheOffload.lmcache(): LMCache tiers in the vLLM process', () => {
       /kvCacheOffload\.cpu must be a Size, e\.g\. Size\.gibibytes\(16\) \(got undefined\)/,
     ],
     [
+      'a CPU share below 1 GiB a rank',
+      () => tiered({ cpu: Size.gibibytes(3) }, { gpusPerReplica: 4 }),
+      /kvCacheOffload\.cpu must give each tensor-parallel rank at least 1 GiB \(4 ranks\): LMCache's pools are per rank .* \(got "3Gi"\)/,
+    ],
+    [
+      'a disk share below 1 GiB a rank',
+      () => tiered({ cpu: Size.gibibytes(8), disk: Size.mebibytes(1500) }, { gpusPerReplica: 2 }),
+      /kvCacheOffload\.disk must give each tensor-parallel rank at least 1 GiB \(2 ranks\)/,
+    ],
+    [
+      'LoRA adapters, whose blocks LMCache would mix up',
+      () =>
+        tiered(
+          { cpu: Size.gibibytes(8) },
+          { loraAdapters: [{ name: 'sql', modelId: 'org/sql-lora', revision: 'v1' }] },
+        ),
+      /kvCacheOffload must not be KvCacheOffload\.lmcache\(\) with loraAdapters: LMCache 0\.5\.6 keys its chunks by their tokens alone/,
+    ],
+    [
+      'a remote tier nothing sizes or admits',
+      () => tiered({ cpu: Size.gibibytes(8) }, { env: { LMCACHE_REMOTE_URL: 'lm://cache:65432' } }),
+      /env\.LMCACHE_REMOTE_URL must be left out with kvCacheOffload: it would add, replace or move tiers .* \(got "lm:\/\/cache:65432"\)/,
+    ],
+    [
+      "the events switch, which would drop the picker's batches",
+      () => tiered({ cpu: Size.gibibytes(8) }, { env: { LMCACHE_ENABLE_KV_EVENTS: 'true' } }),
+      /env\.LMCACHE_ENABLE_KV_EVENTS is set by the construct; set kvCacheOffload instead/,
+    ],
+    [
       'a tier key the construct does not know',
       () => tiered({ cpu: Size.gibibytes(8), ssd: Size.gibibytes(8) } as LmCacheTiers),
       /kvCacheOffload.*ssd/,
@@ -237,9 +295,9 @@ describe('KvCacheOffload.lmcache(): LMCache tiers in the vLLM process', () => {
       /env\.LMCACHE_MAX_LOCAL_CPU_SIZE is set by the construct; set kvCacheOffload instead/,
     ],
     [
-      'a config file, which replaces the variables',
+      'a config file, which brings settings of its own',
       () => tiered({ cpu: Size.gibibytes(8) }, { env: { LMCACHE_CONFIG_FILE: '/etc/lmcache.yaml' } }),
-      /env\.LMCACHE_CONFIG_FILE must be left out with kvCacheOffload: it would replace or move what the LMCache tier sizes/,
+      /env\.LMCACHE_CONFIG_FILE must be left out with kvCacheOffload: it would add, replace or move tiers the construct sizes .* \(got "\/etc\/lmcache\.yaml"\)/,
     ],
     [
       'hugepages, which the pod does not request',
