@@ -224,8 +224,8 @@ export interface InferenceGatewayProps {
    * events (the gateway turns them on, with the render endpoints its tokenizer calls: a pod template change), so it
    * knows the blocks each pod really holds, in GPU memory and in a `KvCacheOffload.cpu()` tier (LMCache's tiers report
    * nothing: their events stay off).
-   * @default - PrefixCacheScoring.PRECISE where a service offloads its KV cache (`KvCacheOffload.cpu()`) and every service
-   * can publish its events (vLLM, one model name, an endpoint per rank): the approximate record cannot see the
+   * @default - PrefixCacheScoring.PRECISE where a service offloads its KV cache (`KvCacheOffload.cpu()`) and every
+   * service can publish its events (vLLM, one model name, an endpoint per rank): the approximate record cannot see the
    * prefixes a pod holds in host memory, so it would send their requests elsewhere. Otherwise
    * PrefixCacheScoring.APPROXIMATE, the picker's own record of the prefixes it routed, which needs nothing from the
    * pods
