@@ -4,6 +4,7 @@ import {
   DeviceSelector,
   InferenceService,
   IpFamily,
+  KvCacheOffload,
   ModelCache,
   SglangQuantization,
   TgiQuantization,
@@ -162,6 +163,8 @@ export const SHARED: PropCase[] = [
 
 export const SPECIFIC: Record<string, PropCase[]> = {
   TgiInferenceService: [
+    ['kvCacheOffload', KvCacheOffload.cpu(Size.gibibytes(8)), false],
+    ['kvCacheOffload', KvCacheOffload.lmcache({ cpu: Size.gibibytes(8) }), false],
     // From 3.1 (the default image is 3.3.7) TGI cannot start as a non-root UID; a runAsUser asks for one.
     ['runAsRoot', false, false],
     ['runAsUser', 1, false],
@@ -177,6 +180,17 @@ export const SPECIFIC: Record<string, PropCase[]> = {
     ['maxBatchPrefillTokens', -5, false],
   ],
   VllmInferenceService: [
+    // KV-cache tiers: vLLM's own in /dev/shm, LMCache's pinned pools and its disk (an emptyDir requested as ephemeral
+    // storage, or a generic ephemeral volume), and a share below LMCache's floor of 1 GiB a rank.
+    ['kvCacheOffload', KvCacheOffload.cpu(Size.gibibytes(8)), true],
+    ['kvCacheOffload', KvCacheOffload.lmcache({ cpu: Size.gibibytes(8) }), true],
+    ['kvCacheOffload', KvCacheOffload.lmcache({ cpu: Size.gibibytes(8), disk: Size.gibibytes(100) }), true],
+    [
+      'kvCacheOffload',
+      KvCacheOffload.lmcache({ cpu: Size.gibibytes(8), disk: Size.gibibytes(100), diskStorageClass: 'local-nvme' }),
+      true,
+    ],
+    ['kvCacheOffload', KvCacheOffload.lmcache({ cpu: Size.mebibytes(512) }), false],
     ['runAsRoot', false, true],
     ['runAsUser', 1, true],
     // --shutdown-timeout is there from 0.18; other repositories and tags without a release are not checked.
@@ -215,6 +229,8 @@ export const SPECIFIC: Record<string, PropCase[]> = {
     ['gpuMemoryUtilization', 1.01, false],
   ],
   SglangInferenceService: [
+    ['kvCacheOffload', KvCacheOffload.cpu(Size.gibibytes(8)), true],
+    ['kvCacheOffload', KvCacheOffload.lmcache({ cpu: Size.gibibytes(8) }), false],
     // The upstream image is built and run as root: a non-root pod is refused for it (any tag).
     ['runAsRoot', false, false],
     ['runAsUser', 1, false],
