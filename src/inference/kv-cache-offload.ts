@@ -44,8 +44,8 @@ export class KvCacheOffload {
 
   /**
    * LMCache's tiers in the engine's process (vLLM's LMCacheConnectorV1, configured with LMCACHE_* variables): host
-   * memory, and optionally a local disk behind it. The image must ship the `lmcache` package (vLLM's release images
-   * install it with their KV connectors; vLLM does not depend on it).
+   * memory, and optionally a local disk behind it. The image must ship the `lmcache` package: vLLM does not depend on
+   * it, and its Dockerfile installs it only with its KV connectors (INSTALL_KV_CONNECTORS), so check your image once.
    */
   static lmcache(tiers: LmCacheTiers): KvCacheOffload {
     // From plain JavaScript the tiers may be missing: the construct then reports the missing cpu.
