@@ -7,7 +7,7 @@ import {
   VllmInferenceService,
   VllmInferenceServiceProps,
 } from '../../src';
-import { servingOutput } from '../support/synth';
+import { quantityBytes, servingOutput } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
 
 const MODEL = 'Qwen/Qwen2.5-7B-Instruct';
@@ -22,12 +22,7 @@ const vllm = (props: Partial<VllmInferenceServiceProps> = {}) =>
   serve(c => new VllmInferenceService(c, 'llm', { name: 'llm', modelId: MODEL, ...props }));
 const sglang = (props: Partial<SglangInferenceServiceProps> = {}) =>
   serve(c => new SglangInferenceService(c, 'llm', { name: 'llm', modelId: MODEL, ...props }));
-/** A Kubernetes quantity in bytes (Ki, Mi, Gi suffixes as the library writes them). */
-const bytes = (q: string) => {
-  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
-  if (!m) throw new Error(`not a quantity the library writes: ${q}`);
-  return Number(m[1]) * { Ki: 1024, Mi: 1024 ** 2, Gi: GIB, '': 1 }[m[2] ?? '']!;
-};
+const bytes = quantityBytes;
 
 describe('kvCacheOffload: a host-memory tier for the KV cache', () => {
   test('vLLM: --kv-offloading-size in GiB (the engine total), and the tier added to /dev/shm and to memory', () => {

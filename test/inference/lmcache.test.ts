@@ -15,7 +15,7 @@ import {
   VllmInferenceServiceProps,
 } from '../../src';
 import { missingTool } from '../support/missing-tool';
-import { servingOutput } from '../support/synth';
+import { quantityBytes, servingOutput } from '../support/synth';
 import { expectValidOutput } from '../support/valid-output';
 
 const MODEL = 'Qwen/Qwen2.5-7B-Instruct';
@@ -23,11 +23,7 @@ const GIB = 1024 ** 3;
 /** The virtualenv `.ci/run` makes with lmcache 0.5.6, whose own parser reads the variables. */
 const LMCACHE_PYTHON = path.join(__dirname, '..', '..', '.cache', 'lmcache-venv', 'bin', 'python3');
 
-const bytes = (q: string) => {
-  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
-  if (!m) throw new Error(`not a quantity the library writes: ${q}`);
-  return Number(m[1]) * { Ki: 1024, Mi: 1024 ** 2, Gi: GIB, '': 1 }[m[2] ?? '']!;
-};
+const bytes = quantityBytes;
 const vllm = (props: Partial<VllmInferenceServiceProps> = {}) =>
   servingOutput(c => new VllmInferenceService(c, 'llm', { name: 'llm', modelId: MODEL, ...props }));
 const tiered = (tiers: LmCacheTiers, props: Partial<VllmInferenceServiceProps> = {}) =>

@@ -67,3 +67,10 @@ export function servingOutput<T>(make: (chart: Chart) => T) {
   const args: string = main ? [...(main.command ?? []), ...(main.args ?? [])].join(' ') : '';
   return { made, objects, named, workload, template, main, args };
 }
+
+/** A Kubernetes quantity in bytes, with the Ki, Mi and Gi suffixes the library writes sizes in. */
+export function quantityBytes(q: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
+  if (!m) throw new Error(`not a quantity the library writes: ${q}`);
+  return Number(m[1]) * { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, '': 1 }[m[2] ?? '']!;
+}
