@@ -1527,10 +1527,10 @@ function composePod(scope: IConstruct, v: Validator, props: InferenceServiceProp
       // The kubelet's own sleep action (GA in 1.34, beta and on from 1.30): no sleep binary needed in
       // the image, so distroless engine images drain too. A zero sleep is no hook: the 1.32 API server
       // refuses a sleep of 0 s (PodLifecycleSleepActionAllowZero is alpha there).
-      ...(r.termination.preStopSeconds > 0 || r.kvOffload?.disk
+      ...(r.termination.preStopSeconds > 0 || tierDisk
         ? {
             lifecycle: {
-              ...(r.kvOffload?.disk ? { postStart: lmcacheDiskReset(r.kvOffload.disk.path) } : {}),
+              ...(tierDisk ? { postStart: lmcacheDiskReset(tierDisk.path) } : {}),
               ...(r.termination.preStopSeconds > 0
                 ? { preStop: { sleep: { seconds: r.termination.preStopSeconds } } }
                 : {}),

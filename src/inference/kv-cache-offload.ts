@@ -2,7 +2,7 @@ import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
 import { sizeQuantity } from '../common/quantity';
 import { Validator } from '../validation/validate';
-import { LMCACHE, lmcacheEventsOff } from './lmcache';
+import { LMCACHE, lmcacheDiskVolume, lmcacheEventsOff } from './lmcache';
 
 /** LMCache's tiers for a replica (`KvCacheOffload.lmcache()`). */
 export interface LmCacheTiers {
@@ -100,7 +100,6 @@ export interface ResolvedKvOffload {
   readonly disk?: {
     readonly volume: k8s.Volume;
     readonly path: string;
-    readonly size: Size;
     readonly nodeDisk?: Size;
   };
 }
@@ -180,23 +179,8 @@ function resolveLmCache(
     if (storageClass !== undefined) v.dnsSubdomain('kvCacheOffload.diskStorageClass', storageClass);
     disk = {
       path: LMCACHE.diskPath,
-      size: Size.kibibytes(Math.ceil(d.bytes / 1024)),
       ...(storageClass === undefined ? { nodeDisk: room } : {}),
-      volume:
-        storageClass === undefined
-          ? { name: LMCACHE.diskVolume, emptyDir: { sizeLimit: sizeQuantity(room) } }
-          : {
-              name: LMCACHE.diskVolume,
-              ephemeral: {
-                volumeClaimTemplate: {
-                  spec: {
-                    accessModes: ['ReadWriteOnce'],
-                    storageClassName: storageClass,
-                    resources: { requests: { storage: sizeQuantity(room) } },
-                  },
-                },
-              },
-            },
+      volume: lmcacheDiskVolume(room, storageClass),
     };
   } else if (tiers.diskStorageClass !== undefined)
     v.fail('kvCacheOffload.diskStorageClass', 'needs a disk tier (disk)', tiers.diskStorageClass);

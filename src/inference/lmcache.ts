@@ -1,4 +1,6 @@
+import { Size } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-32/lib/imports/k8s';
+import { sizeQuantity } from '../common/quantity';
 
 /**
  * LMCache's facts, read in the lmcache 0.5.6 wheel: how the in-process connector is configured, and where each tier
@@ -67,6 +69,26 @@ export const LMCACHE = {
  */
 export function lmcacheEventsOff(): k8s.EnvVar {
   return { name: LMCACHE.env.kvEvents, value: 'false' };
+}
+
+/**
+ * The disk tier's volume of `room`: an emptyDir on the node's disk, or with a storage class a generic ephemeral volume
+ * (one claim per pod, deleted with it).
+ */
+export function lmcacheDiskVolume(room: Size, storageClass: string | undefined): k8s.Volume {
+  if (storageClass === undefined) return { name: LMCACHE.diskVolume, emptyDir: { sizeLimit: sizeQuantity(room) } };
+  return {
+    name: LMCACHE.diskVolume,
+    ephemeral: {
+      volumeClaimTemplate: {
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          storageClassName: storageClass,
+          resources: { requests: { storage: sizeQuantity(room) } },
+        },
+      },
+    },
+  };
 }
 
 /**
