@@ -191,7 +191,7 @@ describe("GpuTrainingJob's pods with a real torchrun: the forward-only launch wr
     async () => {
       const container = jobTrainer(2);
       const a = (attempt = new Attempt(await freePort(), container));
-      fs.writeFileSync(path.join(a.work, 'hang'), '');
+      fs.writeFileSync(path.join(a.work, 'idle'), '');
       const [p0, p1] = [a.start(0, 'dash'), a.start(1, 'busybox')];
       await until(
         'both pods to train',
@@ -246,7 +246,8 @@ describe("GpuTrainingJob's pods with a real torchrun: the forward-only launch wr
       expect(a.events()).toEqual([]);
       const [d0, d1] = await Promise.all([a.delete(p0), a.delete(p1)]);
       expect({ onItsOwn: [d0.onItsOwn, d1.onItsOwn] }).toEqual({ onItsOwn: [true, true] });
-      expect(Math.max(d0.ms, d1.ms)).toBeLessThan(3000);
+      // At once, not at the grace period's SIGKILL (torchrun as PID 1, below); 10 s leaves a loaded machine room.
+      expect(Math.max(d0.ms, d1.ms)).toBeLessThan(10000);
 
       // The same pod without the wrapper (torchrun exec'd as PID 1, as the construct first shipped it).
       if (!PID_NAMESPACES) return;

@@ -50,10 +50,15 @@ interface GangOptions {
   readonly shells: [Shell, Shell];
   /** Seconds a rank waits in a rendezvous for the others (the c10d join_timeout). */
   readonly joinTimeout?: number;
+  /**
+   * Seconds a rank's torchrun waits for the rendezvous store (the c10d read_timeout). 3 s by default, so
+   * that a rank restarted without the store's host fails fast.
+   */
+  readonly readTimeout?: number;
 }
 
-/** The grace period of the test StatefulSet: torchrun's shutdown timeout is half of it (5 s). */
-const GRACE_SECONDS = 10;
+/** The grace period of the test StatefulSet: torchrun's shutdown timeout is half of it (10 s). A loaded machine drains in 5-8 s. */
+const GRACE_SECONDS = 20;
 /**
  * How long a scenario waits for torchrun to get somewhere: generous, for a loaded machine (each
  * torchrun agent and worker imports torch, seconds of CPU); a scenario takes 10 to 25 s on 2 idle cores.
@@ -173,7 +178,7 @@ class Gang {
         // endpoint's), the others connect to it. On one machine every agent would match 127.0.0.1.
         MASTER_ADDR: '127.0.0.1',
         PET_RDZV_ENDPOINT: `127.0.0.1:${this.port}`,
-        PET_RDZV_CONF: `is_host=${pod.rank === 0 ? 1 : 0},join_timeout=${this.o.joinTimeout ?? 30},read_timeout=3`,
+        PET_RDZV_CONF: `is_host=${pod.rank === 0 ? 1 : 0},join_timeout=${this.o.joinTimeout ?? 30},read_timeout=${this.o.readTimeout ?? 3}`,
         // A pod's own address: the rendezvous tells nodes apart by address and pid, and with PID
         // namespaces both agents can have the same pid.
         PET_LOCAL_ADDR: `127.0.0.${pod.rank + 1}`,
@@ -322,7 +327,9 @@ describe('the launch wrapper with a real torchrun, two ranks on 127.0.0.1', () =
   scenario(
     'a late failure on one rank marks the run complete nowhere; the finished rank rejoins when the failed one restarts',
     async () => {
-      const g = await newGang({ maxRestarts: 0, maxFailedStarts: 3, shells: ['busybox', 'dash'] });
+      // Rank 1 rejoins three polls (0.6 s) after it finished, before the kubelet has restarted rank 0: its torchrun
+      // waits for the store of rank 0's next torchrun, which a loaded machine takes more than 3 s to start.
+      const g = await newGang({ maxRestarts: 0, maxFailedStarts: 3, shells: ['busybox', 'dash'], readTimeout: 30 });
       // Rank 0 (the store's host) fails after the last collective, once, while rank 1 finishes.
       g.fault('fail-late', 0, '1');
       const [r0, r1] = [g.start(0), g.start(1)];
@@ -401,10 +408,12 @@ describe('the launch wrapper with a real torchrun, two ranks on 127.0.0.1', () =
       await until(g, 'both ranks to train', () => g.count('step 0') > 0 && g.count('step 1') > 0, WAIT_MS);
       const lost = Date.now();
       await r0.lose();
-      await until(g, 'rank 1 to exit', () => r1.exits.length > 0, 15000);
+      await until(g, 'rank 1 to exit', () => r1.exits.length > 0, WAIT_MS);
       const exitedAfter = Date.now() - lost;
       expect(r1.exits[0]).not.toBe(0);
-      expect(exitedAfter).toBeLessThan(10000);
+      // Its workers fail in their collective and its re-rendezvous cannot reach the store (read_timeout, 3 s):
+      // a few seconds, and well before it would give up waiting for a rendezvous (join_timeout, 30 s here).
+      expect(exitedAfter).toBeLessThan(20000);
       expect(r1.termination()).toMatch(
         /exited \d+ on rank 1 \(start 1 in this pod, failed start 1 of 2\); the kubelet restarts it/,
       );
@@ -422,9 +431,9 @@ describe('the launch wrapper with a real torchrun, two ranks on 127.0.0.1', () =
     'SIGTERM (pod deletion) reaches torchrun and its workers; the wrappers exit within the grace period, nothing marked',
     async () => {
       const g = await newGang({ maxRestarts: 1, maxFailedStarts: 3, shells: ['dash', 'busybox'] });
-      fs.writeFileSync(path.join(g.work, 'hang'), '');
-      // torchrun's window for its workers after SIGTERM (TORCH_ELASTIC_SHUTDOWN_TIMEOUT): half the 10 s grace here.
-      expect(g.env('TORCH_ELASTIC_SHUTDOWN_TIMEOUT')).toBe('5');
+      fs.writeFileSync(path.join(g.work, 'idle'), '');
+      // torchrun's window for its workers after SIGTERM (TORCH_ELASTIC_SHUTDOWN_TIMEOUT): half the 20 s grace here.
+      expect(g.env('TORCH_ELASTIC_SHUTDOWN_TIMEOUT')).toBe('10');
       const [r0, r1] = [g.start(0), g.start(1)];
       await until(g, 'both ranks to train', () => g.count('step 0') > 0 && g.count('step 1') > 0, WAIT_MS);
       const t = Date.now();

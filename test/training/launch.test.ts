@@ -562,7 +562,8 @@ describe.each(available)('the launch wrapper under %s', shell => {
       );
       fs.writeFileSync(path.join(work, 'date-block'), '');
       const starting = start({ pid1: true, binDir: bin });
-      await sleep(300);
+      // Once its first line has run (before that, PID 1 drops the signal, whatever the script says).
+      expect(await starting.catches('SIGTERM')).toBe(true);
       await starting.signal('SIGTERM');
       await sleep(100);
       fs.rmSync(path.join(work, 'date-block'));

@@ -5,7 +5,10 @@ files in $WORK, each named for the pod ordinal (NODE_RANK, set by the StatefulSe
   crash-<node>        exit 1 after the first step, while the other ranks are in a collective
   fail-late-<node>    exit 1 after the last collective, while the other ranks finish
 each holding how many more times (empty: every time)
-  hang                keep stepping until stopped (for SIGTERM tests)
+  hang                keep stepping until stopped (a peer lost in a collective fails the others)
+  idle                after the first step, wait until stopped without collectives (for SIGTERM
+                      tests: a worker whose TERM comes a moment after its peer's must not fail in a
+                      collective first)
 """
 import os
 import signal
@@ -59,7 +62,10 @@ event("start")
 dist.init_process_group("gloo", timeout=timedelta(seconds=30))
 steps = int(os.environ.get("STEPS", "3"))
 step = 0
-while step < steps or os.path.exists(os.path.join(work, "hang")):
+while step < steps or os.path.exists(os.path.join(work, "hang")) or os.path.exists(os.path.join(work, "idle")):
+    if step >= 1 and os.path.exists(os.path.join(work, "idle")):
+        time.sleep(0.1)
+        continue
     t = torch.ones(4) * (rank + 1)
     dist.all_reduce(t)
     step += 1
