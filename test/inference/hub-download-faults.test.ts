@@ -125,7 +125,7 @@ for (const version of HUB_VERSIONS) {
 
     all('a server trickling a byte every 200 ms: the stalled fetch is killed and retried', async () => {
       hub.fault(WEIGHTS, { kind: 'trickle', everyMs: 200, times: 1 });
-      const r = await runDownload(VLLM, version, data, hub);
+      const r = await runDownload(VLLM, version, data, hub, { env: { DOWNLOAD_STALL_SECONDS: '6' } });
       expect(r.output).toMatch(/stalled: retrying/);
       expect(r.status).toBe(0);
       completeAndRight();

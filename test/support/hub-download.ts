@@ -170,7 +170,9 @@ export function runContainer(
     HF_HUB_DISABLE_PROGRESS_BARS: '1',
     HF_HUB_ETAG_TIMEOUT: '5',
     HF_HUB_DOWNLOAD_TIMEOUT: '5',
-    DOWNLOAD_STALL_SECONDS: '2',
+    // The stall window starts at the fetch's spawn, so it includes the child's import of huggingface_hub (seconds
+    // on a loaded machine); the trickle test sets its own.
+    DOWNLOAD_STALL_SECONDS: '10',
     DOWNLOAD_STALL_BYTES: '4096',
     DOWNLOAD_LOCK_STALE_SECONDS: '3',
     DOWNLOAD_ATTEMPTS: '3',
