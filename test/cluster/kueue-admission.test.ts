@@ -44,7 +44,9 @@ describeCluster(
       const ns = await place.namespace('kueue-train', 'restricted');
       await quota(cluster, ns, 16);
       const gpus = place.gpus();
-      await applyAll(cluster, training(ns, gpus, 'first'));
+      // It runs 20 s: both its pods must be seen Running, and then the second applied through Kueue's webhooks and seen
+      // waiting, before it completes, on a loaded plane.
+      await applyAll(cluster, training(ns, gpus, 'first', 2, '20s'));
       await waitExplained(cluster, ns, 'the first run admitted and its gang running', 90, async () => {
         const pods = (await podsOf(cluster, ns)).filter(p => p.status?.phase === 'Running');
         const js = await jobSet(cluster, ns, 'first');

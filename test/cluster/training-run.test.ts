@@ -69,7 +69,8 @@ describeCluster(
       const ns = await namespace('complete');
       const { chart, job } = output(ns, place.gpus(), {
         ttlAfterFinished: Duration.seconds(5),
-        pod: { annotations: { [`pod-complete.${KWOK_STAGE}/delay`]: '3s' } },
+        // Long enough that both pods are seen Running together, however far apart a loaded plane starts them.
+        pod: { annotations: { [`pod-complete.${KWOK_STAGE}/delay`]: '15s' } },
       });
       // A rotated credential with a reload command: the reload sidecar is a native sidecar.
       const creds = new RotatingGpuSecret(chart, 'creds', { name: 'hub-token', keys: ['token'] });
