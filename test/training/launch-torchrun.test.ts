@@ -57,7 +57,10 @@ interface GangOptions {
   readonly readTimeout?: number;
 }
 
-/** The grace period of the test StatefulSet: torchrun's shutdown timeout is half of it (10 s). A loaded machine drains in 5-8 s. */
+/**
+ * The grace period of the test StatefulSet: torchrun's shutdown timeout is half of it (10 s). A loaded machine
+ * drains in 5-8 s.
+ */
 const GRACE_SECONDS = 20;
 /**
  * How long a scenario waits for torchrun to get somewhere: generous, for a loaded machine (each
